@@ -1,0 +1,397 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes on this machine: etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, containerd and a kubelet, all as
+# plain processes, for tailor's e2e tests and demo.
+#
+#   hack/cluster.sh up       install, build and start what is missing (idempotent)
+#   hack/cluster.sh down     stop everything and remove all state it created
+#   hack/cluster.sh status   what runs, node and pods
+#   hack/cluster.sh logs [component]
+#   hack/cluster.sh kubeconfig   print the admin kubeconfig path
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet)
+RUN_DIR="${TAILOR_DEV_DIR}/run"
+CONTAINERD_ROOT="${TAILOR_DEV_DIR}/containerd"
+KUBELET_ROOT="${TAILOR_DEV_DIR}/kubelet"
+CNI_CONF_DIR="${TAILOR_DEV_DIR}/cni/net.d"
+PAUSE_IMAGE="${PAUSE_IMAGE:-registry.k8s.io/pause:3.10}"
+# In-place resize has been on by default since 1.33; pod-level resources and
+# their in-place resize are still gated in the versions we target.
+FEATURE_GATES="${FEATURE_GATES:-}"
+
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables conntrack openssl)
+
+node_ip() {
+  local dev ip
+  dev=$(ip -4 route show default | awk '{for (i=1;i<NF;i++) if ($i=="dev") {print $(i+1); exit}}')
+  [[ -n "$dev" ]] && ip=$(ip -4 -o addr show dev "$dev" scope global | awk '{split($4,a,"/"); print a[1]; exit}')
+  [[ -n "${ip:-}" ]] || ip=$(ip -4 -o addr show scope global | awk '{split($4,a,"/"); print a[1]; exit}')
+  [[ -n "${ip:-}" ]] || die "no global IPv4 address on this machine to use as the node IP"
+  echo "$ip"
+}
+
+install_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts containerd with its own config; ours runs with a private one.
+  if command -v systemctl >/dev/null && systemctl is-active -q containerd 2>/dev/null; then
+    systemctl stop containerd || true
+    systemctl disable containerd 2>/dev/null || true
+  fi
+}
+
+# ---------------------------------------------------------------- PKI
+
+mkcert() { # name CN O [extfile-sans]
+  local name=$1 cn=$2 o=$3 sans=${4:-}
+  [[ -f "${PKI_DIR}/${name}.crt" ]] && return
+  local subj="/CN=${cn}"; [[ -n "$o" ]] && subj="/O=${o}${subj}"
+  openssl genrsa -out "${PKI_DIR}/${name}.key" 2048 2>/dev/null
+  openssl req -new -key "${PKI_DIR}/${name}.key" -subj "$subj" -out "${PKI_DIR}/${name}.csr" 2>/dev/null
+  local ext="${PKI_DIR}/${name}.ext"
+  {
+    echo "basicConstraints=CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    if [[ -n "$sans" ]]; then echo "extendedKeyUsage=serverAuth,clientAuth"; echo "subjectAltName=${sans}"
+    else echo "extendedKeyUsage=clientAuth"; fi
+  } > "$ext"
+  openssl x509 -req -in "${PKI_DIR}/${name}.csr" -CA "${PKI_DIR}/ca.crt" -CAkey "${PKI_DIR}/ca.key" \
+    -CAcreateserial -days 3650 -extfile "$ext" -out "${PKI_DIR}/${name}.crt" 2>/dev/null
+  rm -f "${PKI_DIR}/${name}.csr" "$ext"
+}
+
+make_pki() {
+  mkdir -p "$PKI_DIR"
+  local ip=$1
+  if [[ ! -f "${PKI_DIR}/ca.crt" ]]; then
+    openssl genrsa -out "${PKI_DIR}/ca.key" 2048 2>/dev/null
+    openssl req -x509 -new -key "${PKI_DIR}/ca.key" -subj "/CN=tailor-dev-ca" -days 3650 -out "${PKI_DIR}/ca.crt" 2>/dev/null
+  fi
+  local svc_ip
+  svc_ip=$(awk -F. '{print $1"."$2"."$3"."$4+1}' <<<"${SERVICE_CIDR%/*}")
+  mkcert apiserver kube-apiserver "" "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:${ip},IP:${svc_ip}"
+  mkcert admin tailor-admin system:masters
+  mkcert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
+  mkcert front-proxy-client front-proxy-client ""
+  mkcert controller-manager system:kube-controller-manager ""
+  mkcert scheduler system:kube-scheduler ""
+  mkcert kubelet "system:node:${NODE_NAME}" system:nodes
+  [[ -f "${PKI_DIR}/sa.key" ]] || { openssl genrsa -out "${PKI_DIR}/sa.key" 2048 2>/dev/null; openssl rsa -in "${PKI_DIR}/sa.key" -pubout -out "${PKI_DIR}/sa.pub" 2>/dev/null; }
+}
+
+write_kubeconfig() { # path cert-name
+  local path=$1 name=$2
+  cat > "$path" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: tailor-dev
+  cluster:
+    server: https://127.0.0.1:${APISERVER_PORT}
+    certificate-authority: ${PKI_DIR}/ca.crt
+users:
+- name: ${name}
+  user:
+    client-certificate: ${PKI_DIR}/${name}.crt
+    client-key: ${PKI_DIR}/${name}.key
+contexts:
+- name: tailor-dev
+  context: {cluster: tailor-dev, user: ${name}}
+current-context: tailor-dev
+EOF
+}
+
+# ---------------------------------------------------------------- processes
+
+pidfile() { echo "${RUN_DIR}/$1.pid"; }
+running() { local f; f=$(pidfile "$1"); [[ -f "$f" ]] && kill -0 "$(cat "$f")" 2>/dev/null; }
+
+start() { # name cmd...
+  local name=$1; shift
+  if running "$name"; then return; fi
+  log "starting ${name}"
+  # setsid: the component must outlive the shell (make, CI step) that started it.
+  setsid "$@" >>"${LOG_DIR}/${name}.log" 2>&1 < /dev/null &
+  echo $! > "$(pidfile "$name")"
+}
+
+stop() {
+  local name=$1 f pid
+  f=$(pidfile "$name")
+  [[ -f "$f" ]] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    log "stopping ${name}"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+wait_for() { # description seconds cmd...
+  local what=$1 secs=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    (( SECONDS < deadline )) || die "timed out after ${secs}s waiting for ${what}; see ${LOG_DIR}"
+    sleep 0.5
+  done
+}
+
+kc() { "${K8S_BIN}/kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
+
+# ---------------------------------------------------------------- components
+
+start_etcd() {
+  start etcd "${ETCD_BIN}/etcd" --name tailor-dev --data-dir "${TAILOR_DEV_DIR}/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster tailor-dev=http://127.0.0.1:2380 --log-level warn \
+    --quota-backend-bytes 4294967296
+  wait_for etcd 60 curl -fsS http://127.0.0.1:2379/health
+}
+
+start_apiserver() {
+  local ip=$1
+  local gates=()
+  [[ -n "$FEATURE_GATES" ]] && gates=(--feature-gates "$FEATURE_GATES")
+  start kube-apiserver "${K8S_BIN}/kube-apiserver" \
+    --etcd-servers http://127.0.0.1:2379 \
+    --advertise-address "$ip" --bind-address 0.0.0.0 --secure-port "$APISERVER_PORT" \
+    --service-cluster-ip-range "$SERVICE_CIDR" \
+    --authorization-mode Node,RBAC --allow-privileged=true \
+    --enable-admission-plugins NodeRestriction \
+    --client-ca-file "${PKI_DIR}/ca.crt" \
+    --tls-cert-file "${PKI_DIR}/apiserver.crt" --tls-private-key-file "${PKI_DIR}/apiserver.key" \
+    --kubelet-client-certificate "${PKI_DIR}/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "${PKI_DIR}/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP,Hostname \
+    --proxy-client-cert-file "${PKI_DIR}/front-proxy-client.crt" \
+    --proxy-client-key-file "${PKI_DIR}/front-proxy-client.key" \
+    --requestheader-client-ca-file "${PKI_DIR}/ca.crt" \
+    --requestheader-allowed-names front-proxy-client \
+    --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --enable-aggregator-routing=true \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "${PKI_DIR}/sa.pub" \
+    --service-account-signing-key-file "${PKI_DIR}/sa.key" \
+    "${gates[@]}"
+  wait_for kube-apiserver 90 curl -fsS --cacert "${PKI_DIR}/ca.crt" \
+    --cert "${PKI_DIR}/admin.crt" --key "${PKI_DIR}/admin.key" "https://127.0.0.1:${APISERVER_PORT}/readyz"
+}
+
+start_controllers() {
+  local gates=()
+  [[ -n "$FEATURE_GATES" ]] && gates=(--feature-gates "$FEATURE_GATES")
+  start kube-controller-manager "${K8S_BIN}/kube-controller-manager" \
+    --kubeconfig "${TAILOR_DEV_DIR}/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "${TAILOR_DEV_DIR}/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "${TAILOR_DEV_DIR}/controller-manager.kubeconfig" \
+    --leader-elect=false --use-service-account-credentials \
+    --service-account-private-key-file "${PKI_DIR}/sa.key" --root-ca-file "${PKI_DIR}/ca.crt" \
+    --cluster-signing-cert-file "${PKI_DIR}/ca.crt" --cluster-signing-key-file "${PKI_DIR}/ca.key" \
+    --service-cluster-ip-range "$SERVICE_CIDR" --bind-address 127.0.0.1 "${gates[@]}"
+  start kube-scheduler "${K8S_BIN}/kube-scheduler" \
+    --kubeconfig "${TAILOR_DEV_DIR}/scheduler.kubeconfig" \
+    --authentication-kubeconfig "${TAILOR_DEV_DIR}/scheduler.kubeconfig" \
+    --authorization-kubeconfig "${TAILOR_DEV_DIR}/scheduler.kubeconfig" \
+    --leader-elect=false --bind-address 127.0.0.1 "${gates[@]}"
+}
+
+start_containerd() {
+  mkdir -p "$CONTAINERD_ROOT" "$CNI_CONF_DIR"
+  cat > "${TAILOR_DEV_DIR}/containerd.toml" <<EOF
+version = 2
+root = "${CONTAINERD_ROOT}"
+state = "/run/containerd"
+[grpc]
+  address = "/run/containerd/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "${PAUSE_IMAGE}"
+  # This VM lacks CAP_SYS_RESOURCE: without this every sandbox fails to start
+  # ("can't get final child's PID from pipe: EOF").
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "${CNI_CONF_DIR}"
+EOF
+  cat > "${CNI_CONF_DIR}/10-tailor.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "tailor",
+  "plugins": [
+    {
+      "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "${POD_CIDR}"}]], "routes": [{"dst": "0.0.0.0/0"}]}
+    },
+    {"type": "loopback"}
+  ]
+}
+EOF
+  start containerd /usr/bin/containerd --config "${TAILOR_DEV_DIR}/containerd.toml"
+  wait_for containerd 30 ctr --address /run/containerd/containerd.sock version
+}
+
+load_images() {
+  "${HACK_DIR}/images.sh" build
+  # Always import: a rebuilt image keeps its tag, and import is quick.
+  local img
+  for img in "${IMAGES_DIR}"/*.tar; do
+    log "importing image $(cat "${img%.tar}.name")"
+    ctr -n k8s.io images import "$img" >/dev/null
+  done
+}
+
+start_kubelet() {
+  local ip=$1
+  mkdir -p "$KUBELET_ROOT"
+  local gates_yaml=""
+  if [[ -n "$FEATURE_GATES" ]]; then
+    gates_yaml="featureGates:"$'\n'
+    local g
+    IFS=, read -ra gs <<<"$FEATURE_GATES"
+    for g in "${gs[@]}"; do gates_yaml+="  ${g%%=*}: ${g#*=}"$'\n'; done
+  fi
+  cat > "${TAILOR_DEV_DIR}/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: "${PKI_DIR}/ca.crt"}
+authorization: {mode: Webhook}
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+cgroupDriver: cgroupfs
+# This VM boots cgroup v1, which 1.35+ refuses unless told otherwise.
+failCgroupV1: false
+failSwapOn: false
+oomScoreAdj: 0
+# Images are imported locally and can never be pulled again.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"}
+podCIDR: "${POD_CIDR}"
+resolvConf: /etc/resolv.conf
+serializeImagePulls: false
+syncFrequency: 10s
+${gates_yaml}
+EOF
+  start kubelet "${K8S_BIN}/kubelet" --config "${TAILOR_DEV_DIR}/kubelet.yaml" \
+    --kubeconfig "${TAILOR_DEV_DIR}/kubelet.kubeconfig" --root-dir "$KUBELET_ROOT" \
+    --hostname-override "$NODE_NAME" --node-ip "$ip"
+  wait_for "node ${NODE_NAME} Ready" 120 bash -c "'${K8S_BIN}/kubectl' --kubeconfig '$KUBECONFIG_PATH' get node '$NODE_NAME' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
+}
+
+cmd_up() {
+  [[ $EUID -eq 0 ]] || die "the local cluster needs root (containerd, kubelet, cgroups)"
+  local t0=$SECONDS
+  install_packages
+  "${HACK_DIR}/build-k8s.sh"
+  mkdir -p "$LOG_DIR" "$RUN_DIR"
+  local ip; ip=$(node_ip)
+  make_pki "$ip"
+  write_kubeconfig "$KUBECONFIG_PATH" admin
+  write_kubeconfig "${TAILOR_DEV_DIR}/controller-manager.kubeconfig" controller-manager
+  write_kubeconfig "${TAILOR_DEV_DIR}/scheduler.kubeconfig" scheduler
+  write_kubeconfig "${TAILOR_DEV_DIR}/kubelet.kubeconfig" kubelet
+  local t1=$SECONDS
+  start_etcd
+  start_apiserver "$ip"
+  start_controllers
+  start_containerd
+  load_images
+  start_kubelet "$ip"
+  wait_for "default ServiceAccount" 60 "${K8S_BIN}/kubectl" --kubeconfig "$KUBECONFIG_PATH" get serviceaccount default -n default
+  log "cluster up in $((SECONDS - t0))s (start $((SECONDS - t1))s); node ${NODE_NAME} (${ip}), Kubernetes ${K8S_VERSION}"
+  log "logs: ${LOG_DIR}"
+  echo "$KUBECONFIG_PATH"
+}
+
+cmd_down() {
+  # Pods first, while the kubelet still runs, so their cgroups and network
+  # namespaces are torn down by the components that made them.
+  if running kubelet && running kube-apiserver; then
+    kc delete pods --all -A --wait=false --grace-period=0 --force >/dev/null 2>&1 || true
+  fi
+  local c
+  for c in kubelet kube-scheduler kube-controller-manager kube-apiserver; do stop "$c"; done
+  if running containerd; then
+    # Sandboxes hold network namespaces and mounts; let containerd remove them.
+    local ids
+    ids=$(ctr -n k8s.io tasks ls -q 2>/dev/null || true)
+    for id in $ids; do ctr -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true; done
+    sleep 1
+    for id in $ids; do ctr -n k8s.io tasks delete -f "$id" >/dev/null 2>&1 || true; done
+  fi
+  stop containerd
+  stop etcd
+  # Leftover shims outlive containerd by design.
+  pkill -f "containerd-shim-runc-v2 -namespace k8s.io" 2>/dev/null || true
+  # Host state the components create at fixed paths.
+  local m
+  for m in $(awk '{print $2}' /proc/mounts | grep -E "^(${TAILOR_DEV_DIR}|/run/containerd|/var/run/netns|/run/netns)" | sort -r); do
+    umount -l "$m" 2>/dev/null || true
+  done
+  rm -rf /run/containerd /var/run/netns/cni-* /run/netns/cni-* /var/lib/kubelet/device-plugins \
+    /var/lib/cni/networks/tailor /var/log/containers /var/log/pods
+  if ip link show cni0 >/dev/null 2>&1; then ip link delete cni0 || true; fi
+  local table chain
+  for table in filter nat; do
+    for chain in $(iptables -t "$table" -S 2>/dev/null | awk '/^-N (KUBE-|CNI-)/ {print $2}'); do
+      iptables -t "$table" -F "$chain" 2>/dev/null || true
+    done
+    for chain in $(iptables -t "$table" -S 2>/dev/null | awk '/^-N (KUBE-|CNI-)/ {print $2}'); do
+      iptables -t "$table" -X "$chain" 2>/dev/null || true
+    done
+  done
+  # kubepods cgroups: leaves first.
+  local ctl
+  for ctl in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+    [[ -d "$ctl" ]] && find "$ctl" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+  # The admin kubeconfig and PKI stay, so paths printed earlier stay valid;
+  # everything with cluster state goes.
+  rm -rf "${TAILOR_DEV_DIR}/etcd" "$CONTAINERD_ROOT" "$KUBELET_ROOT" "$RUN_DIR"
+  log "cluster down"
+}
+
+cmd_status() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    if running "$c"; then printf '%-24s running (pid %s)\n' "$c" "$(cat "$(pidfile "$c")")"
+    else printf '%-24s stopped\n' "$c"; fi
+  done
+  echo "kubeconfig: ${KUBECONFIG_PATH}"
+  echo "logs:       ${LOG_DIR}"
+  if running kube-apiserver; then kc get nodes -o wide 2>/dev/null || true; kc get pods -A 2>/dev/null || true; fi
+}
+
+cmd_logs() {
+  if [[ $# -gt 0 ]]; then exec tail -n 200 "${LOG_DIR}/$1.log"; fi
+  ls -la "$LOG_DIR"
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  logs) shift; cmd_logs "$@" ;;
+  kubeconfig) echo "$KUBECONFIG_PATH" ;;
+  *) echo "usage: $0 up|down|status|logs [component]|kubeconfig" >&2; exit 2 ;;
+esac

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Brings the local cluster up (building what is missing), runs the e2e suite
+# against it and tears it down again, whatever the result.
+#   KEEP_CLUSTER=1 hack/e2e.sh         leave the cluster running afterwards
+#   E2E_RUN='TestCPU.*' hack/e2e.sh    run a subset
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "${HACK_DIR}/.." && pwd)"
+
+teardown() {
+  local rc=$?
+  if [[ "${KEEP_CLUSTER:-0}" != 1 ]]; then "${HACK_DIR}/cluster.sh" down || true; fi
+  exit "$rc"
+}
+trap teardown EXIT
+
+t0=$SECONDS
+"${HACK_DIR}/cluster.sh" up
+log "cluster ready after $((SECONDS - t0))s; running e2e suite"
+cd "$ROOT"
+export TAILOR_KUBECONFIG="$KUBECONFIG_PATH"
+export PATH="${K8S_BIN}:${PATH}"
+go test -tags e2e -count=1 -timeout "${E2E_TIMEOUT:-40m}" -v ${E2E_RUN:+-run "$E2E_RUN"} ./test/... 2>&1 \
+  | tee "${LOG_DIR}/e2e.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|  |resize convergence|\s+e2e_|.*_test\.go:)' || true
+rc=${PIPESTATUS[0]}
+log "e2e suite finished in $((SECONDS - t0))s (exit ${rc}); full log: ${LOG_DIR}/e2e.log"
+exit "$rc"

@@ -1,0 +1,332 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const (
+	nodeName      = "tailor-dev"
+	loadgenImage  = "tailor.local/loadgen:dev"
+	cgroupRoot    = "/sys/fs/cgroup"
+	podStartLimit = 90 * time.Second
+	resizeLimit   = 60 * time.Second
+)
+
+var (
+	kubeconfig = flag.String("kubeconfig", envOr("TAILOR_KUBECONFIG", "/var/lib/tailor-dev/admin.kubeconfig"), "admin kubeconfig of the local cluster")
+
+	restConfig *rest.Config
+	clientset  *kubernetes.Clientset
+
+	// convergence collects how long each resize took, for the suite's report.
+	convergence   = map[string]time.Duration{}
+	convergenceMu sync.Mutex
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	var err error
+	restConfig, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: cannot load kubeconfig %s (is the cluster up? run hack/cluster.sh up): %v\n", *kubeconfig, err)
+		os.Exit(1)
+	}
+	restConfig.QPS, restConfig.Burst = 50, 100
+	clientset = kubernetes.NewForConfigOrDie(restConfig)
+	code := m.Run()
+	reportConvergence()
+	os.Exit(code)
+}
+
+func reportConvergence() {
+	convergenceMu.Lock()
+	defer convergenceMu.Unlock()
+	if len(convergence) == 0 {
+		return
+	}
+	names := make([]string, 0, len(convergence))
+	for n := range convergence {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Println("resize convergence (patch accepted -> status caught up):")
+	for _, n := range names {
+		fmt.Printf("  %-60s %6.2fs\n", n, convergence[n].Seconds())
+	}
+}
+
+func recordConvergence(t *testing.T, what string, d time.Duration) {
+	t.Helper()
+	t.Logf("%s converged in %.2fs", what, d.Seconds())
+	convergenceMu.Lock()
+	convergence[t.Name()+": "+what] = d
+	convergenceMu.Unlock()
+}
+
+// newNamespace creates a namespace for one test and deletes it afterwards.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	name := "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = strings.TrimRight(name, "-") + "-" + rand.String(5)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	// The default ServiceAccount must exist before pods can be created in it.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := clientset.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("default ServiceAccount in %s never appeared: %v", name, err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = clientset.CoreV1().Pods(name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		_ = clientset.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// createRunningPod creates pod and waits until all its containers run.
+func createRunningPod(t *testing.T, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	created, err := clientset.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	return waitRunning(t, created)
+}
+
+func waitRunning(t *testing.T, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	var got *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, podStartLimit, true, func(ctx context.Context) (bool, error) {
+		p, err := clientset.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = p
+		if p.Status.Phase != corev1.PodRunning {
+			return false, nil
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running == nil || !cs.Ready {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s not running after %s: %v\nstatus: %s", pod.Namespace, pod.Name, podStartLimit, err, mustJSON(got.Status))
+	}
+	return got
+}
+
+// resizePatch sends a strategic merge patch to the pod's resize subresource.
+func resizePatch(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, patch string) (*corev1.Pod, error) {
+	return cs.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize")
+}
+
+// containerPatch builds a resize patch for one container.
+func containerPatch(container string, requests, limits map[string]string) string {
+	res := map[string]any{}
+	if len(requests) > 0 {
+		res["requests"] = requests
+	}
+	if len(limits) > 0 {
+		res["limits"] = limits
+	}
+	return mustJSON(map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": container, "resources": res}}}})
+}
+
+// resizeDone reports whether the kubelet has actuated the pod's current spec:
+// observedGeneration caught up, no pending or in-progress condition, and each
+// container's reported resources equal to its spec.
+func resizeDone(p *corev1.Pod) (bool, string) {
+	if p.Status.ObservedGeneration < p.Generation {
+		return false, fmt.Sprintf("observedGeneration %d < generation %d", p.Status.ObservedGeneration, p.Generation)
+	}
+	for _, c := range p.Status.Conditions {
+		if (c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress) && c.Status == corev1.ConditionTrue {
+			return false, fmt.Sprintf("%s %s: %s", c.Type, c.Reason, c.Message)
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		st := containerStatus(p, c.Name)
+		if st == nil || st.Resources == nil {
+			return false, "container " + c.Name + " reports no resources"
+		}
+		if !sameQuantities(c.Resources.Requests, st.Resources.Requests) || !sameQuantities(c.Resources.Limits, st.Resources.Limits) {
+			return false, fmt.Sprintf("container %s: spec %v/%v, status %v/%v", c.Name, c.Resources.Requests, c.Resources.Limits, st.Resources.Requests, st.Resources.Limits)
+		}
+	}
+	return true, ""
+}
+
+func sameQuantities(want, got corev1.ResourceList) bool {
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		w, wok := want[r]
+		g, gok := got[r]
+		if wok != gok || (wok && w.Cmp(g) != 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// waitResized waits for the kubelet to finish the resize and returns the pod
+// and how long that took from start.
+func waitResized(t *testing.T, pod *corev1.Pod, start time.Time) (*corev1.Pod, time.Duration) {
+	t.Helper()
+	var got *corev1.Pod
+	var why string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, resizeLimit, true, func(ctx context.Context) (bool, error) {
+		p, err := clientset.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = p
+		var done bool
+		done, why = resizeDone(p)
+		return done, nil
+	})
+	if err != nil {
+		t.Fatalf("resize of %s/%s not done after %s: %v; last state: %s", pod.Namespace, pod.Name, resizeLimit, err, why)
+	}
+	return got, time.Since(start)
+}
+
+// waitCondition waits for a pod condition of the given type and reason.
+func waitCondition(t *testing.T, pod *corev1.Pod, typ corev1.PodConditionType, reason string, timeout time.Duration) corev1.PodCondition {
+	t.Helper()
+	var found corev1.PodCondition
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := clientset.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = p
+		for _, c := range p.Status.Conditions {
+			if c.Type == typ && c.Status == corev1.ConditionTrue && c.Reason == reason {
+				found = c
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s never had condition %s reason %s: %v; conditions: %s", pod.Namespace, pod.Name, typ, reason, err, mustJSON(last.Status.Conditions))
+	}
+	return found
+}
+
+func containerStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range p.Status.ContainerStatuses {
+		if p.Status.ContainerStatuses[i].Name == name {
+			return &p.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// cgroupDir finds the container's cgroup v1 directory for a controller on
+// this host. The kubelet uses the cgroupfs driver, so the path is
+// kubepods[/<qos>]/pod<uid>/<container id>.
+func cgroupDir(t *testing.T, p *corev1.Pod, container, controller string) string {
+	t.Helper()
+	st := containerStatus(p, container)
+	if st == nil || st.ContainerID == "" {
+		t.Fatalf("container %s of %s/%s has no container ID", container, p.Namespace, p.Name)
+	}
+	id := st.ContainerID[strings.Index(st.ContainerID, "://")+3:]
+	for _, pattern := range []string{
+		filepath.Join(cgroupRoot, controller, "kubepods", "pod"+string(p.UID), id),
+		filepath.Join(cgroupRoot, controller, "kubepods", "*", "pod"+string(p.UID), id),
+	} {
+		if m, _ := filepath.Glob(pattern); len(m) == 1 {
+			return m[0]
+		}
+	}
+	t.Fatalf("no %s cgroup for container %s (%s) of pod %s", controller, container, id, p.UID)
+	return ""
+}
+
+// readCgroup reads one integer cgroup file of the container.
+func readCgroup(t *testing.T, p *corev1.Pod, container, controller, file string) int64 {
+	t.Helper()
+	path := filepath.Join(cgroupDir(t, p, container, controller), file)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatalf("parse %s (%q): %v", path, b, err)
+	}
+	return v
+}
+
+// waitCgroup polls a cgroup file until it holds want: the kubelet reports
+// status after writing cgroups, but the test should not depend on ordering.
+func waitCgroup(t *testing.T, p *corev1.Pod, container, controller, file string, want int64) {
+	t.Helper()
+	var got int64
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		// The container may have been restarted: refresh the pod for its ID.
+		fresh, err := clientset.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = readCgroup(t, fresh, container, controller, file)
+		return got == want, nil
+	})
+	if err != nil {
+		t.Fatalf("%s/%s of %s/%s: got %d, want %d", controller, file, p.Name, container, got, want)
+	}
+}
+
+func isForbidden(err error) bool { return apierrors.IsForbidden(err) }
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return string(b)
+}
