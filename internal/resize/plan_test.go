@@ -208,6 +208,12 @@ func TestPlan(t *testing.T) {
 			in:          Input{Pod: burstablePod().Obj(), Server: v133, Desired: Desired{Containers: set(nil, req("", "300Mi"))}},
 			wantSummary: summary{Outcome: Refused, Rule: RuleMemoryLimitDecrease, QoS: [2]corev1.PodQOSClass{burstable, burstable}, Changed: []string{"app"}},
 		},
+		"adding a memory limit is refused on 1.33 without RestartContainer": {
+			in: Input{Pod: builder.Pod("p").Container(builder.Container("app").Requests("500m", "256Mi")).Obj(), Server: v133,
+				Desired: Desired{Containers: set(nil, req("", "1Gi"))}},
+			wantSummary: summary{Outcome: Refused, Rule: RuleMemoryLimitDecrease, QoS: [2]corev1.PodQOSClass{burstable, burstable}, Changed: []string{"app"}},
+			wantMessage: "memory limits cannot be added",
+		},
 		"memory limit decrease is allowed on 1.33 with RestartContainer": {
 			in: Input{Pod: builder.Pod("p").Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi").
 				ResizePolicy(corev1.ResourceMemory, corev1.RestartContainer)).Obj(), Server: v133, Desired: Desired{Containers: set(nil, req("", "300Mi"))}},

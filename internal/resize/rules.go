@@ -64,8 +64,9 @@ const (
 	RuleRestartPolicyNever Rule = "RestartPolicyNever"
 
 	// RuleMemoryLimitDecrease: 1.33 only — "memory limits cannot be decreased
-	// unless resize policy is RestartContainer". 1.34 dropped the rule; the
-	// kubelet instead refuses to go below current usage.
+	// unless resizePolicy is RestartContainer", and likewise "cannot be added"
+	// (v1.33.0 validateContainerResize). 1.34 dropped the rule; the kubelet
+	// instead keeps the old limit while usage is above the new one.
 	RuleMemoryLimitDecrease Rule = "MemoryLimitDecrease"
 
 	// RulePodLevelResizeDisabled: "resize of pods with pod-level resources is

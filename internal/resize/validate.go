@@ -101,8 +101,12 @@ func validateContainerChange(b, a *corev1.Container, path string, server Version
 	if !server.AtLeast(34) && policyFor(a, corev1.ResourceMemory) != corev1.RestartContainer {
 		bl, bok := b.Resources.Limits[corev1.ResourceMemory]
 		al, aok := a.Resources.Limits[corev1.ResourceMemory]
-		if bok && aok && al.Cmp(bl) < 0 {
-			v = append(v, Violation{RuleMemoryLimitDecrease, fmt.Sprintf("%s.resources.limits[memory] (%s): memory limits cannot be decreased unless resize policy is RestartContainer on Kubernetes 1.33 (%s -> %s)", path, b.Name, bl.String(), al.String())})
+		switch {
+		case bok && aok && al.Cmp(bl) < 0:
+			v = append(v, Violation{RuleMemoryLimitDecrease, fmt.Sprintf("%s.resources.limits[memory] (%s): memory limits cannot be decreased unless resizePolicy is RestartContainer on Kubernetes 1.33 (%s -> %s); set the memory resizePolicy to RestartContainer or upgrade to 1.34+", path, b.Name, bl.String(), al.String())})
+		case !bok && aok:
+			// 1.33 treats adding a limit as lowering it from "max".
+			v = append(v, Violation{RuleMemoryLimitDecrease, fmt.Sprintf("%s.resources.limits[memory] (%s): memory limits cannot be added unless resizePolicy is RestartContainer on Kubernetes 1.33", path, b.Name)})
 		}
 	}
 	return v
