@@ -275,9 +275,10 @@ func (g gen) desired(pod *corev1.Pod, alloc corev1.ResourceList) resize.Desired 
 			if alloc != nil { // node-capacity corners: exactly allocatable, or just above
 				v := alloc[r].DeepCopy()
 				if g.chance(0.5) {
-					v.Add(resource.MustParse("1m"))
 					if r == corev1.ResourceMemory {
 						v.Add(resource.MustParse("1Mi"))
+					} else {
+						v.Add(resource.MustParse("1m"))
 					}
 				}
 				e := edit(name)

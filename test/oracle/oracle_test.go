@@ -82,7 +82,7 @@ func TestOracle(t *testing.T) {
 	gated := createGatedPods(ctx, t, cs, ns, g)
 	node, bound := createBoundPods(ctx, t, cs, ns)
 
-	var compared, mismatches, noChange, accepted int
+	var compared, mismatches, noChange, accepted, conflicts int
 	byRule := map[resize.Rule]int{}
 	for i := range *flagCases {
 		var name string
@@ -102,16 +102,32 @@ func TestOracle(t *testing.T) {
 			ns2 = &resize.NodeState{Allocatable: alloc, Labels: node.Labels}
 		}
 		d := g.desired(pod, alloc)
-		plan, err := resize.Plan(resize.Input{Pod: pod, Desired: d, Node: ns2, Server: server})
-		if err != nil {
-			t.Fatalf("case %d: planner error on a generated case: %v", i, err)
+		var plan *resize.Result
+		// A kubelet may update a bound pod between our read and the patch; the
+		// resourceVersion in the patch then makes the apiserver answer 409, so
+		// read again and re-plan the same desired resources.
+		for attempt := 0; ; attempt++ {
+			plan, err = resize.Plan(resize.Input{Pod: pod, Desired: d, Node: ns2, Server: server})
+			if err != nil {
+				t.Fatalf("case %d: planner error on a generated case: %v", i, err)
+			}
+			if plan.NoChange {
+				break
+			}
+			_, err = cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, plan.Patch,
+				metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "resize")
+			if !apierrors.IsConflict(err) || attempt == 5 {
+				break
+			}
+			conflicts++
+			if pod, err = cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Fatalf("case %d: get pod %s: %v", i, name, err)
+			}
 		}
 		if plan.NoChange {
 			noChange++
 			continue
 		}
-		_, err = cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, plan.Patch,
-			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "resize")
 		var serverAccepted bool
 		switch {
 		case err == nil:
@@ -133,7 +149,7 @@ func TestOracle(t *testing.T) {
 	}
 	t.Logf("oracle: %d cases generated, %d compared with the apiserver (%d accepted, %d refused), %d no-change (nothing to send), %d mismatches",
 		*flagCases, compared, accepted, compared-accepted, noChange, mismatches)
-	t.Logf("oracle: verdicts by tailor rule: %v", byRule)
+	t.Logf("oracle: verdicts by tailor rule: %v; stale-read conflicts retried: %d", byRule, conflicts)
 	if mismatches > 0 {
 		t.Fatalf("%d of %d cases: tailor's verdict differs from the apiserver's", mismatches, compared)
 	}
