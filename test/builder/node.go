@@ -1,0 +1,33 @@
+package builder
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeWrapper builds a corev1.Node.
+type NodeWrapper struct{ corev1.Node }
+
+// Node starts a linux node with no allocatable resources.
+func Node(name string) *NodeWrapper {
+	return &NodeWrapper{corev1.Node{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelOSStable: "linux"}},
+	}}
+}
+
+// Obj returns a deep copy.
+func (n *NodeWrapper) Obj() *corev1.Node { return n.Node.DeepCopy() }
+
+// Allocatable sets status.allocatable cpu and memory (and capacity to match).
+func (n *NodeWrapper) Allocatable(cpu, memory string) *NodeWrapper {
+	n.Status.Allocatable = merge(n.Status.Allocatable, List(cpu, memory))
+	n.Status.Capacity = merge(n.Status.Capacity, List(cpu, memory))
+	return n
+}
+
+// Label sets one label.
+func (n *NodeWrapper) Label(k, v string) *NodeWrapper {
+	n.Labels[k] = v
+	return n
+}

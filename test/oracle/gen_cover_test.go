@@ -1,0 +1,68 @@
+package oracle
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailorhq/tailor/internal/resize"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+// TestGeneratorReachesRuleCorners runs without a cluster: it plans generated
+// cases offline and checks that the generator reaches every rule the live
+// oracle is meant to cover on a 1.37 apiserver, so a generator change cannot
+// quietly shrink what the oracle proves.
+func TestGeneratorReachesRuleCorners(t *testing.T) {
+	g := gen{r: rand.New(rand.NewPCG(1, 0x7a11))}
+	server := resize.Version{Major: 1, Minor: 37}
+	alloc := builder.List("2", "4Gi")
+	seen := map[resize.Rule]int{}
+	accepted := 0
+	for i := range 2000 {
+		pod := g.gatedPod("p")
+		// Mimic what the apiserver returns: defaults applied, qosClass set.
+		base, err := resize.Plan(resize.Input{Pod: pod, Server: server})
+		if err != nil {
+			t.Fatalf("case %d: plan of unchanged pod: %v", i, err)
+		}
+		pod = base.AfterPod()
+		pod.Status.QOSClass = base.QoSAfter
+		var node *resize.NodeState
+		if i%5 == 0 {
+			pod.Spec.NodeName = "n"
+			pod.Spec.SchedulingGates = nil
+			node = &resize.NodeState{Allocatable: alloc}
+		}
+		d := g.desired(pod, allocOf(node))
+		res, err := resize.Plan(resize.Input{Pod: pod, Desired: d, Server: server, Node: node})
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if res.Outcome == resize.Accepted && !res.NoChange {
+			accepted++
+		}
+		seen[res.Rule]++
+	}
+	for _, rule := range []resize.Rule{
+		resize.RuleUnsupportedResource, resize.RuleResourceRemoved, resize.RuleRequestsExceedLimits,
+		resize.RuleQoSClassChange, resize.RulePodLevelRequestsBelowContainers,
+		resize.RulePodLevelLimitBelowContainer, resize.RuleNodeCapacity,
+	} {
+		if seen[rule] == 0 {
+			t.Errorf("generator never reached rule %s; seen: %v", rule, seen)
+		}
+	}
+	if accepted < 200 {
+		t.Errorf("only %d of 2000 generated cases are accepted; the oracle would barely test acceptance (seen: %v)", accepted, seen)
+	}
+	t.Logf("rules reached: %v, accepted: %d", seen, accepted)
+}
+
+func allocOf(n *resize.NodeState) corev1.ResourceList {
+	if n == nil {
+		return nil
+	}
+	return n.Allocatable
+}

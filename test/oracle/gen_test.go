@@ -1,0 +1,321 @@
+package oracle
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tailorhq/tailor/internal/resize"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+// The generator draws quantities from short ladders so that equal values
+// (requests == limits, pod request == container sum) come up often: those
+// equalities are where the QoS and consistency rules flip.
+var (
+	cpuLadder = []string{"100m", "200m", "250m", "500m", "750m", "1", "1500m", "2"}
+	memLadder = []string{"64Mi", "128Mi", "256Mi", "512Mi", "1Gi", "2Gi"}
+)
+
+type gen struct{ r *rand.Rand }
+
+func (g gen) pick(l []string) string { return l[g.r.IntN(len(l))] }
+func (g gen) chance(p float64) bool  { return g.r.Float64() < p }
+
+func (g gen) ladder(name corev1.ResourceName) []string {
+	if name == corev1.ResourceCPU {
+		return cpuLadder
+	}
+	return memLadder
+}
+
+// twoSorted returns a <= b from the ladder.
+func (g gen) twoSorted(name corev1.ResourceName) (string, string) {
+	l := g.ladder(name)
+	i, j := g.r.IntN(len(l)), g.r.IntN(len(l))
+	if i > j {
+		i, j = j, i
+	}
+	return l[i], l[j]
+}
+
+// podClass is the QoS shape the generator aims a pod at.
+type podClass int
+
+const (
+	classBurstable podClass = iota
+	classGuaranteed
+	classBestEffort
+	classPodLevel
+)
+
+// gatedPod builds a random valid pod that never schedules (a scheduling
+// gate), so the apiserver validates resizes without any kubelet involved.
+func (g gen) gatedPod(name string) *corev1.Pod {
+	class := podClass(g.r.IntN(4))
+	p := builder.Pod(name).SchedulingGate("tailor.dev/oracle").TerminationGracePeriod(0)
+	never := g.chance(0.15)
+	if never {
+		p.RestartPolicy(corev1.RestartPolicyNever)
+	}
+	policy := func(c *builder.ContainerWrapper, allowRestart bool) *builder.ContainerWrapper {
+		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			switch {
+			case g.chance(0.4):
+			case allowRestart && !never && g.chance(0.5):
+				c.ResizePolicy(res, corev1.RestartContainer)
+			default:
+				c.ResizePolicy(res, corev1.NotRequired)
+			}
+		}
+		return c
+	}
+	ctr := func(n string) *builder.ContainerWrapper {
+		c := builder.Container(n)
+		g.resources(c, class)
+		if g.chance(0.1) {
+			c.Request(corev1.ResourceEphemeralStorage, "1Gi")
+		}
+		return c
+	}
+	p.Container(policy(ctr("app"), true))
+	for i := range g.r.IntN(2) {
+		p.Container(policy(ctr(fmt.Sprintf("c%d", i)), true))
+	}
+	if g.chance(0.4) {
+		p.Sidecar(policy(ctr("sidecar"), true))
+	}
+	if g.chance(0.4) {
+		// Non-sidecar init containers may not carry RestartContainer (1.37 create validation).
+		p.InitContainer(policy(ctr("init"), false))
+	}
+	pod := p.Obj()
+	if class == classPodLevel {
+		g.podLevel(pod)
+	}
+	return pod
+}
+
+// resources fills a container's cpu/memory for the pod class.
+func (g gen) resources(c *builder.ContainerWrapper, class podClass) {
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		lo, hi := g.twoSorted(res)
+		switch class {
+		case classBestEffort:
+		case classGuaranteed:
+			c.Request(res, hi).Limit(res, hi)
+		case classPodLevel:
+			if g.chance(0.5) {
+				c.Request(res, lo)
+			}
+			if g.chance(0.3) {
+				c.Limit(res, hi)
+			}
+		default:
+			switch g.r.IntN(5) {
+			case 0:
+			case 1:
+				c.Request(res, lo)
+			case 2:
+				c.Limit(res, hi) // the apiserver defaults the request to it
+			case 3:
+				c.Request(res, lo).Limit(res, hi)
+			case 4:
+				c.Request(res, hi).Limit(res, hi)
+			}
+		}
+	}
+}
+
+// podLevel adds valid pod-level resources: requests at or above the
+// aggregate container requests, limits at or above every container limit.
+func (g gen) podLevel(pod *corev1.Pod) {
+	aggr := aggregateRequests(pod)
+	r := &corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		floor := aggr[res]
+		for _, c := range pod.Spec.Containers {
+			if l, ok := c.Resources.Limits[res]; ok && l.Cmp(floor) > 0 {
+				floor = l
+			}
+		}
+		reqQ := atLeast(floor, g.ladder(res), g)
+		limQ := atLeast(reqQ, g.ladder(res), g)
+		switch g.r.IntN(4) {
+		case 0:
+			r.Requests[res] = reqQ
+		case 1:
+			r.Limits[res] = limQ
+		case 2:
+			r.Requests[res], r.Limits[res] = reqQ, limQ
+		case 3:
+			r.Requests[res], r.Limits[res] = limQ, limQ
+		}
+	}
+	pod.Spec.Resources = r
+}
+
+// atLeast picks a ladder value >= floor, or floor itself when the ladder tops out.
+func atLeast(floor resource.Quantity, ladder []string, g gen) resource.Quantity {
+	var ok []resource.Quantity
+	for _, s := range ladder {
+		if q := resource.MustParse(s); q.Cmp(floor) >= 0 {
+			ok = append(ok, q)
+		}
+	}
+	if len(ok) == 0 || g.chance(0.2) {
+		if floor.IsZero() {
+			return resource.MustParse(ladder[0])
+		}
+		return floor.DeepCopy()
+	}
+	return ok[g.r.IntN(len(ok))]
+}
+
+// desired draws one to three random edits, biased towards rule corners.
+func (g gen) desired(pod *corev1.Pod, alloc corev1.ResourceList) resize.Desired {
+	d := resize.Desired{Containers: map[string]corev1.ResourceRequirements{}}
+	names := []string{}
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	edit := func(name string) *corev1.ResourceRequirements {
+		r := d.Containers[name]
+		if r.Requests == nil {
+			r.Requests = corev1.ResourceList{}
+		}
+		if r.Limits == nil {
+			r.Limits = corev1.ResourceList{}
+		}
+		d.Containers[name] = r
+		return &r
+	}
+	podEdit := func() *corev1.ResourceRequirements {
+		if d.Pod == nil {
+			d.Pod = &corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
+		}
+		return d.Pod
+	}
+	res := func() corev1.ResourceName {
+		if g.chance(0.5) {
+			return corev1.ResourceCPU
+		}
+		return corev1.ResourceMemory
+	}
+	q := func(r corev1.ResourceName) resource.Quantity { return resource.MustParse(g.pick(g.ladder(r))) }
+
+	for range 1 + g.r.IntN(3) {
+		name := names[g.r.IntN(len(names))]
+		r := res()
+		switch op := g.r.IntN(120); {
+		case op >= 100: // shape-keeping scale of what the container has: the common tailor edit
+			c := findContainer(pod, name)
+			e := edit(name)
+			for rr, v := range c.Resources.Requests {
+				if rr == corev1.ResourceCPU || rr == corev1.ResourceMemory {
+					e.Requests[rr] = scaled(v, g.chance(0.5))
+				}
+			}
+			for rr, v := range c.Resources.Limits {
+				if rr == corev1.ResourceCPU || rr == corev1.ResourceMemory {
+					e.Limits[rr] = scaled(v, g.chance(0.5))
+				}
+			}
+			if pod.Spec.Resources != nil && g.chance(0.5) {
+				pe := podEdit()
+				for rr, v := range pod.Spec.Resources.Requests {
+					pe.Requests[rr] = scaled(v, true)
+				}
+				for rr, v := range pod.Spec.Resources.Limits {
+					pe.Limits[rr] = scaled(v, true)
+				}
+			}
+		case op < 25:
+			edit(name).Requests[r] = q(r)
+		case op < 45:
+			edit(name).Limits[r] = q(r)
+		case op < 60: // requests == limits: keeps Guaranteed, may make Burstable Guaranteed
+			v := q(r)
+			e := edit(name)
+			e.Requests[r], e.Limits[r] = v, v
+		case op < 68: // both resources equal: the Guaranteed corner
+			e := edit(name)
+			for _, rr := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				v := q(rr)
+				e.Requests[rr], e.Limits[rr] = v, v
+			}
+		case op < 72:
+			if d.Remove == nil {
+				d.Remove = map[string]resize.Removal{}
+			}
+			rm := d.Remove[name]
+			if g.chance(0.5) {
+				rm.Requests = append(rm.Requests, r)
+			} else {
+				rm.Limits = append(rm.Limits, r)
+			}
+			d.Remove[name] = rm
+		case op < 75:
+			edit(name).Requests[corev1.ResourceEphemeralStorage] = resource.MustParse("2Gi")
+		case op < 85:
+			podEdit().Requests[r] = q(r)
+		case op < 93:
+			podEdit().Limits[r] = q(r)
+		case op < 95:
+			if d.RemoveFromPod == nil {
+				d.RemoveFromPod = &resize.Removal{}
+			}
+			d.RemoveFromPod.Limits = append(d.RemoveFromPod.Limits, r)
+		default:
+			if alloc != nil { // node-capacity corners: exactly allocatable, or just above
+				v := alloc[r].DeepCopy()
+				if g.chance(0.5) {
+					if r == corev1.ResourceMemory {
+						v.Add(resource.MustParse("1Mi"))
+					} else {
+						v.Add(resource.MustParse("1m"))
+					}
+				}
+				e := edit(name)
+				e.Requests[r] = v
+				e.Limits[r] = v
+			} else {
+				edit(name).Requests[r] = resource.MustParse("64")
+			}
+		}
+	}
+	return d
+}
+
+func findContainer(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// scaled doubles q, or halves it.
+func scaled(q resource.Quantity, up bool) resource.Quantity {
+	v := q.MilliValue()
+	if up {
+		v *= 2
+	} else {
+		v /= 2
+	}
+	if q.Format == resource.BinarySI {
+		return *resource.NewQuantity(v/1000, resource.BinarySI)
+	}
+	return *resource.NewMilliQuantity(v, resource.DecimalSI)
+}

@@ -1,0 +1,277 @@
+package oracle
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tailorhq/tailor/internal/resize"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+var (
+	flagCases = flag.Int("oracle.cases", 2000, "number of random (pod, resize) cases to check against the apiserver")
+	flagSeed  = flag.Uint64("oracle.seed", 1, "random seed; the same seed replays the same cases")
+	flagPods  = flag.Int("oracle.pods", 60, "number of scheduling-gated pods the cases are spread over")
+	flagNode  = flag.String("oracle.node", "", "node to bind the node-capacity pods to (default: the first node)")
+	flagImage = flag.String("oracle.image", builder.DefaultImage, "image for the pods bound to the node; must already be on the node")
+	flagBound = flag.Float64("oracle.bound-share", 0.15, "share of cases run against pods bound to the node (node-capacity admission)")
+)
+
+// TestOracle checks that the planner's accepted/refused verdict equals the
+// real apiserver's for random resizes. Each patch is sent to the pod's resize
+// subresource as a server-side dry run, so nothing is persisted and pods are
+// reused across cases.
+func TestOracle(t *testing.T) {
+	kubeconfig := os.Getenv("TAILOR_KUBECONFIG")
+	if kubeconfig == "" {
+		t.Skip("TAILOR_KUBECONFIG is not set; the oracle needs a real apiserver")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("load kubeconfig %s: %v", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("client for %s: %v", cfg.Host, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+
+	info, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatalf("server version: %v", err)
+	}
+	server, err := resize.ParseVersion(info.GitVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("apiserver %s (%s), seed %d, %d cases", info.GitVersion, cfg.Host, *flagSeed, *flagCases)
+
+	ns := fmt.Sprintf("oracle-%d", time.Now().UnixNano()%1_000_000_000)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", ns, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		grace := int64(0)
+		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+			t.Errorf("delete namespace %s: %v", ns, err)
+		}
+	})
+
+	g := gen{r: rand.New(rand.NewPCG(*flagSeed, 0x7a11))}
+	gated := createGatedPods(ctx, t, cs, ns, g)
+	node, bound := createBoundPods(ctx, t, cs, ns)
+
+	var compared, mismatches, noChange, accepted, conflicts int
+	byRule := map[resize.Rule]int{}
+	for i := range *flagCases {
+		var name string
+		var ns2 *resize.NodeState
+		if len(bound) > 0 && g.chance(*flagBound) {
+			name = bound[g.r.IntN(len(bound))]
+		} else {
+			name = gated[g.r.IntN(len(gated))]
+		}
+		pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("case %d: get pod %s: %v", i, name, err)
+		}
+		var alloc corev1.ResourceList
+		if pod.Spec.NodeName != "" {
+			alloc = node.Status.Allocatable
+			ns2 = &resize.NodeState{Allocatable: alloc, Labels: node.Labels}
+		}
+		d := g.desired(pod, alloc)
+		var plan *resize.Result
+		// A kubelet may update a bound pod between our read and the patch; the
+		// resourceVersion in the patch then makes the apiserver answer 409, so
+		// read again and re-plan the same desired resources.
+		for attempt := 0; ; attempt++ {
+			plan, err = resize.Plan(resize.Input{Pod: pod, Desired: d, Node: ns2, Server: server})
+			if err != nil {
+				t.Fatalf("case %d: planner error on a generated case: %v", i, err)
+			}
+			if plan.NoChange {
+				break
+			}
+			_, err = cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, plan.Patch,
+				metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "resize")
+			if !apierrors.IsConflict(err) || attempt == 5 {
+				break
+			}
+			conflicts++
+			if pod, err = cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Fatalf("case %d: get pod %s: %v", i, name, err)
+			}
+		}
+		if plan.NoChange {
+			noChange++
+			continue
+		}
+		var serverAccepted bool
+		switch {
+		case err == nil:
+			serverAccepted = true
+		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+			serverAccepted = false
+		default:
+			t.Fatalf("case %d: resize of %s failed for a reason that is not a verdict: %v", i, name, err)
+		}
+		compared++
+		if serverAccepted {
+			accepted++
+		}
+		byRule[plan.Rule]++
+		if serverAccepted != (plan.Outcome == resize.Accepted) {
+			mismatches++
+			reportMismatch(t, i, pod, plan, err)
+		}
+	}
+	t.Logf("oracle: %d cases generated, %d compared with the apiserver (%d accepted, %d refused), %d no-change (nothing to send), %d mismatches",
+		*flagCases, compared, accepted, compared-accepted, noChange, mismatches)
+	t.Logf("oracle: verdicts by tailor rule: %v; stale-read conflicts retried: %d", byRule, conflicts)
+	if mismatches > 0 {
+		t.Fatalf("%d of %d cases: tailor's verdict differs from the apiserver's", mismatches, compared)
+	}
+	if compared == 0 {
+		t.Fatal("no case was compared")
+	}
+}
+
+func createGatedPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string, g gen) []string {
+	t.Helper()
+	var names []string
+	for i := 0; len(names) < *flagPods; i++ {
+		pod := g.gatedPod(fmt.Sprintf("gated-%03d", i))
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			// The generator aims at valid pods; a refusal here is a generator bug worth seeing.
+			t.Fatalf("create generated pod %s: %v\n%s", pod.Name, err, podSummary(pod))
+		}
+		names = append(names, pod.Name)
+	}
+	return names
+}
+
+// createBoundPods binds a few tiny pods to a real node so that resizes of
+// them go through the PodResizeValidator admission plugin (node capacity).
+func createBoundPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) (*corev1.Node, []string) {
+	t.Helper()
+	nodeName := *flagNode
+	if nodeName == "" {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list nodes: %v", err)
+		}
+		if len(nodes.Items) == 0 {
+			t.Log("no node: node-capacity cases skipped")
+			return nil, nil
+		}
+		nodeName = nodes.Items[0].Name
+	}
+	node, err := cs.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get node %s: %v", nodeName, err)
+	}
+	ctr := func(n string) *builder.ContainerWrapper { return builder.Container(n).Image(*flagImage) }
+	pods := []*corev1.Pod{
+		builder.Pod("bound-guaranteed").Node(nodeName).TerminationGracePeriod(0).
+			Container(ctr("app").Requests("10m", "16Mi").Limits("10m", "16Mi")).Obj(),
+		builder.Pod("bound-burstable").Node(nodeName).TerminationGracePeriod(0).
+			Container(ctr("app").Requests("10m", "16Mi").Limits("50m", "32Mi")).
+			Sidecar(ctr("sidecar").Requests("5m", "8Mi")).Obj(),
+		builder.Pod("bound-podlevel").Node(nodeName).TerminationGracePeriod(0).PodRequests("20m", "32Mi").PodLimits("100m", "64Mi").
+			Container(ctr("app").Requests("10m", "16Mi")).Obj(),
+	}
+	var names []string
+	for _, p := range pods {
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create bound pod %s: %v", p.Name, err)
+		}
+		names = append(names, p.Name)
+	}
+	// Wait until they run, so the status the planner sees is a kubelet's.
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if p.Status.Phase != corev1.PodRunning {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Logf("bound pods did not all reach Running (%v); node-capacity cases still run against them as they are", err)
+	}
+	return node, names
+}
+
+func reportMismatch(t *testing.T, i int, pod *corev1.Pod, plan *resize.Result, serverErr error) {
+	t.Helper()
+	server := "accepted"
+	if serverErr != nil {
+		var se apierrors.APIStatus
+		if errors.As(serverErr, &se) {
+			server = "refused: " + se.Status().Message
+		} else {
+			server = "refused: " + serverErr.Error()
+		}
+	}
+	t.Errorf("case %d MISMATCH on pod %s\n--- pod (resources as the apiserver holds them)\n%s--- patch\n%s\n--- tailor: %s %s %s\n--- apiserver: %s",
+		i, pod.Name, podSummary(pod), plan.Patch, plan.Outcome, plan.Rule, plan.Message, server)
+}
+
+// podSummary prints the parts of a pod the resize rules read.
+func podSummary(pod *corev1.Pod) string {
+	type ctr struct {
+		Name          string                         `json:"name"`
+		Kind          string                         `json:"kind"`
+		Resources     corev1.ResourceRequirements    `json:"resources"`
+		ResizePolicy  []corev1.ContainerResizePolicy `json:"resizePolicy,omitempty"`
+		RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy,omitempty"`
+	}
+	s := struct {
+		RestartPolicy corev1.RestartPolicy         `json:"restartPolicy"`
+		NodeName      string                       `json:"nodeName,omitempty"`
+		QOSClass      corev1.PodQOSClass           `json:"qosClass,omitempty"`
+		PodLevel      *corev1.ResourceRequirements `json:"podLevel,omitempty"`
+		Containers    []ctr                        `json:"containers"`
+	}{RestartPolicy: pod.Spec.RestartPolicy, NodeName: pod.Spec.NodeName, QOSClass: pod.Status.QOSClass, PodLevel: pod.Spec.Resources}
+	for _, c := range pod.Spec.InitContainers {
+		s.Containers = append(s.Containers, ctr{c.Name, "init", c.Resources, c.ResizePolicy, c.RestartPolicy})
+	}
+	for _, c := range pod.Spec.Containers {
+		s.Containers = append(s.Containers, ctr{c.Name, "container", c.Resources, c.ResizePolicy, nil})
+	}
+	b, err := yaml.Marshal(s)
+	if err != nil {
+		return fmt.Sprintf("%+v", s)
+	}
+	return strings.TrimSpace(string(b)) + "\n"
+}
+
+func aggregateRequests(pod *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+}
