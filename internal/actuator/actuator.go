@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tailorhq/tailor/internal/resize"
 )
 
 // Mode is how a server accepts in-place resizes.
@@ -31,9 +32,9 @@ const (
 
 // Server is what the actuator needs to know about the apiserver.
 type Server struct {
-	Major, Minor int
-	GitVersion   string
-	Mode         Mode
+	Version    resize.Version
+	GitVersion string
+	Mode       Mode
 }
 
 // ErrUnsupported means the server cannot resize pods in place at all.
@@ -48,8 +49,9 @@ func Discover(dc discovery.DiscoveryInterface) (Server, error) {
 		return Server{}, fmt.Errorf("reading the server version: %w", err)
 	}
 	s := Server{GitVersion: v.GitVersion}
-	s.Major, _ = strconv.Atoi(strings.TrimRight(v.Major, "+"))
-	s.Minor, _ = strconv.Atoi(strings.TrimRight(v.Minor, "+"))
+	if s.Version, err = resize.ParseVersion(v.Major + "." + v.Minor); err != nil {
+		return Server{}, fmt.Errorf("reading the server version: %w", err)
+	}
 	resources, err := dc.ServerResourcesForGroupVersion("v1")
 	if err != nil {
 		return Server{}, fmt.Errorf("listing core/v1 resources: %w", err)
@@ -60,7 +62,7 @@ func Discover(dc discovery.DiscoveryInterface) (Server, error) {
 			return s, nil
 		}
 	}
-	if s.Major == 1 && s.Minor >= 27 {
+	if s.Version.AtLeast(27) {
 		// The alpha gate may still be off; the apiserver then refuses the
 		// patch as a forbidden change of pod spec, which Apply reports.
 		s.Mode = ModePodPatch

@@ -23,9 +23,9 @@ import (
 
 func TestCPUResizeInPlace(t *testing.T) {
 	ns := newNamespace(t)
-	pod := createRunningPod(t, loadgenPod(ns, "cpu", container("app").
-		requests("200m", "64Mi").limits("500m", "128Mi").
-		policy(corev1.NotRequired, corev1.NotRequired)))
+	pod := createRunningPod(t, loadgenPod(ns, "cpu", app().
+		Requests("200m", "64Mi").Limits("500m", "128Mi").
+		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
 	before := containerStatus(pod, "app")
 	if got := readCgroup(t, pod, "app", "cpu", "cpu.cfs_quota_us"); got != 50000 {
 		t.Fatalf("cpu.cfs_quota_us before resize = %d, want 50000", got)
@@ -58,9 +58,9 @@ func TestCPUResizeInPlace(t *testing.T) {
 
 func TestMemoryLimitIncreaseRestartsContainer(t *testing.T) {
 	ns := newNamespace(t)
-	pod := createRunningPod(t, loadgenPod(ns, "mem", container("app").
-		requests("100m", "64Mi").limits("200m", "1Gi").
-		policy(corev1.NotRequired, corev1.RestartContainer)))
+	pod := createRunningPod(t, loadgenPod(ns, "mem", app().
+		Requests("100m", "64Mi").Limits("200m", "1Gi").
+		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.RestartContainer)))
 	if got := readCgroup(t, pod, "app", "memory", "memory.limit_in_bytes"); got != 1<<30 {
 		t.Fatalf("memory.limit_in_bytes before = %d, want %d", got, 1<<30)
 	}
@@ -81,9 +81,9 @@ func TestMemoryLimitIncreaseRestartsContainer(t *testing.T) {
 
 func TestGuaranteedMemoryDownAndUpInPlace(t *testing.T) {
 	ns := newNamespace(t)
-	pod := createRunningPod(t, loadgenPod(ns, "guaranteed", container("app").
-		requests("200m", "256Mi").limits("200m", "256Mi").
-		policy(corev1.NotRequired, corev1.NotRequired)))
+	pod := createRunningPod(t, loadgenPod(ns, "guaranteed", app().
+		Requests("200m", "256Mi").Limits("200m", "256Mi").
+		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
 	if pod.Status.QOSClass != corev1.PodQOSGuaranteed {
 		t.Fatalf("qosClass = %s, want Guaranteed", pod.Status.QOSClass)
 	}
@@ -112,15 +112,15 @@ func TestGuaranteedMemoryDownAndUpInPlace(t *testing.T) {
 func TestDeferredResizeCompletesWhenRoomAppears(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
-	target := createRunningPod(t, loadgenPod(ns, "target", container("app").
-		requests("100m", "32Mi").limits("100m", "64Mi").
-		policy(corev1.NotRequired, corev1.NotRequired)))
+	target := createRunningPod(t, loadgenPod(ns, "target", app().
+		Requests("100m", "32Mi").Limits("100m", "64Mi").
+		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
 
 	// Fill the node so that exactly 200m stay free, then ask for 400m more.
 	free := freeCPUMillis(t)
-	filler := createRunningPod(t, loadgenPod(ns, "filler", container("app").
-		requests(fmt.Sprintf("%dm", free-200), "16Mi").limits("", "32Mi").
-		policy(corev1.NotRequired, corev1.NotRequired)))
+	filler := createRunningPod(t, loadgenPod(ns, "filler", app().
+		Requests(fmt.Sprintf("%dm", free-200), "16Mi").Limits("", "32Mi").
+		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
 
 	start := time.Now()
 	if _, err := resizePatch(ctx, clientset, target, containerPatch("app",
@@ -146,9 +146,9 @@ func TestDeferredResizeCompletesWhenRoomAppears(t *testing.T) {
 
 func TestResizeBeyondAllocatableRefusedAtAdmission(t *testing.T) {
 	ns := newNamespace(t)
-	pod := createRunningPod(t, loadgenPod(ns, "huge", container("app").
-		requests("100m", "32Mi").limits("200m", "64Mi").
-		policy(corev1.NotRequired, corev1.NotRequired)))
+	pod := createRunningPod(t, loadgenPod(ns, "huge", app().
+		Requests("100m", "32Mi").Limits("200m", "64Mi").
+		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
 	node, err := clientset.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -182,9 +182,9 @@ func TestResizeBeyondAllocatableRefusedAtAdmission(t *testing.T) {
 func TestResizeNeedsPodsResizePermission(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
-	pod := createRunningPod(t, loadgenPod(ns, "rbac", container("app").
-		requests("100m", "32Mi").limits("200m", "64Mi").
-		policy(corev1.NotRequired, corev1.NotRequired)))
+	pod := createRunningPod(t, loadgenPod(ns, "rbac", app().
+		Requests("100m", "32Mi").Limits("200m", "64Mi").
+		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
 
 	allowed := serviceAccountClient(t, ns, "resizer", []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
