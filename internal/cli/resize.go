@@ -275,8 +275,12 @@ func (o *ResizeOptions) desired(pod *corev1.Pod) (resize.Desired, error) {
 	}
 	name := o.Container
 	if name == "" {
-		if len(pod.Spec.Containers) != 1 {
-			return resize.Desired{}, usageErrorf("pod %s has containers %s: choose one with -c", pod.Name, strings.Join(containerNames(pod), ", "))
+		// As kubectl does, the default-container annotation names the default.
+		name = pod.Annotations[defaultContainerAnnotation]
+	}
+	if name == "" {
+		if names := containerNames(pod); len(names) != 1 {
+			return resize.Desired{}, usageErrorf("pod %s has containers %s: choose one with -c", pod.Name, strings.Join(names, ", "))
 		}
 		name = pod.Spec.Containers[0].Name
 	}
@@ -285,6 +289,8 @@ func (o *ResizeOptions) desired(pod *corev1.Pod) (resize.Desired, error) {
 	}
 	return resize.Desired{Containers: map[string]corev1.ResourceRequirements{name: rr}}, nil
 }
+
+const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 
 func containerNames(pod *corev1.Pod) []string {
 	var names []string
