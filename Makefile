@@ -10,7 +10,7 @@ TOOLS_BIN     := $(TAILOR_CACHE)/tools/bin
 GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint-$(GOLANGCI_VERSION)
 E2E_TIMEOUT   ?= 40m
 
-.PHONY: demo test unit lint e2e build cluster-up cluster-down cluster-status bench bench-e2e generate verify-generated clean
+.PHONY: demo test unit lint e2e build install cluster-up cluster-down cluster-status bench bench-e2e generate verify-generated clean
 
 ## demo: local cluster + a workload resized in place, end to end.
 demo: build
@@ -22,6 +22,12 @@ test: lint unit e2e
 build:
 	$(GO) build -o $(BIN)/tailor ./cmd/tailor
 	ln -sf tailor $(BIN)/kubectl-tailor
+
+## install: tailor and the kubectl plugin (kubectl tailor ...) into PREFIX/bin.
+PREFIX ?= /usr/local
+install: build
+	install -m 0755 $(BIN)/tailor $(PREFIX)/bin/tailor
+	ln -sf tailor $(PREFIX)/bin/kubectl-tailor
 
 unit:
 	$(GO) test -race -count=1 ./...
