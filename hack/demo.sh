@@ -86,11 +86,11 @@ run "$TAILOR" resize web -n "$NS" --requests cpu=3,memory=512Mi --dry-run=client
 rc=$?
 note "web: requests = limits (Burstable -> Guaranteed) refused by the preflight, exit ${rc}"
 
-step "Refused: more than the node's allocatable"
-run "$TAILOR" resize web -n "$NS" --requests cpu=5
+step "Refused: more than the node's allocatable (tailor's prediction, then the apiserver's own verdict)"
+run "$TAILOR" resize web -n "$NS" --requests cpu=5 --limits cpu=5 --dry-run=server
 rc=$?
 set -e
-note "web: cpu request 5 on a 2-cpu node refused (rule NodeCapacity), exit ${rc}"
+note "web: cpu request 5 on a 2-cpu node refused by rule NodeCapacity, and the apiserver's dry run agreed, exit ${rc}"
 
 step "Deferred: fill the node, resize, then make room"
 # The preflight's headroom says what the other pods leave free for web; fill

@@ -190,12 +190,9 @@ func (a *Actuator) Apply(ctx context.Context, pod *corev1.Pod, patch []byte, opt
 // set, is called whenever the observed state changes so callers can show it.
 func (a *Actuator) Follow(ctx context.Context, pod *corev1.Pod, onChange func(*corev1.Pod, Observation)) (*corev1.Pod, Observation, error) {
 	current := pod.DeepCopy()
-	last := Observe(current)
-	if onChange != nil {
-		onChange(current, last)
-	}
-	if last.Terminal() && current.Status.ObservedGeneration >= pod.Generation {
-		return current, last, nil
+	var last Observation
+	if done, obs := a.step(current, pod.Generation, &last, onChange); done {
+		return current, obs, nil
 	}
 	for {
 		list := &corev1.PodList{}
@@ -250,12 +247,12 @@ func (a *Actuator) Follow(ctx context.Context, pod *corev1.Pod, onChange func(*c
 // the generation the patch produced is not an answer yet.
 func (a *Actuator) step(p *corev1.Pod, generation int64, last *Observation, onChange func(*corev1.Pod, Observation)) (bool, Observation) {
 	obs := Observe(p)
-	if p.Status.ObservedGeneration < generation && obs.State != StateProposed {
-		obs = Observation{State: StateProposed, Message: fmt.Sprintf("kubelet has observed generation %d of %d", p.Status.ObservedGeneration, generation)}
+	if obs.Generation < generation {
+		obs = Observation{State: StateProposed, Generation: obs.Generation, Message: fmt.Sprintf("kubelet has observed generation %d of %d", obs.Generation, generation)}
 	}
 	if onChange != nil && (obs.State != last.State || obs.Message != last.Message) {
 		onChange(p, obs)
 	}
 	*last = obs
-	return obs.Terminal() && p.Status.ObservedGeneration >= generation, obs
+	return obs.Terminal(), obs
 }

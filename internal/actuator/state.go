@@ -29,6 +29,11 @@ type Observation struct {
 	State   State
 	Reason  string
 	Message string
+	// Generation is the pod generation the observation speaks for: a
+	// condition's own observedGeneration, else status.observedGeneration.
+	// The kubelet stamps a Deferred condition with the new generation while
+	// status.observedGeneration still names the old one.
+	Generation int64
 	// Pending lists containers whose reported resources still differ from
 	// their spec, e.g. "app: cpu limit 500m (spec 1)".
 	Pending []string
@@ -45,23 +50,32 @@ func (o Observation) Terminal() bool {
 // conditions, observedGeneration and status.resources, never on events: the
 // kubelet has been seen emitting ResizeCompleted with the old values.
 func Observe(pod *corev1.Pod) Observation {
+	observed := pod.Status.ObservedGeneration
 	for _, c := range pod.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
 		}
+		gen := c.ObservedGeneration
+		if gen == 0 {
+			gen = observed
+		}
+		var state State
 		switch {
 		case c.Type == corev1.PodResizePending && c.Reason == corev1.PodReasonInfeasible:
-			return Observation{State: StateInfeasible, Reason: c.Reason, Message: c.Message}
+			state = StateInfeasible
 		case c.Type == corev1.PodResizePending:
-			return Observation{State: StateDeferred, Reason: c.Reason, Message: c.Message}
+			state = StateDeferred
 		case c.Type == corev1.PodResizeInProgress && c.Reason == corev1.PodReasonError:
-			return Observation{State: StateError, Reason: c.Reason, Message: c.Message}
+			state = StateError
 		case c.Type == corev1.PodResizeInProgress:
-			return Observation{State: StateInProgress, Reason: c.Reason, Message: c.Message}
+			state = StateInProgress
+		default:
+			continue
 		}
+		return Observation{State: state, Reason: c.Reason, Message: c.Message, Generation: gen}
 	}
-	if pod.Status.ObservedGeneration < pod.Generation {
-		return Observation{State: StateProposed, Message: fmt.Sprintf("kubelet has observed generation %d of %d", pod.Status.ObservedGeneration, pod.Generation)}
+	if observed < pod.Generation {
+		return Observation{State: StateProposed, Generation: observed, Message: fmt.Sprintf("kubelet has observed generation %d of %d", observed, pod.Generation)}
 	}
 	var pending []string
 	check := func(name string, spec corev1.ResourceRequirements, actual *corev1.ResourceRequirements) {
@@ -90,9 +104,9 @@ func Observe(pod *corev1.Pod) Observation {
 		pending = append(pending, diffResources("pod", *pod.Spec.Resources, *pod.Status.Resources)...)
 	}
 	if len(pending) > 0 {
-		return Observation{State: StateInProgress, Message: "waiting for the kubelet to report the new resources", Pending: pending}
+		return Observation{State: StateInProgress, Generation: observed, Message: "waiting for the kubelet to report the new resources", Pending: pending}
 	}
-	return Observation{State: StateDone}
+	return Observation{State: StateDone, Generation: observed}
 }
 
 func statusOf(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {

@@ -94,6 +94,20 @@ func TestObserve(t *testing.T) {
 	}
 }
 
+func TestObserveDatesConditionsByTheirOwnGeneration(t *testing.T) {
+	// Seen on a 1.37 kubelet: the Deferred condition carries the new
+	// generation while status.observedGeneration still names the old one.
+	c := cond(corev1.PodResizePending, corev1.PodReasonDeferred, "Node didn't have enough resource")
+	c.ObservedGeneration = 4
+	got := Observe(pod("700m", "250m", 4, 3, c))
+	if got.State != StateDeferred || got.Generation != 4 {
+		t.Errorf("Observe = %s at generation %d, want %s at 4", got.State, got.Generation, StateDeferred)
+	}
+	if got := Observe(pod("700m", "250m", 4, 3)); got.State != StateProposed || got.Generation != 3 {
+		t.Errorf("without a condition: %s at generation %d, want %s at 3", got.State, got.Generation, StateProposed)
+	}
+}
+
 func TestObserveIgnoresFinishedInitContainersButChecksSidecars(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	p := pod("500m", "500m", 2, 2)

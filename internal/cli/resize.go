@@ -204,6 +204,27 @@ func (o *ResizeOptions) Run(ctx context.Context) error {
 		report.Warnings = append(report.Warnings, warning)
 	}
 
+	act := &actuator.Actuator{Client: c.client, Server: server}
+	// A server dry run is asked even when tailor predicts a refusal: its
+	// point is to compare the two verdicts.
+	if o.DryRun == "server" && !plan.NoChange {
+		_, err := act.Apply(ctx, pod, plan.Patch, actuator.ApplyOptions{DryRun: true})
+		var refusal *actuator.Refusal
+		if err != nil && !errors.As(err, &refusal) {
+			return err
+		}
+		report.ServerDryRun = serverVerdict(err)
+		if perr := o.print(report); perr != nil {
+			return perr
+		}
+		if err != nil {
+			return refusalExit(err)
+		}
+		if plan.Outcome == resize.Refused {
+			return withExitCode(ExitRefused, fmt.Errorf("tailor predicted a refusal (rule %s) but the apiserver accepted the dry run", plan.Rule))
+		}
+		return nil
+	}
 	if plan.Outcome == resize.Refused || plan.NoChange || o.DryRun == "client" {
 		if err := o.print(report); err != nil {
 			return err
@@ -212,16 +233,6 @@ func (o *ResizeOptions) Run(ctx context.Context) error {
 			return withExitCode(ExitRefused, fmt.Errorf("Kubernetes would refuse this resize (rule %s)", plan.Rule))
 		}
 		return nil
-	}
-
-	act := &actuator.Actuator{Client: c.client, Server: server}
-	if o.DryRun == "server" {
-		_, err := act.Apply(ctx, pod, plan.Patch, actuator.ApplyOptions{DryRun: true})
-		report.ServerDryRun = serverVerdict(err)
-		if perr := o.print(report); perr != nil {
-			return perr
-		}
-		return refusalExit(err)
 	}
 
 	if o.Output == "" {
@@ -511,13 +522,18 @@ func printPreflight(out io.Writer, r *PreflightReport) error {
 		if c.Kind != resize.KindContainer {
 			name += " (" + strings.ToLower(string(c.Kind)) + ")"
 		}
+		restart := "no"
+		if c.Restart {
+			restart = "yes: " + c.RestartReason
+		}
 		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			restart := "no"
-			if c.Restart {
-				restart = "yes: " + c.RestartReason
+			req, lim := change(c.Before.Requests, c.After.Requests, res), change(c.Before.Limits, c.After.Limits, res)
+			// Only what changes is listed; a restart caused by a pod-level
+			// limit shows on the container's first row.
+			if !strings.Contains(req+lim, "->") && (c.Changed || res != corev1.ResourceCPU) {
+				continue
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, res,
-				change(c.Before.Requests, c.After.Requests, res), change(c.Before.Limits, c.After.Limits, res), restart)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", name, res, req, lim, restart)
 		}
 	}
 	if pl := r.PodLevel; pl != nil && !requirementsEqual(pl.Before, pl.After) {
