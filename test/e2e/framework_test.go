@@ -17,7 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -290,7 +289,12 @@ func cgroupDir(t *testing.T, p *corev1.Pod, container, controller string) string
 // readCgroup reads one integer cgroup file of the container.
 func readCgroup(t *testing.T, p *corev1.Pod, container, controller, file string) int64 {
 	t.Helper()
-	path := filepath.Join(cgroupDir(t, p, container, controller), file)
+	return readInt(t, filepath.Join(cgroupDir(t, p, container, controller), file))
+}
+
+// readInt reads a file holding one integer, as cgroup files do.
+func readInt(t *testing.T, path string) int64 {
+	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
@@ -321,7 +325,18 @@ func waitCgroup(t *testing.T, p *corev1.Pod, container, controller, file string,
 	}
 }
 
-func isForbidden(err error) bool { return apierrors.IsForbidden(err) }
+// waitFile polls an integer file until it holds want.
+func waitFile(t *testing.T, path string, want int64) {
+	t.Helper()
+	var got int64
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		got = readInt(t, path)
+		return got == want, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: got %d, want %d", path, got, want)
+	}
+}
 
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)
