@@ -82,9 +82,13 @@ func TestOracle(t *testing.T) {
 	gated := createGatedPods(ctx, t, cs, ns, g)
 	node, bound := createBoundPods(ctx, t, cs, ns)
 
-	var compared, mismatches, noChange, accepted, conflicts int
+	var compared, boundCompared, mismatches, noChange, accepted, conflicts int
 	byRule := map[resize.Rule]int{}
-	for i := range *flagCases {
+	// Count only cases that reach the apiserver: no-change plans send nothing.
+	for i := 0; compared < *flagCases; i++ {
+		if i > 3**flagCases {
+			t.Fatalf("generated %d cases but only %d changed anything; the generator is broken", i, compared)
+		}
 		var name string
 		var ns2 *resize.NodeState
 		if len(bound) > 0 && g.chance(*flagBound) {
@@ -138,6 +142,9 @@ func TestOracle(t *testing.T) {
 			t.Fatalf("case %d: resize of %s failed for a reason that is not a verdict: %v", i, name, err)
 		}
 		compared++
+		if pod.Spec.NodeName != "" {
+			boundCompared++
+		}
 		if serverAccepted {
 			accepted++
 		}
@@ -147,8 +154,8 @@ func TestOracle(t *testing.T) {
 			reportMismatch(t, i, pod, plan, err)
 		}
 	}
-	t.Logf("oracle: %d cases generated, %d compared with the apiserver (%d accepted, %d refused), %d no-change (nothing to send), %d mismatches",
-		*flagCases, compared, accepted, compared-accepted, noChange, mismatches)
+	t.Logf("oracle: %d cases compared with the apiserver (%d accepted, %d refused; %d on pods bound to node %s, the rest on scheduling-gated pods), %d no-change plans skipped, %d mismatches",
+		compared, accepted, compared-accepted, boundCompared, nodeName(node), noChange, mismatches)
 	t.Logf("oracle: verdicts by tailor rule: %v; stale-read conflicts retried: %d", byRule, conflicts)
 	if mismatches > 0 {
 		t.Fatalf("%d of %d cases: tailor's verdict differs from the apiserver's", mismatches, compared)
@@ -163,6 +170,7 @@ func createGatedPods(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 	var names []string
 	for i := 0; len(names) < *flagPods; i++ {
 		pod := g.gatedPod(fmt.Sprintf("gated-%03d", i))
+		pod.Namespace = ns
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			// The generator aims at valid pods; a refusal here is a generator bug worth seeing.
 			t.Fatalf("create generated pod %s: %v\n%s", pod.Name, err, podSummary(pod))
@@ -204,6 +212,7 @@ func createBoundPods(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 	}
 	var names []string
 	for _, p := range pods {
+		p.Namespace = ns
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create bound pod %s: %v", p.Name, err)
 		}
@@ -274,4 +283,11 @@ func podSummary(pod *corev1.Pod) string {
 
 func aggregateRequests(pod *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+func nodeName(n *corev1.Node) string {
+	if n == nil {
+		return "(none)"
+	}
+	return n.Name
 }
