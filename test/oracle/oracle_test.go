@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -81,6 +82,27 @@ func TestOracle(t *testing.T) {
 	g := gen{r: rand.New(rand.NewPCG(*flagSeed, 0x7a11))}
 	gated := createGatedPods(ctx, t, cs, ns, g)
 	node, bound := createBoundPods(ctx, t, cs, ns)
+
+	t.Run("plan from a stale pod is rejected with 409 Conflict", func(t *testing.T) {
+		pod, err := cs.CoreV1().Pods(ns).Get(ctx, gated[0], metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := pod.DeepCopy()
+		stale.ResourceVersion = "1" // any version but the current one
+		plan, err := resize.Plan(resize.Input{Pod: stale, Server: server, Desired: resize.Desired{
+			Containers: map[string]corev1.ResourceRequirements{"app": {Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("123m")}}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cs.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.StrategicMergePatchType, plan.Patch,
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "resize")
+		if !apierrors.IsConflict(err) {
+			t.Errorf("patch %s with resourceVersion 1 (current %s): got %v, want 409 Conflict", plan.Patch, pod.ResourceVersion, err)
+		}
+	})
 
 	var compared, boundCompared, mismatches, noChange, accepted, conflicts int
 	byRule := map[resize.Rule]int{}
