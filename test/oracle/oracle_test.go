@@ -125,7 +125,7 @@ func TestOracle(t *testing.T) {
 		var alloc corev1.ResourceList
 		if pod.Spec.NodeName != "" {
 			alloc = node.Status.Allocatable
-			ns2 = &resize.NodeState{Allocatable: alloc, Labels: node.Labels}
+			ns2 = &resize.NodeState{Allocatable: alloc, Labels: node.Labels, DeclaredFeatures: node.Status.DeclaredFeatures}
 		}
 		d := g.desired(pod, alloc)
 		var plan *resize.Result
@@ -231,6 +231,11 @@ func createBoundPods(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 			Sidecar(ctr("sidecar").Requests("5m", "8Mi")).Obj(),
 		builder.Pod("bound-podlevel").Node(nodeName).TerminationGracePeriod(0).PodRequests("20m", "32Mi").PodLimits("100m", "64Mi").
 			Container(ctr("app").Requests("10m", "16Mi")).Obj(),
+		// The pause init container never exits, so this pod stays in Init:
+		// its non-sidecar init container is resizable while it runs.
+		builder.Pod("bound-init").Node(nodeName).TerminationGracePeriod(0).
+			InitContainer(ctr("init").Requests("10m", "16Mi")).
+			Container(ctr("app").Requests("10m", "16Mi").Limits("20m", "")).Obj(),
 	}
 	var names []string
 	for _, p := range pods {
@@ -247,7 +252,7 @@ func createBoundPods(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 			if err != nil {
 				return false, err
 			}
-			if p.Status.Phase != corev1.PodRunning {
+			if p.Status.Phase != corev1.PodRunning && !(p.Name == "bound-init" && len(p.Status.InitContainerStatuses) > 0 && p.Status.InitContainerStatuses[0].State.Running != nil) {
 				return false, nil
 			}
 		}
