@@ -230,7 +230,7 @@ func Plan(in Input) (*Result, error) {
 		return res, nil
 	}
 	res.Outcome = Accepted
-	res.Predicted = predict(after, in.Node, res.Headroom, in.Server)
+	res.Predicted = predict(after, in.Node, res.Headroom)
 	res.Warnings = warnings(res, in.Server)
 	return res, nil
 }

@@ -241,7 +241,7 @@ func headroom(after *corev1.Pod, node *NodeState) Headroom {
 	return h
 }
 
-func predict(after *corev1.Pod, node *NodeState, h Headroom, server Version) Prediction {
+func predict(after *corev1.Pod, node *NodeState, h Headroom) Prediction {
 	if after.Spec.NodeName == "" {
 		return Unscheduled
 	}
