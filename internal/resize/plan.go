@@ -42,6 +42,9 @@ type NodeState struct {
 	Allocatable corev1.ResourceList
 	// Labels are the node's labels (kubernetes.io/os matters); nil counts as linux.
 	Labels map[string]string
+	// DeclaredFeatures is node.status.declaredFeatures. Nil means unknown and
+	// skips the check; an empty, non-nil slice means the node declares none.
+	DeclaredFeatures []string
 	// Pods are all pods bound to the node. The pod being resized may be among
 	// them (matched by UID, else namespace/name) and is skipped; so are
 	// terminal (Succeeded/Failed) pods.
@@ -217,7 +220,7 @@ func Plan(in Input) (*Result, error) {
 	v := validate(before, after, res, ephemeral, in.Server)
 	res.Headroom = headroom(after, in.Node)
 	if len(v) == 0 {
-		v = admit(after, in.Node, res.Headroom, in.Server)
+		v = admit(before, after, in.Node, res.Headroom, in.Server)
 	}
 	if len(v) > 0 {
 		res.Outcome = Refused
@@ -227,7 +230,7 @@ func Plan(in Input) (*Result, error) {
 		return res, nil
 	}
 	res.Outcome = Accepted
-	res.Predicted = predict(after, in.Node, res.Headroom, in.Server)
+	res.Predicted = predict(after, in.Node, res.Headroom)
 	res.Warnings = warnings(res, in.Server)
 	return res, nil
 }

@@ -287,6 +287,26 @@ func TestPlan(t *testing.T) {
 				Node: &NodeState{Allocatable: req("2", "4Gi"), Labels: map[string]string{corev1.LabelOSStable: "windows"}}},
 			wantSummary: summary{Outcome: Refused, Rule: RuleUnsupportedPlatform, QoS: [2]corev1.PodQOSClass{burstable, burstable}, Changed: []string{"app"}},
 		},
+		"pod-level resize on a bound pod needs the node to declare the feature": {
+			in: Input{Pod: builder.Pod("p").Node("n").PodRequests("1", "1Gi").Container(builder.Container("app").Requests("500m", "")).Obj(),
+				Server: v137, Desired: Desired{Pod: &corev1.ResourceRequirements{Requests: req("2", "")}},
+				Node: &NodeState{Allocatable: req("4", "8Gi"), DeclaredFeatures: []string{"InPlacePodVerticalScalingInitContainers"}}},
+			wantSummary: summary{Outcome: Refused, Rule: RuleNodeFeatureMissing, QoS: [2]corev1.PodQOSClass{burstable, burstable}},
+			wantMessage: "requires features InPlacePodLevelResourcesVerticalScaling",
+		},
+		"pod-level resize on a node declaring the feature is accepted": {
+			in: Input{Pod: builder.Pod("p").Node("n").PodRequests("1", "1Gi").Container(builder.Container("app").Requests("500m", "")).Obj(),
+				Server: v137, Desired: Desired{Pod: &corev1.ResourceRequirements{Requests: req("2", "")}},
+				Node: &NodeState{Allocatable: req("4", "8Gi"), DeclaredFeatures: []string{"InPlacePodLevelResourcesVerticalScaling"}}},
+			wantSummary: summary{Outcome: Accepted, Predicted: InPlace, QoS: [2]corev1.PodQOSClass{burstable, burstable}},
+		},
+		"non-sidecar init resize on a bound pod needs the node to declare the feature": {
+			in: Input{Pod: burstablePod().Node("n").InitContainer(builder.Container("setup").Requests("100m", "")).Obj(), Server: v137,
+				Desired: Desired{Containers: map[string]corev1.ResourceRequirements{"setup": builder.Requirements(req("200m", ""), nil)}},
+				Node:    &NodeState{Allocatable: req("4", "8Gi"), DeclaredFeatures: []string{}}},
+			wantSummary: summary{Outcome: Refused, Rule: RuleNodeFeatureMissing, QoS: [2]corev1.PodQOSClass{burstable, burstable}, Changed: []string{"setup"}},
+			wantMessage: "InPlacePodVerticalScalingInitContainers",
+		},
 		"fits the node but not what is free now is deferred": {
 			in: Input{Pod: burstablePod().UID("me").Node("n").Obj(), Server: v137, Desired: Desired{Containers: set(req("1", ""), nil)},
 				Node: &NodeState{Allocatable: req("2", "4Gi"), Pods: []*corev1.Pod{

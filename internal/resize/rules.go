@@ -85,6 +85,14 @@ const (
 	// containers are not checked and the sum of limits may exceed the pod limit.
 	RulePodLevelLimitBelowContainer Rule = "PodLevelLimitBelowContainer"
 
+	// RuleNodeFeatureMissing: from 1.36 the NodeDeclaredFeatureValidator
+	// admission plugin refuses, for a bound pod, a resize of pod-level
+	// resources or of a non-sidecar init container unless the node lists
+	// InPlacePodLevelResourcesVerticalScaling / InPlacePodVerticalScalingInitContainers
+	// in status.declaredFeatures (plugin/pkg/admission/nodedeclaredfeatures;
+	// k8s.io/component-helpers/nodedeclaredfeatures/features/inplacepodresize).
+	RuleNodeFeatureMissing Rule = "NodeFeatureMissing"
+
 	// RuleNodeCapacity: from 1.36 the PodResizeValidator admission plugin
 	// refuses a resize of a bound pod whose requests exceed the node's
 	// allocatable (plugin/pkg/admission/podresize, validateRequestsWithinAllocatable).

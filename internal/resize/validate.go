@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/version"
+	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -187,9 +189,12 @@ func validateSpec(pod *corev1.Pod) []Violation {
 // admit mirrors the PodResizeValidator admission plugin
 // (plugin/pkg/admission/podresize, on by default from 1.36). It runs only for
 // bound pods and only after validation passed.
-func admit(after *corev1.Pod, node *NodeState, h Headroom, server Version) []Violation {
+func admit(before, after *corev1.Pod, node *NodeState, h Headroom, server Version) []Violation {
 	if !server.AtLeast(36) || after.Spec.NodeName == "" || node == nil {
 		return nil
+	}
+	if missing := missingNodeFeatures(before, after, node, server); len(missing) > 0 {
+		return []Violation{{RuleNodeFeatureMissing, fmt.Sprintf("pod update requires features %s which are not available on node %q: the node's kubelet must enable them (feature gates of the same name) or the pod must move", strings.Join(missing, ", "), after.Spec.NodeName)}}
 	}
 	if os, ok := node.Labels[corev1.LabelOSStable]; ok && os != "linux" {
 		return []Violation{{RuleUnsupportedPlatform, fmt.Sprintf("pod resize is only supported on linux nodes, node %q is %q", after.Spec.NodeName, os)}}
@@ -236,7 +241,7 @@ func headroom(after *corev1.Pod, node *NodeState) Headroom {
 	return h
 }
 
-func predict(after *corev1.Pod, node *NodeState, h Headroom, server Version) Prediction {
+func predict(after *corev1.Pod, node *NodeState, h Headroom) Prediction {
 	if after.Spec.NodeName == "" {
 		return Unscheduled
 	}
@@ -381,4 +386,28 @@ func qosAdvice(before corev1.PodQOSClass) string {
 	default:
 		return "a Burstable pod must keep at least one request or limit and must not end with requests == limits for both cpu and memory everywhere"
 	}
+}
+
+// missingNodeFeatures mirrors the NodeDeclaredFeatureValidator admission
+// plugin (plugin/pkg/admission/nodedeclaredfeatures, on by default from 1.36):
+// resizing pod-level resources or a non-sidecar init container needs the node
+// to list the matching feature in status.declaredFeatures. It uses the same
+// component-helpers framework the apiserver does. Unknown declared features
+// (nil) skip the check.
+func missingNodeFeatures(before, after *corev1.Pod, node *NodeState, server Version) []string {
+	if node.DeclaredFeatures == nil {
+		return nil
+	}
+	target := version.MajorMinor(uint(server.Major), uint(server.Minor))
+	reqs, err := ndf.DefaultFramework.InferForPodUpdate(
+		&ndf.PodInfo{Spec: &before.Spec, Status: &before.Status},
+		&ndf.PodInfo{Spec: &after.Spec, Status: &after.Status}, target)
+	if err != nil || reqs.IsEmpty() {
+		return nil
+	}
+	res, err := ndf.DefaultFramework.MatchNode(reqs, &corev1.Node{Status: corev1.NodeStatus{DeclaredFeatures: node.DeclaredFeatures}})
+	if err != nil || res.IsMatch {
+		return nil
+	}
+	return res.UnsatisfiedRequirements
 }

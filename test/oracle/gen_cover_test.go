@@ -48,7 +48,7 @@ func TestGeneratorReachesRuleCorners(t *testing.T) {
 	for _, rule := range []resize.Rule{
 		resize.RuleUnsupportedResource, resize.RuleResourceRemoved, resize.RuleRequestsExceedLimits,
 		resize.RuleQoSClassChange, resize.RulePodLevelRequestsBelowContainers,
-		resize.RulePodLevelLimitBelowContainer, resize.RuleNodeCapacity,
+		resize.RulePodLevelLimitBelowContainer, resize.RuleNodeCapacity, resize.RuleUnsupportedPlatform,
 	} {
 		if seen[rule] == 0 {
 			t.Errorf("generator never reached rule %s; seen: %v", rule, seen)

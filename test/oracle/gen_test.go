@@ -94,6 +94,9 @@ func (g gen) gatedPod(name string) *corev1.Pod {
 	pod := p.Obj()
 	if class == classPodLevel {
 		g.podLevel(pod)
+	} else if g.chance(0.05) {
+		// Windows pods validate but may never be resized.
+		pod.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
 	}
 	return pod
 }
@@ -132,7 +135,22 @@ func (g gen) resources(c *builder.ContainerWrapper, class podClass) {
 // podLevel adds valid pod-level resources: requests at or above the
 // aggregate container requests, limits at or above every container limit.
 func (g gen) podLevel(pod *corev1.Pod) {
-	aggr := aggregateRequests(pod)
+	// Aggregate what the apiserver will see: a limit without a request
+	// defaults the request.
+	defaulted := pod.DeepCopy()
+	for _, list := range [][]corev1.Container{defaulted.Spec.Containers, defaulted.Spec.InitContainers} {
+		for i := range list {
+			for name, q := range list[i].Resources.Limits {
+				if _, ok := list[i].Resources.Requests[name]; !ok {
+					if list[i].Resources.Requests == nil {
+						list[i].Resources.Requests = corev1.ResourceList{}
+					}
+					list[i].Resources.Requests[name] = q
+				}
+			}
+		}
+	}
+	aggr := aggregateRequests(defaulted)
 	r := &corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
 	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		floor := aggr[res]
@@ -209,6 +227,35 @@ func (g gen) desired(pod *corev1.Pod, alloc corev1.ResourceList) resize.Desired 
 	}
 	q := func(r corev1.ResourceName) resource.Quantity { return resource.MustParse(g.pick(g.ladder(r))) }
 
+	if alloc != nil && g.chance(0.5) {
+		// Node-capacity corners: requests at exactly the node's allocatable
+		// (admitted) or just above it (refused by PodResizeValidator).
+		name := names[g.r.IntN(len(names))]
+		e := edit(name)
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if g.chance(0.5) {
+				continue
+			}
+			v := alloc[r].DeepCopy()
+			if g.chance(0.5) {
+				if r == corev1.ResourceMemory {
+					v.Add(resource.MustParse("1Mi"))
+				} else {
+					v.Add(resource.MustParse("1m"))
+				}
+			}
+			e.Requests[r] = v
+			if g.chance(0.5) {
+				e.Limits[r] = v
+			}
+		}
+		if g.chance(0.3) && pod.Spec.Resources != nil {
+			pe := podEdit()
+			pe.Requests[corev1.ResourceCPU] = alloc[corev1.ResourceCPU].DeepCopy()
+			pe.Limits[corev1.ResourceCPU] = alloc[corev1.ResourceCPU].DeepCopy()
+		}
+		return d
+	}
 	for range 1 + g.r.IntN(3) {
 		name := names[g.r.IntN(len(names))]
 		r := res()

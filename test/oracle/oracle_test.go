@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -82,9 +83,34 @@ func TestOracle(t *testing.T) {
 	gated := createGatedPods(ctx, t, cs, ns, g)
 	node, bound := createBoundPods(ctx, t, cs, ns)
 
-	var compared, mismatches, noChange, accepted, conflicts int
+	t.Run("plan from a stale pod is rejected with 409 Conflict", func(t *testing.T) {
+		pod, err := cs.CoreV1().Pods(ns).Get(ctx, gated[0], metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := pod.DeepCopy()
+		stale.ResourceVersion = "1" // any version but the current one
+		plan, err := resize.Plan(resize.Input{Pod: stale, Server: server, Desired: resize.Desired{
+			Containers: map[string]corev1.ResourceRequirements{"app": {Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("123m")}}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cs.CoreV1().Pods(ns).Patch(ctx, pod.Name, types.StrategicMergePatchType, plan.Patch,
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}, "resize")
+		if !apierrors.IsConflict(err) {
+			t.Errorf("patch %s with resourceVersion 1 (current %s): got %v, want 409 Conflict", plan.Patch, pod.ResourceVersion, err)
+		}
+	})
+
+	var compared, boundCompared, mismatches, noChange, accepted, conflicts int
 	byRule := map[resize.Rule]int{}
-	for i := range *flagCases {
+	// Count only cases that reach the apiserver: no-change plans send nothing.
+	for i := 0; compared < *flagCases; i++ {
+		if i > 3**flagCases {
+			t.Fatalf("generated %d cases but only %d changed anything; the generator is broken", i, compared)
+		}
 		var name string
 		var ns2 *resize.NodeState
 		if len(bound) > 0 && g.chance(*flagBound) {
@@ -99,7 +125,7 @@ func TestOracle(t *testing.T) {
 		var alloc corev1.ResourceList
 		if pod.Spec.NodeName != "" {
 			alloc = node.Status.Allocatable
-			ns2 = &resize.NodeState{Allocatable: alloc, Labels: node.Labels}
+			ns2 = &resize.NodeState{Allocatable: alloc, Labels: node.Labels, DeclaredFeatures: node.Status.DeclaredFeatures}
 		}
 		d := g.desired(pod, alloc)
 		var plan *resize.Result
@@ -138,6 +164,9 @@ func TestOracle(t *testing.T) {
 			t.Fatalf("case %d: resize of %s failed for a reason that is not a verdict: %v", i, name, err)
 		}
 		compared++
+		if pod.Spec.NodeName != "" {
+			boundCompared++
+		}
 		if serverAccepted {
 			accepted++
 		}
@@ -147,8 +176,8 @@ func TestOracle(t *testing.T) {
 			reportMismatch(t, i, pod, plan, err)
 		}
 	}
-	t.Logf("oracle: %d cases generated, %d compared with the apiserver (%d accepted, %d refused), %d no-change (nothing to send), %d mismatches",
-		*flagCases, compared, accepted, compared-accepted, noChange, mismatches)
+	t.Logf("oracle: %d cases compared with the apiserver (%d accepted, %d refused; %d on pods bound to node %s, the rest on scheduling-gated pods), %d no-change plans skipped, %d mismatches",
+		compared, accepted, compared-accepted, boundCompared, nodeName(node), noChange, mismatches)
 	t.Logf("oracle: verdicts by tailor rule: %v; stale-read conflicts retried: %d", byRule, conflicts)
 	if mismatches > 0 {
 		t.Fatalf("%d of %d cases: tailor's verdict differs from the apiserver's", mismatches, compared)
@@ -163,6 +192,7 @@ func createGatedPods(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 	var names []string
 	for i := 0; len(names) < *flagPods; i++ {
 		pod := g.gatedPod(fmt.Sprintf("gated-%03d", i))
+		pod.Namespace = ns
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			// The generator aims at valid pods; a refusal here is a generator bug worth seeing.
 			t.Fatalf("create generated pod %s: %v\n%s", pod.Name, err, podSummary(pod))
@@ -201,9 +231,15 @@ func createBoundPods(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 			Sidecar(ctr("sidecar").Requests("5m", "8Mi")).Obj(),
 		builder.Pod("bound-podlevel").Node(nodeName).TerminationGracePeriod(0).PodRequests("20m", "32Mi").PodLimits("100m", "64Mi").
 			Container(ctr("app").Requests("10m", "16Mi")).Obj(),
+		// The pause init container never exits, so this pod stays in Init:
+		// its non-sidecar init container is resizable while it runs.
+		builder.Pod("bound-init").Node(nodeName).TerminationGracePeriod(0).
+			InitContainer(ctr("init").Requests("10m", "16Mi")).
+			Container(ctr("app").Requests("10m", "16Mi").Limits("20m", "")).Obj(),
 	}
 	var names []string
 	for _, p := range pods {
+		p.Namespace = ns
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create bound pod %s: %v", p.Name, err)
 		}
@@ -216,7 +252,7 @@ func createBoundPods(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 			if err != nil {
 				return false, err
 			}
-			if p.Status.Phase != corev1.PodRunning {
+			if p.Status.Phase != corev1.PodRunning && !(p.Name == "bound-init" && len(p.Status.InitContainerStatuses) > 0 && p.Status.InitContainerStatuses[0].State.Running != nil) {
 				return false, nil
 			}
 		}
@@ -274,4 +310,11 @@ func podSummary(pod *corev1.Pod) string {
 
 func aggregateRequests(pod *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+func nodeName(n *corev1.Node) string {
+	if n == nil {
+		return "(none)"
+	}
+	return n.Name
 }
