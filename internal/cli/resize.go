@@ -230,7 +230,7 @@ func (o *ResizeOptions) Run(ctx context.Context) error {
 			return err
 		}
 		if plan.Outcome == resize.Refused {
-			return withExitCode(ExitRefused, fmt.Errorf("Kubernetes would refuse this resize (rule %s)", plan.Rule))
+			return withExitCode(ExitRefused, fmt.Errorf("refused: Kubernetes would not accept this resize (rule %s)", plan.Rule))
 		}
 		return nil
 	}
@@ -337,7 +337,7 @@ func (o *ResizeOptions) nodeState(ctx context.Context, pod *corev1.Pod) (*resize
 	if err := o.clients.client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": pod.Spec.NodeName}); err != nil {
 		return nil, fmt.Sprintf("node headroom not checked: cannot list pods on node %s: %v", pod.Spec.NodeName, err)
 	}
-	ns := &resize.NodeState{Allocatable: node.Status.Allocatable, Labels: node.Labels}
+	ns := &resize.NodeState{Allocatable: node.Status.Allocatable, Labels: node.Labels, DeclaredFeatures: node.Status.DeclaredFeatures}
 	for i := range pods.Items {
 		ns.Pods = append(ns.Pods, &pods.Items[i])
 	}

@@ -17,7 +17,7 @@ func Node(name string) *NodeWrapper {
 }
 
 // Obj returns a deep copy.
-func (n *NodeWrapper) Obj() *corev1.Node { return n.Node.DeepCopy() }
+func (n *NodeWrapper) Obj() *corev1.Node { return n.DeepCopy() }
 
 // Allocatable sets status.allocatable cpu and memory (and capacity to match).
 func (n *NodeWrapper) Allocatable(cpu, memory string) *NodeWrapper {

@@ -25,7 +25,7 @@ func Pod(name string) *PodWrapper {
 }
 
 // Obj returns a deep copy, so one wrapper can stamp out several pods.
-func (p *PodWrapper) Obj() *corev1.Pod { return p.Pod.DeepCopy() }
+func (p *PodWrapper) Obj() *corev1.Pod { return p.DeepCopy() }
 
 func (p *PodWrapper) Namespace(ns string) *PodWrapper { p.ObjectMeta.Namespace = ns; return p }
 func (p *PodWrapper) UID(uid string) *PodWrapper      { p.ObjectMeta.UID = types.UID(uid); return p }
@@ -170,7 +170,7 @@ func Container(name string) *ContainerWrapper {
 }
 
 // Obj returns a deep copy.
-func (c *ContainerWrapper) Obj() *corev1.Container { return c.Container.DeepCopy() }
+func (c *ContainerWrapper) Obj() *corev1.Container { return c.DeepCopy() }
 
 func (c *ContainerWrapper) Image(img string) *ContainerWrapper { c.Container.Image = img; return c }
 
