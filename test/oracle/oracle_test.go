@@ -252,7 +252,9 @@ func createBoundPods(ctx context.Context, t *testing.T, cs kubernetes.Interface,
 			if err != nil {
 				return false, err
 			}
-			if p.Status.Phase != corev1.PodRunning && !(p.Name == "bound-init" && len(p.Status.InitContainerStatuses) > 0 && p.Status.InitContainerStatuses[0].State.Running != nil) {
+			// The init-container pod sits in its (never ending) init container.
+			initRunning := p.Name == "bound-init" && len(p.Status.InitContainerStatuses) > 0 && p.Status.InitContainerStatuses[0].State.Running != nil
+			if p.Status.Phase != corev1.PodRunning && !initRunning {
 				return false, nil
 			}
 		}
