@@ -323,6 +323,24 @@ cmd_up() {
   echo "$KUBECONFIG_PATH"
 }
 
+# clean_iptables removes the kubelet's and CNI's chains: first the rules in
+# other chains that jump to them, then their own rules, then the chains.
+clean_iptables() {
+  local ipt=$1 table rule chain
+  command -v "$ipt" >/dev/null || return 0
+  for table in filter nat mangle; do
+    while read -r rule; do
+      [[ -n "$rule" ]] && eval "$ipt -t $table -D ${rule#-A }" 2>/dev/null || true
+    done < <("$ipt" -t "$table" -S 2>/dev/null | grep -E '^-A ' | grep -E -- '-j (KUBE-|CNI-)' | grep -vE '^-A (KUBE-|CNI-)')
+    for chain in $("$ipt" -t "$table" -S 2>/dev/null | awk '/^-N (KUBE-|CNI-)/ {print $2}'); do
+      "$ipt" -t "$table" -F "$chain" 2>/dev/null || true
+    done
+    for chain in $("$ipt" -t "$table" -S 2>/dev/null | awk '/^-N (KUBE-|CNI-)/ {print $2}'); do
+      "$ipt" -t "$table" -X "$chain" 2>/dev/null || true
+    done
+  done
+}
+
 cmd_down() {
   # Pods first, while the kubelet still runs, so their cgroups and network
   # namespaces are torn down by the components that made them.
@@ -351,15 +369,8 @@ cmd_down() {
   rm -rf /run/containerd /var/run/netns/cni-* /run/netns/cni-* /var/lib/kubelet/device-plugins \
     /var/lib/cni/networks/tailor /var/log/containers /var/log/pods
   if ip link show cni0 >/dev/null 2>&1; then ip link delete cni0 || true; fi
-  local table chain
-  for table in filter nat; do
-    for chain in $(iptables -t "$table" -S 2>/dev/null | awk '/^-N (KUBE-|CNI-)/ {print $2}'); do
-      iptables -t "$table" -F "$chain" 2>/dev/null || true
-    done
-    for chain in $(iptables -t "$table" -S 2>/dev/null | awk '/^-N (KUBE-|CNI-)/ {print $2}'); do
-      iptables -t "$table" -X "$chain" 2>/dev/null || true
-    done
-  done
+  clean_iptables iptables
+  clean_iptables ip6tables
   # kubepods cgroups: leaves first.
   local ctl
   for ctl in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do

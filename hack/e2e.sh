@@ -20,8 +20,9 @@ log "cluster ready after $((SECONDS - t0))s; running e2e suite"
 cd "$ROOT"
 export TAILOR_KUBECONFIG="$KUBECONFIG_PATH"
 export PATH="${K8S_BIN}:${PATH}"
+# -p 1: packages share one node, and tests that fill it must not race.
 set +e
-go test -tags e2e -count=1 -timeout "${E2E_TIMEOUT:-40m}" -v ${E2E_RUN:+-run "$E2E_RUN"} ./test/... 2>&1 | tee "${LOG_DIR}/e2e.log"
+go test -tags e2e -count=1 -p 1 -timeout "${E2E_TIMEOUT:-40m}" -v ${E2E_RUN:+-run "$E2E_RUN"} ./test/... 2>&1 | tee "${LOG_DIR}/e2e.log"
 rc=${PIPESTATUS[0]}
 set -e
 log "e2e suite finished in $((SECONDS - t0))s (exit ${rc}); full log: ${LOG_DIR}/e2e.log"
