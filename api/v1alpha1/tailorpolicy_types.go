@@ -123,7 +123,8 @@ const (
 
 // UpdatePolicy says whether and how tailor applies recommendations.
 type UpdatePolicy struct {
-	// updateMode is Off (recommend only), InPlace (resize running pods,
+	// updateMode is "Off" (recommend only; quote it in YAML, where a bare
+	// Off is the boolean false), InPlace (resize running pods,
 	// never evict) or InPlaceOrRecreate (resize in place, and evict through
 	// the Eviction API, honouring PodDisruptionBudgets, only when an
 	// in-place resize is impossible).
@@ -199,8 +200,9 @@ type ContainerPolicy struct {
 	// +kubebuilder:validation:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="containerName must be a container name (a DNS label such as app) or '*' for every container"
 	ContainerName string `json:"containerName"`
 
-	// mode is Auto (size this container) or Off (leave it alone, e.g. a
-	// sidecar another tool sizes). Default Auto.
+	// mode is Auto (size this container) or "Off" (leave it alone, e.g. a
+	// sidecar another tool sizes; quote it in YAML, where a bare Off is the
+	// boolean false). Default Auto.
 	// +optional
 	Mode *ContainerMode `json:"mode,omitempty"`
 
