@@ -124,10 +124,10 @@ const (
 // UpdatePolicy says whether and how tailor applies recommendations.
 type UpdatePolicy struct {
 	// updateMode is "Off" (recommend only; quote it in YAML, where a bare
-	// Off is the boolean false), InPlace (resize running pods,
-	// never evict) or InPlaceOrRecreate (resize in place, and evict through
-	// the Eviction API, honouring PodDisruptionBudgets, only when an
-	// in-place resize is impossible).
+	// Off is the boolean false), InPlace (resize running pods, never evict)
+	// or InPlaceOrRecreate (resize in place, and evict through the Eviction
+	// API, honouring PodDisruptionBudgets, only when an in-place resize is
+	// impossible).
 	//
 	// The default is InPlace, unlike VerticalPodAutoscaler whose default
 	// recreates pods: a policy applied without reading this field must never
@@ -511,8 +511,4 @@ type PodResizeStatus struct {
 	// message says what was changed and, unless Done, why it did not apply.
 	// +optional
 	Message string `json:"message,omitempty"`
-}
-
-func init() {
-	SchemeBuilder.Register(&TailorPolicy{}, &TailorPolicyList{})
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
@@ -34,8 +35,9 @@ var (
 	crdGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	policyGVR = v1alpha1.GroupVersion.WithResource("tailorpolicies")
 
-	dyn       dynamic.Interface
-	namespace string
+	dyn        dynamic.Interface
+	restClient rest.Interface
+	namespace  string
 )
 
 func envOr(k, def string) string {
@@ -69,6 +71,7 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	restClient = clientset.Discovery().RESTClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
