@@ -1,9 +1,11 @@
 package v1alpha1
 
 import (
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // DefaultContainerName is the containerName of the entry that applies to
@@ -132,4 +134,29 @@ func first[T any](ps ...*T) *T {
 func ptrTo[T any](p *T) *T {
 	v := *p
 	return &v
+}
+
+// Validate reports what the apiserver's validation cannot see, all at once:
+// minAllowed above maxAllowed once a named entry inherits from "*", and a
+// selector whose label keys or values are malformed. nil means the spec can
+// be acted upon. The controller reports an error as the Ready condition with
+// ReasonInvalidPolicy and an event, and leaves the pods alone.
+func (s *TailorPolicySpec) Validate() error {
+	var errs []error
+	if s.Selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(s.Selector); err != nil {
+			errs = append(errs, fmt.Errorf("selector: %w", err))
+		}
+	}
+	if s.ResourcePolicy != nil {
+		for _, p := range s.ResourcePolicy.ContainerPolicies {
+			if p.ContainerName == DefaultContainerName {
+				continue
+			}
+			if _, err := s.PolicyFor(p.ContainerName); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -221,3 +221,44 @@ func TestPolicyForSharesNothing(t *testing.T) {
 		t.Errorf("DefaultControlledResources changed (-want,+got):\n%s", diff)
 	}
 }
+
+func TestValidate(t *testing.T) {
+	cases := map[string]struct {
+		spec    *TailorPolicySpec
+		wantErr string
+	}{
+		"minimal": {
+			spec: &TailorPolicySpec{TargetRef: &TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}},
+		},
+		"consistent bounds across entries": {
+			spec: spec(
+				ContainerPolicy{ContainerName: "*", MinAllowed: rl("100m", "64Mi"), MaxAllowed: rl("2", "")},
+				ContainerPolicy{ContainerName: "app", MaxAllowed: rl("", "1Gi")},
+			),
+		},
+		"each contradicting entry is reported": {
+			spec: spec(
+				ContainerPolicy{ContainerName: "app", MaxAllowed: rl("", "1Gi")},
+				ContainerPolicy{ContainerName: "*", MinAllowed: rl("1", "2Gi")},
+				ContainerPolicy{ContainerName: "worker", MaxAllowed: rl("500m", "")},
+			),
+			wantErr: `container "app": minAllowed.memory 2Gi (from containerName "*") exceeds maxAllowed.memory 1Gi (from containerName "app"); lower the one or raise the other` + "\n" +
+				`container "worker": minAllowed.cpu 1 (from containerName "*") exceeds maxAllowed.cpu 500m (from containerName "worker"); lower the one or raise the other`,
+		},
+		"malformed label value in the selector": {
+			spec:    &TailorPolicySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web server"}}},
+			wantErr: `selector: values[0][app]: Invalid value: "web server": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gotErr := ""
+			if err := tc.spec.Validate(); err != nil {
+				gotErr = err.Error()
+			}
+			if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
+				t.Errorf("Validate() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

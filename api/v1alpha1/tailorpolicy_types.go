@@ -62,6 +62,8 @@ type TailorPolicySpec struct {
 	// selector must be set.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="selector must set matchLabels or matchExpressions: an empty selector would select every pod in the namespace"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="selector.matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist']) || (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="selector.matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
 	// updatePolicy says whether and how tailor applies its recommendations.
@@ -410,7 +412,8 @@ const (
 	ReasonInvalidPolicy = "InvalidPolicy"
 	// ReasonTargetNotFound: targetRef names nothing that exists.
 	ReasonTargetNotFound = "TargetNotFound"
-	// ReasonInvalidSelector: the selector, or the target's, does not parse.
+	// ReasonInvalidSelector: the target workload has no label selector, or
+	// one that does not parse. (A malformed spec.selector is InvalidPolicy.)
 	ReasonInvalidSelector = "InvalidSelector"
 	// ReasonRestartNotAllowed: a change would restart a container whose
 	// policy does not set allowRestart.

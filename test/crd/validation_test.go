@@ -53,6 +53,18 @@ func TestRejected(t *testing.T) {
 			spec: `selector: {matchLabels: {}}`,
 			want: []string{"spec.selector: Invalid value: selector must set matchLabels or matchExpressions: an empty selector would select every pod in the namespace"},
 		},
+		"selector operator unknown": {
+			spec: `selector: {matchExpressions: [{key: app, operator: Equals, values: [web]}]}`,
+			want: []string{"spec.selector: Invalid value: selector.matchExpressions operator must be In, NotIn, Exists or DoesNotExist"},
+		},
+		"selector In without values": {
+			spec: `selector: {matchExpressions: [{key: app, operator: In}]}`,
+			want: []string{"spec.selector: Invalid value: selector.matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"},
+		},
+		"selector Exists with values": {
+			spec: `selector: {matchExpressions: [{key: app, operator: Exists, values: [web]}]}`,
+			want: []string{"spec.selector: Invalid value: selector.matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"},
+		},
 		"targetRef apiVersion without version": {
 			spec: `targetRef: {apiVersion: apps, kind: Deployment, name: web}`,
 			want: []string{`spec.targetRef.apiVersion: Invalid value: "apps": apiVersion must be a group/version such as apps/v1, or v1 for the core group`},
@@ -270,7 +282,10 @@ behavior:
 		"selector with matchExpressions only": {
 			spec: `selector: {matchExpressions: [{key: app, operator: In, values: [web]}]}`,
 		},
-		"core group and custom resource apiVersions": {
+		"selector with Exists and NotIn": {
+			spec: `selector: {matchExpressions: [{key: app, operator: Exists}, {key: tier, operator: NotIn, values: [batch]}]}`,
+		},
+		"core group apiVersion": {
 			spec: `targetRef: {apiVersion: v1, kind: ReplicationController, name: web}`,
 		},
 		"custom resource with a scale subresource": {
