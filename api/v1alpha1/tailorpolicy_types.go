@@ -1,0 +1,517 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TailorPolicy says which pods tailor right-sizes and how. It reads like a
+// VerticalPodAutoscaler: a targetRef (or a label selector), an update mode,
+// per-container policies and a recommendation in the status.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=tp,categories=tailor
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.updatePolicy.updateMode`,description="How tailor applies recommendations"
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.targetRef.kind`,priority=1,description="Kind of the target workload"
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`,description="Name of the target workload (empty when a selector is used)"
+// +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.status.recommendation.containerRecommendations[0].target.cpu`,description="CPU target of the first container"
+// +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.recommendation.containerRecommendations[0].target.memory`,description="Memory target of the first container"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the policy is valid and acted upon"
+// +kubebuilder:printcolumn:name="Blocked",type=string,JSONPath=`.status.conditions[?(@.type=="ResizesBlocked")].reason`,priority=1,description="Why resizes are blocked, if they are"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type TailorPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is what the user asks for.
+	// +required
+	Spec TailorPolicySpec `json:"spec"`
+
+	// status is what tailor recommends and did, written by the controller.
+	// +optional
+	Status TailorPolicyStatus `json:"status,omitempty"`
+}
+
+// TailorPolicyList is a list of TailorPolicy.
+//
+// +kubebuilder:object:root=true
+type TailorPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TailorPolicy `json:"items"`
+}
+
+// TailorPolicySpec selects pods (targetRef or selector, exactly one) and
+// bounds what tailor may do to them.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.targetRef) != has(self.selector)",message="exactly one of targetRef and selector must be set"
+type TailorPolicySpec struct {
+	// targetRef names the workload whose pods this policy sizes, as in
+	// VerticalPodAutoscaler: a Deployment, StatefulSet, DaemonSet,
+	// ReplicaSet, Job, or any resource with a scale subresource that has a
+	// label selector. The workload is looked up by the controller; when it
+	// does not exist, or has no selector, the policy's Ready condition says
+	// so. Exactly one of targetRef and selector must be set.
+	// +optional
+	TargetRef *TargetRef `json:"targetRef,omitempty"`
+
+	// selector picks the pods of this namespace this policy sizes, for pods
+	// that no single workload owns. It must not be empty: an empty selector
+	// would size every pod in the namespace. Exactly one of targetRef and
+	// selector must be set.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="selector must set matchLabels or matchExpressions: an empty selector would select every pod in the namespace"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="selector.matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, !(e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist']) || (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="selector.matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// updatePolicy says whether and how tailor applies its recommendations.
+	// +optional
+	// +kubebuilder:default={}
+	UpdatePolicy *UpdatePolicy `json:"updatePolicy,omitempty"`
+
+	// resourcePolicy bounds the recommendation per container.
+	// +optional
+	ResourcePolicy *ResourcePolicy `json:"resourcePolicy,omitempty"`
+
+	// behavior paces resizes over time and across pods, in the manner of
+	// HorizontalPodAutoscaler's behavior.
+	// +optional
+	// +kubebuilder:default={}
+	Behavior *Behavior `json:"behavior,omitempty"`
+}
+
+// TargetRef points at a workload in the policy's namespace.
+type TargetRef struct {
+	// apiVersion is the workload's group and version, e.g. apps/v1 or batch/v1.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?v[0-9]+((alpha|beta)[0-9]+)?$')",message="apiVersion must be a group/version such as apps/v1, or v1 for the core group"
+	APIVersion string `json:"apiVersion"`
+
+	// kind is the workload's kind, e.g. Deployment.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+
+	// name is the workload's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// UpdateMode says whether and how tailor changes pods.
+//
+// +kubebuilder:validation:Enum=Off;InPlace;InPlaceOrRecreate
+type UpdateMode string
+
+const (
+	// UpdateModeOff only recommends: status is written, pods are never changed.
+	UpdateModeOff UpdateMode = "Off"
+	// UpdateModeInPlace resizes running pods through the resize subresource
+	// and never evicts. A resize Kubernetes refuses or a kubelet reports
+	// infeasible stays unapplied and is reported in status.
+	UpdateModeInPlace UpdateMode = "InPlace"
+	// UpdateModeInPlaceOrRecreate resizes in place when it can; when an
+	// in-place resize is impossible (refused by the apiserver, or
+	// infeasible on the node) it evicts the pod through the Eviction API,
+	// which honours PodDisruptionBudgets, so that its controller recreates
+	// it with the recommended resources.
+	UpdateModeInPlaceOrRecreate UpdateMode = "InPlaceOrRecreate"
+)
+
+// UpdatePolicy says whether and how tailor applies recommendations.
+type UpdatePolicy struct {
+	// updateMode is "Off" (recommend only; quote it in YAML, where a bare
+	// Off is the boolean false), InPlace (resize running pods, never evict)
+	// or InPlaceOrRecreate (resize in place, and evict through the Eviction
+	// API, honouring PodDisruptionBudgets, only when an in-place resize is
+	// impossible).
+	//
+	// The default is InPlace, unlike VerticalPodAutoscaler whose default
+	// recreates pods: a policy applied without reading this field must never
+	// evict. Eviction is an explicit opt-in.
+	// +optional
+	// +kubebuilder:default=InPlace
+	UpdateMode UpdateMode `json:"updateMode,omitempty"`
+}
+
+// ResourcePolicy holds the per-container policies.
+type ResourcePolicy struct {
+	// containerPolicies apply to the containers they name; the entry named
+	// "*" applies to every container, and a named entry takes each field
+	// it leaves unset from the "*" entry (minAllowed and maxAllowed per
+	// resource). This differs from VerticalPodAutoscaler, where a named
+	// entry replaces "*" entirely. Fields neither sets take tailor's
+	// defaults: mode Auto, controlledResources [cpu, memory],
+	// controlledValues RequestsAndLimits, allowRestart false.
+	//
+	// A bound that only contradicts another entry's (e.g. "*" minAllowed
+	// above a named entry's maxAllowed) cannot be checked by the apiserver;
+	// the controller reports it in the Ready condition with reason
+	// InvalidPolicy and does not act on that container.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.filter(p, p.containerName == '*').size() <= 1",message="containerName '*' (the default for every container) may appear only once"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, p.containerName == '*' || self.exists_one(q, q.containerName == p.containerName))",message="each containerName may appear only once"
+	ContainerPolicies []ContainerPolicy `json:"containerPolicies,omitempty"`
+}
+
+// ContainerMode says whether tailor sizes a container at all.
+//
+// +kubebuilder:validation:Enum=Auto;Off
+type ContainerMode string
+
+const (
+	// ContainerModeAuto sizes the container as the policy says.
+	ContainerModeAuto ContainerMode = "Auto"
+	// ContainerModeOff leaves the container alone; no recommendation is made.
+	ContainerModeOff ContainerMode = "Off"
+)
+
+// ControlledValues says which of a container's values tailor changes.
+//
+// +kubebuilder:validation:Enum=RequestsOnly;RequestsAndLimits
+type ControlledValues string
+
+const (
+	// ControlledValuesRequestsOnly changes requests and leaves limits alone.
+	// A request raised above its limit is capped at the limit.
+	ControlledValuesRequestsOnly ControlledValues = "RequestsOnly"
+	// ControlledValuesRequestsAndLimits changes requests and scales each
+	// limit with its request, keeping the limit-to-request ratio the pod
+	// was created with. A resource without a limit stays without one.
+	ControlledValuesRequestsAndLimits ControlledValues = "RequestsAndLimits"
+)
+
+// ContainerPolicy bounds what tailor does to one container, or to every
+// container when containerName is "*". Every field but containerName may be
+// left unset to inherit from the "*" entry, then from tailor's defaults.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.minAllowed) || !has(self.maxAllowed) || !('cpu' in self.minAllowed) || !('cpu' in self.maxAllowed) || !isQuantity(string(self.minAllowed['cpu'])) || !isQuantity(string(self.maxAllowed['cpu'])) || quantity(string(self.minAllowed['cpu'])).compareTo(quantity(string(self.maxAllowed['cpu']))) <= 0",message="minAllowed.cpu must not exceed maxAllowed.cpu",messageExpression="'minAllowed.cpu (' + string(self.minAllowed['cpu']) + ') must not exceed maxAllowed.cpu (' + string(self.maxAllowed['cpu']) + ')'"
+// +kubebuilder:validation:XValidation:rule="!has(self.minAllowed) || !has(self.maxAllowed) || !('memory' in self.minAllowed) || !('memory' in self.maxAllowed) || !isQuantity(string(self.minAllowed['memory'])) || !isQuantity(string(self.maxAllowed['memory'])) || quantity(string(self.minAllowed['memory'])).compareTo(quantity(string(self.maxAllowed['memory']))) <= 0",message="minAllowed.memory must not exceed maxAllowed.memory",messageExpression="'minAllowed.memory (' + string(self.minAllowed['memory']) + ') must not exceed maxAllowed.memory (' + string(self.maxAllowed['memory']) + ')'"
+type ContainerPolicy struct {
+	// containerName is the name of a container (regular, init or sidecar)
+	// of the selected pods, or "*" for every container.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="containerName must be a container name (a DNS label such as app) or '*' for every container"
+	ContainerName string `json:"containerName"`
+
+	// mode is Auto (size this container) or "Off" (leave it alone, e.g. a
+	// sidecar another tool sizes; quote it in YAML, where a bare Off is the
+	// boolean false). Default Auto.
+	// +optional
+	Mode *ContainerMode `json:"mode,omitempty"`
+
+	// controlledResources lists the resources tailor sizes: cpu, memory or
+	// both. Default [cpu, memory]. To leave a container alone, set mode Off.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(r, r == 'cpu' || r == 'memory')",message="controlledResources may only contain cpu and memory"
+	// +kubebuilder:validation:XValidation:rule="size(self) > 0",message="controlledResources must not be empty; to leave a container alone set mode: Off"
+	ControlledResources []corev1.ResourceName `json:"controlledResources,omitempty"`
+
+	// controlledValues is RequestsOnly or RequestsAndLimits (limits follow
+	// requests, keeping their ratio). Default RequestsAndLimits, as in
+	// VerticalPodAutoscaler.
+	// +optional
+	ControlledValues *ControlledValues `json:"controlledValues,omitempty"`
+
+	// minAllowed is the least tailor will set a request to, per resource
+	// (cpu, memory). Write fractional values as strings ("500m", "0.5"):
+	// the API accepts a quantity as a string or an integer only.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(r, r == 'cpu' || r == 'memory')",message="minAllowed may only name cpu and memory"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, isQuantity(string(self[r])) && quantity(string(self[r])).compareTo(quantity('0')) >= 0)",message="minAllowed values must be non-negative quantities such as 250m, 2 or 512Mi"
+	MinAllowed corev1.ResourceList `json:"minAllowed,omitempty"`
+
+	// maxAllowed is the most tailor will set a request to, per resource
+	// (cpu, memory). With controlledValues RequestsAndLimits, limits scale
+	// with the capped request. Values as for minAllowed.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(r, r == 'cpu' || r == 'memory')",message="maxAllowed may only name cpu and memory"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, isQuantity(string(self[r])) && quantity(string(self[r])).compareTo(quantity('0')) > 0)",message="maxAllowed values must be positive quantities such as 250m, 2 or 512Mi"
+	MaxAllowed corev1.ResourceList `json:"maxAllowed,omitempty"`
+
+	// allowRestart lets tailor make a change that restarts the container:
+	// one to a resource whose resizePolicy is RestartContainer. Default
+	// false: such a change is not made, and the ResizesBlocked condition
+	// says which container and resource wait for it.
+	// +optional
+	AllowRestart *bool `json:"allowRestart,omitempty"`
+
+	// recommender overrides the recommender's tuned parameters for this
+	// container. Leave it unset unless measurements say otherwise.
+	// +optional
+	Recommender *RecommenderOverrides `json:"recommender,omitempty"`
+}
+
+// RecommenderOverrides replaces single parameters of the recommender; each
+// unset field keeps the recommender's tuned default. The recommender sizes
+// each resource from its peak over a window plus headroom.
+type RecommenderOverrides struct {
+	// cpuWindow is how far back the CPU peak looks: between 1m and 168h
+	// (7 days), as a duration such as 30m or 2h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="cpuWindow must be a duration such as 30m or 2h, between 1m and 168h"
+	CPUWindow *metav1.Duration `json:"cpuWindow,omitempty"`
+
+	// memoryWindow is how far back the memory peak looks: between 1m and
+	// 720h (30 days), as a duration such as 48h. Memory below a peak is an
+	// OOM kill, so this is usually long.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1m') && duration(self) <= duration('720h')",message="memoryWindow must be a duration such as 24h or 48h, between 1m and 720h"
+	MemoryWindow *metav1.Duration `json:"memoryWindow,omitempty"`
+
+	// jitterHalfLife is how quickly the recommender forgets how noisy a
+	// workload was: between 1m and 720h, as a duration such as 6h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) >= duration('1m') && duration(self) <= duration('720h')",message="jitterHalfLife must be a duration such as 6h, between 1m and 720h"
+	JitterHalfLife *metav1.Duration `json:"jitterHalfLife,omitempty"`
+
+	// cpuHeadroomPercent is added above the CPU peak, in percent (0-1000).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	CPUHeadroomPercent *int32 `json:"cpuHeadroomPercent,omitempty"`
+
+	// memoryHeadroomPercent is added above the memory peak, in percent (0-1000).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	MemoryHeadroomPercent *int32 `json:"memoryHeadroomPercent,omitempty"`
+}
+
+// Behavior paces resizes: how long a new recommendation must hold before it
+// is applied, how big one step may be, how often one pod is resized and how
+// many pods are resized at once. Unset fields without a default keep the
+// recommender's tuned values.
+type Behavior struct {
+	// scaleUp paces raises.
+	// +optional
+	// +kubebuilder:default={}
+	ScaleUp *ScaleUpRules `json:"scaleUp,omitempty"`
+
+	// scaleDown paces lowerings.
+	// +optional
+	// +kubebuilder:default={}
+	ScaleDown *ScaleDownRules `json:"scaleDown,omitempty"`
+
+	// minResizeInterval is the least time between two resizes of one pod,
+	// between 0s and 24h. Default 1m: enough for the kubelet to apply one
+	// resize and for usage to show its effect before the next.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) <= duration('24h')",message="minResizeInterval must be a duration such as 30s, 5m or 1h, at most 24h"
+	MinResizeInterval *metav1.Duration `json:"minResizeInterval,omitempty"`
+
+	// maxConcurrentResizes is how many of this policy's pods may have a
+	// resize in progress at once (at least 1). Default 1: a bad
+	// recommendation shows on one pod before it reaches the next, and an
+	// in-place resize takes seconds.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	MaxConcurrentResizes *int32 `json:"maxConcurrentResizes,omitempty"`
+}
+
+// ScaleUpRules paces raises.
+type ScaleUpRules struct {
+	// stabilizationWindow is how long a higher recommendation must hold
+	// before it is applied, between 0s and 24h. Default 0s: a container
+	// short of CPU is throttled and one short of memory is killed, so
+	// raises go out at once, as HorizontalPodAutoscaler scales up.
+	// +optional
+	// +kubebuilder:default="0s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) <= duration('24h')",message="stabilizationWindow must be a duration such as 30s, 5m or 1h, at most 24h"
+	StabilizationWindow *metav1.Duration `json:"stabilizationWindow,omitempty"`
+
+	// maxStepPercent bounds one raise to this percent of the current value
+	// (1-1000; 100 at most doubles it). Unset: no bound but maxAllowed.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxStepPercent *int32 `json:"maxStepPercent,omitempty"`
+
+	// tolerancePercent is the smallest raise worth a resize, in percent of
+	// the current value (0-1000), as in HorizontalPodAutoscaler's
+	// tolerance. Unset: the recommender's minimum change.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	TolerancePercent *int32 `json:"tolerancePercent,omitempty"`
+}
+
+// ScaleDownRules paces lowerings.
+type ScaleDownRules struct {
+	// stabilizationWindow is how long a lower recommendation must hold,
+	// without interruption, before it is applied, between 0s and 24h, as
+	// a duration such as 15m. Unset: the recommender's stabilization.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) <= duration('24h')",message="stabilizationWindow must be a duration such as 30s, 5m or 1h, at most 24h"
+	StabilizationWindow *metav1.Duration `json:"stabilizationWindow,omitempty"`
+
+	// maxStepPercent bounds one lowering to this percent of the current
+	// value (1-100; 50 at most halves it). Unset: the recommender's step
+	// limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxStepPercent *int32 `json:"maxStepPercent,omitempty"`
+
+	// tolerancePercent is how far below the current value, in percent
+	// (0-99), a recommendation must fall before a lowering is considered.
+	// Unset: the recommender's hysteresis.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=99
+	TolerancePercent *int32 `json:"tolerancePercent,omitempty"`
+}
+
+// Condition types of a TailorPolicy, following the API conventions: each is
+// True, False or Unknown with a CamelCase reason and a human message.
+const (
+	// ConditionReady is True when the policy is valid, its target resolves
+	// to pods, and tailor acts on it as its mode says. False with a reason
+	// such as InvalidPolicy or TargetNotFound otherwise.
+	ConditionReady = "Ready"
+	// ConditionRecommendationProvided is True when status.recommendation
+	// holds a recommendation for every controlled container.
+	ConditionRecommendationProvided = "RecommendationProvided"
+	// ConditionResizesBlocked is True when a recommended change is not
+	// applied, with the reason why (e.g. RestartNotAllowed, Infeasible).
+	ConditionResizesBlocked = "ResizesBlocked"
+)
+
+// Condition reasons for what the apiserver cannot check. Each comes with an
+// event on the policy and a message that says what to change.
+const (
+	// ReasonInvalidPolicy: the policy passed the apiserver's checks but is
+	// still contradictory, e.g. a "*" minAllowed above a named maxAllowed.
+	ReasonInvalidPolicy = "InvalidPolicy"
+	// ReasonTargetNotFound: targetRef names nothing that exists.
+	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonInvalidSelector: the target workload has no label selector, or
+	// one that does not parse. (A malformed spec.selector is InvalidPolicy.)
+	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonRestartNotAllowed: a change would restart a container whose
+	// policy does not set allowRestart.
+	ReasonRestartNotAllowed = "RestartNotAllowed"
+)
+
+// TailorPolicyStatus is what tailor recommends and what it last did.
+type TailorPolicyStatus struct {
+	// observedGeneration is the metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// recommendation is the most recent recommendation, per container.
+	// +optional
+	Recommendation *Recommendation `json:"recommendation,omitempty"`
+
+	// pods holds the last resize of each pod tailor resized, most recent
+	// first, at most 256 (the oldest are dropped).
+	// +optional
+	// +listType=map
+	// +listMapKey=podName
+	// +kubebuilder:validation:MaxItems=256
+	Pods []PodResizeStatus `json:"pods,omitempty"`
+
+	// conditions are Ready, RecommendationProvided and ResizesBlocked.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+}
+
+// Recommendation holds one recommendation per controlled container, as
+// VerticalPodAutoscaler's status.recommendation does.
+type Recommendation struct {
+	// containerRecommendations has one entry per container.
+	// +optional
+	// +listType=map
+	// +listMapKey=containerName
+	ContainerRecommendations []RecommendedContainerResources `json:"containerRecommendations,omitempty"`
+}
+
+// RecommendedContainerResources is the recommendation for one container.
+type RecommendedContainerResources struct {
+	// containerName is the container's name.
+	// +required
+	ContainerName string `json:"containerName"`
+	// target is the recommended request, within minAllowed and maxAllowed.
+	// +optional
+	Target corev1.ResourceList `json:"target,omitempty"`
+	// lowerBound is the least request the recommender considers safe.
+	// +optional
+	LowerBound corev1.ResourceList `json:"lowerBound,omitempty"`
+	// upperBound is the most request the recommender considers useful.
+	// +optional
+	UpperBound corev1.ResourceList `json:"upperBound,omitempty"`
+	// uncappedTarget is target before minAllowed and maxAllowed apply; it
+	// differs from target when a bound is what decides.
+	// +optional
+	UncappedTarget corev1.ResourceList `json:"uncappedTarget,omitempty"`
+}
+
+// ResizeResult is how a pod's last resize ended.
+//
+// +kubebuilder:validation:Enum=InProgress;Done;Deferred;Infeasible;Error;Refused;Evicted
+type ResizeResult string
+
+const (
+	// ResizeResultInProgress: accepted, the kubelet is applying it.
+	ResizeResultInProgress ResizeResult = "InProgress"
+	// ResizeResultDone: the kubelet applied it.
+	ResizeResultDone ResizeResult = "Done"
+	// ResizeResultDeferred: the node cannot fit it now; the kubelet retries.
+	ResizeResultDeferred ResizeResult = "Deferred"
+	// ResizeResultInfeasible: the node can never fit it.
+	ResizeResultInfeasible ResizeResult = "Infeasible"
+	// ResizeResultError: the kubelet failed to apply it.
+	ResizeResultError ResizeResult = "Error"
+	// ResizeResultRefused: the apiserver refused the resize.
+	ResizeResultRefused ResizeResult = "Refused"
+	// ResizeResultEvicted: in-place was impossible and, in mode
+	// InPlaceOrRecreate, the pod was evicted to be recreated.
+	ResizeResultEvicted ResizeResult = "Evicted"
+)
+
+// PodResizeStatus is the last resize tailor made to one pod.
+type PodResizeStatus struct {
+	// podName is the pod's name.
+	// +required
+	PodName string `json:"podName"`
+	// lastResizeTime is when tailor sent the resize (or the eviction).
+	// +required
+	LastResizeTime metav1.Time `json:"lastResizeTime"`
+	// result is how it ended, or InProgress.
+	// +required
+	Result ResizeResult `json:"result"`
+	// message says what was changed and, unless Done, why it did not apply.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
