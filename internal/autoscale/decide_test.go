@@ -1,0 +1,257 @@
+package autoscale
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+func q(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+
+func spec(mutate ...func(*v1alpha1.TailorPolicySpec)) *v1alpha1.TailorPolicySpec {
+	s := &v1alpha1.TailorPolicySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+	for _, m := range mutate {
+		m(s)
+	}
+	return s
+}
+
+func containerPolicy(p v1alpha1.ContainerPolicy) func(*v1alpha1.TailorPolicySpec) {
+	return func(s *v1alpha1.TailorPolicySpec) {
+		if s.ResourcePolicy == nil {
+			s.ResourcePolicy = &v1alpha1.ResourcePolicy{}
+		}
+		s.ResourcePolicy.ContainerPolicies = append(s.ResourcePolicy.ContainerPolicies, p)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// rr renders a container's desired resources compactly for comparison.
+func rr(d Decision) map[string]string {
+	out := map[string]string{}
+	for name, r := range d.Desired.Containers {
+		var parts []string
+		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if v, ok := r.Requests[res]; ok {
+				parts = append(parts, "req."+string(res)+"="+v.String())
+			}
+			if v, ok := r.Limits[res]; ok {
+				parts = append(parts, "lim."+string(res)+"="+v.String())
+			}
+		}
+		out[name] = strings.Join(parts, ",")
+	}
+	return out
+}
+
+func reasons(d Decision) []SkipReason {
+	var out []SkipReason
+	for _, s := range d.Skips {
+		out = append(out, s.Reason)
+	}
+	return out
+}
+
+func burstable() *builder.ContainerWrapper {
+	return builder.Container("app").Requests("250m", "128Mi").Limits("500m", "256Mi")
+}
+
+func TestDecide(t *testing.T) {
+	cases := map[string]struct {
+		pod        *corev1.Pod
+		spec       *v1alpha1.TailorPolicySpec
+		targets    map[string]Target
+		workingSet map[string]resource.Quantity
+		lastResize time.Time
+		want       map[string]string
+		wantSkips  []SkipReason
+		wantRetry  time.Duration
+		wantErr    string
+	}{
+		"raise keeps the limit/request ratio": {
+			pod: builder.Pod("p").Container(burstable()).Obj(), spec: spec(),
+			targets: map[string]Target{"app": {CPU: q("500m")}},
+			want:    map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
+		},
+		"requests only is capped at the unchanged limit": {
+			pod: builder.Pod("p").Container(burstable()).Obj(),
+			spec: spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*",
+				ControlledValues: ptr(v1alpha1.ControlledValuesRequestsOnly)})),
+			targets: map[string]Target{"app": {CPU: q("800m")}},
+			want:    map[string]string{"app": "req.cpu=500m,lim.cpu=500m"},
+		},
+		"guaranteed keeps requests equal to limits": {
+			pod:     builder.Pod("p").Container(builder.Container("app").Requests("500m", "256Mi").Limits("500m", "256Mi")).Obj(),
+			spec:    spec(),
+			targets: map[string]Target{"app": {CPU: q("1")}},
+			want:    map[string]string{"app": "req.cpu=1,lim.cpu=1"},
+		},
+		"a restart the policy does not allow is skipped": {
+			pod:        builder.Pod("p").Container(burstable().ResizePolicy(corev1.ResourceMemory, corev1.RestartContainer)).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {CPU: q("500m"), Memory: q("512Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
+			want:       map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
+			wantSkips:  []SkipReason{SkipRestartNotAllowed},
+		},
+		"a restart the policy allows goes ahead": {
+			pod:        builder.Pod("p").Container(burstable().ResizePolicy(corev1.ResourceMemory, corev1.RestartContainer)).Obj(),
+			spec:       spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "app", AllowRestart: ptr(true)})),
+			targets:    map[string]Target{"app": {Memory: q("512Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
+			want:       map[string]string{"app": "req.memory=512Mi,lim.memory=1Gi"},
+		},
+		"memory limit never below working set plus headroom": {
+			pod:        builder.Pod("p").Container(builder.Container("app").Requests("250m", "512Mi").Limits("500m", "512Mi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("64Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("200Mi")},
+			want:       map[string]string{"app": "req.memory=64Mi,lim.memory=220Mi"},
+		},
+		"memory is not lowered without a working set": {
+			pod:       builder.Pod("p").Container(burstable()).Obj(),
+			spec:      spec(),
+			targets:   map[string]Target{"app": {Memory: q("64Mi")}},
+			want:      map[string]string{},
+			wantSkips: []SkipReason{SkipNoWorkingSet},
+		},
+		"memory may rise without a working set": {
+			pod:     builder.Pod("p").Container(burstable()).Obj(),
+			spec:    spec(),
+			targets: map[string]Target{"app": {Memory: q("256Mi")}},
+			want:    map[string]string{"app": "req.memory=256Mi,lim.memory=512Mi"},
+		},
+		"maxAllowed caps the target": {
+			pod: builder.Pod("p").Container(burstable()).Obj(),
+			spec: spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*",
+				MaxAllowed: builder.List("1", "")})),
+			targets: map[string]Target{"app": {CPU: q("5")}},
+			want:    map[string]string{"app": "req.cpu=1,lim.cpu=2"},
+		},
+		"minAllowed floors the target": {
+			pod: builder.Pod("p").Container(burstable()).Obj(),
+			spec: spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*",
+				MinAllowed: builder.List("200m", "")})),
+			targets: map[string]Target{"app": {CPU: q("10m")}},
+			want:    map[string]string{"app": "req.cpu=200m,lim.cpu=400m"},
+		},
+		"scale-up step limit": {
+			pod: builder.Pod("p").Container(burstable()).Obj(),
+			spec: spec(func(s *v1alpha1.TailorPolicySpec) {
+				s.Behavior = &v1alpha1.Behavior{ScaleUp: &v1alpha1.ScaleUpRules{MaxStepPercent: ptr(int32(50))}}
+			}),
+			targets: map[string]Target{"app": {CPU: q("1")}},
+			want:    map[string]string{"app": "req.cpu=375m,lim.cpu=750m"},
+		},
+		"scale-down step limit": {
+			pod: builder.Pod("p").Container(burstable()).Obj(),
+			spec: spec(func(s *v1alpha1.TailorPolicySpec) {
+				s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{MaxStepPercent: ptr(int32(20))}}
+			}),
+			targets: map[string]Target{"app": {CPU: q("10m")}},
+			want:    map[string]string{"app": "req.cpu=200m,lim.cpu=400m"},
+		},
+		"a change within tolerance is not worth a resize": {
+			pod:       builder.Pod("p").Container(builder.Container("app").Requests("1", "128Mi").Limits("2", "256Mi")).Obj(),
+			spec:      spec(),
+			targets:   map[string]Target{"app": {CPU: q("1020m")}},
+			want:      map[string]string{},
+			wantSkips: []SkipReason{SkipWithinTolerance},
+		},
+		"updateMode Off only recommends": {
+			pod: builder.Pod("p").Container(burstable()).Obj(),
+			spec: spec(func(s *v1alpha1.TailorPolicySpec) {
+				s.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: v1alpha1.UpdateModeOff}
+			}),
+			targets:   map[string]Target{"app": {CPU: q("1")}},
+			want:      map[string]string{},
+			wantSkips: []SkipReason{SkipPolicyOff},
+		},
+		"a BestEffort pod is left alone": {
+			pod:       builder.Pod("p").Container(builder.Container("app")).Obj(),
+			spec:      spec(),
+			targets:   map[string]Target{"app": {CPU: q("1")}},
+			want:      map[string]string{},
+			wantSkips: []SkipReason{SkipBestEffort},
+		},
+		"resized too recently": {
+			pod:        builder.Pod("p").Container(burstable()).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {CPU: q("1")}},
+			lastResize: now.Add(-20 * time.Second),
+			want:       map[string]string{},
+			wantSkips:  []SkipReason{SkipTooSoon},
+			wantRetry:  40 * time.Second,
+		},
+		"container mode Off": {
+			pod:       builder.Pod("p").Container(burstable()).Obj(),
+			spec:      spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "app", Mode: ptr(v1alpha1.ContainerModeOff)})),
+			targets:   map[string]Target{"app": {CPU: q("1")}},
+			want:      map[string]string{},
+			wantSkips: []SkipReason{SkipContainerModeOff},
+		},
+		"a resource without a request is not added": {
+			pod:       builder.Pod("p").Container(builder.Container("app").Requests("250m", "")).Obj(),
+			spec:      spec(),
+			targets:   map[string]Target{"app": {Memory: q("256Mi")}},
+			want:      map[string]string{},
+			wantSkips: []SkipReason{SkipNotRequested},
+		},
+		"sidecars are autoscaled, classic init containers are not": {
+			pod: builder.Pod("p").InitContainer(builder.Container("setup").Requests("100m", "")).
+				Sidecar(builder.Container("proxy").Requests("100m", "")).Container(burstable()).Obj(),
+			spec:    spec(),
+			targets: map[string]Target{"proxy": {CPU: q("200m")}, "setup": {CPU: q("1")}},
+			wantErr: `no running container "setup"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d, err := Decide(Input{Pod: tc.pod, Spec: tc.spec, Targets: tc.targets, WorkingSet: tc.workingSet,
+				MemoryFloorHeadroom: 0.1, LastResize: tc.lastResize, Now: now})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, rr(d)); diff != "" {
+				t.Errorf("desired (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantSkips, reasons(d)); diff != "" {
+				t.Errorf("skips (-want,+got):\n%s\n%+v", diff, d.Skips)
+			}
+			if d.RetryAfter != tc.wantRetry {
+				t.Errorf("RetryAfter = %s, want %s", d.RetryAfter, tc.wantRetry)
+			}
+			if d.Empty() != (len(tc.want) == 0) {
+				t.Errorf("Empty() = %v with desired %v", d.Empty(), tc.want)
+			}
+		})
+	}
+}
+
+func TestSidecarIsAutoscaled(t *testing.T) {
+	pod := builder.Pod("p").Sidecar(builder.Container("proxy").Requests("100m", "")).Container(burstable()).Obj()
+	d, err := Decide(Input{Pod: pod, Spec: spec(), Targets: map[string]Target{"proxy": {CPU: q("200m")}}, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"proxy": "req.cpu=200m"}, rr(d)); diff != "" {
+		t.Errorf("desired (-want,+got):\n%s", diff)
+	}
+}
