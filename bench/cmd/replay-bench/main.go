@@ -1,0 +1,116 @@
+// Command replay-bench replays a month of real VM usage through tailor's
+// recommender, the seeds' doubling rule, the upstream VPA recommender and an
+// oracle in one run, prints the comparison, writes charts, and fails when a
+// figure leaves the range recorded for it in ranges.json.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tailorhq/tailor/bench/vpa"
+	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/internal/replay"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	traces := flag.String("traces", "", "directory (or comma-separated files) of Bitbrains traces")
+	ranges := flag.String("ranges", "ranges.json", "recorded figure ranges to check; empty to skip the check")
+	out := flag.String("out", "out", "directory for charts and the JSON report")
+	charts := flag.String("chart-series", "60,41", "comma-separated series to chart")
+	curve := flag.Bool("curve", true, "also sweep tailor's headroom and VPA's safety margin and chart the trade-off")
+	flag.Parse()
+	if *traces == "" {
+		return fmt.Errorf("--traces is required, e.g. --traces ../../shared/traces/bitbrains-rnd/2013-7")
+	}
+	start := time.Now()
+	series, err := replay.ReadPaths(strings.Split(*traces, ","), replay.FormatBitbrains)
+	if err != nil {
+		return err
+	}
+	read := time.Since(start)
+	tailor, err := replay.NewTailor("tailor", recommend.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	opts := replay.DefaultOptions()
+	opts.Chart = splitList(*charts)
+	policies := []replay.Policy{tailor, vpa.New(), replay.NewDouble(), replay.Oracle{}}
+	rep, err := replay.Run(series, policies, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d series read, %d usable (%d spanning under %v skipped); read %v, replayed %v\n\n",
+		len(series), len(rep.Series), len(rep.Skipped), opts.MinSpan, read.Round(time.Millisecond), (time.Since(start) - read).Round(time.Millisecond))
+	if err := replay.WriteTable(os.Stdout, rep); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(*out, "report.json"), func(f *os.File) error { return replay.WriteJSON(f, rep, false) }); err != nil {
+		return err
+	}
+	for _, s := range opts.Chart {
+		if err := writeFile(filepath.Join(*out, "series-"+s+".svg"), func(f *os.File) error { return replay.WriteChart(f, rep, s) }); err != nil {
+			return err
+		}
+	}
+	if *curve {
+		if err := tradeoff(series, *out); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\ncharts and report.json in %s (total %v)\n", *out, time.Since(start).Round(time.Millisecond))
+	if *ranges == "" {
+		return nil
+	}
+	spec, err := loadRanges(*ranges)
+	if err != nil {
+		return err
+	}
+	if errs := spec.check(rep); len(errs) > 0 {
+		fmt.Fprintf(os.Stderr, "\nfigures out of their recorded range (%s):\n", *ranges)
+		for _, e := range errs {
+			fmt.Fprintf(os.Stderr, "  %s\n", e)
+		}
+		return fmt.Errorf("%d figures out of range", len(errs))
+	}
+	fmt.Printf("all figures within the ranges in %s\n", *ranges)
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func writeFile(path string, write func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func tradeoff([]replay.Series, string) error { return fmt.Errorf("trade-off sweep not built yet") }
