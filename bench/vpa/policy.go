@@ -1,6 +1,7 @@
 package vpa
 
 import (
+	"fmt"
 	"time"
 
 	"k8s.io/autoscaler/vertical-pod-autoscaler/pkg/recommender/config"
@@ -23,7 +24,8 @@ const container = "c"
 // Policy applies VPA's target recommendation as the provisioned value,
 // recomputed after every trace sample.
 type Policy struct {
-	rec logic.PodResourceRecommender
+	rec   logic.PodResourceRecommender
+	label string
 	// OOMs feeds VPA an OOM kill whenever memory went over its target.
 	// Off by default: the figures quoted for VPA in issue 4 were measured
 	// from usage samples alone, and this reproduces them.
@@ -35,7 +37,14 @@ var _ replay.Policy = Policy{}
 // New builds the recommender from config.DefaultRecommenderConfig() the way
 // VPA's recommender binary does, including its global aggregation config.
 func New() Policy {
+	return NewWithMargin(config.DefaultRecommenderConfig().SafetyMarginFraction)
+}
+
+// NewWithMargin is New with another safety margin, for the trade-off
+// curve: VPA's margin is the knob a user turns to trade cost for safety.
+func NewWithMargin(margin float64) Policy {
 	cfg := config.DefaultRecommenderConfig()
+	cfg.SafetyMarginFraction = margin
 	model.InitializeAggregationsConfig(model.NewAggregationsConfig(
 		cfg.MemoryAggregationInterval,
 		cfg.MemoryAggregationIntervalCount,
@@ -44,7 +53,11 @@ func New() Policy {
 		cfg.OOMBumpUpRatio,
 		cfg.OOMMinBumpUp,
 	))
-	return Policy{rec: logic.CreatePodResourceRecommender(logic.RecommendationConfig{
+	label := ""
+	if margin != config.DefaultRecommenderConfig().SafetyMarginFraction {
+		label = fmt.Sprintf(" margin=%g", margin)
+	}
+	return Policy{label: label, rec: logic.CreatePodResourceRecommender(logic.RecommendationConfig{
 		SafetyMarginFraction:       cfg.SafetyMarginFraction,
 		PodMinCPUMillicores:        cfg.PodMinCPUMillicores,
 		PodMinMemoryMb:             cfg.PodMinMemoryMb,
@@ -61,10 +74,11 @@ func New() Policy {
 
 // Name implements replay.Policy.
 func (p Policy) Name() string {
+	name := "vpa" + p.label
 	if p.OOMs {
-		return "vpa+oom"
+		name += "+oom"
 	}
-	return "vpa"
+	return name
 }
 
 // Start implements replay.Policy.

@@ -49,8 +49,13 @@ type Config struct {
 	Hysteresis float64
 	// MaxStepDown bounds one lowering to this fraction of the current value.
 	MaxStepDown float64
-	// MinChange is the smallest relative raise worth a resize.
+	// MinChange is the smallest relative raise worth a resize, unless the
+	// peak is already within NearLimit of the current value.
 	MinChange float64
+	// NearLimit is the share of the current value a peak must reach to
+	// raise whatever MinChange says: memory approaching its limit is one
+	// allocation away from an OOM kill.
+	NearLimit float64
 
 	// MinCPU, MaxCPU (cores) and MinMemory, MaxMemory (bytes) bound every
 	// recommendation; a maximum of 0 means unbounded.
@@ -88,6 +93,7 @@ func DefaultConfig() Config {
 		Hysteresis:    0.1,
 		MaxStepDown:   0.5,
 		MinChange:     0.05,
+		NearLimit:     0.95,
 		// 10 millicores and 16 MiB: the smallest values worth setting on
 		// a container; below them rounding, not usage, decides.
 		MinCPU:    0.01,
@@ -130,6 +136,7 @@ func (c Config) Validate() error {
 	fraction("hysteresis", c.Hysteresis, 0, 0.99)
 	fraction("maxStepDown", c.MaxStepDown, 0.01, 1)
 	fraction("minChange", c.MinChange, 0, 10)
+	fraction("nearLimit", c.NearLimit, 0, 1)
 	bounds("cpu", c.MinCPU, c.MaxCPU)
 	bounds("memory", c.MinMemory, c.MaxMemory)
 	return errors.Join(errs...)

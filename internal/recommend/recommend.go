@@ -235,7 +235,7 @@ func (s *State) decide(r resource, now int64) Advice {
 	case r.current <= 0:
 		a.Decision, a.Target = Raise, needed
 		*r.below = 0
-	case needed > r.current*(1+cfg.MinChange):
+	case needed > r.current*(1+cfg.MinChange) || (needed > r.current && r.peak >= cfg.NearLimit*r.current):
 		a.Decision, a.Target = Raise, needed
 		*r.below = 0
 	case needed < r.current*(1-cfg.Hysteresis):

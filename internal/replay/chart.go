@@ -198,3 +198,82 @@ func fmtTick(v float64) string {
 		return fmt.Sprintf("%.2g", v)
 	}
 }
+
+// Curve is one policy family swept over a parameter, for WriteTradeoff.
+type Curve struct {
+	Name   string
+	Points []CurvePoint
+}
+
+// CurvePoint is one setting of the swept parameter and its figures.
+type CurvePoint struct {
+	Label  string
+	Result PolicyResult
+}
+
+// WriteTradeoff draws provisioned/used against the share of samples over,
+// for CPU and memory side by side: lower and further left is better, so a
+// curve that lies below and left of another dominates it.
+func WriteTradeoff(w io.Writer, curves []Curve) error {
+	const pw, ph, left, top, gap = 400, 320, 70, 60, 90
+	width := 2*left + 2*pw + gap
+	height := top + ph + 60
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">Trade-off: fleet provisioned/used against share of samples over (lower left is better)</text>`+"\n", left)
+	x := left
+	for i, c := range curves {
+		col := chartColors[i%len(chartColors)]
+		fmt.Fprintf(&b, `<circle cx="%d" cy="37" r="4" fill="%s"/><text x="%d" y="41">%s</text>`+"\n", x+5, col, x+14, html.EscapeString(c.Name))
+		x += 30 + 7*len(c.Name)
+	}
+	pick := []struct {
+		title string
+		fig   func(PolicyResult) Figures
+	}{
+		{"CPU", func(p PolicyResult) Figures { return p.CPU }},
+		{"memory", func(p PolicyResult) Figures { return p.Memory }},
+	}
+	for pi, p := range pick {
+		x0 := left + pi*(pw+gap)
+		var xmax, ymax float64
+		for _, c := range curves {
+			for _, pt := range c.Points {
+				f := p.fig(pt.Result)
+				xmax, ymax = max(xmax, f.OverPct), max(ymax, f.ProvisionedOverUsed)
+			}
+		}
+		xmax, ymax = niceCeil(xmax), niceCeil(ymax)
+		sx := func(v float64) float64 { return float64(x0) + v/xmax*pw }
+		sy := func(v float64) float64 { return float64(top) + (1-v/ymax)*ph }
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, top-8, p.title)
+		for i := 0; i <= 5; i++ {
+			vx, vy := xmax*float64(i)/5, ymax*float64(i)/5
+			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", x0, sy(vy), x0+pw, sy(vy))
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%sx</text>`+"\n", x0-6, sy(vy)+4, fmtTick(vy))
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#e5e5e5"/>`+"\n", sx(vx), top, sx(vx), top+ph)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s%%</text>`+"\n", sx(vx), top+ph+16, fmtTick(vx))
+		}
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, top, pw, ph)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">samples over provisioned</text>`+"\n", x0+pw/2, top+ph+34)
+		fmt.Fprintf(&b, `<text transform="translate(%d,%d) rotate(-90)" text-anchor="middle" fill="#555">provisioned / used</text>`+"\n", x0-48, top+ph/2)
+		for ci, c := range curves {
+			col := chartColors[ci%len(chartColors)]
+			var pts strings.Builder
+			for _, pt := range c.Points {
+				f := p.fig(pt.Result)
+				fmt.Fprintf(&pts, "%.1f,%.1f ", sx(f.OverPct), sy(f.ProvisionedOverUsed))
+			}
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", strings.TrimSpace(pts.String()), col)
+			for _, pt := range c.Points {
+				f := p.fig(pt.Result)
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/><text x="%.1f" y="%.1f" font-size="10" fill="%s">%s</text>`+"\n",
+					sx(f.OverPct), sy(f.ProvisionedOverUsed), col, sx(f.OverPct)+5, sy(f.ProvisionedOverUsed)-5, col, html.EscapeString(pt.Label))
+			}
+		}
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

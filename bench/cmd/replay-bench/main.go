@@ -30,6 +30,7 @@ func run() error {
 	out := flag.String("out", "out", "directory for charts and the JSON report")
 	charts := flag.String("chart-series", "60,41", "comma-separated series to chart")
 	curve := flag.Bool("curve", true, "also sweep tailor's headroom and VPA's safety margin and chart the trade-off")
+	vpaOOM := flag.Bool("vpa-oom", false, "also replay VPA fed with an OOM kill whenever memory went over its target")
 	flag.Parse()
 	if *traces == "" {
 		return fmt.Errorf("--traces is required, e.g. --traces ../../shared/traces/bitbrains-rnd/2013-7")
@@ -47,6 +48,11 @@ func run() error {
 	opts := replay.DefaultOptions()
 	opts.Chart = splitList(*charts)
 	policies := []replay.Policy{tailor, vpa.New(), replay.NewDouble(), replay.Oracle{}}
+	if *vpaOOM {
+		v := vpa.New()
+		v.OOMs = true
+		policies = append(policies, v)
+	}
 	rep, err := replay.Run(series, policies, opts)
 	if err != nil {
 		return err
@@ -113,4 +119,43 @@ func writeFile(path string, write func(*os.File) error) error {
 	return f.Close()
 }
 
-func tradeoff([]replay.Series, string) error { return fmt.Errorf("trade-off sweep not built yet") }
+// tradeoff sweeps tailor's margins and VPA's safety margin in one replay
+// and charts both curves, for where the goal's single point is not reached.
+func tradeoff(series []replay.Series, out string) error {
+	var policies []replay.Policy
+	tailorCurve := replay.Curve{Name: "tailor (margins x f)"}
+	for _, f := range []float64{0.25, 0.5, 1, 2, 3} {
+		cfg := recommend.DefaultConfig()
+		cfg.CPUHeadroom *= f
+		cfg.MemoryHeadroom *= f
+		cfg.MemoryJitterMargin *= f
+		p, err := replay.NewTailor(fmt.Sprintf("tailor f=%g", f), cfg)
+		if err != nil {
+			return err
+		}
+		policies = append(policies, p)
+		tailorCurve.Points = append(tailorCurve.Points, replay.CurvePoint{Label: fmt.Sprintf("f=%g", f)})
+	}
+	vpaCurve := replay.Curve{Name: "vpa (safety margin)"}
+	for _, m := range []float64{0, 0.15, 0.3, 0.6, 1} {
+		policies = append(policies, vpa.NewWithMargin(m))
+		vpaCurve.Points = append(vpaCurve.Points, replay.CurvePoint{Label: fmt.Sprintf("%g", m)})
+	}
+	rep, err := replay.Run(series, policies, replay.DefaultOptions())
+	if err != nil {
+		return err
+	}
+	for i := range tailorCurve.Points {
+		tailorCurve.Points[i].Result = rep.Policies[i]
+	}
+	for i := range vpaCurve.Points {
+		vpaCurve.Points[i].Result = rep.Policies[len(tailorCurve.Points)+i]
+	}
+	fmt.Printf("\ntrade-off sweep:\n")
+	if err := replay.WriteTable(os.Stdout, rep); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(out, "tradeoff.svg"), func(f *os.File) error {
+		return replay.WriteTradeoff(f, []replay.Curve{tailorCurve, vpaCurve})
+	})
+}
