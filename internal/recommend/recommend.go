@@ -164,12 +164,12 @@ func (s *State) RecordOOM(now time.Time, memLimit float64) {
 // RecordThrottling records the share of CFS periods throttled (throttled
 // periods / periods) over the interval ending at now, under cpuLimit cores.
 // A throttled container's usage cannot read above its limit, so from
-// ThrottledAt on the limit itself counts as the demand seen.
+// ThrottledAt on the limit scaled by ThrottleBump counts as the demand seen.
 func (s *State) RecordThrottling(now time.Time, throttledFraction, cpuLimit float64) {
 	s.throttled = float32(throttledFraction)
 	s.lastThrottle = now.Unix()
 	if throttledFraction >= s.r.cfg.ThrottledAt {
-		s.cpu.add(cpuLimit, now, s.r.cpuBucket)
+		s.cpu.add(cpuLimit*s.r.cfg.ThrottleBump, now, s.r.cpuBucket)
 	}
 }
 
@@ -189,14 +189,14 @@ func (s *State) Recommend(current Resources, now time.Time) Recommendation {
 	sec := now.Unix()
 	cpu := resource{name: "cpu", window: cfg.CPUWindow, current: current.CPU,
 		peak: s.cpu.peak(now, s.r.cpuBucket), headroom: cfg.CPUHeadroom,
-		margin: cfg.CPUJitterMargin * float64(s.cpuJitter), lo: cfg.MinCPU, hi: cfg.MaxCPU,
+		margin: cfg.CPUJitterMargin * float64(s.cpuJitter), minMargin: cfg.CPUMinMargin, lo: cfg.MinCPU, hi: cfg.MaxCPU,
 		empty: s.cpu.empty(), below: &s.cpuBelow}
 	if s.lastThrottle != 0 && sec-s.lastThrottle <= int64(cfg.CPUWindow/time.Second) {
 		cpu.throttled = s.throttled
 	}
 	mem := resource{name: "memory", window: cfg.MemoryWindow, current: current.Memory,
 		peak: s.mem.peak(now, s.r.memBucket), headroom: cfg.MemoryHeadroom,
-		margin: cfg.MemoryJitterMargin * float64(s.memJitter), lo: cfg.MinMemory, hi: cfg.MaxMemory,
+		margin: cfg.MemoryJitterMargin * float64(s.memJitter), minMargin: cfg.MemoryMinMargin, lo: cfg.MinMemory, hi: cfg.MaxMemory,
 		empty: s.mem.empty(), below: &s.memBelow}
 	if s.lastOOM != 0 && sec-s.lastOOM <= int64(cfg.MemoryWindow/time.Second) {
 		mem.oom, mem.oomAgo = true, time.Duration(sec-s.lastOOM)*time.Second
@@ -210,12 +210,13 @@ type resource struct {
 	window           time.Duration
 	current, peak    float64
 	headroom, lo, hi float64
-	// margin is added to the peak on top of the relative headroom.
-	margin    float64
-	empty     bool
-	throttled float32
-	oom       bool
-	oomAgo    time.Duration
+	// margin is added to the peak on top of the relative headroom; the
+	// two together are at least minMargin.
+	margin, minMargin float64
+	empty             bool
+	throttled         float32
+	oom               bool
+	oomAgo            time.Duration
 	// below is the state's stabilization clock for this resource.
 	below *int64
 }
@@ -226,7 +227,7 @@ type resource struct {
 // and then by at most MaxStepDown.
 func (s *State) decide(r resource, now int64) Advice {
 	cfg := s.r.cfg
-	needed := clamp(r.peak*(1+r.headroom)+r.margin, r.lo, r.hi)
+	needed := clamp(r.peak+max(r.peak*r.headroom+r.margin, r.minMargin), r.lo, r.hi)
 	a := Advice{Target: r.current, Lower: needed, Upper: clamp(needed/(1-cfg.Hysteresis), r.lo, r.hi), why: r}
 	switch {
 	case r.empty:

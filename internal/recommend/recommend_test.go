@@ -64,7 +64,7 @@ func TestRules(t *testing.T) {
 				s.AddSample(Sample{CPU: 2, Memory: 500 * mib}, now)
 			},
 			wantFirst:  decisions{CPU: Raise, Memory: Hold},
-			wantTarget: func(_, got Resources) bool { return got.CPU >= 2*1.2 },
+			wantTarget: func(_, got Resources) bool { return got.CPU > 2 },
 		},
 		"steady usage holds": {
 			historyCPU: 0.5, historyMem: 500, historySamples: 24,
@@ -186,14 +186,16 @@ func TestRestartDelaysLowering(t *testing.T) {
 	s := newState(t, nil)
 	now, cur := t0, Resources{}
 	feed(s, &now, &cur, 24, 2, 500)
-	recs := feed(s, &now, &cur, 17, 0.1, 500) // just before lowering
+	cfg := DefaultConfig()
+	// Idle until one sample before lowering would be due.
+	recs := feed(s, &now, &cur, int((cfg.CPUWindow+cfg.Stabilization)/step)-2, 0.1, 500)
 	for _, r := range recs {
 		if r.CPU.Decision != Hold {
 			t.Fatalf("decided %v before the window passed: %s", r.CPU.Decision, r.CPU.Reason())
 		}
 	}
 	s.RecordRestart(now)
-	recs = feed(s, &now, &cur, 5, 0.1, 500)
+	recs = feed(s, &now, &cur, int(cfg.Stabilization/step)-1, 0.1, 500)
 	for _, r := range recs {
 		if r.CPU.Decision == Lower {
 			t.Fatalf("lowered within the stabilization window after a restart: %s", r.CPU.Reason())
@@ -202,10 +204,10 @@ func TestRestartDelaysLowering(t *testing.T) {
 }
 
 func TestBounds(t *testing.T) {
-	s := newState(t, func(c *Config) { c.MaxCPU = 1; c.MinMemory = 256 * mib })
+	s := newState(t, func(c *Config) { c.MaxCPU = 1; c.MinMemory = 1024 * mib })
 	now, cur := t0, Resources{}
 	feed(s, &now, &cur, 3, 4, 10)
-	if diff := cmp.Diff(Resources{CPU: 1, Memory: 256 * mib}, cur); diff != "" {
+	if diff := cmp.Diff(Resources{CPU: 1, Memory: 1024 * mib}, cur); diff != "" {
 		t.Errorf("bounded targets (-want,+got):\n%s", diff)
 	}
 }
