@@ -3,6 +3,7 @@ module github.com/tailorhq/tailor/bench
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/tailorhq/tailor v0.0.0-00010101000000-000000000000
 	k8s.io/autoscaler/vertical-pod-autoscaler v1.8.1
 )

@@ -172,7 +172,7 @@ func ReadFile(path string, format Format) (Series, error) {
 	if err != nil {
 		return Series{}, fmt.Errorf("reading trace: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing to lose
 	br := bufio.NewReaderSize(f, 1<<16)
 	var r io.Reader = br
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -180,7 +180,7 @@ func ReadFile(path string, format Format) (Series, error) {
 		if err != nil {
 			return Series{}, fmt.Errorf("reading trace %s: %w", path, err)
 		}
-		defer zr.Close()
+		defer func() { _ = zr.Close() }()
 		r = zr
 	}
 	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".gz"), ".csv")

@@ -29,7 +29,7 @@ func run() error {
 	ranges := flag.String("ranges", "ranges.json", "recorded figure ranges to check; empty to skip the check")
 	out := flag.String("out", "out", "directory for charts and the JSON report")
 	charts := flag.String("chart-series", "60,41", "comma-separated series to chart")
-	curve := flag.Bool("curve", true, "also sweep tailor's headroom and VPA's safety margin and chart the trade-off")
+	curve := flag.Bool("curve", false, "also sweep tailor's look-back windows and VPA's safety margin and chart the trade-off (about 3x the run time)")
 	vpaOOM := flag.Bool("vpa-oom", false, "also replay VPA fed with an OOM kill whenever memory went over its target")
 	flag.Parse()
 	if *traces == "" {
@@ -113,7 +113,7 @@ func writeFile(path string, write func(*os.File) error) error {
 		return err
 	}
 	if err := write(f); err != nil {
-		f.Close()
+		_ = f.Close() // the write error is the one to report
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return f.Close()
@@ -123,23 +123,30 @@ func writeFile(path string, write func(*os.File) error) error {
 // and charts both curves, for where the goal's single point is not reached.
 func tradeoff(series []replay.Series, out string) error {
 	var policies []replay.Policy
-	tailorCurve := replay.Curve{Name: "tailor (margins x f)"}
-	for _, f := range []float64{0.25, 0.5, 1, 2, 3} {
+	// The look-back windows are tailor's main knob between cost and
+	// safety: a longer window remembers more peaks.
+	tailorCurve := replay.Curve{Name: "tailor (cpu/memory look-back)"}
+	for _, w := range []struct{ cpu, mem time.Duration }{
+		{15 * time.Minute, 24 * time.Hour},
+		{30 * time.Minute, 36 * time.Hour},
+		{30 * time.Minute, 48 * time.Hour},
+		{time.Hour, 72 * time.Hour},
+		{2 * time.Hour, 96 * time.Hour},
+	} {
 		cfg := recommend.DefaultConfig()
-		cfg.CPUHeadroom *= f
-		cfg.MemoryHeadroom *= f
-		cfg.MemoryJitterMargin *= f
-		p, err := replay.NewTailor(fmt.Sprintf("tailor f=%g", f), cfg)
+		cfg.CPUWindow, cfg.MemoryWindow = w.cpu, w.mem
+		label := fmt.Sprintf("%v/%v", shortDuration(w.cpu), shortDuration(w.mem))
+		p, err := replay.NewTailor("tailor "+label, cfg)
 		if err != nil {
 			return err
 		}
 		policies = append(policies, p)
-		tailorCurve.Points = append(tailorCurve.Points, replay.CurvePoint{Label: fmt.Sprintf("f=%g", f)})
+		tailorCurve.Points = append(tailorCurve.Points, replay.CurvePoint{Label: label})
 	}
 	vpaCurve := replay.Curve{Name: "vpa (safety margin)"}
 	for _, m := range []float64{0, 0.15, 0.3, 0.6, 1} {
 		policies = append(policies, vpa.NewWithMargin(m))
-		vpaCurve.Points = append(vpaCurve.Points, replay.CurvePoint{Label: fmt.Sprintf("%g", m)})
+		vpaCurve.Points = append(vpaCurve.Points, replay.CurvePoint{Label: fmt.Sprintf("margin %g", m)})
 	}
 	rep, err := replay.Run(series, policies, replay.DefaultOptions())
 	if err != nil {
@@ -158,4 +165,16 @@ func tradeoff(series []replay.Series, out string) error {
 	return writeFile(filepath.Join(out, "tradeoff.svg"), func(f *os.File) error {
 		return replay.WriteTradeoff(f, []replay.Curve{tailorCurve, vpaCurve})
 	})
+}
+
+// shortDuration prints 30m0s as 30m and 48h0m0s as 48h.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
