@@ -52,11 +52,15 @@ func WriteChart(w io.Writer, rep *Report, series string) error {
 	fmt.Fprintf(&b, `<rect x="%d" y="32" width="14" height="10" fill="#bbbbbb"/><text x="%d" y="41">usage</text>`+"\n", x, x+18)
 	x += 70
 	for i, p := range rep.Policies {
+		if !charted(p.Policy) {
+			continue
+		}
 		c := chartColors[i%len(chartColors)]
 		fmt.Fprintf(&b, `<line x1="%d" y1="37" x2="%d" y2="37" stroke="%s" stroke-width="2.5"/><text x="%d" y="41">%s</text>`+"\n",
 			x, x+18, c, x+22, html.EscapeString(p.Policy))
 		x += 30 + 7*len(p.Policy)
 	}
+	fmt.Fprintf(&b, `<text x="%d" y="41" fill="#555">(a line along the top edge is off the scale)</text>`+"\n", x+10)
 	panels := []struct {
 		title string
 		unit  float64
@@ -77,7 +81,11 @@ func WriteChart(w io.Writer, rep *Report, series string) error {
 		// The oracle and tight policies sit near usage; scale to the
 		// policies too, but not to a policy that is off the chart by
 		// orders of magnitude, or usage would be a flat line.
-		for _, l := range lines {
+		for i, l := range lines {
+			if !charted(rep.Policies[i].Policy) {
+				lines[i] = nil
+				continue
+			}
 			if m := maxOf(l); m <= 4*ymax || ymax == 0 {
 				ymax = max(ymax, m)
 			}
@@ -89,6 +97,10 @@ func WriteChart(w io.Writer, rep *Report, series string) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// charted leaves the oracle out of series charts: it is the usage itself,
+// already drawn underneath.
+func charted(policy string) bool { return policy != "oracle" }
 
 // bucketMax reduces samples to chartBuckets columns, each the highest value
 // (NaN for a column with none).
@@ -175,6 +187,9 @@ func drawPanel(b *strings.Builder, top int, title string, ymax float64, span tim
 		}
 	}
 	for i, l := range lines {
+		if l == nil {
+			continue
+		}
 		var pts strings.Builder
 		for k, v := range l {
 			if !math.IsNaN(v) {
