@@ -137,3 +137,57 @@ func (t *tailorState) Observe(s Sample, prov Resources) {
 	rec := t.st.Recommend(t.cur, s.Time)
 	t.cur = recommend.Resources{CPU: rec.CPU.Target, Memory: rec.Memory.Target}
 }
+
+// Hindsight provisions, through each Window (counted from the series'
+// first sample), the highest usage that window will see. Like the oracle it
+// looks ahead, but it resizes at most once per window: it is the bound for a
+// policy that changes that often and is never over.
+type Hindsight struct {
+	Window time.Duration
+}
+
+// Name implements Policy.
+func (h Hindsight) Name() string { return "hindsight-" + h.Window.String() }
+
+// Start implements Policy.
+func (h Hindsight) Start(s *Series) Provisioner {
+	st := &hindsightState{window: h.Window, samples: s.Samples}
+	if len(s.Samples) > 0 {
+		st.origin = s.Samples[0].Time
+	}
+	return st
+}
+
+type hindsightState struct {
+	window  time.Duration
+	samples []Sample
+	origin  time.Time
+	bucket  int64
+	next    int
+	cur     Resources
+	started bool
+}
+
+func (h *hindsightState) Provisioned(now time.Time) Resources {
+	k := int64(now.Sub(h.origin) / h.window)
+	if h.started && k == h.bucket {
+		return h.cur
+	}
+	h.started, h.bucket, h.cur = true, k, Resources{}
+	end := h.origin.Add(time.Duration(k+1) * h.window)
+	for h.next < len(h.samples) && h.samples[h.next].Time.Before(now) {
+		h.next++
+	}
+	for _, s := range h.samples[h.next:] {
+		if !s.Time.Before(end) {
+			break
+		}
+		h.cur.CPU = max(h.cur.CPU, s.CPU)
+		if s.HasMemory() {
+			h.cur.Memory = max(h.cur.Memory, s.Memory)
+		}
+	}
+	return h.cur
+}
+
+func (h *hindsightState) Observe(Sample, Resources) {}

@@ -269,3 +269,29 @@ func TestReadPathsGzipAndDir(t *testing.T) {
 		t.Errorf("missing file error = %v, want it to name the file", err)
 	}
 }
+
+func TestHindsight(t *testing.T) {
+	// Usage 1, with a 5 in the second hour: an hourly hindsight policy
+	// provisions 5 for that hour only and is never over.
+	s := makeSeries("a", 8*24*time.Hour, func(i int) float64 {
+		if i == 24*12+15 {
+			return 5
+		}
+		return 1
+	}, constant(1e9))
+	p := Hindsight{Window: time.Hour}.Start(&s)
+	var got []float64
+	for _, smp := range s.Samples[24*12 : 24*12+36] {
+		got = append(got, p.Provisioned(smp.Time).CPU)
+	}
+	want := make([]float64, 36)
+	for i := range want {
+		want[i] = 1
+		if i >= 12 && i < 24 {
+			want[i] = 5
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("provisioned (-want,+got):\n%s", diff)
+	}
+}

@@ -148,9 +148,19 @@ func tradeoff(series []replay.Series, out string) error {
 		policies = append(policies, vpa.NewWithMargin(m))
 		vpaCurve.Points = append(vpaCurve.Points, replay.CurvePoint{Label: fmt.Sprintf("margin %g", m)})
 	}
+	// Policies that know each window's peak in advance: how low a policy
+	// that resizes that often could go without ever being over.
+	hindCurve := replay.Curve{Name: "hindsight (knows the window's peak)"}
+	for _, w := range []time.Duration{time.Hour, 3 * time.Hour, 24 * time.Hour} {
+		policies = append(policies, replay.Hindsight{Window: w})
+		hindCurve.Points = append(hindCurve.Points, replay.CurvePoint{Label: shortDuration(w)})
+	}
 	rep, err := replay.Run(series, policies, replay.DefaultOptions())
 	if err != nil {
 		return err
+	}
+	for i := range hindCurve.Points {
+		hindCurve.Points[i].Result = rep.Policies[len(tailorCurve.Points)+len(vpaCurve.Points)+i]
 	}
 	for i := range tailorCurve.Points {
 		tailorCurve.Points[i].Result = rep.Policies[i]
@@ -163,7 +173,7 @@ func tradeoff(series []replay.Series, out string) error {
 		return err
 	}
 	return writeFile(filepath.Join(out, "tradeoff.svg"), func(f *os.File) error {
-		return replay.WriteTradeoff(f, []replay.Curve{tailorCurve, vpaCurve})
+		return replay.WriteTradeoff(f, []replay.Curve{tailorCurve, vpaCurve, hindCurve})
 	})
 }
 
