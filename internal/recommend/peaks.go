@@ -50,9 +50,15 @@ func (w *peakWindow) peak(now time.Time, bucket time.Duration) float64 {
 	size := int64(bucket / time.Second)
 	expired := (now.Unix() - w.headStart) / size
 	var m float32
-	for i := int64(0); i < peakBuckets-max(expired, 0); i++ {
-		b := w.buckets[(int64(w.head)-i+peakBuckets)%peakBuckets]
-		m = max(m, b)
+	if expired <= 0 {
+		// The usual case, right after a sample: every bucket is live.
+		for _, b := range w.buckets {
+			m = max(m, b)
+		}
+		return float64(m)
+	}
+	for i := int64(0); i < peakBuckets-expired; i++ {
+		m = max(m, w.buckets[(int64(w.head)-i+peakBuckets)%peakBuckets])
 	}
 	return float64(m)
 }
