@@ -107,8 +107,9 @@ func (r *Recommender) Config() Config { return r.cfg }
 // NewState returns an empty per-container state.
 func (r *Recommender) NewState() *State { return &State{r: r} }
 
-// State is what the recommender remembers about one container. Its size is
-// fixed (see Size) whatever the number of samples.
+// State is what the recommender remembers about one container: a fixed
+// 312 bytes (TestStateSize holds it under 1 KiB) whatever the number of
+// samples.
 type State struct {
 	r   *Recommender
 	cpu peakWindow
@@ -117,7 +118,6 @@ type State struct {
 	lastSample   int64
 	lastThrottle int64
 	lastOOM      int64
-	lastRestart  int64
 	throttled    float32
 	lastCPU      float32
 	lastMemory   float32
@@ -177,7 +177,6 @@ func (s *State) RecordThrottling(now time.Time, throttledFraction, cpuLimit floa
 // restart (cold caches, replayed queues) says little about the steady
 // state, so lowering waits a fresh stabilization window.
 func (s *State) RecordRestart(now time.Time) {
-	s.lastRestart = now.Unix()
 	s.cpuBelow, s.memBelow = 0, 0
 }
 
@@ -258,41 +257,59 @@ func (s *State) decide(r resource, now int64) Advice {
 }
 
 // Reason says, for a person, why the advice is what it is, e.g. "cpu peak
-// over last 1h0m0s is 0.92 cores, 0.92 of the current 1; throttled 18% of
-// periods". It is built on demand because most decisions are never read.
+// over last 30m is 0.92 cores, 0.92 of the 1 cores in force; throttled 18%
+// of periods: raise to 1.2 cores". It is built on demand because most
+// decisions are never read.
 func (a Advice) Reason() string {
 	r := a.why
-	var b strings.Builder
-	if r.name == "cpu" {
-		fmt.Fprintf(&b, "cpu peak over last %v is %.3g cores", r.window, r.peak)
-	} else {
-		fmt.Fprintf(&b, "memory peak over last %v is %.4g MiB", r.window, r.peak/(1<<20))
+	if r.empty {
+		return r.name + ": no usage seen yet"
 	}
-	switch {
-	case r.empty:
-		b.Reset()
-		b.WriteString(r.name + ": no usage seen yet")
-		return b.String()
-	case r.current <= 0:
-		b.WriteString("; nothing in force yet")
-	default:
-		fmt.Fprintf(&b, ", %.2f of the current %.3g", r.peak/r.current, r.current)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s peak over last %s is %s", r.name, shortDuration(r.window), r.amount(r.peak))
+	if r.current > 0 {
+		fmt.Fprintf(&b, ", %.2f of the %s in force", r.peak/r.current, r.amount(r.current))
 	}
 	if r.throttled > 0 {
 		fmt.Fprintf(&b, "; throttled %.0f%% of periods", 100*r.throttled)
 	}
 	if r.oom {
-		fmt.Fprintf(&b, "; OOM killed %v ago", r.oomAgo)
+		fmt.Fprintf(&b, "; OOM killed %s ago", shortDuration(r.oomAgo))
 	}
 	switch {
-	case a.Decision == Hold && a.stabilization > 0:
-		fmt.Fprintf(&b, "; below the band for %v of the %v stabilization window", a.waited, a.stabilization)
+	case a.Decision == Raise && r.current <= 0:
+		fmt.Fprintf(&b, "; nothing in force: set %s", r.amount(a.Target))
+	case a.Decision == Raise:
+		fmt.Fprintf(&b, ": raise to %s", r.amount(a.Target))
 	case a.Decision == Lower:
-		fmt.Fprintf(&b, "; below the band for %v", a.waited)
-	case a.Decision == Hold:
-		b.WriteString("; within the band")
+		fmt.Fprintf(&b, "; below %s for %s: lower to %s", r.amount(a.Upper), shortDuration(a.waited), r.amount(a.Target))
+	case a.stabilization > 0:
+		fmt.Fprintf(&b, "; below %s for %s of the %s stabilization window: hold",
+			r.amount(a.Upper), shortDuration(a.waited), shortDuration(a.stabilization))
+	default:
+		fmt.Fprintf(&b, "; within %s..%s: hold", r.amount(a.Lower), r.amount(a.Upper))
 	}
 	return b.String()
+}
+
+// amount prints a value of the resource in its usual unit.
+func (r resource) amount(v float64) string {
+	if r.name == "cpu" {
+		return fmt.Sprintf("%.3g cores", v)
+	}
+	return fmt.Sprintf("%.0f MiB", v/(1<<20))
+}
+
+// shortDuration prints 30m0s as 30m and 48h0m0s as 48h.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func clamp(v, lo, hi float64) float64 {

@@ -159,7 +159,7 @@ func TestIdleLowersOnlyAfterStabilization(t *testing.T) {
 	if got, floor := recs[firstLower].CPU.Target, high.CPU*(1-cfg.MaxStepDown); got < floor {
 		t.Errorf("first lowering went to %v, below the step limit %v", got, floor)
 	}
-	if !strings.Contains(recs[firstLower].CPU.Reason(), "below the band") {
+	if !strings.Contains(recs[firstLower].CPU.Reason(), ": lower to") {
 		t.Errorf("reason %q does not say why it lowered", recs[firstLower].CPU.Reason())
 	}
 	if cur.CPU >= high.CPU {
@@ -287,5 +287,32 @@ func TestPeakWindow(t *testing.T) {
 func TestStateSize(t *testing.T) {
 	if got := unsafe.Sizeof(State{}); got > 1024 {
 		t.Errorf("State is %d bytes, want at most 1 KiB", got)
+	}
+}
+
+func TestReason(t *testing.T) {
+	s := newState(t, nil)
+	now, cur := t0, Resources{}
+	got := map[string]string{}
+	rec := s.Recommend(cur, now)
+	got["empty"] = rec.CPU.Reason()
+	feed(s, &now, &cur, 12, 0.5, 500)
+	rec = s.Recommend(cur, now.Add(-step))
+	got["steady"] = rec.CPU.Reason()
+	s.RecordThrottling(now, 0.18, cur.CPU)
+	s.AddSample(Sample{CPU: 0.5, Memory: 500 * mib}, now)
+	rec = s.Recommend(cur, now)
+	got["throttled"] = rec.CPU.Reason()
+	s.RecordOOM(now, cur.Memory)
+	rec = s.Recommend(cur, now)
+	got["oom"] = rec.Memory.Reason()
+	want := map[string]string{
+		"empty":     "cpu: no usage seen yet",
+		"steady":    "cpu peak over last 30m is 0.5 cores, 0.94 of the 0.53 cores in force; within 0.53 cores..0.662 cores: hold",
+		"throttled": "cpu peak over last 30m is 0.636 cores, 1.20 of the 0.53 cores in force; throttled 18% of periods: raise to 0.666 cores",
+		"oom":       "memory peak over last 48h is 907 MiB, 1.20 of the 756 MiB in force; OOM killed 0s ago: raise to 1163 MiB",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reasons (-want,+got):\n%s", diff)
 	}
 }

@@ -28,7 +28,7 @@ func run() error {
 	traces := flag.String("traces", "", "directory (or comma-separated files) of Bitbrains traces")
 	ranges := flag.String("ranges", "ranges.json", "recorded figure ranges to check; empty to skip the check")
 	out := flag.String("out", "out", "directory for charts and the JSON report")
-	charts := flag.String("chart-series", "60,41", "comma-separated series to chart")
+	charts := flag.String("chart-series", "60,253", "comma-separated series to chart: 60 runs batch jobs, 253 is steady")
 	curve := flag.Bool("curve", false, "also sweep tailor's look-back windows and VPA's safety margin and chart the trade-off (about 3x the run time)")
 	vpaOOM := flag.Bool("vpa-oom", false, "also replay VPA fed with an OOM kill whenever memory went over its target")
 	flag.Parse()
