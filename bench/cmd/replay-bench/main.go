@@ -135,7 +135,7 @@ func tradeoff(series []replay.Series, out string) error {
 	} {
 		cfg := recommend.DefaultConfig()
 		cfg.CPUWindow, cfg.MemoryWindow = w.cpu, w.mem
-		label := fmt.Sprintf("%v/%v", shortDuration(w.cpu), shortDuration(w.mem))
+		label := fmt.Sprintf("%gm/%gh", w.cpu.Minutes(), w.mem.Hours())
 		p, err := replay.NewTailor("tailor "+label, cfg)
 		if err != nil {
 			return err
@@ -153,7 +153,7 @@ func tradeoff(series []replay.Series, out string) error {
 	hindCurve := replay.Curve{Name: "hindsight (knows the window's peak)"}
 	for _, w := range []time.Duration{time.Hour, 3 * time.Hour, 24 * time.Hour} {
 		policies = append(policies, replay.Hindsight{Window: w})
-		hindCurve.Points = append(hindCurve.Points, replay.CurvePoint{Label: shortDuration(w)})
+		hindCurve.Points = append(hindCurve.Points, replay.CurvePoint{Label: fmt.Sprintf("%gh", w.Hours())})
 	}
 	rep, err := replay.Run(series, policies, replay.DefaultOptions())
 	if err != nil {
@@ -175,16 +175,4 @@ func tradeoff(series []replay.Series, out string) error {
 	return writeFile(filepath.Join(out, "tradeoff.svg"), func(f *os.File) error {
 		return replay.WriteTradeoff(f, []replay.Curve{tailorCurve, vpaCurve, hindCurve})
 	})
-}
-
-// shortDuration prints 30m0s as 30m and 48h0m0s as 48h.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

@@ -2,26 +2,11 @@ package main
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tailorhq/tailor/internal/replay"
 )
-
-func TestShortDuration(t *testing.T) {
-	cases := map[time.Duration]string{
-		30 * time.Minute:             "30m",
-		48 * time.Hour:               "48h",
-		90 * time.Minute:             "1h30m",
-		15*time.Minute + time.Second: "15m1s",
-	}
-	for d, want := range cases {
-		if got := shortDuration(d); got != want {
-			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
 
 func TestRangeCheck(t *testing.T) {
 	spec := &rangeSpec{Policies: map[string]policyRanges{
