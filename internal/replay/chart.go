@@ -42,9 +42,7 @@ func WriteChart(w io.Writer, rep *Report, series string) error {
 	span := tr.Samples[len(tr.Samples)-1].Time.Sub(t0)
 	height := chartTop + 2*panelHeight + panelGap + 40
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n",
-		chartWidth, height, chartWidth, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	svgOpen(&b, chartWidth, height)
 	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">series %s: usage and what each policy provisioned (after %v warm-up)</text>`+"\n",
 		chartLeft, html.EscapeString(series), rep.Warmup)
 	// Legend.
@@ -96,6 +94,14 @@ func WriteChart(w io.Writer, rep *Report, series string) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// svgOpen starts an SVG document of the given size on a white background,
+// so it reads the same in dark-themed viewers.
+func svgOpen(b *strings.Builder, width, height int) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n",
+		width, height, width, height)
+	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 }
 
 // charted leaves the oracle out of series charts: it is the usage itself,
@@ -234,8 +240,7 @@ func WriteTradeoff(w io.Writer, curves []Curve) error {
 	width := 2*left + 2*pw + gap
 	height := top + ph + 60
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	svgOpen(&b, width, height)
 	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">Trade-off: fleet provisioned/used against share of samples over (lower left is better)</text>`+"\n", left)
 	x := left
 	for i, c := range curves {

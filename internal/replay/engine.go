@@ -87,24 +87,9 @@ func Run(series []Series, policies []Policy, opts Options) (*Report, error) {
 		}
 	}
 	rep.Series = make([]SeriesResult, len(usable))
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				rep.Series[i] = replaySeries(usable[i], policies, opts.Warmup, chart[usable[i].Name])
-			}
-		})
-	}
-	for i := range usable {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	forEach(len(usable), opts.Workers, func(i int) {
+		rep.Series[i] = replaySeries(usable[i], policies, opts.Warmup, chart[usable[i].Name])
+	})
 	rep.Policies = make([]PolicyResult, len(policies))
 	for i, p := range policies {
 		rep.Policies[i] = summarize(p.Name(), rep.Series, i)
@@ -160,4 +145,26 @@ func replaySeries(s *Series, policies []Policy, warmup time.Duration, keep bool)
 		acc.CPU.Days, acc.Memory.Days = days, days
 	}
 	return res
+}
+
+// forEach calls f for 0..n-1 on up to workers goroutines (0 means
+// GOMAXPROCS) and returns when all calls have.
+func forEach(n, workers int, f func(i int)) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := range next {
+				f(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }

@@ -9,12 +9,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -115,20 +113,9 @@ func ReadPaths(paths []string, format Format) ([]Series, error) {
 	// files over the cores, keeping their order.
 	out := make([]Series, len(files))
 	errs := make([]error, len(files))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(files)) {
-		wg.Go(func() {
-			for i := range next {
-				out[i], errs[i] = ReadFile(files[i], format)
-			}
-		})
-	}
-	for i := range files {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	forEach(len(files), 0, func(i int) {
+		out[i], errs[i] = ReadFile(files[i], format)
+	})
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
