@@ -88,7 +88,6 @@ func WriteChart(w io.Writer, rep *Report, series string) error {
 				ymax = max(ymax, m)
 			}
 		}
-		ymax = niceCeil(ymax)
 		drawPanel(&b, top, p.title, ymax, span, usage, lines)
 	}
 	b.WriteString("</svg>\n")
@@ -138,21 +137,26 @@ func maxOf(xs []float64) float64 {
 	return m
 }
 
-// niceCeil rounds up to 1, 2 or 5 times a power of ten.
-func niceCeil(v float64) float64 {
+// niceAxis picks an axis top and tick step for values up to v: the step is
+// 1, 2 or 5 times a power of ten, and there are at most six ticks.
+func niceAxis(v float64) (top, step float64) {
 	if v <= 0 {
-		return 1
+		return 1, 0.2
 	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if v <= m*p {
-			return m * p
+	raw := v / 6
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	step = 10 * p
+	for _, m := range []float64{1, 2, 5} {
+		if raw <= m*p {
+			step = m * p
+			break
 		}
 	}
-	return 10 * p
+	return math.Ceil(v/step-1e-9) * step, step
 }
 
-func drawPanel(b *strings.Builder, top int, title string, ymax float64, span time.Duration, usage []float64, lines [][]float64) {
+func drawPanel(b *strings.Builder, top int, title string, vmax float64, span time.Duration, usage []float64, lines [][]float64) {
+	ymax, ystep := niceAxis(vmax)
 	plotW := chartWidth - chartLeft - chartRight
 	px := func(k int) float64 { return chartLeft + float64(k)*float64(plotW)/float64(chartBuckets-1) }
 	py := func(v float64) float64 {
@@ -160,15 +164,15 @@ func drawPanel(b *strings.Builder, top int, title string, ymax float64, span tim
 	}
 	fmt.Fprintf(b, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", chartLeft, top-8, title)
 	// Horizontal grid and y labels.
-	for i := 0; i <= 5; i++ {
-		v := ymax * float64(i) / 5
+	for v := 0.0; v <= ymax*(1+1e-9); v += ystep {
 		y := py(v)
 		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", chartLeft, y, chartWidth-chartRight, y)
 		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", chartLeft-6, y+4, fmtTick(v))
 	}
 	// Days on the x axis.
 	days := span.Hours() / 24
-	step := math.Max(1, niceCeil(days/8))
+	_, step := niceAxis(days)
+	step = math.Max(1, step)
 	for d := 0.0; d <= days; d += step {
 		x := chartLeft + d/days*float64(plotW)
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999"/>`+"\n", x, top+panelHeight, x, top+panelHeight+4)
@@ -264,14 +268,16 @@ func WriteTradeoff(w io.Writer, curves []Curve) error {
 				xmax, ymax = max(xmax, f.OverPct), max(ymax, f.ProvisionedOverUsed)
 			}
 		}
-		xmax, ymax = niceCeil(xmax), niceCeil(ymax)
+		xmax, xstep := niceAxis(xmax)
+		ymax, ystep := niceAxis(ymax)
 		sx := func(v float64) float64 { return float64(x0) + v/xmax*pw }
 		sy := func(v float64) float64 { return float64(top) + (1-v/ymax)*ph }
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, top-8, p.title)
-		for i := 0; i <= 5; i++ {
-			vx, vy := xmax*float64(i)/5, ymax*float64(i)/5
+		for vy := 0.0; vy <= ymax*(1+1e-9); vy += ystep {
 			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", x0, sy(vy), x0+pw, sy(vy))
 			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%sx</text>`+"\n", x0-6, sy(vy)+4, fmtTick(vy))
+		}
+		for vx := 0.0; vx <= xmax*(1+1e-9); vx += xstep {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#e5e5e5"/>`+"\n", sx(vx), top, sx(vx), top+ph)
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s%%</text>`+"\n", sx(vx), top+ph+16, fmtTick(vx))
 		}

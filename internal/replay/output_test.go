@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func smallReport(t *testing.T) *Report {
@@ -121,4 +122,23 @@ func sortedStrings(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out
+}
+
+func TestNiceAxis(t *testing.T) {
+	type axis struct{ Top, Step float64 }
+	cases := map[float64]axis{
+		10.12: {12, 2},
+		5.09:  {6, 1},
+		0.114: {0.12, 0.02},
+		3.36:  {4, 1},
+		8:     {8, 2},
+		0:     {1, 0.2},
+		29.5:  {30, 5},
+	}
+	for v, want := range cases {
+		top, step := niceAxis(v)
+		if diff := cmp.Diff(want, axis{top, step}, cmpopts.EquateApprox(1e-9, 0)); diff != "" {
+			t.Errorf("niceAxis(%v) (-want,+got):\n%s", v, diff)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/tailorhq/tailor/internal/recommend"
@@ -147,7 +148,7 @@ type Hindsight struct {
 }
 
 // Name implements Policy.
-func (h Hindsight) Name() string { return "hindsight-" + h.Window.String() }
+func (h Hindsight) Name() string { return fmt.Sprintf("hindsight-%gh", h.Window.Hours()) }
 
 // Start implements Policy.
 func (h Hindsight) Start(s *Series) Provisioner {

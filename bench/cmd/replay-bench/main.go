@@ -128,7 +128,7 @@ func tradeoff(series []replay.Series, out string) error {
 	tailorCurve := replay.Curve{Name: "tailor (cpu/memory look-back)"}
 	for _, w := range []struct{ cpu, mem time.Duration }{
 		{15 * time.Minute, 24 * time.Hour},
-		{30 * time.Minute, 36 * time.Hour},
+		{20 * time.Minute, 36 * time.Hour},
 		{30 * time.Minute, 48 * time.Hour},
 		{time.Hour, 72 * time.Hour},
 		{2 * time.Hour, 96 * time.Hour},
