@@ -80,8 +80,8 @@ func DefaultConfig() Config {
 		// hour holds a batch job's level through its pauses; CPU short of
 		// its limit is throttled, not killed, and throttling raises at
 		// once (ThrottledAt, ThrottleBump), so no relative headroom is
-		// added: on the measured fleet 5% more headroom cost 0.1x of
-		// provisioning for 0.1 point of samples over.
+		// added: it would cost most on the big workloads that carry the
+		// cores, while the absolute margin protects the many small ones.
 		CPUWindow:    30 * time.Minute,
 		CPUHeadroom:  0,
 		CPUMinMargin: 0.03,
