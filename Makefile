@@ -69,6 +69,15 @@ lint: $(GOLANGCI_LINT) verify-generated
 e2e: build
 	hack/e2e.sh
 
+## bench: replay a month of real VM usage (../shared/traces beside the clone)
+## through tailor, the upstream VPA recommender, the seeds' rule and an oracle;
+## prints the comparison, writes charts to bench/out, checks bench/ranges.json.
+## BENCH_FLAGS=--curve adds the trade-off sweep behind docs/benchmark-tradeoff.svg.
+BENCH_TRACES ?= ../../shared/traces/bitbrains-rnd/2013-7
+BENCH_FLAGS   ?=
+bench:
+	cd bench && $(GO) run ./cmd/replay-bench --traces $(BENCH_TRACES) --ranges ranges.json --out out $(BENCH_FLAGS)
+
 cluster-up:
 	hack/cluster.sh up
 cluster-down:

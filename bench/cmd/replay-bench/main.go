@@ -1,0 +1,178 @@
+// Command replay-bench replays a month of real VM usage through tailor's
+// recommender, the seeds' doubling rule, the upstream VPA recommender and an
+// oracle in one run, prints the comparison, writes charts, and fails when a
+// figure leaves the range recorded for it in ranges.json.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tailorhq/tailor/bench/vpa"
+	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/internal/replay"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	traces := flag.String("traces", "", "directory (or comma-separated files) of Bitbrains traces")
+	ranges := flag.String("ranges", "ranges.json", "recorded figure ranges to check; empty to skip the check")
+	out := flag.String("out", "out", "directory for charts and the JSON report")
+	charts := flag.String("chart-series", "60,253", "comma-separated series to chart: 60 runs batch jobs, 253 is steady")
+	curve := flag.Bool("curve", false, "also sweep tailor's look-back windows and VPA's safety margin and chart the trade-off (about 3x the run time)")
+	vpaOOM := flag.Bool("vpa-oom", false, "also replay VPA fed with an OOM kill whenever memory went over its target")
+	flag.Parse()
+	if *traces == "" {
+		return fmt.Errorf("--traces is required, e.g. --traces ../../shared/traces/bitbrains-rnd/2013-7")
+	}
+	start := time.Now()
+	series, err := replay.ReadPaths(strings.Split(*traces, ","), replay.FormatBitbrains)
+	if err != nil {
+		return err
+	}
+	read := time.Since(start)
+	tailor, err := replay.NewTailor("tailor", recommend.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	opts := replay.DefaultOptions()
+	opts.Chart = splitList(*charts)
+	policies := []replay.Policy{tailor, vpa.New(), replay.NewDouble(), replay.Oracle{}}
+	if *vpaOOM {
+		v := vpa.New()
+		v.OOMs = true
+		policies = append(policies, v)
+	}
+	rep, err := replay.Run(series, policies, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d series read, %d usable (%d spanning under %v skipped); read %v, replayed %v\n\n",
+		len(series), len(rep.Series), len(rep.Skipped), opts.MinSpan, read.Round(time.Millisecond), (time.Since(start) - read).Round(time.Millisecond))
+	if err := replay.WriteTable(os.Stdout, rep); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(*out, "report.json"), func(f *os.File) error { return replay.WriteJSON(f, rep, false) }); err != nil {
+		return err
+	}
+	for _, s := range opts.Chart {
+		if err := writeFile(filepath.Join(*out, "series-"+s+".svg"), func(f *os.File) error { return replay.WriteChart(f, rep, s) }); err != nil {
+			return err
+		}
+	}
+	if *curve {
+		if err := tradeoff(series, *out); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\ncharts and report.json in %s (total %v)\n", *out, time.Since(start).Round(time.Millisecond))
+	if *ranges == "" {
+		return nil
+	}
+	spec, err := loadRanges(*ranges)
+	if err != nil {
+		return err
+	}
+	if errs := spec.check(rep); len(errs) > 0 {
+		fmt.Fprintf(os.Stderr, "\nfigures out of their recorded range (%s):\n", *ranges)
+		for _, e := range errs {
+			fmt.Fprintf(os.Stderr, "  %s\n", e)
+		}
+		return fmt.Errorf("%d figures out of range", len(errs))
+	}
+	fmt.Printf("all figures within the ranges in %s\n", *ranges)
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func writeFile(path string, write func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		_ = f.Close() // the write error is the one to report
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// tradeoff sweeps tailor's margins and VPA's safety margin in one replay
+// and charts both curves, for where the goal's single point is not reached.
+func tradeoff(series []replay.Series, out string) error {
+	var policies []replay.Policy
+	// The look-back windows are tailor's main knob between cost and
+	// safety: a longer window remembers more peaks.
+	tailorCurve := replay.Curve{Name: "tailor (cpu/memory look-back)"}
+	for _, w := range []struct{ cpu, mem time.Duration }{
+		{15 * time.Minute, 24 * time.Hour},
+		{20 * time.Minute, 36 * time.Hour},
+		{30 * time.Minute, 48 * time.Hour},
+		{time.Hour, 72 * time.Hour},
+		{2 * time.Hour, 96 * time.Hour},
+	} {
+		cfg := recommend.DefaultConfig()
+		cfg.CPUWindow, cfg.MemoryWindow = w.cpu, w.mem
+		label := fmt.Sprintf("%gm/%gh", w.cpu.Minutes(), w.mem.Hours())
+		p, err := replay.NewTailor("tailor "+label, cfg)
+		if err != nil {
+			return err
+		}
+		policies = append(policies, p)
+		tailorCurve.Points = append(tailorCurve.Points, replay.CurvePoint{Label: label})
+	}
+	vpaCurve := replay.Curve{Name: "vpa (safety margin)"}
+	for _, m := range []float64{0, 0.15, 0.3, 0.6, 1} {
+		policies = append(policies, vpa.NewWithMargin(m))
+		vpaCurve.Points = append(vpaCurve.Points, replay.CurvePoint{Label: fmt.Sprintf("margin %g", m)})
+	}
+	// Policies that know each window's peak in advance: how low a policy
+	// that resizes that often could go without ever being over.
+	hindCurve := replay.Curve{Name: "hindsight (knows the window's peak)"}
+	for _, w := range []time.Duration{time.Hour, 3 * time.Hour, 24 * time.Hour} {
+		policies = append(policies, replay.Hindsight{Window: w})
+		hindCurve.Points = append(hindCurve.Points, replay.CurvePoint{Label: fmt.Sprintf("%gh", w.Hours())})
+	}
+	rep, err := replay.Run(series, policies, replay.DefaultOptions())
+	if err != nil {
+		return err
+	}
+	for i := range hindCurve.Points {
+		hindCurve.Points[i].Result = rep.Policies[len(tailorCurve.Points)+len(vpaCurve.Points)+i]
+	}
+	for i := range tailorCurve.Points {
+		tailorCurve.Points[i].Result = rep.Policies[i]
+	}
+	for i := range vpaCurve.Points {
+		vpaCurve.Points[i].Result = rep.Policies[len(tailorCurve.Points)+i]
+	}
+	fmt.Printf("\ntrade-off sweep:\n")
+	if err := replay.WriteTable(os.Stdout, rep); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(out, "tradeoff.svg"), func(f *os.File) error {
+		return replay.WriteTradeoff(f, []replay.Curve{tailorCurve, vpaCurve, hindCurve})
+	})
+}

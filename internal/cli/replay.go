@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/internal/replay"
+)
+
+func init() {
+	verbs = append(verbs, func(_ *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+		return newReplayCommand(streams)
+	})
+}
+
+// ReplayOptions are the inputs of `tailor replay`.
+type ReplayOptions struct {
+	Paths       []string
+	Format      string
+	Output      string
+	SeriesTable bool
+	ChartDir    string
+	ChartSeries []string
+	Warmup      time.Duration
+	MinSpan     time.Duration
+
+	streams  genericiooptions.IOStreams
+	policies []replay.Policy
+}
+
+func newReplayCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	def := replay.DefaultOptions()
+	o := &ReplayOptions{streams: streams, Format: string(replay.FormatAuto), Output: "table", Warmup: def.Warmup, MinSpan: def.MinSpan}
+	cmd := &cobra.Command{
+		Use:   "replay [--format auto|bitbrains|csv] FILE|DIR...",
+		Short: "Replay usage traces through tailor's recommender and compare it with other policies",
+		Long: `Replay recorded usage, open loop, through tailor's default recommender, the
+seeds' doubling rule and an oracle that knows the next sample, and print how
+much each provisioned per unit used and how often usage went over.
+
+Traces are Bitbrains GWA-T-12 files or CSV rows "timestamp,cpu cores,memory
+bytes" (Unix seconds or RFC 3339; empty memory means not measured), plain or
+gzipped. A directory stands for the .csv and .csv.gz files in it.`,
+		Example: `  tailor replay --format csv my-app.csv
+  tailor replay -o json ../shared/traces/bitbrains-rnd/2013-7
+  tailor replay --chart-dir charts --chart-series 60 ../shared/traces/bitbrains-rnd/2013-7`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Format, "format", o.Format, "trace format: auto, bitbrains or csv")
+	f.StringVarP(&o.Output, "output", "o", o.Output, "output format: table or json")
+	f.BoolVar(&o.SeriesTable, "series-table", false, "also print every series under every policy")
+	f.StringVar(&o.ChartDir, "chart-dir", "", "write an SVG chart per --chart-series into this directory")
+	f.StringSliceVar(&o.ChartSeries, "chart-series", nil, "series (file names without .csv[.gz]) to chart")
+	f.DurationVar(&o.Warmup, "warmup", o.Warmup, "time at the start of each series left out of the figures")
+	f.DurationVar(&o.MinSpan, "min-span", o.MinSpan, "skip series spanning less than this")
+	return cmd
+}
+
+// Complete fills in what the flags leave implicit.
+func (o *ReplayOptions) Complete(args []string) error {
+	o.Paths = args
+	tailor, err := replay.NewTailor("tailor", recommend.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	o.policies = []replay.Policy{tailor, replay.NewDouble(), replay.Oracle{}}
+	return nil
+}
+
+// Validate rejects a command line that cannot work, saying what to change.
+func (o *ReplayOptions) Validate() error {
+	if len(o.Paths) == 0 {
+		return usageErrorf("replay needs at least one trace FILE or DIR")
+	}
+	if !slices.Contains(replay.Formats, replay.Format(o.Format)) {
+		return usageErrorf("--format %q is not one of auto, bitbrains, csv", o.Format)
+	}
+	if o.Output != "table" && o.Output != "json" {
+		return usageErrorf("-o %q is not one of table, json", o.Output)
+	}
+	if o.Warmup < 0 || o.MinSpan < 0 {
+		return usageErrorf("--warmup and --min-span must not be negative")
+	}
+	if len(o.ChartSeries) > 0 && o.ChartDir == "" {
+		return usageErrorf("--chart-series needs --chart-dir to write the charts to")
+	}
+	for _, p := range o.Paths {
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			return usageErrorf("trace %s does not exist", p)
+		}
+	}
+	return nil
+}
+
+// Run reads the traces, replays them and prints the figures.
+func (o *ReplayOptions) Run() error {
+	series, err := replay.ReadPaths(o.Paths, replay.Format(o.Format))
+	if err != nil {
+		return err
+	}
+	rep, err := replay.Run(series, o.policies, replay.Options{Warmup: o.Warmup, MinSpan: o.MinSpan, Chart: o.ChartSeries})
+	if err != nil {
+		return withExitCode(ExitUsage, err)
+	}
+	if len(rep.Series) == 0 {
+		return fmt.Errorf("no series spans at least --min-span %v (and more than --warmup %v): nothing to judge", o.MinSpan, o.Warmup)
+	}
+	if o.Output == "json" {
+		err = replay.WriteJSON(o.streams.Out, rep, o.SeriesTable)
+	} else {
+		err = replay.WriteTable(o.streams.Out, rep)
+		if err == nil && o.SeriesTable {
+			fmt.Fprintln(o.streams.Out)
+			err = replay.WriteSeriesTable(o.streams.Out, rep)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, s := range o.ChartSeries {
+		if err := os.MkdirAll(o.ChartDir, 0o755); err != nil {
+			return err
+		}
+		path := filepath.Join(o.ChartDir, "series-"+s+".svg")
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		err = replay.WriteChart(f, rep, s)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("writing chart %s: %w", path, err)
+		}
+		fmt.Fprintf(o.streams.ErrOut, "wrote %s\n", path)
+	}
+	return nil
+}

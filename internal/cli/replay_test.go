@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeCSV writes eight days of 5-minute samples, constant usage.
+func writeCSV(t *testing.T, dir, name string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("timestamp,cpu,memory\n")
+	for i := range 8 * 288 {
+		fmt.Fprintf(&b, "%d,0.5,%d\n", 1767225600+300*i, 200<<20)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReplayVerb(t *testing.T) {
+	dir := t.TempDir()
+	good := writeCSV(t, dir, "app.csv")
+	bad := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(bad, []byte("timestamp,cpu,memory\n1,0.5,1\n2,lots,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		args       []string
+		wantCode   int
+		wantOut    []string
+		wantErrOut string
+	}{
+		"table": {
+			args:    []string{"replay", good},
+			wantOut: []string{"policy", "tailor", "double", "oracle", "1.00x"},
+		},
+		"json with per-series figures": {
+			args:    []string{"replay", "-o", "json", "--series-table", "--format", "csv", good},
+			wantOut: []string{`"policy": "tailor"`, `"provisionedOverUsed"`, `"perSeries"`, `"series": "app"`},
+		},
+		"chart": {
+			args:       []string{"replay", "--chart-dir", filepath.Join(dir, "charts"), "--chart-series", "app", good},
+			wantErrOut: "series-app.svg",
+		},
+		"unparseable row names file and line": {
+			args: []string{"replay", bad}, wantCode: ExitError, wantErrOut: bad + ":3: cpu cores",
+		},
+		"missing file": {
+			args: []string{"replay", filepath.Join(dir, "nope.csv")}, wantCode: ExitUsage, wantErrOut: "nope.csv does not exist",
+		},
+		"unknown format": {
+			args: []string{"replay", "--format", "parquet", good}, wantCode: ExitUsage, wantErrOut: `--format "parquet"`,
+		},
+		"unknown output": {
+			args: []string{"replay", "-o", "yaml", good}, wantCode: ExitUsage, wantErrOut: `-o "yaml"`,
+		},
+		"no args": {
+			args: []string{"replay"}, wantCode: ExitUsage, wantErrOut: "at least one trace",
+		},
+		"chart of a series not replayed": {
+			args: []string{"replay", "--chart-dir", dir, "--chart-series", "other", good}, wantCode: ExitUsage, wantErrOut: `"other"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := Execute("tailor", tc.args, strings.NewReader(""), &out, &errOut)
+			if code != tc.wantCode {
+				t.Errorf("exit code %d, want %d; stderr: %s", code, tc.wantCode, errOut.String())
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out.String())
+				}
+			}
+			if !strings.Contains(errOut.String(), tc.wantErrOut) {
+				t.Errorf("stderr %q lacks %q", errOut.String(), tc.wantErrOut)
+			}
+		})
+	}
+}

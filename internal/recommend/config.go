@@ -1,0 +1,164 @@
+package recommend
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Config holds the recommender's parameters. Per-policy overrides replace
+// single fields; DefaultConfig documents why each default is what it is.
+type Config struct {
+	// CPUWindow is how far back the CPU peak looks. Short, because CPU
+	// pressure is cheap to undo (throttling, not a kill) and a short window
+	// follows a sustained change in one window, not in hours.
+	CPUWindow time.Duration
+	// CPUHeadroom is the fraction added above the CPU peak.
+	CPUHeadroom float64
+	// CPUJitterMargin is how many mean sample-to-sample changes are added
+	// above the CPU peak: a steady workload gets a thin margin, a noisy one
+	// a wide one, whatever their sizes.
+	CPUJitterMargin float64
+	// CPUMinMargin is the least margin above the CPU peak, in cores.
+	CPUMinMargin float64
+	// ThrottledAt is the share of CFS periods throttled at which the limit
+	// counts as too low even if usage samples do not show it (a throttled
+	// container's usage reads at most its limit).
+	ThrottledAt float64
+	// ThrottleBump scales the CPU limit in force when throttled; the result
+	// is remembered as a CPU peak, since the real demand is unknown.
+	ThrottleBump float64
+
+	// MemoryWindow is how far back the memory peak looks. Long, because a
+	// memory sample over the limit is an OOM kill: the recommender must
+	// remember the daily peak, not the last hour's.
+	MemoryWindow time.Duration
+	// MemoryHeadroom is the fraction added above the memory peak.
+	MemoryHeadroom float64
+	// MemoryJitterMargin is CPUJitterMargin for memory.
+	MemoryJitterMargin float64
+	// MemoryMinMargin is the least margin above the memory peak, in bytes.
+	MemoryMinMargin float64
+	// JitterHalfLife is how quickly the mean sample-to-sample change
+	// forgets: long enough to remember a daily burst, short enough to
+	// follow a workload that became steadier.
+	JitterHalfLife time.Duration
+	// OOMBump scales the memory limit in force at an OOM kill; the result
+	// is remembered as a memory peak for a whole MemoryWindow.
+	OOMBump float64
+
+	// Stabilization is how long a lower recommendation must hold, without
+	// interruption, before it is applied.
+	Stabilization time.Duration
+	// Hysteresis is the band below the current value that a recommendation
+	// must leave before lowering is considered: current*(1-Hysteresis).
+	Hysteresis float64
+	// MaxStepDown bounds one lowering to this fraction of the current value.
+	MaxStepDown float64
+	// MinChange is the smallest relative raise worth a resize, unless the
+	// peak is already within NearLimit of the current value.
+	MinChange float64
+	// NearLimit is the share of the current value a peak must reach to
+	// raise whatever MinChange says: memory approaching its limit is one
+	// allocation away from an OOM kill.
+	NearLimit float64
+
+	// MinCPU, MaxCPU (cores) and MinMemory, MaxMemory (bytes) bound every
+	// recommendation; a maximum of 0 means unbounded.
+	MinCPU    float64
+	MaxCPU    float64
+	MinMemory float64
+	MaxMemory float64
+}
+
+// DefaultConfig returns the parameters a user gets without overrides; they
+// are the ones measured in docs/benchmark.md.
+func DefaultConfig() Config {
+	return Config{
+		// CPU: the peak of the last 30 minutes plus 30 millicores. Half an
+		// hour holds a batch job's level through its pauses; CPU short of
+		// its limit is throttled, not killed, and throttling raises at
+		// once (ThrottledAt, ThrottleBump), so no relative headroom is
+		// added: it would cost most on the big workloads that carry the
+		// cores, while the absolute margin protects the many small ones.
+		CPUWindow:    30 * time.Minute,
+		CPUHeadroom:  0,
+		CPUMinMargin: 0.03,
+		ThrottledAt:  0.05,
+		ThrottleBump: 1.2,
+		// Memory: the peak of the last two days plus 5%, plus twice the
+		// mean sample-to-sample change, and never less than 256 MiB above
+		// the peak. A sample over the limit is an OOM kill, so the peak is
+		// remembered for two days (a daily job whose peak comes late is
+		// still covered); the noise term widens the margin only for
+		// workloads that jump; the 256 MiB floor is VPA's own 250 MB pod
+		// minimum in spirit, cheap for small containers and what keeps
+		// them from being killed by a small jump.
+		MemoryWindow:       48 * time.Hour,
+		MemoryHeadroom:     0.05,
+		MemoryJitterMargin: 2,
+		MemoryMinMargin:    256 << 20,
+		JitterHalfLife:     6 * time.Hour,
+		// VPA's own bump after an OOM kill.
+		OOMBump: 1.2,
+		// Lowering waits 15 minutes of a recommendation at least 20%
+		// below what is in force, and then goes down at most by 75%: about
+		// 9 CPU changes and under 1 memory change per day on the traces,
+		// under the 12 a day a workload can take without resize churn.
+		Stabilization: 15 * time.Minute,
+		Hysteresis:    0.2,
+		MaxStepDown:   0.75,
+		MinChange:     0.05,
+		NearLimit:     0.95,
+		// 10 millicores and 16 MiB: the smallest values worth setting on
+		// a container; below them rounding, not usage, decides.
+		MinCPU:    0.01,
+		MinMemory: 16 << 20,
+	}
+}
+
+// Validate reports every parameter that is out of range.
+func (c Config) Validate() error {
+	var errs []error
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %v", name, d))
+		}
+	}
+	fraction := func(name string, v, lo, hi float64) {
+		if math.IsNaN(v) || v < lo || v > hi {
+			errs = append(errs, fmt.Errorf("%s must be within [%g, %g], got %g", name, lo, hi, v))
+		}
+	}
+	bounds := func(name string, lo, hi float64) {
+		if math.IsNaN(lo) || lo < 0 || math.IsNaN(hi) || hi < 0 {
+			errs = append(errs, fmt.Errorf("%s bounds must not be negative, got min %g max %g", name, lo, hi))
+		} else if hi != 0 && hi < lo {
+			errs = append(errs, fmt.Errorf("%s maximum %g is below its minimum %g", name, hi, lo))
+		}
+	}
+	positive("cpuWindow", c.CPUWindow)
+	positive("memoryWindow", c.MemoryWindow)
+	positive("jitterHalfLife", c.JitterHalfLife)
+	fraction("cpuJitterMargin", c.CPUJitterMargin, 0, 100)
+	if math.IsNaN(c.CPUMinMargin) || c.CPUMinMargin < 0 || math.IsNaN(c.MemoryMinMargin) || c.MemoryMinMargin < 0 {
+		errs = append(errs, fmt.Errorf("cpuMinMargin and memoryMinMargin must not be negative, got %g and %g", c.CPUMinMargin, c.MemoryMinMargin))
+	}
+	fraction("memoryJitterMargin", c.MemoryJitterMargin, 0, 100)
+	if c.Stabilization < 0 {
+		errs = append(errs, fmt.Errorf("stabilization must not be negative, got %v", c.Stabilization))
+	}
+	fraction("cpuHeadroom", c.CPUHeadroom, 0, 10)
+	fraction("memoryHeadroom", c.MemoryHeadroom, 0, 10)
+	fraction("throttledAt", c.ThrottledAt, 0, 1)
+	fraction("oomBump", c.OOMBump, 1, 10)
+	fraction("throttleBump", c.ThrottleBump, 1, 10)
+	fraction("hysteresis", c.Hysteresis, 0, 0.99)
+	fraction("maxStepDown", c.MaxStepDown, 0.01, 1)
+	fraction("minChange", c.MinChange, 0, 10)
+	fraction("nearLimit", c.NearLimit, 0, 1)
+	bounds("cpu", c.MinCPU, c.MaxCPU)
+	bounds("memory", c.MinMemory, c.MaxMemory)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,321 @@
+package recommend
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Decision is what to do with one resource now.
+type Decision int
+
+const (
+	// Hold keeps the current value.
+	Hold Decision = iota
+	// Raise applies a higher value at once.
+	Raise
+	// Lower applies a lower value; it only comes after Stabilization.
+	Lower
+)
+
+func (d Decision) String() string {
+	switch d {
+	case Raise:
+		return "raise"
+	case Lower:
+		return "lower"
+	default:
+		return "hold"
+	}
+}
+
+// Sample is one usage measurement of a container.
+type Sample struct {
+	// CPU is the mean usage over the sample's interval, in cores.
+	CPU float64
+	// Memory is the working set in bytes; 0 means not measured, since a
+	// running container never uses no memory.
+	Memory float64
+}
+
+// Resources is a CPU (cores) and memory (bytes) pair.
+type Resources struct {
+	CPU    float64
+	Memory float64
+}
+
+// Recommendation is the advice for both resources.
+type Recommendation struct {
+	CPU    Advice
+	Memory Advice
+}
+
+// Advice is the advice for one resource.
+type Advice struct {
+	// Target is the value to have in force after this decision: the
+	// current value when Decision is Hold.
+	Target float64
+	// Lower is the least that is safe now: below it the recommender raises.
+	Lower float64
+	// Upper is the most that is not wasteful: above it, for a whole
+	// stabilization window, the recommender lowers.
+	Upper float64
+	// Decision says whether Target differs from the current value and why.
+	Decision Decision
+
+	why           resource
+	waited        time.Duration
+	stabilization time.Duration
+}
+
+// Recommender holds the validated configuration shared by many states.
+type Recommender struct {
+	cfg       Config
+	cpuBucket time.Duration
+	memBucket time.Duration
+}
+
+// New validates cfg and returns a recommender.
+func New(cfg Config) (*Recommender, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid recommender config: %w", err)
+	}
+	return &Recommender{
+		cfg:       cfg,
+		cpuBucket: bucketFor(cfg.CPUWindow),
+		memBucket: bucketFor(cfg.MemoryWindow),
+	}, nil
+}
+
+// bucketFor cuts a window into peakBuckets-1 whole seconds, so the window
+// is covered fully even when the newest bucket has only just begun.
+func bucketFor(window time.Duration) time.Duration {
+	return max(window/(peakBuckets-1), time.Second).Truncate(time.Second)
+}
+
+// decay folds |delta| into a decaying mean whose weight halves every
+// JitterHalfLife, whatever the sampling interval (elapsed seconds).
+func (r *Recommender) decay(mean float32, delta float64, elapsed int64) float32 {
+	keep := math.Exp2(-float64(elapsed) / r.cfg.JitterHalfLife.Seconds())
+	return float32(keep*float64(mean) + (1-keep)*math.Abs(delta))
+}
+
+// Config returns the recommender's configuration.
+func (r *Recommender) Config() Config { return r.cfg }
+
+// NewState returns an empty per-container state.
+func (r *Recommender) NewState() *State { return &State{r: r} }
+
+// State is what the recommender remembers about one container: a fixed
+// 312 bytes (TestStateSize holds it under 1 KiB) whatever the number of
+// samples.
+type State struct {
+	r   *Recommender
+	cpu peakWindow
+	mem peakWindow
+	// Unix seconds of the latest event of each kind; 0 for never.
+	lastSample   int64
+	lastThrottle int64
+	lastOOM      int64
+	throttled    float32
+	lastCPU      float32
+	lastMemory   float32
+	// cpuBelow and memBelow are when the recommendation first fell below
+	// the hysteresis band, for the stabilization window; 0 when it is not.
+	cpuBelow int64
+	memBelow int64
+	// cpuJitter and memJitter are decaying means of the absolute change
+	// between consecutive samples: how far the next sample may land from
+	// the last, the part of the margin that scales with the workload's own
+	// noise rather than with its size.
+	cpuJitter float32
+	memJitter float32
+	lastMemAt int64
+}
+
+// AddSample records a usage sample measured at now.
+func (s *State) AddSample(smp Sample, now time.Time) {
+	sec := now.Unix()
+	if s.lastSample != 0 {
+		s.cpuJitter = s.r.decay(s.cpuJitter, smp.CPU-float64(s.lastCPU), sec-s.lastSample)
+	}
+	s.cpu.add(smp.CPU, now, s.r.cpuBucket)
+	s.lastCPU = float32(smp.CPU)
+	if smp.Memory > 0 {
+		if s.lastMemAt != 0 {
+			s.memJitter = s.r.decay(s.memJitter, smp.Memory-float64(s.lastMemory), sec-s.lastMemAt)
+		}
+		s.mem.add(smp.Memory, now, s.r.memBucket)
+		s.lastMemory = float32(smp.Memory)
+		s.lastMemAt = sec
+	}
+	s.lastSample = sec
+}
+
+// RecordOOM records an OOM kill at now under memLimit bytes. The workload
+// needed more than the limit, by an unknown amount, so the limit scaled by
+// OOMBump is remembered as a memory peak for a whole memory window.
+func (s *State) RecordOOM(now time.Time, memLimit float64) {
+	s.mem.add(memLimit*s.r.cfg.OOMBump, now, s.r.memBucket)
+	s.lastOOM = now.Unix()
+}
+
+// RecordThrottling records the share of CFS periods throttled (throttled
+// periods / periods) over the interval ending at now, under cpuLimit cores.
+// A throttled container's usage cannot read above its limit, so from
+// ThrottledAt on the limit scaled by ThrottleBump counts as the demand seen.
+func (s *State) RecordThrottling(now time.Time, throttledFraction, cpuLimit float64) {
+	s.throttled = float32(throttledFraction)
+	s.lastThrottle = now.Unix()
+	if throttledFraction >= s.r.cfg.ThrottledAt {
+		s.cpu.add(cpuLimit*s.r.cfg.ThrottleBump, now, s.r.cpuBucket)
+	}
+}
+
+// RecordRestart records a container restart at now. Usage right after a
+// restart (cold caches, replayed queues) says little about the steady
+// state, so lowering waits a fresh stabilization window.
+func (s *State) RecordRestart(now time.Time) {
+	s.cpuBelow, s.memBelow = 0, 0
+}
+
+// Recommend decides, at now, what to do with the resources currently in
+// force (0 for a resource not set). It updates the stabilization clocks, so
+// it is called once per decision.
+func (s *State) Recommend(current Resources, now time.Time) Recommendation {
+	cfg := s.r.cfg
+	sec := now.Unix()
+	cpu := resource{name: "cpu", window: cfg.CPUWindow, current: current.CPU,
+		peak: s.cpu.peak(now, s.r.cpuBucket), headroom: cfg.CPUHeadroom,
+		margin: cfg.CPUJitterMargin * float64(s.cpuJitter), minMargin: cfg.CPUMinMargin, lo: cfg.MinCPU, hi: cfg.MaxCPU,
+		empty: s.cpu.empty(), below: &s.cpuBelow}
+	if s.lastThrottle != 0 && sec-s.lastThrottle <= int64(cfg.CPUWindow/time.Second) {
+		cpu.throttled = s.throttled
+	}
+	mem := resource{name: "memory", window: cfg.MemoryWindow, current: current.Memory,
+		peak: s.mem.peak(now, s.r.memBucket), headroom: cfg.MemoryHeadroom,
+		margin: cfg.MemoryJitterMargin * float64(s.memJitter), minMargin: cfg.MemoryMinMargin, lo: cfg.MinMemory, hi: cfg.MaxMemory,
+		empty: s.mem.empty(), below: &s.memBelow}
+	if s.lastOOM != 0 && sec-s.lastOOM <= int64(cfg.MemoryWindow/time.Second) {
+		mem.oom, mem.oomAgo = true, time.Duration(sec-s.lastOOM)*time.Second
+	}
+	return Recommendation{CPU: s.decide(cpu, sec), Memory: s.decide(mem, sec)}
+}
+
+// resource is one resource's inputs to decide.
+type resource struct {
+	name             string
+	window           time.Duration
+	current, peak    float64
+	headroom, lo, hi float64
+	// margin is added to the peak on top of the relative headroom; the
+	// two together are at least minMargin.
+	margin, minMargin float64
+	empty             bool
+	throttled         float32
+	oom               bool
+	oomAgo            time.Duration
+	// below is the state's stabilization clock for this resource.
+	below *int64
+}
+
+// decide applies the asymmetric rules to one resource: raise at once when
+// the needed value is above what is in force, lower only after the needed
+// value has stayed below the hysteresis band for the stabilization window,
+// and then by at most MaxStepDown.
+func (s *State) decide(r resource, now int64) Advice {
+	cfg := s.r.cfg
+	needed := clamp(r.peak+max(r.peak*r.headroom+r.margin, r.minMargin), r.lo, r.hi)
+	a := Advice{Target: r.current, Lower: needed, Upper: clamp(needed/(1-cfg.Hysteresis), r.lo, r.hi), why: r}
+	switch {
+	case r.empty:
+		a.Lower, a.Upper = r.lo, r.hi
+		*r.below = 0
+	case r.current <= 0:
+		a.Decision, a.Target = Raise, needed
+		*r.below = 0
+	case needed > r.current*(1+cfg.MinChange) || (needed > r.current && r.peak >= cfg.NearLimit*r.current):
+		a.Decision, a.Target = Raise, needed
+		*r.below = 0
+	case needed < r.current*(1-cfg.Hysteresis):
+		if *r.below == 0 {
+			*r.below = now
+		}
+		a.waited = time.Duration(now-*r.below) * time.Second
+		a.stabilization = cfg.Stabilization
+		if a.waited < cfg.Stabilization {
+			break
+		}
+		a.Decision, a.Target = Lower, clamp(max(needed, r.current*(1-cfg.MaxStepDown)), r.lo, r.hi)
+		*r.below = 0
+	default:
+		*r.below = 0
+	}
+	a.why.below = nil
+	return a
+}
+
+// Reason says, for a person, why the advice is what it is, e.g. "cpu peak
+// over last 30m is 0.92 cores, 0.92 of the 1 cores in force; throttled 18%
+// of periods: raise to 1.2 cores". It is built on demand because most
+// decisions are never read.
+func (a Advice) Reason() string {
+	r := a.why
+	if r.empty {
+		return r.name + ": no usage seen yet"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s peak over last %s is %s", r.name, shortDuration(r.window), r.amount(r.peak))
+	if r.current > 0 {
+		fmt.Fprintf(&b, ", %.2f of the %s in force", r.peak/r.current, r.amount(r.current))
+	}
+	if r.throttled > 0 {
+		fmt.Fprintf(&b, "; throttled %.0f%% of periods", 100*r.throttled)
+	}
+	if r.oom {
+		fmt.Fprintf(&b, "; OOM killed %s ago", shortDuration(r.oomAgo))
+	}
+	switch {
+	case a.Decision == Raise && r.current <= 0:
+		fmt.Fprintf(&b, "; nothing in force: set %s", r.amount(a.Target))
+	case a.Decision == Raise:
+		fmt.Fprintf(&b, ": raise to %s", r.amount(a.Target))
+	case a.Decision == Lower:
+		fmt.Fprintf(&b, "; below %s for %s: lower to %s", r.amount(a.Upper), shortDuration(a.waited), r.amount(a.Target))
+	case a.stabilization > 0:
+		fmt.Fprintf(&b, "; below %s for %s of the %s stabilization window: hold",
+			r.amount(a.Upper), shortDuration(a.waited), shortDuration(a.stabilization))
+	default:
+		fmt.Fprintf(&b, "; within %s..%s: hold", r.amount(a.Lower), r.amount(a.Upper))
+	}
+	return b.String()
+}
+
+// amount prints a value of the resource in its usual unit.
+func (r resource) amount(v float64) string {
+	if r.name == "cpu" {
+		return fmt.Sprintf("%.3g cores", v)
+	}
+	return fmt.Sprintf("%.0f MiB", v/(1<<20))
+}
+
+// shortDuration prints 30m0s as 30m and 48h0m0s as 48h.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func clamp(v, lo, hi float64) float64 {
+	v = max(v, lo)
+	if hi > 0 {
+		v = min(v, hi)
+	}
+	return v
+}

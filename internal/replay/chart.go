@@ -1,0 +1,305 @@
+package replay
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// chartColors are distinguishable on white and for common colour blindness
+// (Okabe-Ito); usage is drawn in grey underneath.
+var chartColors = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"}
+
+const (
+	chartWidth   = 960
+	panelHeight  = 260
+	chartLeft    = 70
+	chartRight   = 20
+	chartTop     = 56
+	panelGap     = 50
+	chartBuckets = 480
+)
+
+// WriteChart draws a series' usage and every policy's provisioned value
+// over time as SVG: CPU on top, memory below. Each pixel column shows the
+// highest value in its time bucket, so short peaks (the ones that matter
+// for being over) stay visible.
+func WriteChart(w io.Writer, rep *Report, series string) error {
+	var sr *SeriesResult
+	for i := range rep.Series {
+		if rep.Series[i].Name == series {
+			sr = &rep.Series[i]
+		}
+	}
+	if sr == nil || sr.Trajectory == nil || len(sr.Trajectory.Samples) < 2 {
+		return fmt.Errorf("no trajectory kept for series %q: name it in Options.Chart", series)
+	}
+	tr := sr.Trajectory
+	t0 := tr.Samples[0].Time
+	span := tr.Samples[len(tr.Samples)-1].Time.Sub(t0)
+	height := chartTop + 2*panelHeight + panelGap + 40
+	var b strings.Builder
+	svgOpen(&b, chartWidth, height)
+	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">series %s: usage and what each policy provisioned (after %v warm-up)</text>`+"\n",
+		chartLeft, html.EscapeString(series), rep.Warmup)
+	// Legend.
+	x := chartLeft
+	fmt.Fprintf(&b, `<rect x="%d" y="32" width="14" height="10" fill="#bbbbbb"/><text x="%d" y="41">usage</text>`+"\n", x, x+18)
+	x += 70
+	for i, p := range rep.Policies {
+		if !charted(p.Policy) {
+			continue
+		}
+		c := chartColors[i%len(chartColors)]
+		fmt.Fprintf(&b, `<line x1="%d" y1="37" x2="%d" y2="37" stroke="%s" stroke-width="2.5"/><text x="%d" y="41">%s</text>`+"\n",
+			x, x+18, c, x+22, html.EscapeString(p.Policy))
+		x += 30 + 7*len(p.Policy)
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="41" fill="#555">(a line along the top edge is off the scale)</text>`+"\n", x+10)
+	panels := []struct {
+		title string
+		unit  float64
+		usage func(Sample) float64
+		prov  func(Resources) float64
+	}{
+		{"CPU [cores]", 1, func(s Sample) float64 { return s.CPU }, func(r Resources) float64 { return r.CPU }},
+		{"memory [GiB]", 1 << 30, func(s Sample) float64 { return s.Memory }, func(r Resources) float64 { return r.Memory }},
+	}
+	for pi, p := range panels {
+		top := chartTop + pi*(panelHeight+panelGap)
+		usage := bucketMax(tr.Samples, t0, span, func(i int) float64 { return p.usage(tr.Samples[i]) / p.unit })
+		lines := make([][]float64, len(tr.Provisioned))
+		ymax := maxOf(usage)
+		for i, prov := range tr.Provisioned {
+			lines[i] = bucketMax(tr.Samples, t0, span, func(j int) float64 { return p.prov(prov[j]) / p.unit })
+		}
+		// The oracle and tight policies sit near usage; scale to the
+		// policies too, but not to a policy that is off the chart by
+		// orders of magnitude, or usage would be a flat line.
+		for i, l := range lines {
+			if !charted(rep.Policies[i].Policy) {
+				lines[i] = nil
+				continue
+			}
+			if m := maxOf(l); m <= 4*ymax || ymax == 0 {
+				ymax = max(ymax, m)
+			}
+		}
+		drawPanel(&b, top, p.title, ymax, span, usage, lines)
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// svgOpen starts an SVG document of the given size on a white background,
+// so it reads the same in dark-themed viewers.
+func svgOpen(b *strings.Builder, width, height int) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n",
+		width, height, width, height)
+	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
+}
+
+// charted leaves the oracle out of series charts: it is the usage itself,
+// already drawn underneath.
+func charted(policy string) bool { return policy != "oracle" }
+
+// bucketMax reduces samples to chartBuckets columns, each the highest value
+// (NaN for a column with none).
+func bucketMax(samples []Sample, t0 time.Time, span time.Duration, value func(int) float64) []float64 {
+	out := make([]float64, chartBuckets)
+	for i := range out {
+		out[i] = math.NaN()
+	}
+	for i, s := range samples {
+		v := value(i)
+		if math.IsNaN(v) {
+			continue
+		}
+		k := int(float64(s.Time.Sub(t0)) / float64(span) * (chartBuckets - 1))
+		if math.IsNaN(out[k]) || v > out[k] {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func maxOf(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			m = max(m, x)
+		}
+	}
+	return m
+}
+
+// niceAxis picks an axis top and tick step for values up to v: the step is
+// 1, 2 or 5 times a power of ten, and there are at most six ticks.
+func niceAxis(v float64) (top, step float64) {
+	if v <= 0 {
+		return 1, 0.2
+	}
+	raw := v / 6
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	step = 10 * p
+	for _, m := range []float64{1, 2, 5} {
+		if raw <= m*p {
+			step = m * p
+			break
+		}
+	}
+	return math.Ceil(v/step-1e-9) * step, step
+}
+
+func drawPanel(b *strings.Builder, top int, title string, vmax float64, span time.Duration, usage []float64, lines [][]float64) {
+	ymax, ystep := niceAxis(vmax)
+	plotW := chartWidth - chartLeft - chartRight
+	px := func(k int) float64 { return chartLeft + float64(k)*float64(plotW)/float64(chartBuckets-1) }
+	py := func(v float64) float64 {
+		return float64(top) + float64(panelHeight)*(1-math.Min(v, ymax*1.02)/ymax)
+	}
+	fmt.Fprintf(b, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", chartLeft, top-8, title)
+	// Horizontal grid and y labels.
+	for v := 0.0; v <= ymax*(1+1e-9); v += ystep {
+		y := py(v)
+		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", chartLeft, y, chartWidth-chartRight, y)
+		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", chartLeft-6, y+4, fmtTick(v))
+	}
+	// Days on the x axis.
+	days := span.Hours() / 24
+	_, step := niceAxis(days)
+	step = math.Max(1, step)
+	for d := 0.0; d <= days; d += step {
+		x := chartLeft + d/days*float64(plotW)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#999"/>`+"\n", x, top+panelHeight, x, top+panelHeight+4)
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%g</text>`+"\n", x, top+panelHeight+17, d)
+	}
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="end" fill="#555">days after warm-up</text>`+"\n", chartWidth-chartRight, top+panelHeight+32)
+	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", chartLeft, top, plotW, panelHeight)
+	// Usage as a filled area, policies as lines over it.
+	var area strings.Builder
+	for k, v := range usage {
+		if math.IsNaN(v) {
+			continue
+		}
+		if area.Len() == 0 {
+			fmt.Fprintf(&area, "M%.1f,%.1f ", px(k), py(0))
+		}
+		fmt.Fprintf(&area, "L%.1f,%.1f ", px(k), py(v))
+		if k == len(usage)-1 || math.IsNaN(usage[k+1]) {
+			fmt.Fprintf(&area, "L%.1f,%.1f Z ", px(k), py(0))
+			fmt.Fprintf(b, `<path d="%s" fill="#bbbbbb"/>`+"\n", area.String())
+			area.Reset()
+		}
+	}
+	for i, l := range lines {
+		if l == nil {
+			continue
+		}
+		var pts strings.Builder
+		for k, v := range l {
+			if !math.IsNaN(v) {
+				fmt.Fprintf(&pts, "%.1f,%.1f ", px(k), py(v))
+			}
+		}
+		fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.6" stroke-opacity="0.9"/>`+"\n",
+			strings.TrimSpace(pts.String()), chartColors[i%len(chartColors)])
+	}
+}
+
+func fmtTick(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 10:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2g", v)
+	}
+}
+
+// Curve is one policy family swept over a parameter, for WriteTradeoff.
+type Curve struct {
+	Name   string
+	Points []CurvePoint
+}
+
+// CurvePoint is one setting of the swept parameter and its figures.
+type CurvePoint struct {
+	Label  string
+	Result PolicyResult
+}
+
+// WriteTradeoff draws provisioned/used against the share of samples over,
+// for CPU and memory side by side: lower and further left is better, so a
+// curve that lies below and left of another dominates it.
+func WriteTradeoff(w io.Writer, curves []Curve) error {
+	const pw, ph, left, top, gap = 400, 320, 70, 60, 90
+	width := 2*left + 2*pw + gap
+	height := top + ph + 60
+	var b strings.Builder
+	svgOpen(&b, width, height)
+	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">Trade-off: fleet provisioned/used against share of samples over (lower left is better)</text>`+"\n", left)
+	x := left
+	for i, c := range curves {
+		col := chartColors[i%len(chartColors)]
+		fmt.Fprintf(&b, `<circle cx="%d" cy="37" r="4" fill="%s"/><text x="%d" y="41">%s</text>`+"\n", x+5, col, x+14, html.EscapeString(c.Name))
+		x += 30 + 7*len(c.Name)
+	}
+	pick := []struct {
+		title string
+		fig   func(PolicyResult) Figures
+	}{
+		{"CPU", func(p PolicyResult) Figures { return p.CPU }},
+		{"memory", func(p PolicyResult) Figures { return p.Memory }},
+	}
+	for pi, p := range pick {
+		x0 := left + pi*(pw+gap)
+		var xmax, ymax float64
+		for _, c := range curves {
+			for _, pt := range c.Points {
+				f := p.fig(pt.Result)
+				xmax, ymax = max(xmax, f.OverPct), max(ymax, f.ProvisionedOverUsed)
+			}
+		}
+		xmax, xstep := niceAxis(xmax)
+		ymax, ystep := niceAxis(ymax)
+		sx := func(v float64) float64 { return float64(x0) + v/xmax*pw }
+		sy := func(v float64) float64 { return float64(top) + (1-v/ymax)*ph }
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, top-8, p.title)
+		for vy := 0.0; vy <= ymax*(1+1e-9); vy += ystep {
+			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", x0, sy(vy), x0+pw, sy(vy))
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%sx</text>`+"\n", x0-6, sy(vy)+4, fmtTick(vy))
+		}
+		for vx := 0.0; vx <= xmax*(1+1e-9); vx += xstep {
+			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#e5e5e5"/>`+"\n", sx(vx), top, sx(vx), top+ph)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s%%</text>`+"\n", sx(vx), top+ph+16, fmtTick(vx))
+		}
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, top, pw, ph)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">samples over provisioned</text>`+"\n", x0+pw/2, top+ph+34)
+		fmt.Fprintf(&b, `<text transform="translate(%d,%d) rotate(-90)" text-anchor="middle" fill="#555">provisioned / used</text>`+"\n", x0-48, top+ph/2)
+		for ci, c := range curves {
+			col := chartColors[ci%len(chartColors)]
+			var pts strings.Builder
+			for _, pt := range c.Points {
+				f := p.fig(pt.Result)
+				fmt.Fprintf(&pts, "%.1f,%.1f ", sx(f.OverPct), sy(f.ProvisionedOverUsed))
+			}
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", strings.TrimSpace(pts.String()), col)
+			for _, pt := range c.Points {
+				f := p.fig(pt.Result)
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/><text x="%.1f" y="%.1f" font-size="10" fill="%s">%s</text>`+"\n",
+					sx(f.OverPct), sy(f.ProvisionedOverUsed), col, sx(f.OverPct)+5, sy(f.ProvisionedOverUsed)-5, col, html.EscapeString(pt.Label))
+			}
+		}
+	}
+	b.WriteString("</svg>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,94 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteTable prints the fleet figures, one row per policy.
+func WriteTable(w io.Writer, rep *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "policy\tseries\tcpu prov/used\tcpu over%%\tcpu over%% p90\tcpu changes/day\tmem prov/used\tmem over%%\tmem over%% p90\tmem changes/day\t\n")
+	for _, p := range rep.Policies {
+		fmt.Fprintf(tw, "%s\t%d\t%.2fx\t%.2f%%\t%.2f%%\t%.2f\t%.2fx\t%.3f%%\t%.2f%%\t%.2f\t\n",
+			p.Policy, p.Series,
+			p.CPU.ProvisionedOverUsed, p.CPU.OverPct, p.CPU.OverPctP90, p.CPU.ChangesPerDay,
+			p.Memory.ProvisionedOverUsed, p.Memory.OverPct, p.Memory.OverPctP90, p.Memory.ChangesPerDay)
+	}
+	return tw.Flush()
+}
+
+// WriteSeriesTable prints every series under every policy.
+func WriteSeriesTable(w io.Writer, rep *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "series\tpolicy\tdays\tcpu mean used\tcpu prov/used\tcpu over%%\tcpu changes\tmem mean used [MiB]\tmem prov/used\tmem over%%\tmem changes\t\n")
+	for _, s := range rep.Series {
+		for i, p := range s.Policies {
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.3f\t%.2fx\t%.2f%%\t%d\t%.0f\t%.2fx\t%.3f%%\t%d\t\n",
+				s.Name, rep.Policies[i].Policy, p.CPU.Days,
+				meanUsed(p.CPU), p.CPU.Ratio(), p.CPU.OverPct(), p.CPU.Changes,
+				meanUsed(p.Memory)/(1<<20), p.Memory.Ratio(), p.Memory.OverPct(), p.Memory.Changes)
+		}
+	}
+	return tw.Flush()
+}
+
+func meanUsed(t Tally) float64 {
+	if t.Samples == 0 {
+		return 0
+	}
+	return t.SumUsed / float64(t.Samples)
+}
+
+// SeriesFigures is one series under one policy in JSON output.
+type SeriesFigures struct {
+	Series string       `json:"series"`
+	CPU    SeriesFigure `json:"cpu"`
+	Memory SeriesFigure `json:"memory"`
+}
+
+// SeriesFigure is one resource of one series under one policy.
+type SeriesFigure struct {
+	ProvisionedOverUsed float64 `json:"provisionedOverUsed"`
+	OverPct             float64 `json:"overPct"`
+	Changes             int     `json:"changes"`
+	Days                float64 `json:"days"`
+}
+
+type jsonPolicy struct {
+	PolicyResult
+	PerSeries []SeriesFigures `json:"perSeries,omitempty"`
+}
+
+// WriteJSON prints one object per policy; perSeries adds each policy's
+// per-series figures.
+func WriteJSON(w io.Writer, rep *Report, perSeries bool) error {
+	out := make([]jsonPolicy, len(rep.Policies))
+	for i, p := range rep.Policies {
+		out[i].PolicyResult = p
+		if !perSeries {
+			continue
+		}
+		for _, s := range rep.Series {
+			sp := s.Policies[i]
+			out[i].PerSeries = append(out[i].PerSeries, SeriesFigures{
+				Series: s.Name,
+				CPU:    SeriesFigure{ProvisionedOverUsed: finite(sp.CPU.Ratio()), OverPct: sp.CPU.OverPct(), Changes: sp.CPU.Changes, Days: sp.CPU.Days},
+				Memory: SeriesFigure{ProvisionedOverUsed: finite(sp.Memory.Ratio()), OverPct: sp.Memory.OverPct(), Changes: sp.Memory.Changes, Days: sp.Memory.Days},
+			})
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// finite keeps JSON encodable: a series that used nothing has no ratio.
+func finite(v float64) float64 {
+	if v > 1e300 {
+		return 0
+	}
+	return v
+}

@@ -1,0 +1,144 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func smallReport(t *testing.T) *Report {
+	t.Helper()
+	s := makeSeries("7", 8*24*time.Hour, func(i int) float64 { return 1 + float64(i%50)/50 }, constant(1e9))
+	rep, err := Run([]Series{s}, []Policy{lastSeen{}, Oracle{}}, Options{Warmup: 24 * time.Hour, MinSpan: 7 * 24 * time.Hour, Chart: []string{"7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// wellFormed fails unless the SVG parses as XML.
+func wellFormed(t *testing.T, svg string) {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	for {
+		_, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("chart is not well-formed XML: %v", err)
+		}
+	}
+}
+
+func TestWriteChart(t *testing.T) {
+	rep := smallReport(t)
+	var b bytes.Buffer
+	if err := WriteChart(&b, rep, "7"); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	wellFormed(t, svg)
+	for _, want := range []string{">last<", ">usage<", "CPU [cores]", "memory [GiB]", "days after warm-up"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	if strings.Contains(svg, ">oracle<") {
+		t.Errorf("chart draws the oracle, which is the usage itself")
+	}
+	if err := WriteChart(&b, rep, "nope"); err == nil {
+		t.Errorf("chart of an unknown series: want an error")
+	}
+}
+
+func TestWriteTradeoff(t *testing.T) {
+	rep := smallReport(t)
+	var b bytes.Buffer
+	err := WriteTradeoff(&b, []Curve{{Name: "a", Points: []CurvePoint{{Label: "p1", Result: rep.Policies[0]}, {Label: "p2", Result: rep.Policies[1]}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wellFormed(t, b.String())
+	if !strings.Contains(b.String(), ">p2<") {
+		t.Errorf("trade-off chart lacks point labels")
+	}
+}
+
+func TestWriteJSONSchema(t *testing.T) {
+	rep := smallReport(t)
+	var b bytes.Buffer
+	if err := WriteJSON(&b, rep, true); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	var keys [][]string
+	for _, p := range got {
+		var k []string
+		for _, res := range []string{"cpu", "memory"} {
+			for f := range p[res].(map[string]any) {
+				k = append(k, res+"."+f)
+			}
+		}
+		keys = append(keys, sortedStrings(k))
+	}
+	want := sortedStrings([]string{
+		"cpu.provisionedOverUsed", "cpu.overPct", "cpu.overPctP90", "cpu.changesPerDay",
+		"memory.provisionedOverUsed", "memory.overPct", "memory.overPctP90", "memory.changesPerDay",
+	})
+	if diff := cmp.Diff([][]string{want, want}, keys); diff != "" {
+		t.Errorf("JSON figure keys (-want,+got):\n%s", diff)
+	}
+	if got[0]["policy"] != "last" || got[0]["perSeries"] == nil {
+		t.Errorf("JSON lacks policy or perSeries: %v", got[0])
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	rep := smallReport(t)
+	var b bytes.Buffer
+	if err := WriteTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[2], "oracle") || !strings.Contains(lines[2], "1.00x") {
+		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+func sortedStrings(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+func TestNiceAxis(t *testing.T) {
+	type axis struct{ Top, Step float64 }
+	cases := map[float64]axis{
+		10.12: {12, 2},
+		5.09:  {6, 1},
+		0.114: {0.12, 0.02},
+		3.36:  {4, 1},
+		8:     {8, 2},
+		0:     {1, 0.2},
+		29.5:  {30, 5},
+	}
+	for v, want := range cases {
+		top, step := niceAxis(v)
+		if diff := cmp.Diff(want, axis{top, step}, cmpopts.EquateApprox(1e-9, 0)); diff != "" {
+			t.Errorf("niceAxis(%v) (-want,+got):\n%s", v, diff)
+		}
+	}
+}
