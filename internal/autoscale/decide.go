@@ -14,8 +14,10 @@ import (
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
-// Target is what the recommender wants for one container: the request it
-// should have. Nil holds that resource as it is.
+// Target is what the recommender wants for one container: the value its
+// usage must fit under (peaks plus margin). It sizes the limit where the
+// policy controls limits, else the request. Bounds (minAllowed, maxAllowed)
+// apply to it. Nil holds that resource as it is.
 type Target struct {
 	CPU    *resource.Quantity
 	Memory *resource.Quantity
@@ -199,6 +201,17 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 	}
 	ch := &Change{Container: c.Name, Resource: r, RequestBefore: req, LimitBefore: lim}
 
+	// The target sizes what usage must fit under: the limit when the policy
+	// controls limits (the request follows at the ratio the workload chose),
+	// else the request.
+	guaranteed := qos == corev1.PodQOSGuaranteed
+	requestsAndLimits := pol.ControlledValues == nil || *pol.ControlledValues == v1alpha1.ControlledValuesRequestsAndLimits
+	controlsLimit := lim != nil && (guaranteed || requestsAndLimits)
+	cur := toFloat(r, req)
+	if controlsLimit {
+		cur = toFloat(r, *lim)
+	}
+
 	v := toFloat(r, target)
 	if lo, ok := pol.MinAllowed[r]; ok && v < toFloat(r, lo) {
 		v = toFloat(r, lo)
@@ -208,7 +221,6 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		v = toFloat(r, hi)
 		ch.Notes = append(ch.Notes, "capped at maxAllowed "+hi.String())
 	}
-	cur := toFloat(r, req)
 	v = in.step(cur, v, &ch.Notes)
 
 	tolerance := DefaultTolerance
@@ -216,33 +228,34 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		tolerance = float64(*p) / 100
 	}
 	if cur > 0 && math.Abs(v-cur)/cur < tolerance {
-		next := fromFloat(r, v)
-		return nil, skip(SkipWithinTolerance, "%s %s -> %s is within the %.0f%% tolerance", r, req.String(), next.String(), tolerance*100)
+		from, to := fromFloat(r, cur), fromFloat(r, v)
+		return nil, skip(SkipWithinTolerance, "%s %s -> %s is within the %.0f%% tolerance", r, from.String(), to.String(), tolerance*100)
 	}
 
-	newReq := v
+	var newReq float64
 	var newLim *float64
-	guaranteed := qos == corev1.PodQOSGuaranteed
 	switch {
 	case guaranteed:
 		// Guaranteed keeps requests == limits, whatever controlledValues says.
-		l := v
-		newLim = &l
-	case lim != nil && pol.ControlledValues != nil && *pol.ControlledValues == v1alpha1.ControlledValuesRequestsAndLimits && cur > 0:
-		l := v * toFloat(r, *lim) / cur
-		newLim = &l
-	case lim != nil:
-		l := toFloat(r, *lim)
-		newLim = &l
-		if newReq > l {
-			newReq = l
-			ch.Notes = append(ch.Notes, "request capped at the unchanged limit")
+		newReq, newLim = v, &v
+	case controlsLimit:
+		newLim = &v
+		newReq = v * toFloat(r, req) / cur
+	default:
+		newReq = v
+		if lim != nil {
+			l := toFloat(r, *lim)
+			newLim = &l
+			if newReq > l {
+				newReq = l
+				ch.Notes = append(ch.Notes, "request capped at the unchanged limit")
+			}
 		}
 	}
 
 	if r == corev1.ResourceMemory {
 		ws, known := in.WorkingSet[c.Name]
-		lowering := newReq < cur || (newLim != nil && lim != nil && *newLim < toFloat(r, *lim))
+		lowering := newReq < toFloat(r, req) || (newLim != nil && lim != nil && *newLim < toFloat(r, *lim))
 		if !known && lowering {
 			return nil, skip(SkipNoWorkingSet, "memory not lowered: the container's working set is unknown")
 		}

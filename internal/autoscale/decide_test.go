@@ -81,7 +81,7 @@ func TestDecide(t *testing.T) {
 	}{
 		"raise keeps the limit/request ratio": {
 			pod: builder.Pod("p").Container(burstable()).Obj(), spec: spec(),
-			targets: map[string]Target{"app": {CPU: q("500m")}},
+			targets: map[string]Target{"app": {CPU: q("1")}},
 			want:    map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
 		},
 		"requests only is capped at the unchanged limit": {
@@ -100,7 +100,7 @@ func TestDecide(t *testing.T) {
 		"a restart the policy does not allow is skipped": {
 			pod:        builder.Pod("p").Container(burstable().ResizePolicy(corev1.ResourceMemory, corev1.RestartContainer)).Obj(),
 			spec:       spec(),
-			targets:    map[string]Target{"app": {CPU: q("500m"), Memory: q("512Mi")}},
+			targets:    map[string]Target{"app": {CPU: q("1"), Memory: q("512Mi")}},
 			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
 			want:       map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
 			wantSkips:  []SkipReason{SkipRestartNotAllowed},
@@ -110,14 +110,14 @@ func TestDecide(t *testing.T) {
 			spec:       spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "app", AllowRestart: ptr(true)})),
 			targets:    map[string]Target{"app": {Memory: q("512Mi")}},
 			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
-			want:       map[string]string{"app": "req.memory=512Mi,lim.memory=1Gi"},
+			want:       map[string]string{"app": "req.memory=256Mi,lim.memory=512Mi"},
 		},
 		"memory limit never below working set plus headroom": {
-			pod:        builder.Pod("p").Container(builder.Container("app").Requests("250m", "512Mi").Limits("500m", "512Mi")).Obj(),
+			pod:        builder.Pod("p").Container(builder.Container("app").Requests("250m", "256Mi").Limits("500m", "512Mi")).Obj(),
 			spec:       spec(),
 			targets:    map[string]Target{"app": {Memory: q("64Mi")}},
 			workingSet: map[string]resource.Quantity{"app": resource.MustParse("200Mi")},
-			want:       map[string]string{"app": "req.memory=64Mi,lim.memory=220Mi"},
+			want:       map[string]string{"app": "req.memory=32Mi,lim.memory=220Mi"},
 		},
 		"memory is not lowered without a working set": {
 			pod:       builder.Pod("p").Container(burstable()).Obj(),
@@ -129,7 +129,7 @@ func TestDecide(t *testing.T) {
 		"memory may rise without a working set": {
 			pod:     builder.Pod("p").Container(burstable()).Obj(),
 			spec:    spec(),
-			targets: map[string]Target{"app": {Memory: q("256Mi")}},
+			targets: map[string]Target{"app": {Memory: q("512Mi")}},
 			want:    map[string]string{"app": "req.memory=256Mi,lim.memory=512Mi"},
 		},
 		"maxAllowed caps the target": {
@@ -137,21 +137,21 @@ func TestDecide(t *testing.T) {
 			spec: spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*",
 				MaxAllowed: builder.List("1", "")})),
 			targets: map[string]Target{"app": {CPU: q("5")}},
-			want:    map[string]string{"app": "req.cpu=1,lim.cpu=2"},
+			want:    map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
 		},
 		"minAllowed floors the target": {
 			pod: builder.Pod("p").Container(burstable()).Obj(),
 			spec: spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*",
 				MinAllowed: builder.List("200m", "")})),
 			targets: map[string]Target{"app": {CPU: q("10m")}},
-			want:    map[string]string{"app": "req.cpu=200m,lim.cpu=400m"},
+			want:    map[string]string{"app": "req.cpu=100m,lim.cpu=200m"},
 		},
 		"scale-up step limit": {
 			pod: builder.Pod("p").Container(burstable()).Obj(),
 			spec: spec(func(s *v1alpha1.TailorPolicySpec) {
 				s.Behavior = &v1alpha1.Behavior{ScaleUp: &v1alpha1.ScaleUpRules{MaxStepPercent: ptr(int32(50))}}
 			}),
-			targets: map[string]Target{"app": {CPU: q("1")}},
+			targets: map[string]Target{"app": {CPU: q("2")}},
 			want:    map[string]string{"app": "req.cpu=375m,lim.cpu=750m"},
 		},
 		"scale-down step limit": {
@@ -165,7 +165,7 @@ func TestDecide(t *testing.T) {
 		"a change within tolerance is not worth a resize": {
 			pod:       builder.Pod("p").Container(builder.Container("app").Requests("1", "128Mi").Limits("2", "256Mi")).Obj(),
 			spec:      spec(),
-			targets:   map[string]Target{"app": {CPU: q("1020m")}},
+			targets:   map[string]Target{"app": {CPU: q("2040m")}},
 			want:      map[string]string{},
 			wantSkips: []SkipReason{SkipWithinTolerance},
 		},
