@@ -76,9 +76,9 @@ func TestAssemble(t *testing.T) {
 				Detail: "measured at 2026-11-21T11:50:00Z, 10m0s before now, more than the 1m0s allowed"}},
 		},
 		"zero time is stale": {
-			pods:      []*corev1.Pod{running},
-			readings:  map[metrics.Key]metrics.Reading{app: {CPU: metrics.Value(0.5, time.Time{}), Memory: metrics.Value(1, fresh)}},
-			wantUsage: map[metrics.Key]metrics.Usage{},
+			pods:         []*corev1.Pod{running},
+			readings:     map[metrics.Key]metrics.Reading{app: {CPU: metrics.Value(0.5, time.Time{}), Memory: metrics.Value(1, fresh)}},
+			wantUsage:    map[metrics.Key]metrics.Usage{},
 			wantProblems: []metrics.Problem{{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonStale, Detail: "the source gave no measurement time"}},
 		},
 		"adapter's own reason is kept": {
