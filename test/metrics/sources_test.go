@@ -191,11 +191,20 @@ func TestSources(t *testing.T) {
 				cg, haveCG := throttledTruth.throttledFraction(window(u))
 				record(t, "%-14s throttled 1500m under 500m limit: throttled fraction %.3f (cgroup cpu.stat over the same window %.3f), cpu %.3f cores",
 					src.Name(), *u.Throttled, cg, u.CPU)
-				if *u.Throttled <= 0.5 {
-					t.Errorf("throttled fraction %.3f, want > 0.5", *u.Throttled)
+				if !haveCG {
+					t.Fatalf("window %s..%s not covered by the cgroup sampler", u.Time.Add(-u.Window).Format(time.TimeOnly), u.Time.Format(time.TimeOnly))
 				}
-				if haveCG && math.Abs(*u.Throttled-cg) > 0.15 {
+				if math.Abs(*u.Throttled-cg) > 0.15 {
 					t.Errorf("throttled fraction %.3f, the cgroup says %.3f over the same window", *u.Throttled, cg)
+				}
+				switch {
+				case cg <= 0.5:
+					// A burner starved of CPU by other work reaches its quota
+					// in fewer periods; the source can only be as throttled
+					// as the cgroup is.
+					t.Logf("the cgroup itself was throttled in only %.3f of periods (contended machine); > 0.5 not checked", cg)
+				case *u.Throttled <= 0.5:
+					t.Errorf("throttled fraction %.3f, want > 0.5", *u.Throttled)
 				}
 			})
 		}
