@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/api"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/metrics/pkg/client/clientset/versioned"
 
@@ -121,6 +122,26 @@ func TestSources(t *testing.T) {
 	started := time.Now()
 	steadyTruth, throttledTruth, stepTruth := sampleTruth(t, steady), sampleTruth(t, throttled), sampleTruth(t, step)
 	srcs := sources(t)
+
+	// What the kubelet source's optional throttling costs: /metrics/cadvisor
+	// is read on every sync in addition to /metrics/resource.
+	t.Run("kubelet scrape cost", func(t *testing.T) {
+		for _, page := range []string{"metrics/resource", "metrics/cadvisor"} {
+			const n = 10
+			var size int
+			begin := time.Now()
+			for range n {
+				raw, err := clientset.CoreV1().RESTClient().Get().Resource("nodes").Name(steady.Spec.NodeName).
+					SubResource("proxy").Suffix(page).DoRaw(context.Background())
+				if err != nil {
+					t.Fatalf("read %s: %v", page, err)
+				}
+				size = len(raw)
+			}
+			record(t, "kubelet %-17s %6d bytes, %.1f ms per read through the apiserver proxy (mean of %d, %d pods on the node)",
+				page, size, float64(time.Since(begin).Microseconds())/1000/n, n, podsOnNode(t, steady.Spec.NodeName))
+		}
+	})
 
 	t.Run("steady", func(t *testing.T) {
 		for _, src := range srcs {
@@ -275,4 +296,13 @@ func TestSources(t *testing.T) {
 		record(t, "step %dm -> %dm: cgroup says %.3f -> %.3f cores; visible means a reading >= %.3f", stepFrom, stepTo, before, after, (before+after)/2)
 		wg.Wait()
 	})
+}
+
+func podsOnNode(t *testing.T, node string) int {
+	t.Helper()
+	pods, err := clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		t.Fatalf("list pods on %s: %v", node, err)
+	}
+	return len(pods.Items)
 }
