@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,16 +135,8 @@ func setCPU(t *testing.T, pod *corev1.Pod, millicores int) {
 	if err != nil {
 		t.Fatalf("set loadgen CPU: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("set loadgen CPU: %s", resp.Status)
 	}
-}
-
-func podNames(pods []*corev1.Pod) string {
-	names := make([]string, len(pods))
-	for i, p := range pods {
-		names[i] = p.Name
-	}
-	return strings.Join(names, ",")
 }
