@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Prometheus for the local cluster: Debian's package, run as a host process
+# that scrapes the kubelet's cAdvisor endpoint every 5s, so
+# tailor's Prometheus source can be tested against real series. Only
+# /metrics/cadvisor is scraped: /metrics/resource repeats
+# container_cpu_usage_seconds_total and container_memory_working_set_bytes
+# under the same labels, and every sum() would count them twice (tailor's
+# kubelet source reads /metrics/resource directly).
+#
+#   hack/addons/prometheus.sh up     install (apt, once), configure, start, wait for the targets
+#   hack/addons/prometheus.sh down   stop and remove its config and data
+#
+# The URL is http://127.0.0.1:9090 (PROMETHEUS_PORT to change it).
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+PROM_DIR="${TAILOR_DEV_DIR}/prometheus"
+PROM_PORT="${PROMETHEUS_PORT:-9090}"
+RUN_DIR="${TAILOR_DEV_DIR}/run"
+PIDFILE="${RUN_DIR}/prometheus.pid"
+SCRAPE_INTERVAL="${PROMETHEUS_SCRAPE_INTERVAL:-5s}"
+
+node_ip() {
+  local dev
+  dev=$(ip -4 route show default | awk '{for (i=1;i<NF;i++) if ($i=="dev") {print $(i+1); exit}}')
+  ip -4 -o addr show dev "$dev" scope global | awk '{split($4,a,"/"); print a[1]; exit}'
+}
+
+install() {
+  if ! command -v prometheus >/dev/null; then
+    log "installing Debian's prometheus package"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  fi
+  # The package's own service would hold port 9090 with its own config.
+  if command -v systemctl >/dev/null && systemctl is-active -q prometheus 2>/dev/null; then
+    systemctl stop prometheus || true
+    systemctl disable prometheus 2>/dev/null || true
+  fi
+}
+
+config() { # node-ip
+  local tls="
+  scheme: https
+  tls_config:
+    ca_file: ${PKI_DIR}/ca.crt
+    cert_file: ${PKI_DIR}/apiserver-kubelet-client.crt
+    key_file: ${PKI_DIR}/apiserver-kubelet-client.key
+    # The kubelet serves a self-signed certificate.
+    insecure_skip_verify: true
+  static_configs:
+  - targets: ['$1:10250']
+    labels: {node: ${NODE_NAME}}"
+  cat <<EOF
+global:
+  scrape_interval: ${SCRAPE_INTERVAL}
+  scrape_timeout: 4s
+scrape_configs:
+- job_name: kubelet-cadvisor
+  metrics_path: /metrics/cadvisor
+  # cAdvisor's series carry their own namespace/pod/container labels.
+  honor_labels: true${tls}
+EOF
+}
+
+running() { [[ -f "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+
+targets_up() {
+  curl -fsS 2>/dev/null "http://127.0.0.1:${PROM_PORT}/api/v1/query" --data-urlencode 'query=up{job="kubelet-cadvisor"}' |
+    grep -q '"value":\[[0-9.]*,"1"\]'
+}
+
+cmd_up() {
+  local t0=$SECONDS
+  install
+  mkdir -p "$PROM_DIR/data" "$RUN_DIR" "$LOG_DIR"
+  config "$(node_ip)" > "${PROM_DIR}/prometheus.yml"
+  promtool check config "${PROM_DIR}/prometheus.yml" >/dev/null || die "generated ${PROM_DIR}/prometheus.yml is invalid"
+  if running; then
+    kill -HUP "$(cat "$PIDFILE")"   # pick up a changed node IP
+  else
+    log "starting prometheus on 127.0.0.1:${PROM_PORT}"
+    setsid prometheus --config.file "${PROM_DIR}/prometheus.yml" \
+      --storage.tsdb.path "${PROM_DIR}/data" --storage.tsdb.retention.time 6h \
+      --web.listen-address "127.0.0.1:${PROM_PORT}" \
+      >>"${LOG_DIR}/prometheus.log" 2>&1 </dev/null &
+    echo $! > "$PIDFILE"
+  fi
+  local deadline=$((SECONDS + 90))
+  until targets_up; do
+    running || die "prometheus exited; see ${LOG_DIR}/prometheus.log"
+    (( SECONDS < deadline )) || die "timed out waiting for the kubelet targets to be up; see http://127.0.0.1:${PROM_PORT}/targets"
+    sleep 1
+  done
+  log "prometheus up in $((SECONDS - t0))s: http://127.0.0.1:${PROM_PORT}, kubelet targets up"
+}
+
+cmd_down() {
+  if [[ -f "$PIDFILE" ]]; then
+    local pid; pid=$(cat "$PIDFILE")
+    if kill -0 "$pid" 2>/dev/null; then
+      log "stopping prometheus"
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$PIDFILE"
+  fi
+  rm -rf "$PROM_DIR"
+  log "prometheus down"
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+esac

@@ -1,0 +1,133 @@
+package metrics
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Figure is one value an adapter read, before it is judged. An adapter that
+// could not read it leaves Set false and may say why in Reason and Detail.
+type Figure struct {
+	Value float64
+	// Time is when the value was measured.
+	Time   time.Time
+	Set    bool
+	Reason Reason
+	Detail string
+}
+
+// Value returns a Figure read at t.
+func Value(v float64, t time.Time) Figure { return Figure{Value: v, Time: t, Set: true} }
+
+// Unusable returns a Figure that could not be read, and why.
+func Unusable(reason Reason, detail string) Figure { return Figure{Reason: reason, Detail: detail} }
+
+// Reading is everything an adapter read for one container.
+type Reading struct {
+	CPU, Memory, Throttled Figure
+	// Window is what the CPU rate (and throttled fraction) cover.
+	Window time.Duration
+}
+
+// Assemble judges an adapter's readings for the asked pods: every running
+// container of every pod gets either a Usage or Problems, never silence.
+// Values must be finite and non-negative and measured within maxAge of now.
+// Readings for containers that were not asked for are ignored.
+func Assemble(pods []*corev1.Pod, readings map[Key]Reading, now time.Time, maxAge time.Duration) Result {
+	res := Result{Usage: map[Key]Usage{}}
+	for _, pod := range pods {
+		for _, c := range Containers(pod) {
+			key := Key{Namespace: pod.Namespace, Pod: pod.Name, Container: c}
+			if why := notRunning(pod, c); why != "" {
+				res.Problem(key, MetricAll, ReasonNotRunning, why)
+				continue
+			}
+			r, ok := readings[key]
+			if !ok {
+				res.Problem(key, MetricAll, ReasonMissing, "the source has no sample for this container")
+				continue
+			}
+			cpuOK := judge(&res, key, MetricCPU, r.CPU, now, maxAge, true)
+			memOK := judge(&res, key, MetricMemory, r.Memory, now, maxAge, true)
+			if !cpuOK || !memOK {
+				continue
+			}
+			u := Usage{Key: key, Window: r.Window, CPU: r.CPU.Value, Memory: r.Memory.Value, Time: r.CPU.Time}
+			// The older of the two is when this usage is known to hold.
+			if r.Memory.Time.Before(u.Time) {
+				u.Time = r.Memory.Time
+			}
+			if judge(&res, key, MetricThrottling, r.Throttled, now, maxAge, false) {
+				v := r.Throttled.Value
+				u.Throttled = &v
+			}
+			res.Usage[key] = u
+		}
+	}
+	res.Sort()
+	return res
+}
+
+// judge reports whether f is usable, recording a Problem when it is not. An
+// optional figure that was simply not read is not a problem.
+func judge(res *Result, key Key, m Metric, f Figure, now time.Time, maxAge time.Duration, required bool) bool {
+	switch {
+	case !f.Set && f.Reason == "" && !required:
+		return false
+	case !f.Set:
+		reason, detail := f.Reason, f.Detail
+		if reason == "" {
+			reason, detail = ReasonMissing, "the source has no sample for this container"
+		}
+		res.Problem(key, m, reason, detail)
+		return false
+	case CheckValue(f.Value) != "":
+		res.Problem(key, m, ReasonInvalid, fmt.Sprintf("value %v", f.Value))
+		return false
+	case f.Time.IsZero():
+		res.Problem(key, m, ReasonStale, "the source gave no measurement time")
+		return false
+	case !Fresh(f.Time, now, maxAge):
+		res.Problem(key, m, ReasonStale, fmt.Sprintf("measured at %s, %s before now, more than the %s allowed",
+			f.Time.UTC().Format(time.RFC3339), now.Sub(f.Time).Round(time.Second), maxAge))
+		return false
+	}
+	return true
+}
+
+// Containers lists the containers of pod that run alongside the workload and
+// so have usage to measure: regular containers and sidecars (restartable
+// init containers). Classic init containers have finished by then.
+func Containers(pod *corev1.Pod) []string {
+	var out []string
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			out = append(out, c.Name)
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// notRunning says why container c of pod cannot have current usage, or "".
+func notRunning(pod *corev1.Pod, c string) string {
+	if pod.Status.Phase != corev1.PodRunning {
+		return fmt.Sprintf("pod phase is %q", pod.Status.Phase)
+	}
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for _, st := range list {
+			if st.Name != c {
+				continue
+			}
+			if st.State.Running == nil {
+				return "container is not running"
+			}
+			return ""
+		}
+	}
+	return "container has no status yet"
+}

@@ -1,0 +1,77 @@
+package metrics
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Termination is a container's last termination as pod status reports it.
+// The kubelet keeps only the last one, so several restarts between two reads
+// show as one Termination; RestartCount tells how many there were.
+type Termination struct {
+	Key
+	// FinishedAt is when the container ended; the recommender dates the
+	// restart (and the OOM kill) by it.
+	FinishedAt time.Time
+	Reason     string
+	ExitCode   int32
+	// OOMKilled is true when the kernel killed the container for exceeding
+	// its memory limit: the recommender must then grow memory.
+	OOMKilled bool
+	// MemoryLimit is the container's memory limit in bytes as the kubelet
+	// reports it applied (status.resources, else spec), 0 when unlimited.
+	MemoryLimit  float64
+	RestartCount int32
+}
+
+// Terminations returns the last termination of each of pod's containers that
+// finished after since, in the order of Containers(pod).
+func Terminations(pod *corev1.Pod, since time.Time) []Termination {
+	var out []Termination
+	statuses := map[string]corev1.ContainerStatus{}
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, st := range list {
+			statuses[st.Name] = st
+		}
+	}
+	for _, name := range Containers(pod) {
+		st, ok := statuses[name]
+		if !ok || st.LastTerminationState.Terminated == nil {
+			continue
+		}
+		term := st.LastTerminationState.Terminated
+		finished := term.FinishedAt.Time
+		if finished.IsZero() || !finished.After(since) {
+			continue
+		}
+		out = append(out, Termination{
+			Key:          Key{Namespace: pod.Namespace, Pod: pod.Name, Container: name},
+			FinishedAt:   finished,
+			Reason:       term.Reason,
+			ExitCode:     term.ExitCode,
+			OOMKilled:    term.Reason == "OOMKilled",
+			MemoryLimit:  memoryLimit(pod, name, st),
+			RestartCount: st.RestartCount,
+		})
+	}
+	return out
+}
+
+func memoryLimit(pod *corev1.Pod, name string, st corev1.ContainerStatus) float64 {
+	if st.Resources != nil {
+		if q, ok := st.Resources.Limits[corev1.ResourceMemory]; ok {
+			return float64(q.Value())
+		}
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if c.Name == name {
+				if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+					return float64(q.Value())
+				}
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,334 @@
+package prometheus_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/api"
+	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// vector is a Prometheus HTTP API answer with one sample per entry, evaluated at now.
+func vector(samples ...string) string {
+	return `{"status":"success","data":{"resultType":"vector","result":[` + strings.Join(samples, ",") + `]}}`
+}
+
+// sample is one vector element for ns/web/app (or the given container), as
+// Prometheus writes it: the value is a JSON string.
+func sample(container, value string) string {
+	return fmt.Sprintf(`{"metric":{"namespace":"ns","pod":"web","container":%q},"value":[%d.000,%q]}`, container, now.Unix(), value)
+}
+
+func ts(t time.Time) string { return fmt.Sprintf("%.3f", float64(t.UnixMilli())/1000) }
+
+// answers maps a query kind to the raw HTTP status and body Prometheus gives.
+type answers map[string]struct {
+	status int
+	body   string
+}
+
+func ok(body string) struct {
+	status int
+	body   string
+} {
+	return struct {
+		status int
+		body   string
+	}{http.StatusOK, body}
+}
+
+func kind(q string) string {
+	switch {
+	case strings.Contains(q, "timestamp("):
+		return "timestamp"
+	case strings.Contains(q, "throttled"):
+		return "throttled"
+	case strings.Contains(q, "cpu_usage"):
+		return "cpu"
+	case strings.Contains(q, "working_set"):
+		return "memory"
+	}
+	return "other"
+}
+
+func serve(t *testing.T, a answers) (*httptest.Server, *[]string) {
+	var mu sync.Mutex
+	var queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			t.Errorf("parse form: %v", err)
+		}
+		q := r.Form.Get("query")
+		mu.Lock()
+		queries = append(queries, q)
+		mu.Unlock()
+		ans, found := a[kind(q)]
+		if !found {
+			ans = ok(vector())
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(ans.status)
+		_, _ = w.Write([]byte(ans.body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &queries
+}
+
+func newSource(t *testing.T, url string, q prometheus.Queries) *prometheus.Source {
+	t.Helper()
+	client, err := api.NewClient(api.Config{Address: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := prometheus.New(client, prometheus.Options{Queries: q, Window: time.Minute, MaxAge: time.Minute, Clock: clocktesting.NewFakePassiveClock(now)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func TestUsage(t *testing.T) {
+	pod := builder.Pod("web").Namespace("ns").Container(builder.Container("app")).Running().Obj()
+	app := metrics.Key{Namespace: "ns", Pod: "web", Container: "app"}
+	measured := now.Add(-7 * time.Second)
+	good := func() answers {
+		return answers{
+			"cpu":       ok(vector(sample("app", "0.5"))),
+			"memory":    ok(vector(sample("app", "104857600"))),
+			"throttled": ok(vector(sample("app", "0.25"))),
+			"timestamp": ok(vector(sample("app", ts(measured)))),
+		}
+	}
+	patch := func(a answers, k string, status int, body string) answers {
+		a[k] = struct {
+			status int
+			body   string
+		}{status, body}
+		return a
+	}
+	missing := "the query returned no series for this container"
+
+	cases := map[string]struct {
+		answers      answers
+		wantUsage    map[metrics.Key]metrics.Usage
+		wantProblems []metrics.Problem
+		wantErr      string
+	}{
+		"good answer, dated by the scrape timestamp": {
+			answers:   good(),
+			wantUsage: map[metrics.Key]metrics.Usage{app: {Key: app, Time: measured, Window: time.Minute, CPU: 0.5, Memory: 100 << 20, Throttled: ptr(0.25)}},
+		},
+		"no throttling series (no CPU limit) is not a problem": {
+			answers:   patch(good(), "throttled", 200, vector()),
+			wantUsage: map[metrics.Key]metrics.Usage{app: {Key: app, Time: measured, Window: time.Minute, CPU: 0.5, Memory: 100 << 20}},
+		},
+		"throttled 0/0 is NaN: usage kept, throttling reported": {
+			answers:      patch(good(), "throttled", 200, vector(sample("app", "NaN"))),
+			wantUsage:    map[metrics.Key]metrics.Usage{app: {Key: app, Time: measured, Window: time.Minute, CPU: 0.5, Memory: 100 << 20}},
+			wantProblems: []metrics.Problem{{Key: app, Metric: metrics.MetricThrottling, Reason: metrics.ReasonInvalid, Detail: "value NaN"}},
+		},
+		"NaN CPU and +Inf memory hold the container": {
+			answers:   patch(patch(good(), "cpu", 200, vector(sample("app", "NaN"))), "memory", 200, vector(sample("app", "+Inf"))),
+			wantUsage: map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{
+				{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonInvalid, Detail: "value NaN"},
+				{Key: app, Metric: metrics.MetricMemory, Reason: metrics.ReasonInvalid, Detail: "value +Inf"},
+			},
+		},
+		"negative CPU rate is invalid": {
+			answers:      patch(good(), "cpu", 200, vector(sample("app", "-0.3"))),
+			wantUsage:    map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonInvalid, Detail: "value -0.3"}},
+		},
+		"empty vectors: missing, never zero": {
+			answers:   answers{"cpu": ok(vector()), "memory": ok(vector()), "timestamp": ok(vector())},
+			wantUsage: map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{
+				{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonMissing, Detail: missing},
+				{Key: app, Metric: metrics.MetricMemory, Reason: metrics.ReasonMissing, Detail: missing},
+			},
+		},
+		"series of other containers only": {
+			answers:   answers{"cpu": ok(vector(sample("sidecar", "1"))), "memory": ok(vector(sample("sidecar", "1")))},
+			wantUsage: map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{
+				{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonMissing, Detail: missing},
+				{Key: app, Metric: metrics.MetricMemory, Reason: metrics.ReasonMissing, Detail: missing},
+			},
+		},
+		"series without a container label cannot be attributed": {
+			answers: answers{
+				"cpu":    ok(vector(`{"metric":{"namespace":"ns","pod":"web"},"value":[1795000000,"0.5"]}`)),
+				"memory": ok(vector(sample("app", "1"))),
+			},
+			wantUsage:    map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonMissing, Detail: missing}},
+		},
+		"stale scrape: Prometheus still answers, but from minutes ago": {
+			answers:   patch(good(), "timestamp", 200, vector(sample("app", ts(now.Add(-5*time.Minute))))),
+			wantUsage: map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{
+				{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonStale, Detail: "measured at 2026-11-21T11:55:00Z, 5m0s before now, more than the 1m0s allowed"},
+				{Key: app, Metric: metrics.MetricMemory, Reason: metrics.ReasonStale, Detail: "measured at 2026-11-21T11:55:00Z, 5m0s before now, more than the 1m0s allowed"},
+			},
+		},
+		"stale sample timestamp without a timestamp query answer": {
+			answers: answers{
+				"cpu":    ok(vector(fmt.Sprintf(`{"metric":{"namespace":"ns","pod":"web","container":"app"},"value":[%d,"0.5"]}`, now.Add(-time.Hour).Unix()))),
+				"memory": ok(vector(sample("app", "1"))),
+			},
+			wantUsage:    map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonStale, Detail: "measured at 2026-11-21T11:00:00Z, 1h0m0s before now, more than the 1m0s allowed"}},
+		},
+		"matrix instead of vector": {
+			answers:      patch(good(), "cpu", 200, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"namespace":"ns","pod":"web","container":"app"},"values":[[1795000000,"0.5"]]}]}}`),
+			wantUsage:    map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonMalformed, Detail: "the cpu query returned a matrix, want an instant vector"}},
+		},
+		"scalar instead of vector": {
+			answers:      patch(good(), "memory", 200, `{"status":"success","data":{"resultType":"scalar","result":[1795000000,"3"]}}`),
+			wantUsage:    map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{{Key: app, Metric: metrics.MetricMemory, Reason: metrics.ReasonMalformed, Detail: "the memory query returned a scalar, want an instant vector"}},
+		},
+		"two series for one container": {
+			answers:   patch(good(), "memory", 200, vector(sample("app", "1"), sample("app", "2"))),
+			wantUsage: map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{{Key: app, Metric: metrics.MetricMemory, Reason: metrics.ReasonMalformed,
+				Detail: "the query returned more than one series for this container; aggregate by namespace, pod, container"}},
+		},
+		"query refused as bad_data": {
+			answers:   patch(good(), "cpu", http.StatusBadRequest, `{"status":"error","errorType":"bad_data","error":"1:10: parse error: unexpected \"}\""}`),
+			wantUsage: map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonMalformed,
+				Detail: "the cpu query was refused: 1:10: parse error: unexpected \"}\""}},
+		},
+		"server error is the source's error": {
+			answers: patch(good(), "cpu", http.StatusServiceUnavailable, "upstream connect error"),
+			wantErr: "prometheus cpu query for namespace ns",
+		},
+		"query timeout is the source's error": {
+			answers: patch(good(), "memory", http.StatusServiceUnavailable, `{"status":"error","errorType":"timeout","error":"query timed out in expression evaluation"}`),
+			wantErr: "prometheus memory query for namespace ns",
+		},
+		"malformed JSON is the source's error": {
+			answers: patch(good(), "cpu", 200, `{"status":"success","data":{"resultType":"vector","result":[{"metric":`),
+			wantErr: "prometheus cpu query for namespace ns",
+		},
+		"unparsable sample value is the source's error": {
+			answers: patch(good(), "cpu", 200, vector(sample("app", "lots"))),
+			wantErr: "prometheus cpu query for namespace ns",
+		},
+		"HTML from a proxy is the source's error": {
+			answers: patch(good(), "cpu", 200, "<html><body>Sign in</body></html>"),
+			wantErr: "prometheus cpu query for namespace ns",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv, _ := serve(t, tc.answers)
+			got, err := newSource(t, srv.URL, prometheus.Queries{}).Usage(context.Background(), []*corev1.Pod{pod})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Usage: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantUsage, got.Usage); diff != "" {
+				t.Errorf("usage (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantProblems, got.Problems); diff != "" {
+				t.Errorf("problems (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestQueriesRendered(t *testing.T) {
+	pods := []*corev1.Pod{
+		builder.Pod("web-1.v2").Namespace("ns").Container(builder.Container("app")).Running().Obj(),
+		builder.Pod("api").Namespace("ns").Container(builder.Container("app")).Running().Obj(),
+		builder.Pod("db").Namespace("other").Container(builder.Container("app")).Running().Obj(),
+	}
+	cases := map[string]struct {
+		queries prometheus.Queries
+		want    []string
+	}{
+		"defaults: one query per figure per namespace, pod names escaped": {
+			want: []string{
+				`sum by (namespace, pod, container) (rate(container_cpu_usage_seconds_total{namespace="ns", pod=~"api|web-1\\.v2", container!="", container!="POD"}[1m]))`,
+				`max by (namespace, pod, container) (container_memory_working_set_bytes{namespace="ns", pod=~"api|web-1\\.v2", container!="", container!="POD"})`,
+				`sum by (namespace, pod, container) (rate(container_cpu_cfs_throttled_periods_total{namespace="ns", pod=~"api|web-1\\.v2", container!="", container!="POD"}[1m])) / sum by (namespace, pod, container) (rate(container_cpu_cfs_periods_total{namespace="ns", pod=~"api|web-1\\.v2", container!="", container!="POD"}[1m]))`,
+				`max by (namespace, pod, container) (timestamp(container_memory_working_set_bytes{namespace="ns", pod=~"api|web-1\\.v2", container!="", container!="POD"}))`,
+				`sum by (namespace, pod, container) (rate(container_cpu_usage_seconds_total{namespace="other", pod=~"db", container!="", container!="POD"}[1m]))`,
+				`max by (namespace, pod, container) (container_memory_working_set_bytes{namespace="other", pod=~"db", container!="", container!="POD"})`,
+				`sum by (namespace, pod, container) (rate(container_cpu_cfs_throttled_periods_total{namespace="other", pod=~"db", container!="", container!="POD"}[1m])) / sum by (namespace, pod, container) (rate(container_cpu_cfs_periods_total{namespace="other", pod=~"db", container!="", container!="POD"}[1m]))`,
+				`max by (namespace, pod, container) (timestamp(container_memory_working_set_bytes{namespace="other", pod=~"db", container!="", container!="POD"}))`,
+			},
+		},
+		"overridden CPU query, the rest default": {
+			queries: prometheus.Queries{CPU: `sum by (namespace, pod, container) (irate(my_cpu{ns="{{.Namespace}}", pod=~"{{.Pods}}"}[{{.Window}}]))`},
+			want: []string{
+				`sum by (namespace, pod, container) (irate(my_cpu{ns="ns", pod=~"api|web-1\\.v2"}[1m]))`,
+				`sum by (namespace, pod, container) (irate(my_cpu{ns="other", pod=~"db"}[1m]))`,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv, queries := serve(t, answers{})
+			if _, err := newSource(t, srv.URL, tc.queries).Usage(context.Background(), pods); err != nil {
+				t.Fatalf("Usage: %v", err)
+			}
+			for _, w := range tc.want {
+				found := false
+				for _, q := range *queries {
+					found = found || q == w
+				}
+				if !found {
+					t.Errorf("query not sent: %s\nsent:\n%s", w, strings.Join(*queries, "\n"))
+				}
+			}
+		})
+	}
+}
+
+func TestNewRejectsBadQueries(t *testing.T) {
+	client, err := api.NewClient(api.Config{Address: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		queries prometheus.Queries
+		wantErr string
+	}{
+		"unparsable template": {queries: prometheus.Queries{CPU: "rate(x{{.Namespace}[1m])"}, wantErr: "the cpu query is not a valid template"},
+		"unknown field":       {queries: prometheus.Queries{Memory: "x{ns=\"{{.Nmespace}}\"}"}, wantErr: "the memory query: render template memory"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := prometheus.New(client, prometheus.Options{Queries: tc.queries})
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}

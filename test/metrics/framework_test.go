@@ -1,0 +1,142 @@
+//go:build e2e
+
+package metrics
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+const loadgenImage = "tailor.local/loadgen:dev"
+
+var (
+	kubeconfig = flag.String("kubeconfig", envOr("TAILOR_KUBECONFIG", "/var/lib/tailor-dev/admin.kubeconfig"), "admin kubeconfig of the local cluster")
+
+	restConfig *rest.Config
+	clientset  *kubernetes.Clientset
+
+	// facts collects the measured figures for the suite's report.
+	facts   []string
+	factsMu sync.Mutex
+)
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	var err error
+	restConfig, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "metrics e2e: cannot load kubeconfig %s (is the cluster up? run hack/cluster.sh up): %v\n", *kubeconfig, err)
+		os.Exit(1)
+	}
+	restConfig.QPS, restConfig.Burst = 50, 100
+	clientset = kubernetes.NewForConfigOrDie(restConfig)
+	code := m.Run()
+	factsMu.Lock()
+	if len(facts) > 0 {
+		sort.Strings(facts)
+		fmt.Println("metrics sources, as measured:")
+		for _, f := range facts {
+			fmt.Println("  " + f)
+		}
+	}
+	factsMu.Unlock()
+	os.Exit(code)
+}
+
+func record(t *testing.T, format string, args ...any) {
+	t.Helper()
+	line := fmt.Sprintf(format, args...)
+	t.Log(line)
+	factsMu.Lock()
+	facts = append(facts, line)
+	factsMu.Unlock()
+}
+
+// newNamespace creates a metrics-* namespace and deletes it afterwards.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	name := "metrics-" + rand.String(6)
+	if _, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := clientset.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("default ServiceAccount in %s never appeared: %v", name, err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = clientset.CoreV1().Pods(name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		_ = clientset.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// loadPod starts a loadgen pod burning cpu and holding memory under the
+// given CPU limit, and returns it running (with its IP).
+func loadPod(t *testing.T, ns, name, cpu, memory, cpuLimit string) *corev1.Pod {
+	t.Helper()
+	pod := builder.Pod(name).Namespace(ns).Container(
+		builder.Container("app").Image(loadgenImage).
+			Args("--listen=:8080", "--cpu="+cpu, "--memory="+memory).
+			Requests("100m", "200Mi").Limits(cpuLimit, "400Mi"),
+	).Obj()
+	ctx := context.Background()
+	if _, err := clientset.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod %s/%s: %v", ns, name, err)
+	}
+	var got *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := clientset.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = p
+		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" &&
+			len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready, nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s not running: %v (phase %s)", ns, name, err, got.Status.Phase)
+	}
+	return got
+}
+
+// setCPU changes how much CPU the loadgen in pod burns.
+func setCPU(t *testing.T, pod *corev1.Pod, millicores int) {
+	t.Helper()
+	url := fmt.Sprintf("http://%s:8080/cpu?millicores=%d", pod.Status.PodIP, millicores)
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("set loadgen CPU: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("set loadgen CPU: %s", resp.Status)
+	}
+}

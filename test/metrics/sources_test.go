@@ -1,0 +1,310 @@
+//go:build e2e
+
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/metrics/pkg/client/clientset/versioned"
+
+	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/metrics/kubelet"
+	"github.com/tailorhq/tailor/internal/metrics/metricsserver"
+	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+)
+
+const (
+	// steady burns 500m under a 2-core limit and holds 100Mi.
+	steadyCPU, steadyMemory = 0.5, 100 << 20
+	cpuLow, cpuHigh         = 0.35, 0.65
+	// cpuTolerance is how far (cores) a source may be from the cgroup's own
+	// counter over the same window: sampling instants differ by up to a
+	// scrape on each end.
+	cpuTolerance = 0.08
+	// step goes from stepFrom to stepTo millicores.
+	stepFrom, stepTo = 200, 1200
+)
+
+type source struct {
+	metrics.Source
+	// settle is how long after the pods start before a reading covers only
+	// the steady load (the source's rate window plus a scrape).
+	settle time.Duration
+	// throttling: the source must report the throttled pod's CFS throttling.
+	throttling bool
+}
+
+// sources returns every source that runs on the cluster, and skips (with
+// the command that starts it) those that do not.
+func sources(t *testing.T) []source {
+	t.Helper()
+	out := []source{{
+		Source:     kubelet.New(clientset.CoreV1().RESTClient(), kubelet.Options{Throttling: true}),
+		settle:     25 * time.Second,
+		throttling: true,
+	}}
+	if _, err := clientset.Discovery().ServerResourcesForGroupVersion("metrics.k8s.io/v1beta1"); err != nil {
+		t.Logf("metrics-server: skipped, metrics.k8s.io/v1beta1 is not served (%v); run hack/addons/metrics-server.sh up", err)
+	} else {
+		out = append(out, source{
+			Source: metricsserver.New(versioned.NewForConfigOrDie(restConfig).MetricsV1beta1(), metricsserver.Options{}),
+			settle: 35 * time.Second,
+		})
+	}
+	if url := os.Getenv("TAILOR_PROMETHEUS_URL"); url == "" {
+		t.Log("prometheus: skipped, TAILOR_PROMETHEUS_URL is not set; run hack/addons/prometheus.sh up and set it to http://127.0.0.1:9090")
+	} else {
+		client, err := api.NewClient(api.Config{Address: url})
+		if err != nil {
+			t.Fatalf("prometheus client for %s: %v", url, err)
+		}
+		src, err := prometheus.New(client, prometheus.Options{})
+		if err != nil {
+			t.Fatalf("prometheus source: %v", err)
+		}
+		// The default 1m rate window plus two 5s scrapes.
+		out = append(out, source{Source: src, settle: 75 * time.Second, throttling: true})
+	}
+	return out
+}
+
+// usageOf polls src until cond holds for pod's container "app", and returns
+// the usage that satisfied it.
+func usageOf(ctx context.Context, t *testing.T, src metrics.Source, pod *corev1.Pod, timeout time.Duration, cond func(metrics.Usage) bool) (metrics.Usage, bool) {
+	key := metrics.Key{Namespace: pod.Namespace, Pod: pod.Name, Container: "app"}
+	var last metrics.Usage
+	var lastProblems []metrics.Problem
+	var lastErr error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		res, err := src.Usage(ctx, []*corev1.Pod{pod})
+		if err != nil {
+			// Keep polling: an add-on restarting under a busy machine is
+			// reported at the end if it never answers.
+			lastErr = err
+			return false, nil //nolint:nilerr
+		}
+		u, ok := res.Usage[key]
+		lastProblems = res.ProblemsFor(key)
+		if !ok {
+			return false, nil
+		}
+		last = u
+		return cond(u), nil
+	})
+	if err != nil {
+		t.Logf("%s: %s: condition not met after %s; last usage %+v, problems %v, error %v", src.Name(), key, timeout, last, lastProblems, lastErr)
+		return last, false
+	}
+	return last, true
+}
+
+// window is the interval a reading covers, [Time-Window, Time].
+func window(u metrics.Usage) (time.Time, time.Time) { return u.Time.Add(-u.Window), u.Time }
+
+// agrees reports whether a source's figure agrees with the cgroup's.
+func agrees(got, want float64) bool {
+	return math.Abs(got-want) <= max(cpuTolerance, 0.2*want)
+}
+
+func TestSources(t *testing.T) {
+	ns := newNamespace(t)
+	steady := loadPod(t, ns, "steady", "500m", "100Mi", "2")
+	throttled := loadPod(t, ns, "throttled", "1500m", "64Mi", "500m")
+	step := loadPod(t, ns, "step", fmt.Sprintf("%dm", stepFrom), "64Mi", "2")
+	started := time.Now()
+	steadyTruth, throttledTruth, stepTruth := sampleTruth(t, steady), sampleTruth(t, throttled), sampleTruth(t, step)
+	srcs := sources(t)
+
+	// What the kubelet source's optional throttling costs: /metrics/cadvisor
+	// is read on every sync in addition to /metrics/resource.
+	t.Run("kubelet scrape cost", func(t *testing.T) {
+		for _, page := range []string{"metrics/resource", "metrics/cadvisor"} {
+			const n = 10
+			var size int
+			begin := time.Now()
+			for range n {
+				raw, err := clientset.CoreV1().RESTClient().Get().Resource("nodes").Name(steady.Spec.NodeName).
+					SubResource("proxy").Suffix(page).DoRaw(context.Background())
+				if err != nil {
+					t.Fatalf("read %s: %v", page, err)
+				}
+				size = len(raw)
+			}
+			record(t, "kubelet %-17s %6d bytes, %.1f ms per read through the apiserver proxy (mean of %d, %d pods on the node)",
+				page, size, float64(time.Since(begin).Microseconds())/1000/n, n, podsOnNode(t, steady.Spec.NodeName))
+		}
+	})
+
+	t.Run("steady", func(t *testing.T) {
+		for _, src := range srcs {
+			t.Run(src.Name(), func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				if _, ok := usageOf(ctx, t, src, steady, 3*time.Minute, func(metrics.Usage) bool { return true }); !ok {
+					t.Fatalf("%s never reported the steady pod", src.Name())
+				}
+				time.Sleep(time.Until(started.Add(src.settle)))
+				// Three readings: each must agree, not just one.
+				var worstAge time.Duration
+				for i := range 3 {
+					if i > 0 {
+						time.Sleep(5 * time.Second)
+					}
+					res, err := src.Usage(ctx, []*corev1.Pod{steady})
+					if err != nil {
+						t.Fatalf("Usage: %v", err)
+					}
+					key := metrics.Key{Namespace: ns, Pod: steady.Name, Container: "app"}
+					u, ok := res.Usage[key]
+					if !ok {
+						t.Fatalf("reading %d: no usage, problems %v", i, res.ProblemsFor(key))
+					}
+					age := time.Since(u.Time)
+					worstAge = max(worstAge, age)
+					cg, haveCG := steadyTruth.cpu(window(u))
+					record(t, "%-14s steady 500m/100Mi: cpu %.3f cores (cgroup over the same window %.3f), working set %.1f MiB, window %s, data age %.1fs",
+						src.Name(), u.CPU, cg, u.Memory/(1<<20), u.Window, age.Seconds())
+					if !haveCG {
+						t.Errorf("reading %d: window %s..%s not covered by the cgroup sampler", i, u.Time.Add(-u.Window).Format(time.TimeOnly), u.Time.Format(time.TimeOnly))
+					} else if !agrees(u.CPU, cg) {
+						t.Errorf("reading %d: cpu %.3f cores, the cgroup says %.3f over the same window", i, u.CPU, cg)
+					}
+					switch {
+					case haveCG && (cg < cpuLow || cg > cpuHigh):
+						// The machine, not the source: other work on the 2 cores.
+						t.Logf("reading %d: the loadgen got %.3f cores of the 0.5 it burns for (contended machine); band %.2f..%.2f not checked", i, cg, cpuLow, cpuHigh)
+					case u.CPU < cpuLow || u.CPU > cpuHigh:
+						t.Errorf("reading %d: cpu %.3f cores, want %.2f..%.2f for a %.1f-core burn", i, u.CPU, cpuLow, cpuHigh, steadyCPU)
+					}
+					if u.Memory < steadyMemory {
+						t.Errorf("reading %d: working set %.1f MiB, want >= 100 MiB held", i, u.Memory/(1<<20))
+					}
+				}
+				record(t, "%-14s freshness: oldest of 3 readings %.1fs", src.Name(), worstAge.Seconds())
+			})
+			t.Run(src.Name()+"/throttled", func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				if !src.throttling {
+					// The source cannot tell; it must say so with nil, not 0.
+					u, ok := usageOf(ctx, t, src, throttled, 3*time.Minute, func(metrics.Usage) bool { return true })
+					if !ok {
+						t.Fatalf("%s never reported the throttled pod", src.Name())
+					}
+					if u.Throttled != nil {
+						t.Errorf("%s reported throttling %.3f; it has no way to know", src.Name(), *u.Throttled)
+					}
+					return
+				}
+				time.Sleep(time.Until(started.Add(src.settle)))
+				u, ok := usageOf(ctx, t, src, throttled, 2*time.Minute, func(u metrics.Usage) bool { return u.Throttled != nil })
+				if !ok {
+					t.Fatalf("%s never reported throttling for 1500m under a 500m limit", src.Name())
+				}
+				cg, haveCG := throttledTruth.throttledFraction(window(u))
+				record(t, "%-14s throttled 1500m under 500m limit: throttled fraction %.3f (cgroup cpu.stat over the same window %.3f), cpu %.3f cores",
+					src.Name(), *u.Throttled, cg, u.CPU)
+				if !haveCG {
+					t.Fatalf("window %s..%s not covered by the cgroup sampler", u.Time.Add(-u.Window).Format(time.TimeOnly), u.Time.Format(time.TimeOnly))
+				}
+				if math.Abs(*u.Throttled-cg) > 0.15 {
+					t.Errorf("throttled fraction %.3f, the cgroup says %.3f over the same window", *u.Throttled, cg)
+				}
+				switch {
+				case cg <= 0.5:
+					// A burner starved of CPU by other work reaches its quota
+					// in fewer periods; the source can only be as throttled
+					// as the cgroup is.
+					t.Logf("the cgroup itself was throttled in only %.3f of periods (contended machine); > 0.5 not checked", cg)
+				case *u.Throttled <= 0.5:
+					t.Errorf("throttled fraction %.3f, want > 0.5", *u.Throttled)
+				}
+			})
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	t.Run("step", func(t *testing.T) {
+		ctx := context.Background()
+		// Every source must first see the low level, or the step would be
+		// measured from a reading that never showed it.
+		for _, src := range srcs {
+			if u, ok := usageOf(ctx, t, src, step, 2*time.Minute, func(u metrics.Usage) bool { return u.CPU < 0.4 }); !ok {
+				t.Fatalf("%s: step pod never showed its %dm baseline (last cpu %.3f)", src.Name(), stepFrom, u.CPU)
+			}
+		}
+		at := time.Now()
+		before, _ := stepTruth.cpu(at.Add(-10*time.Second), at)
+		setCPU(t, step, stepTo)
+
+		// Poll every source from the step on, keeping each reading; what
+		// "visible" means is only known once the cgroup shows the level the
+		// loadgen really reaches (less than asked on a busy machine).
+		type seen struct {
+			at time.Time
+			u  metrics.Usage
+		}
+		var mu sync.Mutex
+		threshold := math.Inf(1)
+		var wg sync.WaitGroup
+		for _, src := range srcs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				key := metrics.Key{Namespace: ns, Pod: step.Name, Container: "app"}
+				var readings []seen
+				deadline := at.Add(3 * time.Minute)
+				for time.Now().Before(deadline) {
+					if res, err := src.Usage(ctx, []*corev1.Pod{step}); err == nil {
+						if u, ok := res.Usage[key]; ok {
+							readings = append(readings, seen{at: time.Now(), u: u})
+						}
+					}
+					mu.Lock()
+					th := threshold
+					mu.Unlock()
+					for _, r := range readings {
+						if r.u.CPU >= th {
+							record(t, "%-14s step visible after %.1fs (reading: cpu %.3f, window %s, measured %.1fs after the step)",
+								src.Name(), r.at.Sub(at).Seconds(), r.u.CPU, r.u.Window, r.u.Time.Sub(at).Seconds())
+							return
+						}
+					}
+					time.Sleep(500 * time.Millisecond)
+				}
+				t.Errorf("%s: step not visible after 3m (%d readings)", src.Name(), len(readings))
+			}()
+		}
+		time.Sleep(12 * time.Second)
+		after, ok := stepTruth.cpu(at.Add(2*time.Second), time.Now())
+		if !ok {
+			t.Error("cgroup sampler has no samples after the step")
+		}
+		mu.Lock()
+		threshold = (before + after) / 2
+		mu.Unlock()
+		record(t, "step %dm -> %dm: cgroup says %.3f -> %.3f cores; visible means a reading >= %.3f", stepFrom, stepTo, before, after, (before+after)/2)
+		wg.Wait()
+	})
+}
+
+func podsOnNode(t *testing.T, node string) int {
+	t.Helper()
+	pods, err := clientset.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		t.Fatalf("list pods on %s: %v", node, err)
+	}
+	return len(pods.Items)
+}
