@@ -72,7 +72,8 @@ e2e: build
 ## bench: replay a month of real VM usage (../shared/traces beside the clone)
 ## through tailor, the upstream VPA recommender, the seeds' rule and an oracle;
 ## prints the comparison, writes charts to bench/out, checks bench/ranges.json.
-## BENCH_FLAGS=--curve adds the trade-off sweep behind docs/benchmark-tradeoff.svg.
+## BENCH_FLAGS=--curve adds the trade-off sweep behind docs/benchmark-tradeoff.svg;
+## BENCH_TRACES is relative to bench/ (or absolute).
 BENCH_TRACES ?= ../../shared/traces/bitbrains-rnd/2013-7
 BENCH_FLAGS   ?=
 bench:

@@ -52,13 +52,19 @@ func (w *peakWindow) peak(now time.Time, bucket time.Duration) float64 {
 	var m float32
 	if expired <= 0 {
 		// The usual case, right after a sample: every bucket is live.
+		// A plain comparison: the max builtin's NaN handling costs more
+		// than the rest of a decision, and peaks are never NaN.
 		for _, b := range w.buckets {
-			m = max(m, b)
+			if b > m {
+				m = b
+			}
 		}
 		return float64(m)
 	}
 	for i := int64(0); i < peakBuckets-expired; i++ {
-		m = max(m, w.buckets[(int64(w.head)-i+peakBuckets)%peakBuckets])
+		if b := w.buckets[(int64(w.head)-i+peakBuckets)%peakBuckets]; b > m {
+			m = b
+		}
 	}
 	return float64(m)
 }

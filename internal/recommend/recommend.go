@@ -34,8 +34,8 @@ func (d Decision) String() string {
 type Sample struct {
 	// CPU is the mean usage over the sample's interval, in cores.
 	CPU float64
-	// Memory is the working set in bytes; 0 means not measured, since a
-	// running container never uses no memory.
+	// Memory is the working set in bytes; 0 (or NaN) means not measured,
+	// since a running container never uses no memory.
 	Memory float64
 }
 
@@ -137,11 +137,16 @@ type State struct {
 // AddSample records a usage sample measured at now.
 func (s *State) AddSample(smp Sample, now time.Time) {
 	sec := now.Unix()
-	if s.lastSample != 0 {
-		s.cpuJitter = s.r.decay(s.cpuJitter, smp.CPU-float64(s.lastCPU), sec-s.lastSample)
+	// A NaN or negative reading is a broken measurement, not usage; the
+	// peak windows must never hold one.
+	if smp.CPU >= 0 {
+		if s.lastSample != 0 {
+			s.cpuJitter = s.r.decay(s.cpuJitter, smp.CPU-float64(s.lastCPU), sec-s.lastSample)
+		}
+		s.cpu.add(smp.CPU, now, s.r.cpuBucket)
+		s.lastCPU = float32(smp.CPU)
+		s.lastSample = sec
 	}
-	s.cpu.add(smp.CPU, now, s.r.cpuBucket)
-	s.lastCPU = float32(smp.CPU)
 	if smp.Memory > 0 {
 		if s.lastMemAt != 0 {
 			s.memJitter = s.r.decay(s.memJitter, smp.Memory-float64(s.lastMemory), sec-s.lastMemAt)
@@ -150,7 +155,6 @@ func (s *State) AddSample(smp Sample, now time.Time) {
 		s.lastMemory = float32(smp.Memory)
 		s.lastMemAt = sec
 	}
-	s.lastSample = sec
 }
 
 // RecordOOM records an OOM kill at now under memLimit bytes. The workload

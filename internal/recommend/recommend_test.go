@@ -1,6 +1,7 @@
 package recommend
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -314,5 +315,22 @@ func TestReason(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("reasons (-want,+got):\n%s", diff)
+	}
+}
+
+func TestBrokenSamplesIgnored(t *testing.T) {
+	s := newState(t, nil)
+	now, cur := t0, Resources{}
+	feed(s, &now, &cur, 6, 0.5, 500)
+	before := cur
+	s.AddSample(Sample{CPU: math.NaN(), Memory: math.NaN()}, now)
+	s.AddSample(Sample{CPU: -1, Memory: -1}, now.Add(time.Second))
+	rec := s.Recommend(cur, now.Add(time.Second))
+	got := Resources{CPU: rec.CPU.Target, Memory: rec.Memory.Target}
+	if diff := cmp.Diff(before, got); diff != "" {
+		t.Errorf("targets after broken samples (-want,+got):\n%s", diff)
+	}
+	if r := rec.CPU.Reason(); strings.Contains(r, "NaN") {
+		t.Errorf("reason shows a broken sample: %s", r)
 	}
 }

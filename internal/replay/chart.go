@@ -76,15 +76,15 @@ func WriteChart(w io.Writer, rep *Report, series string) error {
 		for i, prov := range tr.Provisioned {
 			lines[i] = bucketMax(tr.Samples, t0, span, func(j int) float64 { return p.prov(prov[j]) / p.unit })
 		}
-		// The oracle and tight policies sit near usage; scale to the
-		// policies too, but not to a policy that is off the chart by
-		// orders of magnitude, or usage would be a flat line.
+		// Scale to usage and to the policies that stay near it; a policy
+		// far above (the doubling rule's capacity) is drawn along the top
+		// edge, or usage would be a flat line at the bottom.
 		for i, l := range lines {
 			if !charted(rep.Policies[i].Policy) {
 				lines[i] = nil
 				continue
 			}
-			if m := maxOf(l); m <= 4*ymax || ymax == 0 {
+			if m := maxOf(l); m <= 1.5*ymax || ymax == 0 {
 				ymax = max(ymax, m)
 			}
 		}

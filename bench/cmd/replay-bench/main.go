@@ -7,6 +7,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,8 +31,13 @@ func run() error {
 	out := flag.String("out", "out", "directory for charts and the JSON report")
 	charts := flag.String("chart-series", "60,253", "comma-separated series to chart: 60 runs batch jobs, 253 is steady")
 	curve := flag.Bool("curve", false, "also sweep tailor's look-back windows and VPA's safety margin and chart the trade-off (about 3x the run time)")
+	output := flag.String("o", "table", "output format on stdout: table or json")
+	seriesTable := flag.Bool("series-table", false, "also print every series under every policy")
 	vpaOOM := flag.Bool("vpa-oom", false, "also replay VPA fed with an OOM kill whenever memory went over its target")
 	flag.Parse()
+	if *output != "table" && *output != "json" {
+		return fmt.Errorf("-o %q is not one of table, json", *output)
+	}
 	if *traces == "" {
 		return fmt.Errorf("--traces is required, e.g. --traces ../../shared/traces/bitbrains-rnd/2013-7")
 	}
@@ -57,9 +63,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d series read, %d usable (%d spanning under %v skipped); read %v, replayed %v\n\n",
+	fmt.Fprintf(os.Stderr, "%d series read, %d usable (%d spanning under %v skipped); read %v, replayed %v\n\n",
 		len(series), len(rep.Series), len(rep.Skipped), opts.MinSpan, read.Round(time.Millisecond), (time.Since(start) - read).Round(time.Millisecond))
-	if err := replay.WriteTable(os.Stdout, rep); err != nil {
+	if *output == "json" {
+		err = replay.WriteJSON(os.Stdout, rep, *seriesTable)
+	} else {
+		err = replay.WriteTable(os.Stdout, rep)
+		if err == nil && *seriesTable {
+			fmt.Println()
+			err = replay.WriteSeriesTable(os.Stdout, rep)
+		}
+	}
+	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -74,11 +89,16 @@ func run() error {
 		}
 	}
 	if *curve {
-		if err := tradeoff(series, *out); err != nil {
+		// The sweep's table goes with the main one, unless stdout is JSON.
+		w := io.Writer(os.Stdout)
+		if *output == "json" {
+			w = os.Stderr
+		}
+		if err := tradeoff(series, *out, w); err != nil {
 			return err
 		}
 	}
-	fmt.Printf("\ncharts and report.json in %s (total %v)\n", *out, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "\ncharts and report.json in %s (total %v)\n", *out, time.Since(start).Round(time.Millisecond))
 	if *ranges == "" {
 		return nil
 	}
@@ -93,7 +113,7 @@ func run() error {
 		}
 		return fmt.Errorf("%d figures out of range", len(errs))
 	}
-	fmt.Printf("all figures within the ranges in %s\n", *ranges)
+	fmt.Fprintf(os.Stderr, "all figures within the ranges in %s\n", *ranges)
 	return nil
 }
 
@@ -121,7 +141,7 @@ func writeFile(path string, write func(*os.File) error) error {
 
 // tradeoff sweeps tailor's margins and VPA's safety margin in one replay
 // and charts both curves, for where the goal's single point is not reached.
-func tradeoff(series []replay.Series, out string) error {
+func tradeoff(series []replay.Series, out string, w io.Writer) error {
 	var policies []replay.Policy
 	// The look-back windows are tailor's main knob between cost and
 	// safety: a longer window remembers more peaks.
@@ -168,8 +188,8 @@ func tradeoff(series []replay.Series, out string) error {
 	for i := range vpaCurve.Points {
 		vpaCurve.Points[i].Result = rep.Policies[len(tailorCurve.Points)+i]
 	}
-	fmt.Printf("\ntrade-off sweep:\n")
-	if err := replay.WriteTable(os.Stdout, rep); err != nil {
+	fmt.Fprintf(w, "\ntrade-off sweep:\n")
+	if err := replay.WriteTable(w, rep); err != nil {
 		return err
 	}
 	return writeFile(filepath.Join(out, "tradeoff.svg"), func(f *os.File) error {
