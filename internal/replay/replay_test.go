@@ -90,11 +90,12 @@ func TestRunAccounting(t *testing.T) {
 		},
 		"changes counted per series-day": {
 			// Alternating usage: lastSeen changes at every sample after
-			// the warm-up, 288 a day.
+			// the warm-up, 288 a day. Mean provisioned and mean used are
+			// both 1.5, so the ratio is 1.
 			series:   []Series{makeSeries("a", 8*24*time.Hour-5*time.Minute, func(i int) float64 { return float64(1 + i%2) }, constant(1e9))},
 			policies: []Policy{lastSeen{}},
 			want: []PolicyResult{{Policy: "last", Series: 1,
-				CPU:    Figures{ProvisionedOverUsed: 1.5 / 1.5, OverPct: 50, OverPctP90: 50, ChangesPerDay: 288},
+				CPU:    Figures{ProvisionedOverUsed: 1, OverPct: 50, OverPctP90: 50, ChangesPerDay: 288},
 				Memory: Figures{ProvisionedOverUsed: 1}}},
 		},
 		"missing memory is not counted as zero use": {

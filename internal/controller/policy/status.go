@@ -152,4 +152,3 @@ func runtimeConvert(in map[string]any, out any) error {
 	}
 	return json.Unmarshal(b, out)
 }
-
