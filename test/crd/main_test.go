@@ -8,8 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -27,12 +24,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 var (
 	kubeconfig = flag.String("kubeconfig", envOr("TAILOR_KUBECONFIG", "/var/lib/tailor-dev/admin.kubeconfig"), "admin kubeconfig of the cluster to install the CRD into")
 
-	crdGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	policyGVR = v1alpha1.GroupVersion.WithResource("tailorpolicies")
 
 	dyn        dynamic.Interface
@@ -75,7 +72,7 @@ func run(m *testing.M) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	if err := installCRD(ctx); err != nil {
+	if err := cluster.InstallCRDs(ctx, dyn); err != nil {
 		return 0, err
 	}
 	// Dry-run creates still pass namespace admission: the namespace must exist.
@@ -91,38 +88,6 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	return m.Run(), nil
-}
-
-// installCRD creates or updates the CRD from config/crd/bases by server-side
-// apply, and waits until the apiserver reports it Established.
-func installCRD(ctx context.Context) error {
-	_, this, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(this), "..", "..", "config", "crd", "bases", "autoscaling.tailor.dev_tailorpolicies.yaml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var crd unstructured.Unstructured
-	if err := yaml.Unmarshal(data, &crd.Object); err != nil {
-		return fmt.Errorf("decoding %s: %w", path, err)
-	}
-	if _, err := dyn.Resource(crdGVR).Apply(ctx, crd.GetName(), &crd, metav1.ApplyOptions{FieldManager: "tailor-crd-test", Force: true}); err != nil {
-		return fmt.Errorf("installing %s: %w", path, err)
-	}
-	return wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		got, err := dyn.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-		for _, c := range conds {
-			c, _ := c.(map[string]any)
-			if c["type"] == "Established" && c["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
 }
 
 // waitServed waits until the new version is served: Established comes a

@@ -35,7 +35,7 @@ const (
 )
 
 var (
-	kubeconfig = flag.String("kubeconfig", envOr("TAILOR_KUBECONFIG", "/var/lib/tailor-dev/admin.kubeconfig"), "admin kubeconfig of the local cluster")
+	kubeconfig = flag.String("e2e.kubeconfig", envOr("TAILOR_KUBECONFIG", "/var/lib/tailor-dev/admin.kubeconfig"), "admin kubeconfig of the local cluster")
 
 	restConfig *rest.Config
 	clientset  *kubernetes.Clientset

@@ -146,15 +146,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if b := policy.Spec.Behavior; b != nil && b.MaxConcurrentResizes != nil {
 		maxInFlight = int(*b.MaxConcurrentResizes)
 	}
-	for _, p := range pods {
+	// Recommend for every pod whatever the mode: Off publishes them.
+	advice := make([]podAdvice, len(pods))
+	for i, p := range pods {
+		advice[i] = r.recommend(state, p, usage, now)
+	}
+	for i, p := range pods {
 		if mode == v1alpha1.UpdateModeOff {
 			break
+		}
+		if len(advice[i].targets) == 0 {
+			continue
 		}
 		if inFlight >= maxInFlight {
 			blocked["MaxConcurrentResizes"] = fmt.Sprintf("%d resizes in flight (maxConcurrentResizes %d)", inFlight, maxInFlight)
 			break
 		}
-		sent, retry, err := r.resizePod(ctx, policy, state, p, usage, now, blocked)
+		sent, retry, err := r.resizePod(ctx, policy, state, p, advice[i], now, blocked)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -200,6 +208,25 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy)
 		}
 	}
 	state.selector = sel
+	// Every container the policy may meet gets its configuration checked
+	// here, so a bad override is a status condition, not a crash later.
+	state.configs = map[string]recommend.Config{}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(policy.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("listing pods for policy %s/%s: %w", policy.Namespace, policy.Name, err)
+	}
+	for i := range pods.Items {
+		for _, c := range metrics.Containers(&pods.Items[i]) {
+			if _, done := state.configs[c]; done {
+				continue
+			}
+			cfg, err := recommenderConfig(r.Recommender, &policy.Spec, c)
+			if err != nil {
+				return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
+			}
+			state.configs[c] = cfg
+		}
+	}
 	r.store.put(policy.UID, state)
 	return state, nil
 }
@@ -305,10 +332,10 @@ func (s *policyState) pod(p *corev1.Pod) *podState {
 func (r *Reconciler) containerState(state *policyState, name string) *containerState {
 	cs, ok := state.containers[name]
 	if !ok {
-		rec, err := recommend.New(r.Recommender)
+		rec, err := recommend.New(state.configs[name])
 		if err != nil {
-			// The manager validated the configuration at start.
-			panic(fmt.Sprintf("recommender configuration became invalid: %v", err))
+			// prepare validated every container's configuration.
+			panic(fmt.Sprintf("recommender configuration for %q became invalid: %v", name, err))
 		}
 		cs = &containerState{state: rec.NewState()}
 		state.containers[name] = cs
@@ -361,7 +388,10 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyS
 	if obs.Generation < ps.resizeGeneration {
 		return true
 	}
-	ps.result, ps.message = string(obs.State), obs.Message
+	ps.result, ps.message = string(obs.State), ps.change
+	if obs.State != actuator.StateDone && obs.Message != "" {
+		ps.message = ps.change + ": " + obs.Message
+	}
 	if ps.reported != string(obs.State) {
 		ps.reported = string(obs.State)
 		switch obs.State {
@@ -375,44 +405,51 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyS
 	return obs.State == actuator.StateProposed || obs.State == actuator.StateInProgress || obs.State == actuator.StateDeferred
 }
 
-// resizePod decides and, if there is something to do, sends one resize.
-func (r *Reconciler) resizePod(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, p *corev1.Pod,
-	usage metrics.Result, now time.Time, blocked map[string]string) (bool, time.Duration, error) {
-	logger := log.FromContext(ctx).WithValues("pod", klog.KObj(p))
-	ps := state.pod(p)
-	targets := map[string]autoscale.Target{}
-	workingSet := map[string]resource.Quantity{}
+// podAdvice is what the recommender says for one pod's containers.
+type podAdvice struct {
+	targets    map[string]autoscale.Target
+	workingSet map[string]resource.Quantity
+}
+
+// recommend asks each container's recommender about one pod.
+func (r *Reconciler) recommend(state *policyState, p *corev1.Pod, usage metrics.Result, now time.Time) podAdvice {
+	a := podAdvice{targets: map[string]autoscale.Target{}, workingSet: map[string]resource.Quantity{}}
 	for _, c := range metrics.Containers(p) {
-		key := metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}
-		if u, ok := usage.Usage[key]; ok {
-			workingSet[c] = *resource.NewQuantity(int64(u.Memory), resource.BinarySI)
-		} else {
-			// No fresh usage: hold this container. Missing data never lowers.
-			continue
-		}
 		cs, ok := state.containers[c]
 		if !ok {
 			continue
+		}
+		u, fresh := usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
+		if fresh {
+			a.workingSet[c] = *resource.NewQuantity(int64(u.Memory), resource.BinarySI)
 		}
 		cur := recommend.Resources{CPU: provisioned(p, c, corev1.ResourceCPU), Memory: provisioned(p, c, corev1.ResourceMemory)}
 		rec := cs.state.Recommend(cur, now)
 		cs.last, cs.seen = rec, true
 		t := autoscale.Target{}
-		if rec.CPU.Decision != recommend.Hold {
+		// Without fresh usage only a raise is allowed: an OOM-killed
+		// container in a crash loop reports no usage and needs memory most;
+		// missing data never lowers anything.
+		if rec.CPU.Decision == recommend.Raise || (fresh && rec.CPU.Decision == recommend.Lower) {
 			t.CPU = resource.NewMilliQuantity(int64(rec.CPU.Target*1000+0.5), resource.DecimalSI)
 		}
-		if rec.Memory.Decision != recommend.Hold {
+		if rec.Memory.Decision == recommend.Raise || (fresh && rec.Memory.Decision == recommend.Lower) {
 			t.Memory = resource.NewQuantity(int64(rec.Memory.Target), resource.BinarySI)
 		}
 		if t.CPU != nil || t.Memory != nil {
-			targets[c] = t
+			a.targets[c] = t
 		}
 	}
-	if len(targets) == 0 {
-		return false, 0, nil
-	}
+	return a
+}
+
+// resizePod decides and, if there is something to do, sends one resize.
+func (r *Reconciler) resizePod(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, p *corev1.Pod,
+	advice podAdvice, now time.Time, blocked map[string]string) (bool, time.Duration, error) {
+	logger := log.FromContext(ctx).WithValues("pod", klog.KObj(p))
+	ps := state.pod(p)
 	decision, err := autoscale.Decide(autoscale.Input{
-		Pod: p, Spec: &policy.Spec, Targets: targets, WorkingSet: workingSet,
+		Pod: p, Spec: &policy.Spec, Targets: advice.targets, WorkingSet: advice.workingSet,
 		MemoryFloorHeadroom: MemoryFloorHeadroom, LastResize: ps.lastResize, Now: now,
 	})
 	if err != nil {
@@ -471,7 +508,8 @@ func (r *Reconciler) resizePod(ctx context.Context, policy *v1alpha1.TailorPolic
 		return false, 0, err
 	}
 	ps.lastResize, ps.resizeGeneration, ps.reported = now, applied.Generation, ""
-	ps.result, ps.message = string(actuator.StateProposed), describe(decision)
+	ps.change = describe(decision)
+	ps.result, ps.message = string(actuator.StateProposed), ps.change
 	resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "sent").Inc()
 	resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Inc()
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventResized, "Resize", "%s", describe(decision))

@@ -29,7 +29,10 @@ type policyState struct {
 	// containers holds one recommender state per container name: like VPA,
 	// tailor learns a container's size from every pod of the workload.
 	containers map[string]*containerState
-	pods       map[types.UID]*podState
+	// configs is each container's recommender configuration, with the
+	// policy's overrides applied.
+	configs map[string]recommend.Config
+	pods    map[types.UID]*podState
 }
 
 type containerState struct {
@@ -52,6 +55,8 @@ type podState struct {
 	resizeGeneration int64
 	result           string
 	message          string
+	// change says what the last resize changed.
+	change string
 	// reported is the last outcome an event was emitted for, so one state
 	// gives one event, not one per sync.
 	reported string

@@ -1,0 +1,315 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/actuator"
+	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/metrics/kubelet"
+	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
+)
+
+// The autoscaler end to end: the TailorPolicy controller runs in this
+// process against the real apiserver, reads usage from the real kubelet and
+// resizes real containers whose cgroups the tests read.
+
+var crdOnce sync.Once
+
+// startManager runs the policy controller until the test ends and returns a
+// client that knows TailorPolicy.
+func startManager(t *testing.T) client.Client {
+	t.Helper()
+	crdOnce.Do(func() {
+		if err := cluster.InstallCRDs(context.Background(), dynamic.NewForConfigOrDie(restConfig)); err != nil {
+			t.Fatalf("installing CRDs: %v", err)
+		}
+	})
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme: scheme, Metrics: crmetrics.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		// One manager per test, in one process: the controller name repeats.
+		Controller: crconfig.Controller{SkipNameValidation: ptr(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	server, err := actuator.Discover(clientset.Discovery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &policyctrl.Reconciler{
+		Client:      mgr.GetClient(),
+		Clock:       clock.RealClock{},
+		Events:      mgr.GetEventRecorder("tailor"),
+		Source:      kubelet.New(clientset.CoreV1().RESTClient(), kubelet.Options{Throttling: true}),
+		Actuator:    &actuator.Actuator{Client: wc, Server: server},
+		SyncPeriod:  2 * time.Second,
+		Recommender: recommend.DefaultConfig(),
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return wc
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// applyPolicy creates a TailorPolicy selecting app=<name> in ns.
+func applyPolicy(t *testing.T, c client.Client, ns, name string, mutate func(*v1alpha1.TailorPolicySpec)) *v1alpha1.TailorPolicy {
+	t.Helper()
+	p := &v1alpha1.TailorPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.TailorPolicySpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Behavior: &v1alpha1.Behavior{MinResizeInterval: &metav1.Duration{Duration: 5 * time.Second}},
+		},
+	}
+	if mutate != nil {
+		mutate(&p.Spec)
+	}
+	if err := c.Create(context.Background(), p); err != nil {
+		t.Fatalf("create policy: %v", err)
+	}
+	return p
+}
+
+// labelled is a loadgen pod labelled app=<name>, as a workload's pod is.
+func labelled(ns, name string, c ...*builder.ContainerWrapper) *corev1.Pod {
+	p := loadgenPod(ns, name, c...)
+	p.Labels = map[string]string{"app": name}
+	return p
+}
+
+// waitPod polls the pod until cond holds or timeout, and returns it.
+func waitPod(t *testing.T, pod *corev1.Pod, timeout time.Duration, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var got *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := clientset.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = p
+		return cond(p), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s: %v\nspec: %s\nstatus: %s", what, timeout, err, mustJSON(got.Spec.Containers[0].Resources), mustJSON(got.Status.ContainerStatuses))
+	}
+	return got
+}
+
+func cpuLimitMillis(p *corev1.Pod) int64 {
+	return p.Spec.Containers[0].Resources.Limits.Cpu().MilliValue()
+}
+
+func TestAutoscaleRaisesThrottledCPUInPlaceWithinBounds(t *testing.T) {
+	ns := newNamespace(t)
+	c := startManager(t)
+	pod := createRunningPod(t, labelled(ns, "hot", app().Args("--listen=:8080", "--cpu=800m", "--memory=24Mi").
+		Requests("100m", "64Mi").Limits("200m", "256Mi").
+		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
+	before := containerStatus(pod, "app")
+	start := time.Now()
+	applyPolicy(t, c, ns, "hot", func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
+			MaxAllowed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("400m")},
+		}}}
+	})
+
+	raised := waitPod(t, pod, 90*time.Second, "cpu limit raised", func(p *corev1.Pod) bool { return cpuLimitMillis(p) > 200 })
+	recordConvergence(t, "throttled cpu: policy applied -> first raise sent", time.Since(start))
+	waitCgroup(t, raised, "app", "cpu", "cpu.cfs_quota_us", cpuLimitMillis(raised)*100)
+
+	// Keeps raising while throttled, but never past maxAllowed.
+	top := waitPod(t, pod, 120*time.Second, "cpu limit at maxAllowed", func(p *corev1.Pod) bool { return cpuLimitMillis(p) >= 400 })
+	if got := cpuLimitMillis(top); got != 400 {
+		t.Errorf("cpu limit = %dm, want maxAllowed 400m", got)
+	}
+	time.Sleep(8 * time.Second)
+	final, err := clientset.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cpuLimitMillis(final); got > 400 {
+		t.Errorf("cpu limit went past maxAllowed: %dm", got)
+	}
+	st := containerStatus(final, "app")
+	if st.RestartCount != 0 || st.ContainerID != before.ContainerID {
+		t.Errorf("container restarted: restarts %d, id %s -> %s", st.RestartCount, before.ContainerID, st.ContainerID)
+	}
+	if final.Status.QOSClass != corev1.PodQOSBurstable {
+		t.Errorf("QoS class = %s, want Burstable", final.Status.QOSClass)
+	}
+	// Memory is not controlled by this policy.
+	if got := final.Spec.Containers[0].Resources.Limits.Memory().String(); got != "256Mi" {
+		t.Errorf("memory limit changed to %s though the policy controls cpu only", got)
+	}
+}
+
+func TestAutoscaleLowersOnlyAfterStabilization(t *testing.T) {
+	ns := newNamespace(t)
+	c := startManager(t)
+	pod := createRunningPod(t, labelled(ns, "idle", app().Args("--listen=:8080", "--cpu=20m", "--memory=24Mi").
+		Requests("500m", "64Mi").Limits("1", "256Mi")))
+	const window = 25 * time.Second
+	start := time.Now()
+	applyPolicy(t, c, ns, "idle", func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
+			Recommender: &v1alpha1.RecommenderOverrides{CPUWindow: &metav1.Duration{Duration: time.Minute}},
+		}}}
+		s.Behavior.ScaleDown = &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: window}}
+	})
+	lowered := waitPod(t, pod, 3*time.Minute, "cpu limit lowered", func(p *corev1.Pod) bool { return cpuLimitMillis(p) < 1000 })
+	took := time.Since(start)
+	recordConvergence(t, "idle cpu: policy applied -> first lowering", took)
+	if took < window {
+		t.Errorf("lowered after %s, before the %s stabilization window", took.Round(time.Second), window)
+	}
+	// The request follows the limit at the workload's own 1:2 ratio.
+	res := lowered.Spec.Containers[0].Resources
+	if r, l := res.Requests.Cpu().MilliValue(), res.Limits.Cpu().MilliValue(); r*2 < l-2 || r*2 > l+2 {
+		t.Errorf("request %dm and limit %dm lost the 1:2 ratio", r, l)
+	}
+	waitCgroup(t, lowered, "app", "cpu", "cpu.cfs_quota_us", cpuLimitMillis(lowered)*100)
+}
+
+func TestAutoscaleOffModeOnlyRecommends(t *testing.T) {
+	ns := newNamespace(t)
+	c := startManager(t)
+	pod := createRunningPod(t, labelled(ns, "watch", app().Args("--listen=:8080", "--cpu=800m").
+		Requests("100m", "64Mi").Limits("200m", "256Mi")))
+	p := applyPolicy(t, c, ns, "watch", func(s *v1alpha1.TailorPolicySpec) {
+		s.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: v1alpha1.UpdateModeOff}
+	})
+	var got v1alpha1.TailorPolicy
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil {
+			return false, err
+		}
+		return got.Status.Recommendation != nil && len(got.Status.Recommendation.ContainerRecommendations) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("no recommendation published: %v; status %s", err, mustJSON(got.Status))
+	}
+	if !meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionRecommendationProvided) {
+		t.Errorf("RecommendationProvided not True: %s", mustJSON(got.Status.Conditions))
+	}
+	time.Sleep(6 * time.Second)
+	fresh, err := clientset.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Generation != pod.Generation {
+		t.Errorf("updateMode Off changed the pod: generation %d -> %d, resources %s", pod.Generation, fresh.Generation, mustJSON(fresh.Spec.Containers[0].Resources))
+	}
+}
+
+func TestAutoscaleNeverRestartsAgainstPolicy(t *testing.T) {
+	ns := newNamespace(t)
+	c := startManager(t)
+	// Memory would be raised (the recommender keeps a margin above usage),
+	// but changing it restarts the container and the policy does not allow it.
+	pod := createRunningPod(t, labelled(ns, "strict", app().Args("--listen=:8080", "--cpu=800m", "--memory=48Mi").
+		Requests("100m", "64Mi").Limits("200m", "64Mi").
+		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.RestartContainer)))
+	p := applyPolicy(t, c, ns, "strict", nil)
+
+	raised := waitPod(t, pod, 90*time.Second, "cpu raised", func(p *corev1.Pod) bool { return cpuLimitMillis(p) > 200 })
+	var got v1alpha1.TailorPolicy
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), &got); err != nil {
+			return false, err
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionResizesBlocked)
+		return cond != nil && cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, "RestartContainer"), nil
+	})
+	if err != nil {
+		t.Errorf("ResizesBlocked does not say why memory was held: %s", mustJSON(got.Status.Conditions))
+	}
+	if got := raised.Spec.Containers[0].Resources.Limits.Memory().String(); got != "64Mi" {
+		t.Errorf("memory limit changed to %s under resizePolicy RestartContainer without allowRestart", got)
+	}
+	if st := containerStatus(raised, "app"); st.RestartCount != 0 {
+		t.Errorf("restartCount = %d, want 0", st.RestartCount)
+	}
+}
+
+func TestAutoscaleRaisesMemoryAfterOOMKill(t *testing.T) {
+	ns := newNamespace(t)
+	c := startManager(t)
+	// 96Mi under a 64Mi limit: the kernel kills it at every start.
+	p := labelled(ns, "oom", app().Args("--listen=:8080", "--memory=96Mi").
+		Requests("50m", "32Mi").Limits("200m", "64Mi").
+		ResizePolicy(corev1.ResourceMemory, corev1.NotRequired))
+	if _, err := clientset.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, p, 60*time.Second, "first OOM kill", func(p *corev1.Pod) bool {
+		st := containerStatus(p, "app")
+		return st != nil && st.LastTerminationState.Terminated != nil && st.LastTerminationState.Terminated.Reason == "OOMKilled"
+	})
+	oomAt := time.Now()
+	applyPolicy(t, c, ns, "oom", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior.MinResizeInterval = &metav1.Duration{Duration: time.Second}
+	})
+	raised := waitPod(t, p, 60*time.Second, "memory limit raised", func(p *corev1.Pod) bool {
+		return p.Spec.Containers[0].Resources.Limits.Memory().Value() > 64<<20
+	})
+	recordConvergence(t, "OOM kill seen -> memory raise sent", time.Since(oomAt))
+	lim := raised.Spec.Containers[0].Resources.Limits.Memory()
+	t.Logf("memory limit after OOM: %s", lim.String())
+	// It keeps rising until the container fits, then the container runs.
+	waitPod(t, p, 3*time.Minute, "container running with enough memory", func(p *corev1.Pod) bool {
+		st := containerStatus(p, "app")
+		return p.Spec.Containers[0].Resources.Limits.Memory().Value() >= 96<<20 && st != nil && st.State.Running != nil && st.Ready
+	})
+}
