@@ -23,9 +23,13 @@ var CRDGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // until each is Established.
 func InstallCRDs(ctx context.Context, dyn dynamic.Interface) error {
 	_, this, _, _ := runtime.Caller(0)
-	paths, err := filepath.Glob(filepath.Join(filepath.Dir(this), "..", "..", "config", "crd", "bases", "*.yaml"))
-	if err != nil || len(paths) == 0 {
-		return fmt.Errorf("no CRDs found in config/crd/bases: %v", err)
+	dir := filepath.Join(filepath.Dir(this), "..", "..", "config", "crd", "bases")
+	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return fmt.Errorf("listing CRDs in %s: %w", dir, err)
+	}
+	if len(paths) == 0 {
+		return fmt.Errorf("no CRDs in %s", dir)
 	}
 	for _, path := range paths {
 		if err := install(ctx, dyn, path); err != nil {
