@@ -13,11 +13,15 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 E2E_TIMEOUT   ?= 40m
 
-.PHONY: demo test unit lint e2e build install cluster-up cluster-down cluster-status bench bench-e2e generate verify-generated clean
+.PHONY: demo demo-resize test unit lint e2e build install cluster-up cluster-down cluster-status bench bench-e2e generate verify-generated clean
 
-## demo: local cluster + a workload resized in place, end to end.
+## demo: local cluster + the tailor manager autoscaling a workload in place.
 demo: build
 	hack/demo.sh
+
+## demo-resize: the same cluster, resized by hand with tailor resize.
+demo-resize: build
+	hack/demo-resize.sh
 
 ## test: lint, unit tests, then the e2e suite on a real local cluster.
 test: lint unit e2e

@@ -13,21 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/actuator"
-	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
-	"github.com/tailorhq/tailor/internal/metrics/kubelet"
-	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/test/builder"
 	"github.com/tailorhq/tailor/test/cluster"
 )
@@ -47,44 +38,13 @@ func startManager(t *testing.T) client.Client {
 			t.Fatalf("installing CRDs: %v", err)
 		}
 	})
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme: scheme, Metrics: crmetrics.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	mgr, err := manager.New(restConfig, manager.Options{
+		MetricsSource: "kubelet", KubeletThrottling: true, SyncPeriod: 2 * time.Second,
+		MetricsAddr: "0", ProbeAddr: "0",
 		// One manager per test, in one process: the controller name repeats.
-		Controller: crconfig.Controller{SkipNameValidation: ptr(true)},
+		SkipNameValidation: true,
 	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	server, err := actuator.Discover(clientset.Discovery())
-	if err != nil {
-		t.Fatal(err)
-	}
-	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &policyctrl.Reconciler{
-		Client:      mgr.GetClient(),
-		Clock:       clock.RealClock{},
-		Events:      mgr.GetEventRecorder("tailor"),
-		Source:      kubelet.New(clientset.CoreV1().RESTClient(), kubelet.Options{Throttling: true}),
-		Actuator:    &actuator.Actuator{Client: wc, Server: server},
-		SyncPeriod:  2 * time.Second,
-		Recommender: recommend.DefaultConfig(),
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -96,7 +56,7 @@ func startManager(t *testing.T) client.Client {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	return wc
+	return mgr.GetClient()
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -199,7 +199,7 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy)
 		state = &policyState{
 			generation: policy.Generation,
 			key:        types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name},
-			containers: map[string]*containerState{},
+			containers: map[containerKey]*containerState{},
 			pods:       map[types.UID]*podState{},
 		}
 		if old, had := r.store.get(policy.UID); had {
@@ -292,7 +292,7 @@ func (r *Reconciler) learn(state *policyState, pods []*corev1.Pod, usage metrics
 	for _, p := range pods {
 		ps := state.pod(p)
 		for _, t := range metrics.Terminations(p, ps.lastEvent) {
-			cs := r.containerState(state, t.Container)
+			cs := r.containerState(state, containerKey{p.UID, t.Container})
 			if t.OOMKilled {
 				cs.state.RecordOOM(t.FinishedAt, t.MemoryLimit)
 			} else {
@@ -307,7 +307,7 @@ func (r *Reconciler) learn(state *policyState, pods []*corev1.Pod, usage metrics
 			if !ok || !u.Time.After(ps.lastSample[c]) {
 				continue
 			}
-			cs := r.containerState(state, c)
+			cs := r.containerState(state, containerKey{p.UID, c})
 			cs.state.AddSample(recommend.Sample{CPU: u.CPU, Memory: u.Memory}, u.Time)
 			if u.Throttled != nil {
 				cs.state.RecordThrottling(u.Time, *u.Throttled, provisioned(p, c, corev1.ResourceCPU))
@@ -329,16 +329,21 @@ func (s *policyState) pod(p *corev1.Pod) *podState {
 	return ps
 }
 
-func (r *Reconciler) containerState(state *policyState, name string) *containerState {
-	cs, ok := state.containers[name]
+func (r *Reconciler) containerState(state *policyState, key containerKey) *containerState {
+	cs, ok := state.containers[key]
 	if !ok {
-		rec, err := recommend.New(state.configs[name])
+		cfg, ok := state.configs[key.container]
+		if !ok {
+			// A container prepare did not see (the pod appeared since).
+			cfg = r.Recommender
+		}
+		rec, err := recommend.New(cfg)
 		if err != nil {
 			// prepare validated every container's configuration.
-			panic(fmt.Sprintf("recommender configuration for %q became invalid: %v", name, err))
+			panic(fmt.Sprintf("recommender configuration for %q became invalid: %v", key.container, err))
 		}
 		cs = &containerState{state: rec.NewState()}
-		state.containers[name] = cs
+		state.containers[key] = cs
 	}
 	return cs
 }
@@ -415,7 +420,7 @@ type podAdvice struct {
 func (r *Reconciler) recommend(state *policyState, p *corev1.Pod, usage metrics.Result, now time.Time) podAdvice {
 	a := podAdvice{targets: map[string]autoscale.Target{}, workingSet: map[string]resource.Quantity{}}
 	for _, c := range metrics.Containers(p) {
-		cs, ok := state.containers[c]
+		cs, ok := state.containers[containerKey{p.UID, c}]
 		if !ok {
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/recommend"
 )
 
 // maxPodsInStatus bounds status.pods (the CRD allows 256).
@@ -40,16 +41,28 @@ func truncate(s string, n int) string {
 func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, state *policyState,
 	pods []*corev1.Pod, now time.Time, blocked map[string]string) {
 	gen := policy.Generation
-	names := make([]string, 0, len(state.containers))
-	for n, cs := range state.containers {
-		if cs.seen {
-			names = append(names, n)
+	// Status speaks per container name: the largest advice over the pods,
+	// which is what a new pod of the workload should get.
+	byName := map[string]recommend.Recommendation{}
+	for key, cs := range state.containers {
+		if !cs.seen {
+			continue
 		}
+		cur, ok := byName[key.container]
+		if !ok {
+			byName[key.container] = cs.last
+			continue
+		}
+		byName[key.container] = maxRecommendation(cur, cs.last)
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
 	}
 	sort.Strings(names)
 	rec := &v1alpha1.Recommendation{}
 	for _, n := range names {
-		last := state.containers[n].last
+		last := byName[n]
 		rec.ContainerRecommendations = append(rec.ContainerRecommendations, v1alpha1.RecommendedContainerResources{
 			ContainerName:  n,
 			Target:         list(last.CPU.Target, last.Memory.Target),
@@ -74,6 +87,11 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		live[p.UID] = true
 	}
 	status.Pods = nil
+	for key := range state.containers {
+		if !live[key.pod] {
+			delete(state.containers, key)
+		}
+	}
 	for uid, ps := range state.pods {
 		if !live[uid] {
 			delete(state.pods, uid)
@@ -104,6 +122,16 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	}
 	setCondition(status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Active",
 		fmt.Sprintf("%d pod(s) selected; usage from %s", len(pods), r.Source.Name()), gen)
+}
+
+func maxRecommendation(a, b recommend.Recommendation) recommend.Recommendation {
+	pick := func(x, y recommend.Advice) recommend.Advice {
+		if y.Target > x.Target {
+			return y
+		}
+		return x
+	}
+	return recommend.Recommendation{CPU: pick(a.CPU, b.CPU), Memory: pick(a.Memory, b.Memory)}
 }
 
 func resultOf(state string) v1alpha1.ResizeResult {

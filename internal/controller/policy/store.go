@@ -26,13 +26,19 @@ type policyState struct {
 	generation int64
 	key        types.NamespacedName
 	selector   labels.Selector
-	// containers holds one recommender state per container name: like VPA,
-	// tailor learns a container's size from every pod of the workload.
-	containers map[string]*containerState
+	// containers holds one recommender state per pod and container: the
+	// recommender follows one series (its stabilization clock assumes its
+	// advice is applied to that series), as the replay benchmark measures it.
+	containers map[containerKey]*containerState
 	// configs is each container's recommender configuration, with the
 	// policy's overrides applied.
 	configs map[string]recommend.Config
 	pods    map[types.UID]*podState
+}
+
+type containerKey struct {
+	pod       types.UID
+	container string
 }
 
 type containerState struct {

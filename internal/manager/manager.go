@@ -1,0 +1,157 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/actuator"
+	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/metrics/kubelet"
+	"github.com/tailorhq/tailor/internal/metrics/metricsserver"
+	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/internal/recommend"
+)
+
+// Sources are the metrics sources a manager can read usage from.
+var Sources = []string{"kubelet", "metrics-server", "prometheus"}
+
+// Options configure a manager.
+type Options struct {
+	// MetricsSource is one of Sources.
+	MetricsSource     string
+	PrometheusURL     string
+	KubeletThrottling bool
+	SyncPeriod        time.Duration
+
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	// MetricsAddr and ProbeAddr: "0" disables.
+	MetricsAddr string
+	ProbeAddr   string
+	// SkipNameValidation allows several managers in one process (tests).
+	SkipNameValidation bool
+}
+
+// Scheme knows the core types and TailorPolicy.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New builds a manager running the TailorPolicy controller.
+func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	server, err := actuator.Discover(dc)
+	if err != nil {
+		return nil, err
+	}
+	source, err := NewSource(cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	rec := recommend.DefaultConfig()
+	if err := rec.Validate(); err != nil {
+		return nil, fmt.Errorf("recommender configuration: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 crmetrics.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "tailor-manager",
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		Controller:              crconfig.Controller{SkipNameValidation: &o.SkipNameValidation},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	// The controller lists pods by node for headroom.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		return nil, fmt.Errorf("indexing pods by node: %w", err)
+	}
+	// Resizes are followed with a watch, which the cached client lacks.
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	r := &policyctrl.Reconciler{
+		Client:      mgr.GetClient(),
+		Clock:       clock.RealClock{},
+		Events:      mgr.GetEventRecorder("tailor"),
+		Source:      source,
+		Actuator:    &actuator.Actuator{Client: wc, Server: server},
+		SyncPeriod:  o.SyncPeriod,
+		Recommender: rec,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the policy controller: %w", err)
+	}
+	if o.ProbeAddr != "0" && o.ProbeAddr != "" {
+		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+			return nil, err
+		}
+	}
+	ctrl.Log.Info("tailor manager configured", "server", server.GitVersion, "mode", server.Mode, "metricsSource", source.Name(), "syncPeriod", o.SyncPeriod)
+	return mgr, nil
+}
+
+// NewSource builds the metrics source o names.
+func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
+	switch o.MetricsSource {
+	case "metrics-server":
+		mc, err := metricsclient.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return metricsserver.New(mc.MetricsV1beta1(), metricsserver.Options{}), nil
+	case "prometheus":
+		pc, err := promapi.NewClient(promapi.Config{Address: o.PrometheusURL})
+		if err != nil {
+			return nil, fmt.Errorf("prometheus URL %q: %w", o.PrometheusURL, err)
+		}
+		return prometheus.New(pc, prometheus.Options{})
+	case "kubelet", "":
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{Throttling: o.KubeletThrottling}), nil
+	}
+	return nil, fmt.Errorf("unknown metrics source %q: use kubelet, metrics-server or prometheus", o.MetricsSource)
+}
