@@ -368,7 +368,7 @@ func eventTime(e *eventsv1.Event) time.Time {
 	if !e.EventTime.IsZero() {
 		return e.EventTime.Time
 	}
-	if e.DeprecatedLastTimestamp.Time.After(e.DeprecatedFirstTimestamp.Time) {
+	if e.DeprecatedLastTimestamp.After(e.DeprecatedFirstTimestamp.Time) {
 		return e.DeprecatedLastTimestamp.Time
 	}
 	return e.CreationTimestamp.Time
