@@ -25,8 +25,9 @@ type Termination struct {
 	RestartCount int32
 }
 
-// Terminations returns the last termination of each of pod's containers that
-// finished after since, in the order of Containers(pod).
+// Terminations returns the terminations of pod's containers that finished
+// after since: the last one of each container and, when it is terminated
+// now, the current one, oldest first, in the order of Containers(pod).
 func Terminations(pod *corev1.Pod, since time.Time) []Termination {
 	var out []Termination
 	statuses := map[string]corev1.ContainerStatus{}
@@ -37,23 +38,30 @@ func Terminations(pod *corev1.Pod, since time.Time) []Termination {
 	}
 	for _, name := range Containers(pod) {
 		st, ok := statuses[name]
-		if !ok || st.LastTerminationState.Terminated == nil {
+		if !ok {
 			continue
 		}
-		term := st.LastTerminationState.Terminated
-		finished := term.FinishedAt.Time
-		if finished.IsZero() || !finished.After(since) {
-			continue
+		// The previous run's end, then the current one's when the container
+		// is terminated right now (before its restart, or for good under
+		// restartPolicy Never): both can be news since the last read.
+		for _, term := range []*corev1.ContainerStateTerminated{st.LastTerminationState.Terminated, st.State.Terminated} {
+			if term == nil {
+				continue
+			}
+			finished := term.FinishedAt.Time
+			if finished.IsZero() || !finished.After(since) {
+				continue
+			}
+			out = append(out, Termination{
+				Key:          Key{Namespace: pod.Namespace, Pod: pod.Name, Container: name},
+				FinishedAt:   finished,
+				Reason:       term.Reason,
+				ExitCode:     term.ExitCode,
+				OOMKilled:    term.Reason == "OOMKilled",
+				MemoryLimit:  memoryLimit(pod, name, st),
+				RestartCount: st.RestartCount,
+			})
 		}
-		out = append(out, Termination{
-			Key:          Key{Namespace: pod.Namespace, Pod: pod.Name, Container: name},
-			FinishedAt:   finished,
-			Reason:       term.Reason,
-			ExitCode:     term.ExitCode,
-			OOMKilled:    term.Reason == "OOMKilled",
-			MemoryLimit:  memoryLimit(pod, name, st),
-			RestartCount: st.RestartCount,
-		})
 	}
 	return out
 }

@@ -62,6 +62,25 @@ func TestTerminations(t *testing.T) {
 			since: t0.Add(-time.Minute),
 			want:  []metrics.Termination{{Key: app, FinishedAt: t0, Reason: "Error", ExitCode: 1, MemoryLimit: 128 << 20, RestartCount: 2}},
 		},
+		"terminated now, before the restart, after an earlier OOM kill": {
+			pod: base().ContainerStatus(corev1.ContainerStatus{
+				Name: "app", State: terminated("OOMKilled", 137, t0), RestartCount: 1,
+				LastTerminationState: terminated("Error", 2, t0.Add(-30*time.Second)),
+			}).Obj(),
+			since: t0.Add(-time.Minute),
+			want: []metrics.Termination{
+				{Key: app, FinishedAt: t0.Add(-30 * time.Second), Reason: "Error", ExitCode: 2, MemoryLimit: 128 << 20, RestartCount: 1},
+				{Key: app, FinishedAt: t0, Reason: "OOMKilled", ExitCode: 137, OOMKilled: true, MemoryLimit: 128 << 20, RestartCount: 1},
+			},
+		},
+		"terminated for good under restartPolicy Never, earlier one already seen": {
+			pod: base().RestartPolicy(corev1.RestartPolicyNever).ContainerStatus(corev1.ContainerStatus{
+				Name: "app", State: terminated("Completed", 0, t0),
+				LastTerminationState: terminated("Error", 2, t0.Add(-30*time.Second)),
+			}).Obj(),
+			since: t0.Add(-10 * time.Second),
+			want:  []metrics.Termination{{Key: app, FinishedAt: t0, Reason: "Completed", MemoryLimit: 128 << 20}},
+		},
 		"termination without finish time is ignored": {
 			pod: base().ContainerStatus(corev1.ContainerStatus{
 				Name: "app", State: runningState, RestartCount: 1, LastTerminationState: terminated("OOMKilled", 137, time.Time{}),
