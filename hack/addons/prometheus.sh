@@ -15,8 +15,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 PROM_DIR="${TAILOR_DEV_DIR}/prometheus"
 PROM_PORT="${PROMETHEUS_PORT:-9090}"
-RUN_DIR="${TAILOR_DEV_DIR}/run"
-PIDFILE="${RUN_DIR}/prometheus.pid"
+# Not in cluster.sh's run/ directory, which `cluster.sh down` deletes.
+PIDFILE="${PROM_DIR}/prometheus.pid"
 SCRAPE_INTERVAL="${PROMETHEUS_SCRAPE_INTERVAL:-5s}"
 
 node_ip() {
@@ -73,7 +73,7 @@ targets_up() {
 cmd_up() {
   local t0=$SECONDS
   install
-  mkdir -p "$PROM_DIR/data" "$RUN_DIR" "$LOG_DIR"
+  mkdir -p "$PROM_DIR/data" "$LOG_DIR"
   config "$(node_ip)" > "${PROM_DIR}/prometheus.yml"
   promtool check config "${PROM_DIR}/prometheus.yml" >/dev/null || die "generated ${PROM_DIR}/prometheus.yml is invalid"
   if running; then
