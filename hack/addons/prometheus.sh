@@ -65,9 +65,11 @@ EOF
 
 running() { [[ -f "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
 
+# targets_up asks the live scrape loop, not a query: after a restart, the
+# TSDB replays an `up` of 1 from before it that a query would still return.
 targets_up() {
-  curl -fsS 2>/dev/null "http://127.0.0.1:${PROM_PORT}/api/v1/query" --data-urlencode 'query=up{job="kubelet-cadvisor"}' |
-    grep -q '"value":\[[0-9.]*,"1"\]'
+  curl -fsS 2>/dev/null "http://127.0.0.1:${PROM_PORT}/api/v1/targets?state=active" |
+    grep -q '"scrapePool":"kubelet-cadvisor".*"health":"up"'
 }
 
 cmd_up() {
