@@ -16,9 +16,16 @@ type Termination struct {
 	FinishedAt time.Time
 	Reason     string
 	ExitCode   int32
-	// OOMKilled is true when the kernel killed the container for exceeding
-	// its memory limit: the recommender must then grow memory.
+	// OOMKilled is true when the runtime reported that the kernel killed
+	// the container for exceeding its memory limit: grow memory.
 	OOMKilled bool
+	// SIGKILL is true when the container died of SIGKILL (exit code 137),
+	// whatever the reason says. On this project's cgroup v1 node a real
+	// memcg OOM kill (in the kernel log) was reported as reason "Error",
+	// exit code 137, so a SIGKILLed container with a memory limit and a
+	// working set near it is a probable OOM kill; a liveness-probe kill after
+	// its grace period also ends in SIGKILL, so deciding is the caller's.
+	SIGKILL bool
 	// MemoryLimit is the container's memory limit in bytes as the kubelet
 	// reports it applied (status.resources, else spec), 0 when unlimited.
 	MemoryLimit  float64
@@ -58,6 +65,7 @@ func Terminations(pod *corev1.Pod, since time.Time) []Termination {
 				Reason:       term.Reason,
 				ExitCode:     term.ExitCode,
 				OOMKilled:    term.Reason == "OOMKilled",
+				SIGKILL:      term.ExitCode == 128+9,
 				MemoryLimit:  memoryLimit(pod, name, st),
 				RestartCount: st.RestartCount,
 			})
