@@ -25,8 +25,8 @@ import (
 
 const (
 	// steady burns 500m under a 2-core limit and holds 100Mi.
-	steadyCPU, steadyMemory = 0.5, 100 << 20
-	cpuLow, cpuHigh         = 0.35, 0.65
+	steadyMemory    = 100 << 20
+	cpuLow, cpuHigh = 0.35, 0.65
 	// cpuTolerance is how far (cores) a source may be from the cgroup's own
 	// counter over the same window: sampling instants differ by up to a
 	// scrape on each end.
@@ -182,12 +182,12 @@ func TestSources(t *testing.T) {
 					} else if !agrees(u.CPU, cg) {
 						t.Errorf("reading %d: cpu %.3f cores, the cgroup says %.3f over the same window", i, u.CPU, cg)
 					}
-					switch {
-					case haveCG && (cg < cpuLow || cg > cpuHigh):
-						// The machine, not the source: other work on the 2 cores.
-						t.Logf("reading %d: the loadgen got %.3f cores of the 0.5 it burns for (contended machine); band %.2f..%.2f not checked", i, cg, cpuLow, cpuHigh)
-					case u.CPU < cpuLow || u.CPU > cpuHigh:
-						t.Errorf("reading %d: cpu %.3f cores, want %.2f..%.2f for a %.1f-core burn", i, u.CPU, cpuLow, cpuHigh, steadyCPU)
+					// The band says whether the machine gave the loadgen the
+					// 0.5 cores it burns for; whether the source is right is
+					// the comparison with the cgroup above, which is stricter
+					// (±0.08 cores, or 20%) than the band and holds on a busy machine.
+					if cg < cpuLow || cg > cpuHigh {
+						t.Logf("reading %d: the loadgen got %.3f cores of the 0.5 it burns for (contended machine), outside %.2f..%.2f", i, cg, cpuLow, cpuHigh)
 					}
 					if u.Memory < steadyMemory {
 						t.Errorf("reading %d: working set %.1f MiB, want >= 100 MiB held", i, u.Memory/(1<<20))
