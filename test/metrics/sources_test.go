@@ -61,7 +61,7 @@ func sources(t *testing.T) []source {
 		t.Logf("metrics-server: skipped, metrics.k8s.io/v1beta1 is not served (%v); run hack/addons/metrics-server.sh up", err)
 	} else {
 		out = append(out, source{
-			Source: metricsserver.New(versioned.NewForConfigOrDie(restConfig).MetricsV1beta1(), metricsserver.Options{}),
+			Source:    metricsserver.New(versioned.NewForConfigOrDie(restConfig).MetricsV1beta1(), metricsserver.Options{}),
 			settle:    35 * time.Second,
 			tolerance: 0.2,
 		})
