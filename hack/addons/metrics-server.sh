@@ -13,8 +13,10 @@ MS_VERSION="${METRICS_SERVER_VERSION:-v0.9.0}"
 MS_BIN="${TAILOR_CACHE}/metrics-server/${MS_VERSION}/bin/metrics-server"
 MS_DIR="${TAILOR_DEV_DIR}/metrics-server"
 MS_PORT="${METRICS_SERVER_PORT:-4443}"
-RUN_DIR="${TAILOR_DEV_DIR}/run"
-PIDFILE="${RUN_DIR}/metrics-server.pid"
+# The pid file lives with the add-on's own state, not in cluster.sh's run/
+# directory, which `cluster.sh down` deletes: the process must stay findable
+# across a cluster restart (it reconnects by itself; `up` re-registers it).
+PIDFILE="${MS_DIR}/metrics-server.pid"
 # 10s is the smallest resolution metrics-server accepts; the kubelet request
 # timeout must stay under 90% of it.
 MS_RESOLUTION="${METRICS_SERVER_RESOLUTION:-10s}"
@@ -178,7 +180,7 @@ cmd_up() {
   build
   identity
   ip=$(node_ip)
-  mkdir -p "$RUN_DIR" "$LOG_DIR" "${MS_DIR}/certs"
+  mkdir -p "$LOG_DIR" "${MS_DIR}/certs"
   if ! running; then
     log "starting metrics-server on ${ip}:${MS_PORT}"
     # setsid: it must outlive the shell that started it, like the cluster.

@@ -15,8 +15,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 PROM_DIR="${TAILOR_DEV_DIR}/prometheus"
 PROM_PORT="${PROMETHEUS_PORT:-9090}"
-RUN_DIR="${TAILOR_DEV_DIR}/run"
-PIDFILE="${RUN_DIR}/prometheus.pid"
+# Not in cluster.sh's run/ directory, which `cluster.sh down` deletes.
+PIDFILE="${PROM_DIR}/prometheus.pid"
 SCRAPE_INTERVAL="${PROMETHEUS_SCRAPE_INTERVAL:-5s}"
 
 node_ip() {
@@ -65,15 +65,17 @@ EOF
 
 running() { [[ -f "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
 
+# targets_up asks the live scrape loop, not a query: after a restart, the
+# TSDB replays an `up` of 1 from before it that a query would still return.
 targets_up() {
-  curl -fsS 2>/dev/null "http://127.0.0.1:${PROM_PORT}/api/v1/query" --data-urlencode 'query=up{job="kubelet-cadvisor"}' |
-    grep -q '"value":\[[0-9.]*,"1"\]'
+  curl -fsS 2>/dev/null "http://127.0.0.1:${PROM_PORT}/api/v1/targets?state=active" |
+    grep -q '"scrapePool":"kubelet-cadvisor".*"health":"up"'
 }
 
 cmd_up() {
   local t0=$SECONDS
   install
-  mkdir -p "$PROM_DIR/data" "$RUN_DIR" "$LOG_DIR"
+  mkdir -p "$PROM_DIR/data" "$LOG_DIR"
   config "$(node_ip)" > "${PROM_DIR}/prometheus.yml"
   promtool check config "${PROM_DIR}/prometheus.yml" >/dev/null || die "generated ${PROM_DIR}/prometheus.yml is invalid"
   if running; then

@@ -16,17 +16,25 @@ type Termination struct {
 	FinishedAt time.Time
 	Reason     string
 	ExitCode   int32
-	// OOMKilled is true when the kernel killed the container for exceeding
-	// its memory limit: the recommender must then grow memory.
+	// OOMKilled is true when the runtime reported that the kernel killed
+	// the container for exceeding its memory limit: grow memory.
 	OOMKilled bool
+	// SIGKILL is true when the container died of SIGKILL (exit code 137),
+	// whatever the reason says. On this project's cgroup v1 node a real
+	// memcg OOM kill (in the kernel log) was reported as reason "Error",
+	// exit code 137, so a SIGKILLed container with a memory limit and a
+	// working set near it is a probable OOM kill; a liveness-probe kill after
+	// its grace period also ends in SIGKILL, so deciding is the caller's.
+	SIGKILL bool
 	// MemoryLimit is the container's memory limit in bytes as the kubelet
 	// reports it applied (status.resources, else spec), 0 when unlimited.
 	MemoryLimit  float64
 	RestartCount int32
 }
 
-// Terminations returns the last termination of each of pod's containers that
-// finished after since, in the order of Containers(pod).
+// Terminations returns the terminations of pod's containers that finished
+// after since: the last one of each container and, when it is terminated
+// now, the current one, oldest first, in the order of Containers(pod).
 func Terminations(pod *corev1.Pod, since time.Time) []Termination {
 	var out []Termination
 	statuses := map[string]corev1.ContainerStatus{}
@@ -37,23 +45,31 @@ func Terminations(pod *corev1.Pod, since time.Time) []Termination {
 	}
 	for _, name := range Containers(pod) {
 		st, ok := statuses[name]
-		if !ok || st.LastTerminationState.Terminated == nil {
+		if !ok {
 			continue
 		}
-		term := st.LastTerminationState.Terminated
-		finished := term.FinishedAt.Time
-		if finished.IsZero() || !finished.After(since) {
-			continue
+		// The previous run's end, then the current one's when the container
+		// is terminated right now (before its restart, or for good under
+		// restartPolicy Never): both can be news since the last read.
+		for _, term := range []*corev1.ContainerStateTerminated{st.LastTerminationState.Terminated, st.State.Terminated} {
+			if term == nil {
+				continue
+			}
+			finished := term.FinishedAt.Time
+			if finished.IsZero() || !finished.After(since) {
+				continue
+			}
+			out = append(out, Termination{
+				Key:          Key{Namespace: pod.Namespace, Pod: pod.Name, Container: name},
+				FinishedAt:   finished,
+				Reason:       term.Reason,
+				ExitCode:     term.ExitCode,
+				OOMKilled:    term.Reason == "OOMKilled",
+				SIGKILL:      term.ExitCode == 128+9,
+				MemoryLimit:  memoryLimit(pod, name, st),
+				RestartCount: st.RestartCount,
+			})
 		}
-		out = append(out, Termination{
-			Key:          Key{Namespace: pod.Namespace, Pod: pod.Name, Container: name},
-			FinishedAt:   finished,
-			Reason:       term.Reason,
-			ExitCode:     term.ExitCode,
-			OOMKilled:    term.Reason == "OOMKilled",
-			MemoryLimit:  memoryLimit(pod, name, st),
-			RestartCount: st.RestartCount,
-		})
 	}
 	return out
 }

@@ -40,14 +40,14 @@ func TestTerminations(t *testing.T) {
 				Resources:            &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}},
 			}).Obj(),
 			since: t0.Add(-time.Minute),
-			want:  []metrics.Termination{{Key: app, FinishedAt: t0, Reason: "OOMKilled", ExitCode: 137, OOMKilled: true, MemoryLimit: 256 << 20, RestartCount: 3}},
+			want:  []metrics.Termination{{Key: app, FinishedAt: t0, Reason: "OOMKilled", ExitCode: 137, OOMKilled: true, SIGKILL: true, MemoryLimit: 256 << 20, RestartCount: 3}},
 		},
 		"OOM kill without status resources falls back to spec limit": {
 			pod: base().ContainerStatus(corev1.ContainerStatus{
 				Name: "app", State: runningState, RestartCount: 1, LastTerminationState: terminated("OOMKilled", 137, t0),
 			}).Obj(),
 			since: t0.Add(-time.Minute),
-			want:  []metrics.Termination{{Key: app, FinishedAt: t0, Reason: "OOMKilled", ExitCode: 137, OOMKilled: true, MemoryLimit: 128 << 20, RestartCount: 1}},
+			want:  []metrics.Termination{{Key: app, FinishedAt: t0, Reason: "OOMKilled", ExitCode: 137, OOMKilled: true, SIGKILL: true, MemoryLimit: 128 << 20, RestartCount: 1}},
 		},
 		"already seen termination is not repeated": {
 			pod: base().ContainerStatus(corev1.ContainerStatus{
@@ -62,6 +62,32 @@ func TestTerminations(t *testing.T) {
 			since: t0.Add(-time.Minute),
 			want:  []metrics.Termination{{Key: app, FinishedAt: t0, Reason: "Error", ExitCode: 1, MemoryLimit: 128 << 20, RestartCount: 2}},
 		},
+		"terminated now, before the restart, after an earlier OOM kill": {
+			pod: base().ContainerStatus(corev1.ContainerStatus{
+				Name: "app", State: terminated("OOMKilled", 137, t0), RestartCount: 1,
+				LastTerminationState: terminated("Error", 2, t0.Add(-30*time.Second)),
+			}).Obj(),
+			since: t0.Add(-time.Minute),
+			want: []metrics.Termination{
+				{Key: app, FinishedAt: t0.Add(-30 * time.Second), Reason: "Error", ExitCode: 2, MemoryLimit: 128 << 20, RestartCount: 1},
+				{Key: app, FinishedAt: t0, Reason: "OOMKilled", ExitCode: 137, OOMKilled: true, SIGKILL: true, MemoryLimit: 128 << 20, RestartCount: 1},
+			},
+		},
+		"terminated for good under restartPolicy Never, earlier one already seen": {
+			pod: base().RestartPolicy(corev1.RestartPolicyNever).ContainerStatus(corev1.ContainerStatus{
+				Name: "app", State: terminated("Completed", 0, t0),
+				LastTerminationState: terminated("Error", 2, t0.Add(-30*time.Second)),
+			}).Obj(),
+			since: t0.Add(-10 * time.Second),
+			want:  []metrics.Termination{{Key: app, FinishedAt: t0, Reason: "Completed", MemoryLimit: 128 << 20}},
+		},
+		"SIGKILL reported as Error (a real OOM kill on cgroup v1, or a probe kill)": {
+			pod: base().ContainerStatus(corev1.ContainerStatus{
+				Name: "app", State: runningState, RestartCount: 1, LastTerminationState: terminated("Error", 137, t0),
+			}).Obj(),
+			since: t0.Add(-time.Minute),
+			want:  []metrics.Termination{{Key: app, FinishedAt: t0, Reason: "Error", ExitCode: 137, SIGKILL: true, MemoryLimit: 128 << 20, RestartCount: 1}},
+		},
 		"termination without finish time is ignored": {
 			pod: base().ContainerStatus(corev1.ContainerStatus{
 				Name: "app", State: runningState, RestartCount: 1, LastTerminationState: terminated("OOMKilled", 137, time.Time{}),
@@ -74,7 +100,7 @@ func TestTerminations(t *testing.T) {
 				ContainerStatus(corev1.ContainerStatus{Name: "proxy", State: runningState, RestartCount: 1, LastTerminationState: terminated("OOMKilled", 137, t0)}).Obj(),
 			since: t0.Add(-time.Minute),
 			want: []metrics.Termination{{Key: metrics.Key{Namespace: "ns", Pod: "web", Container: "proxy"},
-				FinishedAt: t0, Reason: "OOMKilled", ExitCode: 137, OOMKilled: true, RestartCount: 1}},
+				FinishedAt: t0, Reason: "OOMKilled", ExitCode: 137, OOMKilled: true, SIGKILL: true, RestartCount: 1}},
 		},
 	}
 	for name, tc := range cases {

@@ -25,8 +25,8 @@ import (
 
 const (
 	// steady burns 500m under a 2-core limit and holds 100Mi.
-	steadyCPU, steadyMemory = 0.5, 100 << 20
-	cpuLow, cpuHigh         = 0.35, 0.65
+	steadyMemory    = 100 << 20
+	cpuLow, cpuHigh = 0.35, 0.65
 	// cpuTolerance is how far (cores) a source may be from the cgroup's own
 	// counter over the same window: sampling instants differ by up to a
 	// scrape on each end.
@@ -42,6 +42,9 @@ type source struct {
 	settle time.Duration
 	// throttling: the source must report the throttled pod's CFS throttling.
 	throttling bool
+	// tolerance is the relative error allowed against the cgroup (at least
+	// cpuTolerance cores).
+	tolerance float64
 }
 
 // sources returns every source that runs on the cluster, and skips (with
@@ -52,13 +55,15 @@ func sources(t *testing.T) []source {
 		Source:     kubelet.New(clientset.CoreV1().RESTClient(), kubelet.Options{Throttling: true}),
 		settle:     25 * time.Second,
 		throttling: true,
+		tolerance:  0.2,
 	}}
 	if _, err := clientset.Discovery().ServerResourcesForGroupVersion("metrics.k8s.io/v1beta1"); err != nil {
 		t.Logf("metrics-server: skipped, metrics.k8s.io/v1beta1 is not served (%v); run hack/addons/metrics-server.sh up", err)
 	} else {
 		out = append(out, source{
-			Source: metricsserver.New(versioned.NewForConfigOrDie(restConfig).MetricsV1beta1(), metricsserver.Options{}),
-			settle: 35 * time.Second,
+			Source:    metricsserver.New(versioned.NewForConfigOrDie(restConfig).MetricsV1beta1(), metricsserver.Options{}),
+			settle:    35 * time.Second,
+			tolerance: 0.2,
 		})
 	}
 	if url := os.Getenv("TAILOR_PROMETHEUS_URL"); url == "" {
@@ -72,8 +77,16 @@ func sources(t *testing.T) []source {
 		if err != nil {
 			t.Fatalf("prometheus source: %v", err)
 		}
-		// The default 1m rate window plus two 5s scrapes.
-		out = append(out, source{Source: src, settle: 75 * time.Second, throttling: true})
+		// The default 1m rate window, plus cAdvisor's lag (its samples are
+		// stamped up to ~20s before the scrape on this busy node), plus a
+		// scrape: until then the series starts inside the window and rate()
+		// under-extrapolates (0.336 for a 0.381-core container at 75s).
+		// rate() divides an increase extrapolated at most half a sample
+		// interval past the newest sample by the full window; cAdvisor's
+		// samples lag the evaluation by up to ~20s here, so a reading can be
+		// up to ~25% low (measured: 0.298 for 0.374 cores; the next reading
+		// 0.376).
+		out = append(out, source{Source: src, settle: 95 * time.Second, throttling: true, tolerance: 0.25})
 	}
 	return out
 }
@@ -112,8 +125,8 @@ func usageOf(ctx context.Context, t *testing.T, src metrics.Source, pod *corev1.
 func window(u metrics.Usage) (time.Time, time.Time) { return u.Time.Add(-u.Window), u.Time }
 
 // agrees reports whether a source's figure agrees with the cgroup's.
-func agrees(got, want float64) bool {
-	return math.Abs(got-want) <= max(cpuTolerance, 0.2*want)
+func agrees(got, want, tolerance float64) bool {
+	return math.Abs(got-want) <= max(cpuTolerance, tolerance*want)
 }
 
 func TestSources(t *testing.T) {
@@ -176,15 +189,15 @@ func TestSources(t *testing.T) {
 						src.Name(), u.CPU, cg, u.Memory/(1<<20), u.Window, age.Seconds())
 					if !haveCG {
 						t.Errorf("reading %d: window %s..%s not covered by the cgroup sampler", i, u.Time.Add(-u.Window).Format(time.TimeOnly), u.Time.Format(time.TimeOnly))
-					} else if !agrees(u.CPU, cg) {
+					} else if !agrees(u.CPU, cg, src.tolerance) {
 						t.Errorf("reading %d: cpu %.3f cores, the cgroup says %.3f over the same window", i, u.CPU, cg)
 					}
-					switch {
-					case haveCG && (cg < cpuLow || cg > cpuHigh):
-						// The machine, not the source: other work on the 2 cores.
-						t.Logf("reading %d: the loadgen got %.3f cores of the 0.5 it burns for (contended machine); band %.2f..%.2f not checked", i, cg, cpuLow, cpuHigh)
-					case u.CPU < cpuLow || u.CPU > cpuHigh:
-						t.Errorf("reading %d: cpu %.3f cores, want %.2f..%.2f for a %.1f-core burn", i, u.CPU, cpuLow, cpuHigh, steadyCPU)
+					// The band says whether the machine gave the loadgen the
+					// 0.5 cores it burns for; whether the source is right is
+					// the comparison with the cgroup above, which is stricter
+					// (±0.08 cores, or 20-25%) than the band and holds on a busy machine.
+					if cg < cpuLow || cg > cpuHigh {
+						t.Logf("reading %d: the loadgen got %.3f cores of the 0.5 it burns for (contended machine), outside %.2f..%.2f", i, cg, cpuLow, cpuHigh)
 					}
 					if u.Memory < steadyMemory {
 						t.Errorf("reading %d: working set %.1f MiB, want >= 100 MiB held", i, u.Memory/(1<<20))

@@ -25,7 +25,8 @@ type Queries struct {
 	// Timestamp: when each container's data was scraped, in Unix seconds.
 	// An instant query stamps every sample with the evaluation time, so
 	// without this a series Prometheus stopped scraping minutes ago would look
-	// fresh. Empty means: trust the evaluation time.
+	// fresh. Empty means: trust the evaluation time (as it is, too, for a
+	// container this query has no answer for).
 	Timestamp string
 }
 
