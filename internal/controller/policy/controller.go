@@ -293,7 +293,10 @@ func (r *Reconciler) learn(state *policyState, pods []*corev1.Pod, usage metrics
 		ps := state.pod(p)
 		for _, t := range metrics.Terminations(p, ps.lastEvent) {
 			cs := r.containerState(state, containerKey{p.UID, t.Container})
-			if t.OOMKilled {
+			// The kubelet has been seen reporting a memcg OOM kill as reason
+			// Error with exit code 137: with a memory limit, a SIGKILL counts
+			// as one, since raising memory is the safe mistake.
+			if t.OOMKilled || (t.SIGKILL && t.MemoryLimit > 0) {
 				cs.state.RecordOOM(t.FinishedAt, t.MemoryLimit)
 			} else {
 				cs.state.RecordRestart(t.FinishedAt)
