@@ -21,16 +21,12 @@ PAUSE_IMAGE="${PAUSE_IMAGE:-registry.k8s.io/pause:3.10}"
 # their in-place resize are still gated in the versions we target.
 FEATURE_GATES="${FEATURE_GATES:-}"
 
+# Metrics sources beside the kubelet's own: metrics-server and Prometheus run
+# as host processes (hack/addons). ADDONS="" starts none.
+ADDONS="${ADDONS-metrics-server prometheus}"
+
 PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables conntrack openssl)
 
-node_ip() {
-  local dev ip
-  dev=$(ip -4 route show default | awk '{for (i=1;i<NF;i++) if ($i=="dev") {print $(i+1); exit}}')
-  [[ -n "$dev" ]] && ip=$(ip -4 -o addr show dev "$dev" scope global | awk '{split($4,a,"/"); print a[1]; exit}')
-  [[ -n "${ip:-}" ]] || ip=$(ip -4 -o addr show scope global | awk '{split($4,a,"/"); print a[1]; exit}')
-  [[ -n "${ip:-}" ]] || die "no global IPv4 address on this machine to use as the node IP"
-  echo "$ip"
-}
 
 install_packages() {
   local missing=()
@@ -318,6 +314,8 @@ cmd_up() {
   load_images
   start_kubelet "$ip"
   wait_for "default ServiceAccount" 60 "${K8S_BIN}/kubectl" --kubeconfig "$KUBECONFIG_PATH" get serviceaccount default -n default
+  local addon
+  for addon in ${ADDONS}; do "${HACK_DIR}/addons/${addon}.sh" up; done
   log "cluster up in $((SECONDS - t0))s (start $((SECONDS - t1))s); node ${NODE_NAME} (${ip}), Kubernetes ${K8S_VERSION}"
   log "logs: ${LOG_DIR}"
   echo "$KUBECONFIG_PATH"
@@ -342,6 +340,8 @@ clean_iptables() {
 }
 
 cmd_down() {
+  local addon
+  for addon in ${ADDONS}; do "${HACK_DIR}/addons/${addon}.sh" down || true; done
   # Pods first, while the kubelet still runs, so their cgroups and network
   # namespaces are torn down by the components that made them.
   if running kubelet && running kube-apiserver; then

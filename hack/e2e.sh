@@ -19,6 +19,8 @@ t0=$SECONDS
 log "cluster ready after $((SECONDS - t0))s; running e2e suite"
 cd "$ROOT"
 export TAILOR_KUBECONFIG="$KUBECONFIG_PATH"
+# The metrics e2e tests read Prometheus when the add-on runs.
+[[ " ${ADDONS-metrics-server prometheus} " == *" prometheus "* ]] && export TAILOR_PROMETHEUS_URL="http://127.0.0.1:${PROMETHEUS_PORT:-9090}"
 export PATH="${K8S_BIN}:${PATH}"
 # -p 1: packages share one node, and tests that fill it must not race.
 set +e

@@ -32,3 +32,14 @@ die() { log "error: $*"; exit 1; }
 
 # minor_of v1.37.1 -> 37
 minor_of() { local v="${1#v}"; v="${v#*.}"; echo "${v%%.*}"; }
+
+# node_ip is the IPv4 address the node registers: the default route's device,
+# else the first global address.
+node_ip() {
+  local dev ip
+  dev=$(ip -4 route show default | awk '{for (i=1;i<NF;i++) if ($i=="dev") {print $(i+1); exit}}')
+  [[ -n "$dev" ]] && ip=$(ip -4 -o addr show dev "$dev" scope global | awk '{split($4,a,"/"); print a[1]; exit}')
+  [[ -n "${ip:-}" ]] || ip=$(ip -4 -o addr show scope global | awk '{split($4,a,"/"); print a[1]; exit}')
+  [[ -n "${ip:-}" ]] || die "no global IPv4 address on this machine to use as the node IP"
+  echo "$ip"
+}

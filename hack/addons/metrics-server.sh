@@ -23,11 +23,6 @@ MS_RESOLUTION="${METRICS_SERVER_RESOLUTION:-10s}"
 
 kc() { "${K8S_BIN}/kubectl" --kubeconfig "$KUBECONFIG_PATH" "$@"; }
 
-node_ip() {
-  local dev
-  dev=$(ip -4 route show default | awk '{for (i=1;i<NF;i++) if ($i=="dev") {print $(i+1); exit}}')
-  ip -4 -o addr show dev "$dev" scope global | awk '{split($4,a,"/"); print a[1]; exit}'
-}
 
 build() {
   if [[ -x "$MS_BIN" ]]; then log "metrics-server ${MS_VERSION}: cached in ${MS_BIN}"; return; fi

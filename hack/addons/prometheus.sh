@@ -19,11 +19,6 @@ PROM_PORT="${PROMETHEUS_PORT:-9090}"
 PIDFILE="${PROM_DIR}/prometheus.pid"
 SCRAPE_INTERVAL="${PROMETHEUS_SCRAPE_INTERVAL:-5s}"
 
-node_ip() {
-  local dev
-  dev=$(ip -4 route show default | awk '{for (i=1;i<NF;i++) if ($i=="dev") {print $(i+1); exit}}')
-  ip -4 -o addr show dev "$dev" scope global | awk '{split($4,a,"/"); print a[1]; exit}'
-}
 
 install() {
   if ! command -v prometheus >/dev/null; then
