@@ -92,3 +92,10 @@ cluster-status:
 
 clean:
 	rm -rf $(BIN)
+
+## bench-e2e: reaction benchmark on the local cluster (idle -> full CPU step,
+## per metrics source); checks test/perf/reaction/ranges.json.
+BENCH_E2E_TRIALS ?= 5
+bench-e2e: build
+	hack/cluster.sh up
+	$(GO) run ./test/perf/reaction --trials $(BENCH_E2E_TRIALS) --ranges test/perf/reaction/ranges.json

@@ -17,6 +17,9 @@ CONTAINERD_ROOT="${TAILOR_DEV_DIR}/containerd"
 KUBELET_ROOT="${TAILOR_DEV_DIR}/kubelet"
 CNI_CONF_DIR="${TAILOR_DEV_DIR}/cni/net.d"
 PAUSE_IMAGE="${PAUSE_IMAGE:-registry.k8s.io/pause:3.10}"
+# How often cAdvisor refreshes container stats: it bounds how soon any metrics
+# source sees a load change. 10s is the kubelet's own default.
+#   KUBELET_HOUSEKEEPING=2s hack/cluster.sh up
 # In-place resize has been on by default since 1.33; pod-level resources and
 # their in-place resize are still gated in the versions we target.
 FEATURE_GATES="${FEATURE_GATES:-}"
@@ -290,7 +293,8 @@ ${gates_yaml}
 EOF
   start kubelet "${K8S_BIN}/kubelet" --config "${TAILOR_DEV_DIR}/kubelet.yaml" \
     --kubeconfig "${TAILOR_DEV_DIR}/kubelet.kubeconfig" --root-dir "$KUBELET_ROOT" \
-    --hostname-override "$NODE_NAME" --node-ip "$ip"
+    --hostname-override "$NODE_NAME" --node-ip "$ip" \
+    --housekeeping-interval "${KUBELET_HOUSEKEEPING:-10s}"
   wait_for "node ${NODE_NAME} Ready" 120 bash -c "'${K8S_BIN}/kubectl' --kubeconfig '$KUBECONFIG_PATH' get node '$NODE_NAME' -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}' | grep -qx True"
 }
 

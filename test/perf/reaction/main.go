@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/test/cluster"
+)
+
+type options struct {
+	kubeconfig    string
+	sources       string
+	trials        int
+	syncPeriod    time.Duration
+	prometheusURL string
+	ranges        string
+	timeout       time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.sources, "sources", "kubelet,metrics-server,prometheus", "metrics sources to measure")
+	flag.IntVar(&o.trials, "trials", 5, "steps per source")
+	flag.DurationVar(&o.syncPeriod, "sync-period", 2*time.Second, "the manager's sync period, the same for every source")
+	flag.StringVar(&o.prometheusURL, "prometheus-url", "http://127.0.0.1:9090", "Prometheus for the prometheus source")
+	flag.StringVar(&o.ranges, "ranges", "", "JSON file of p95 bounds per source; the run fails outside them")
+	flag.DurationVar(&o.timeout, "timeout", 90*time.Second, "a step not reacted to within this counts as a failure")
+	flag.Parse()
+	// controller-runtime registers --kubeconfig itself.
+	o.kubeconfig = "/var/lib/tailor-dev/admin.kubeconfig"
+	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		o.kubeconfig = f.Value.String()
+	}
+	// Teardown of each trial's namespace makes expected event and status
+	// write failures; the figures are what this program prints.
+	ctrl.SetLogger(zap.New(zap.Level(zapcore.FatalLevel)))
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	source   string
+	seconds  []float64
+	failures int
+}
+
+func run(o options) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %s (is the cluster up? make cluster-up): %w", o.kubeconfig, err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	if err := cluster.InstallCRDs(context.Background(), dynamic.NewForConfigOrDie(cfg)); err != nil {
+		return err
+	}
+	node, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(node.Items) == 0 {
+		return fmt.Errorf("listing nodes: %v", err)
+	}
+	fmt.Printf("machine: %d cpus (%s/%s), node %s (%s, kubelet %s), sync period %s, %d trials per source\n",
+		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, node.Items[0].Name, node.Items[0].Status.NodeInfo.ContainerRuntimeVersion,
+		node.Items[0].Status.NodeInfo.KubeletVersion, o.syncPeriod, o.trials)
+	fmt.Println("measure: load step idle (20m) -> 1000m on a 200m cpu limit; seconds until the container's cpu.cfs_quota_us is raised")
+
+	var results []result
+	for _, src := range strings.Split(o.sources, ",") {
+		res, err := measure(cfg, cs, o, strings.TrimSpace(src))
+		if err != nil {
+			return fmt.Errorf("source %s: %w", src, err)
+		}
+		results = append(results, res)
+	}
+
+	fmt.Printf("\n%-15s %7s %8s %8s %8s %9s\n", "source", "trials", "p50 s", "p95 s", "max s", "failures")
+	for _, r := range results {
+		fmt.Printf("%-15s %7d %8.1f %8.1f %8.1f %9d\n", r.source, len(r.seconds)+r.failures,
+			percentile(r.seconds, 50), percentile(r.seconds, 95), percentile(r.seconds, 100), r.failures)
+	}
+	if o.ranges == "" {
+		return nil
+	}
+	return check(o.ranges, results)
+}
+
+func measure(cfg *rest.Config, cs *kubernetes.Clientset, o options, source string) (result, error) {
+	res := result{source: source}
+	mgr, err := manager.New(cfg, manager.Options{
+		MetricsSource: source, PrometheusURL: o.prometheusURL, KubeletThrottling: true, SyncPeriod: o.syncPeriod,
+		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
+	})
+	if err != nil {
+		return res, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	c := mgr.GetClient()
+	for i := 0; i < o.trials; i++ {
+		secs, err := trial(ctx, c, cs, o, source, i)
+		if err != nil {
+			fmt.Printf("  %s trial %d: %v\n", source, i+1, err)
+			res.failures++
+			continue
+		}
+		fmt.Printf("  %s trial %d: %.1fs\n", source, i+1, secs)
+		res.seconds = append(res.seconds, secs)
+	}
+	return res, nil
+}
+
+// trial runs one idle -> full CPU step in a fresh namespace.
+func trial(ctx context.Context, c client.Client, cs *kubernetes.Clientset, o options, source string, i int) (float64, error) {
+	ns := fmt.Sprintf("reaction-%s-%d-%d", source, i, time.Now().Unix()%100000)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	defer func() {
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	}()
+	if err := waitSA(ctx, cs, ns); err != nil {
+		return 0, err
+	}
+	zero := int64(0)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "step", Labels: map[string]string{"app": "step"}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: &zero,
+			AutomountServiceAccountToken:  new(bool),
+			Containers: []corev1.Container{{
+				Name: "app", Image: "tailor.local/loadgen:dev", Args: []string{"--cpu=20m", "--memory=24Mi"},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+				},
+			}},
+		},
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	policy := &v1alpha1.TailorPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "step"},
+		Spec: v1alpha1.TailorPolicySpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "step"}},
+			ResourcePolicy: &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+				ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
+			}}},
+			Behavior: &v1alpha1.Behavior{MinResizeInterval: &metav1.Duration{Duration: time.Second}},
+		},
+	}
+	if err := c.Create(ctx, policy); err != nil {
+		return 0, err
+	}
+	// Warm up: the source has seen the pod idle and tailor recommends.
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var got v1alpha1.TailorPolicy
+		if err := c.Get(ctx, client.ObjectKeyFromObject(policy), &got); err != nil {
+			return false, nil
+		}
+		return meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionRecommendationProvided), nil
+	}); err != nil {
+		return 0, fmt.Errorf("no recommendation while idle: %w", err)
+	}
+	// Settle: the load generator's start-up burst can look like a peak near
+	// the limit, and tailor may raise for it. Step only once tailor holds:
+	// the pod unchanged for a while and no cpu above its limit recommended.
+	p, err := settle(ctx, c, cs, ns, policy)
+	if err != nil {
+		return 0, err
+	}
+	quotaFile, err := cgroupFile(p, "cpu.cfs_quota_us")
+	if err != nil {
+		return 0, err
+	}
+	before, err := readInt(quotaFile)
+	if err != nil {
+		return 0, err
+	}
+
+	start := time.Now()
+	if err := setCPU(ctx, p.Status.PodIP, 1000); err != nil {
+		return 0, err
+	}
+	for time.Since(start) < o.timeout {
+		q, err := readInt(quotaFile)
+		if err != nil {
+			return 0, err
+		}
+		if q > before {
+			return time.Since(start).Seconds(), nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("cpu quota still %d after %s", before, o.timeout)
+}
+
+// settleFor is how long the pod must stay unchanged: longer than cAdvisor's
+// housekeeping interval and a few syncs, so a pending raise would show.
+const settleFor = 20 * time.Second
+
+func settle(ctx context.Context, c client.Client, cs *kubernetes.Clientset, ns string, policy *v1alpha1.TailorPolicy) (*corev1.Pod, error) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "step", metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		time.Sleep(settleFor)
+		after, err := cs.CoreV1().Pods(ns).Get(ctx, "step", metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var got v1alpha1.TailorPolicy
+		if err := c.Get(ctx, client.ObjectKeyFromObject(policy), &got); err != nil {
+			return nil, err
+		}
+		limit := after.Spec.Containers[0].Resources.Limits.Cpu()
+		holding := got.Status.Recommendation != nil && len(got.Status.Recommendation.ContainerRecommendations) > 0 &&
+			got.Status.Recommendation.ContainerRecommendations[0].Target.Cpu().Cmp(*limit) <= 0
+		if after.Generation == p.Generation && after.Status.ObservedGeneration == after.Generation && holding {
+			return after, nil
+		}
+	}
+	return nil, fmt.Errorf("tailor did not settle on the idle pod within 3m")
+}
+
+func waitSA(ctx context.Context, cs *kubernetes.Clientset, ns string) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+func setCPU(ctx context.Context, ip string, millicores int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s:8080/cpu?millicores=%d", ip, millicores), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("driving the load generator at %s: %w", ip, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("load generator at %s answered %s", ip, resp.Status)
+	}
+	return nil
+}
+
+// cgroupFile finds a container's cgroup v1 cpu file on this host (the
+// kubelet's cgroupfs driver lays it out as kubepods[/qos]/pod<uid>/<id>).
+func cgroupFile(p *corev1.Pod, name string) (string, error) {
+	if len(p.Status.ContainerStatuses) == 0 {
+		return "", fmt.Errorf("pod %s has no container status", p.Name)
+	}
+	id := p.Status.ContainerStatuses[0].ContainerID
+	id = id[strings.Index(id, "://")+3:]
+	for _, pattern := range []string{
+		filepath.Join("/sys/fs/cgroup/cpu/kubepods", "pod"+string(p.UID), id, name),
+		filepath.Join("/sys/fs/cgroup/cpu/kubepods", "*", "pod"+string(p.UID), id, name),
+	} {
+		if m, _ := filepath.Glob(pattern); len(m) == 1 {
+			return m[0], nil
+		}
+	}
+	return "", fmt.Errorf("no cgroup file %s for pod %s", name, p.Name)
+}
+
+func readInt(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}
+
+// percentile is the nearest-rank percentile of xs (0 for none).
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	rank := int(float64(len(s))*p/100+0.999999) - 1
+	return s[min(max(rank, 0), len(s)-1)]
+}
+
+func check(path string, results []result) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var ranges map[string]json.RawMessage
+	if err := json.Unmarshal(b, &ranges); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var bad []string
+	for _, r := range results {
+		raw, ok := ranges[r.source]
+		if !ok {
+			continue
+		}
+		var rg struct {
+			P95Max float64 `json:"p95Max"`
+		}
+		if err := json.Unmarshal(raw, &rg); err != nil {
+			return fmt.Errorf("%s: %s: %w", path, r.source, err)
+		}
+		p95 := percentile(r.seconds, 95)
+		if r.failures > 0 || len(r.seconds) == 0 || p95 > rg.P95Max {
+			bad = append(bad, fmt.Sprintf("%s p95 %.1fs (bound %.0fs), %d failures", r.source, p95, rg.P95Max, r.failures))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("outside the recorded ranges in %s: %s", path, strings.Join(bad, "; "))
+	}
+	fmt.Printf("all sources within the ranges in %s\n", path)
+	return nil
+}
