@@ -45,20 +45,27 @@ $(CONTROLLER_GEN):
 	GOBIN=$(TOOLS_BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(TOOLS_BIN)/controller-gen $(CONTROLLER_GEN)
 
-## generate: deepcopy functions and CRD manifests from the kubebuilder markers in api/.
-## GENERATE_OUT redirects both (verify-generated uses it); they are committed.
+## generate: deepcopy functions and CRD manifests from the kubebuilder markers in api/,
+## the manager's ClusterRole from the rbac markers in internal/controller/, and the
+## Helm chart's copy of the CRDs. GENERATE_OUT redirects all of them (verify-generated
+## uses it); they are committed.
 GENERATE_OUT ?= .
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./api/... output:object:dir=$(GENERATE_OUT)/api/v1alpha1
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=$(GENERATE_OUT)/config/crd/bases
 	hack/crd-bound-quantities.sh $(GENERATE_OUT)/config/crd/bases/*.yaml
+	$(CONTROLLER_GEN) rbac:roleName=tailor-manager paths=./internal/controller/... output:rbac:dir=$(GENERATE_OUT)/config/rbac
+	mkdir -p $(GENERATE_OUT)/deploy/helm/tailor/crds
+	cp $(GENERATE_OUT)/config/crd/bases/*.yaml $(GENERATE_OUT)/deploy/helm/tailor/crds/
 
 ## verify-generated: fails when the committed generated files differ from the types.
 verify-generated: $(CONTROLLER_GEN)
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(MAKE) --no-print-directory generate GENERATE_OUT="$$tmp" >/dev/null; \
 	diff -ru api/v1alpha1/zz_generated.deepcopy.go "$$tmp/api/v1alpha1/zz_generated.deepcopy.go" && \
-	diff -ru config/crd/bases "$$tmp/config/crd/bases" || { echo "generated files are stale: run make generate and commit the result"; exit 1; }
+	diff -ru config/crd/bases "$$tmp/config/crd/bases" && \
+	diff -u config/rbac/role.yaml "$$tmp/config/rbac/role.yaml" && \
+	diff -ru deploy/helm/tailor/crds "$$tmp/deploy/helm/tailor/crds" || { echo "generated files are stale: run make generate and commit the result"; exit 1; }
 
 lint: $(GOLANGCI_LINT) verify-generated
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n "$$unformatted" ]]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
