@@ -18,7 +18,6 @@ import (
 
 var (
 	kubeconfig = flag.String("kubeconfig", envOr("TAILOR_KUBECONFIG", "/var/lib/tailor-dev/admin.kubeconfig"), "admin kubeconfig of the cluster the manifests are checked against")
-	helmBinary = flag.String("helm", os.Getenv("TAILOR_HELM"), "helm binary (default: helm on PATH)")
 
 	clientset kubernetes.Interface
 	dyn       dynamic.Interface

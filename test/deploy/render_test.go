@@ -1,10 +1,9 @@
-//go:build e2e
-
 package deploy
 
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"io"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
+
+var helmBinary = flag.String("helm", os.Getenv("TAILOR_HELM"), "helm binary (default: helm on PATH)")
 
 // repoRoot is the root of the tailor checkout this file is in.
 func repoRoot(t *testing.T) string {
