@@ -5,7 +5,9 @@
 // then SubjectAccessReviews prove the manager's ServiceAccount can do exactly
 // what the controller and its metrics source need, and nothing it must not.
 //
-// It needs the build tag e2e and a cluster:
+// Without build tags only the renders are compared (Helm and kustomize must
+// grant the same roles); the apiserver checks need the build tag e2e and a
+// cluster:
 //
 //	TAILOR_KUBECONFIG=/var/lib/tailor-dev/admin.kubeconfig go test -tags e2e ./test/deploy
 //
