@@ -11,9 +11,17 @@ GOLANGCI_LINT := $(TOOLS_BIN)/golangci-lint-$(GOLANGCI_VERSION)
 # controller-tools v0.23.0 is the newest release; it is built against k8s.io v0.37 and Go 1.26, as tailor is.
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN := $(TOOLS_BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+# Helm is not in Debian 12: built from the Go module proxy, like the tools above, with
+# the link flags Helm's own release build sets (its version, and the Kubernetes version
+# that helm lint and helm template assume: 1.37, from its client-go v0.37).
+HELM_VERSION  ?= v3.22.0
+HELM          := $(TOOLS_BIN)/helm-$(HELM_VERSION)
+HELM_LDFLAGS  := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	$(foreach p,pkg/lint/rules pkg/chartutil,-X helm.sh/helm/v3/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/$(p).k8sVersionMinor=37)
+TAILOR_KUBECONFIG ?= /var/lib/tailor-dev/admin.kubeconfig
 E2E_TIMEOUT   ?= 40m
 
-.PHONY: demo demo-resize test unit lint e2e build install cluster-up cluster-down cluster-status bench bench-e2e generate verify-generated clean
+.PHONY: demo demo-resize test unit lint e2e build install cluster-up cluster-down cluster-status bench bench-e2e generate verify-generated verify-deploy clean
 
 ## demo: local cluster + the tailor manager autoscaling a workload in place.
 demo: build
@@ -49,29 +57,60 @@ $(CONTROLLER_GEN):
 	GOBIN=$(TOOLS_BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(TOOLS_BIN)/controller-gen $(CONTROLLER_GEN)
 
-## generate: deepcopy functions and CRD manifests from the kubebuilder markers in api/.
-## GENERATE_OUT redirects both (verify-generated uses it); they are committed.
+## generate: deepcopy functions and CRD manifests from the kubebuilder markers in api/,
+## the manager's ClusterRole from the rbac markers in internal/controller/, and the
+## Helm chart's copies of both. GENERATE_OUT redirects all of them (verify-generated
+## uses it); they are committed.
 GENERATE_OUT ?= .
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./api/... output:object:dir=$(GENERATE_OUT)/api/v1alpha1
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=$(GENERATE_OUT)/config/crd/bases
 	hack/crd-bound-quantities.sh $(GENERATE_OUT)/config/crd/bases/*.yaml
+	$(CONTROLLER_GEN) rbac:roleName=tailor-manager paths=./internal/controller/... output:rbac:dir=$(GENERATE_OUT)/config/rbac
+	mkdir -p $(GENERATE_OUT)/deploy/helm/tailor/crds
+	cp $(GENERATE_OUT)/config/crd/bases/*.yaml $(GENERATE_OUT)/deploy/helm/tailor/crds/
+	mkdir -p $(GENERATE_OUT)/deploy/helm/tailor/files
+	cp $(GENERATE_OUT)/config/rbac/role.yaml $(GENERATE_OUT)/deploy/helm/tailor/files/manager-role.yaml
 
 ## verify-generated: fails when the committed generated files differ from the types.
 verify-generated: $(CONTROLLER_GEN)
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(MAKE) --no-print-directory generate GENERATE_OUT="$$tmp" >/dev/null; \
 	diff -ru api/v1alpha1/zz_generated.deepcopy.go "$$tmp/api/v1alpha1/zz_generated.deepcopy.go" && \
-	diff -ru config/crd/bases "$$tmp/config/crd/bases" || { echo "generated files are stale: run make generate and commit the result"; exit 1; }
+	diff -ru config/crd/bases "$$tmp/config/crd/bases" && \
+	diff -u config/rbac/role.yaml "$$tmp/config/rbac/role.yaml" && \
+	diff -ru deploy/helm/tailor/crds "$$tmp/deploy/helm/tailor/crds" && \
+	diff -u deploy/helm/tailor/files/manager-role.yaml "$$tmp/deploy/helm/tailor/files/manager-role.yaml" || { echo "generated files are stale: run make generate and commit the result"; exit 1; }
 
-lint: $(GOLANGCI_LINT) verify-generated
+$(HELM):
+	mkdir -p $(TOOLS_BIN)
+	GOBIN=$(TOOLS_BIN) $(GO) install -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(TOOLS_BIN)/helm $(HELM)
+
+## verify-deploy: lints the Helm chart, checks that it and the kustomize install
+## (config/default and config/components) render the same roles, and, when
+## TAILOR_KUBECONFIG names a cluster's kubeconfig, checks both against its apiserver:
+## RBAC applied into a throwaway deploy-* namespace, the rest dry-run, and
+## SubjectAccessReviews of what the manager may and may not do (test/deploy).
+verify-deploy: $(HELM)
+	$(HELM) lint --strict deploy/helm/tailor
+	$(HELM) lint --strict deploy/helm/tailor --set metricsSource=metrics-server,evictions.enabled=true
+	$(HELM) lint --strict deploy/helm/tailor --set metricsSource=prometheus,leaderElection.enabled=false
+	TAILOR_HELM=$(HELM) $(GO) test -count=1 ./test/deploy
+	@if [[ -f "$(TAILOR_KUBECONFIG)" ]]; then \
+		echo "TAILOR_HELM=$(HELM) TAILOR_KUBECONFIG=$(TAILOR_KUBECONFIG) $(GO) test -tags e2e -count=1 ./test/deploy"; \
+		TAILOR_HELM=$(HELM) TAILOR_KUBECONFIG=$(TAILOR_KUBECONFIG) $(GO) test -tags e2e -count=1 ./test/deploy; \
+	else echo "no kubeconfig at $(TAILOR_KUBECONFIG): skipping the apiserver checks"; fi
+
+lint: $(GOLANGCI_LINT) $(HELM) verify-generated
+	$(HELM) lint --strict --quiet deploy/helm/tailor
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n "$$unformatted" ]]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 ## e2e: brings the cluster up (building what is missing), runs the suite, tears down.
-e2e: build
-	hack/e2e.sh
+e2e: build $(HELM)
+	TAILOR_HELM=$(HELM) hack/e2e.sh
 
 ## bench: replay a month of real VM usage (../shared/traces beside the clone)
 ## through tailor, the upstream VPA recommender, the seeds' rule and an oracle;

@@ -64,6 +64,15 @@ type Reconciler struct {
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
+// +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorpolicies/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets;replicasets,verbs=get
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
+
 // SetupWithManager registers the controller: policies, and the pods they
 // select, so an OOM kill or a finished resize is seen at once.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {

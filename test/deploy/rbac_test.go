@@ -1,0 +1,287 @@
+//go:build e2e
+
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// access is one request the manager's ServiceAccount may or may not make.
+// Namespace "" is cluster scope; ownNamespace stands for the install's.
+type access struct {
+	verb, group, resource, subresource, namespace string
+}
+
+const ownNamespace = "<own>"
+
+// otherNamespace is a namespace tailor is not installed in: cluster-wide
+// grants must reach it, namespaced ones must not.
+const otherNamespace = "default"
+
+func (a access) String() string {
+	r := a.resource
+	if a.group != "" {
+		r += "." + a.group
+	}
+	if a.subresource != "" {
+		r += "/" + a.subresource
+	}
+	ns := a.namespace
+	if ns == "" {
+		ns = "(cluster)"
+	}
+	return fmt.Sprintf("%s %s in %s", a.verb, r, ns)
+}
+
+func accesses(verbs []string, group, resource, subresource, namespace string) []access {
+	var out []access
+	for _, v := range verbs {
+		out = append(out, access{v, group, resource, subresource, namespace})
+	}
+	return out
+}
+
+// always is what the manager needs whatever its configuration.
+var always = slices.Concat(
+	// The policy controller: policies and their status.
+	accesses([]string{"get", "list", "watch"}, "autoscaling.tailor.dev", "tailorpolicies", "", otherNamespace),
+	accesses([]string{"patch"}, "autoscaling.tailor.dev", "tailorpolicies", "status", otherNamespace),
+	// Pods (informer and actuator's follow), resized only through pods/resize.
+	accesses([]string{"get", "list", "watch"}, "", "pods", "", otherNamespace),
+	accesses([]string{"list", "watch"}, "", "pods", "", ""),
+	accesses([]string{"patch"}, "", "pods", "resize", otherNamespace),
+	// Nodes for headroom; the cached client lists and watches them.
+	accesses([]string{"get", "list", "watch"}, "", "nodes", "", ""),
+	// Events on pods and policies, wherever they are.
+	accesses([]string{"create", "patch"}, "events.k8s.io", "events", "", otherNamespace),
+	// targetRef workloads: only their spec.selector is read.
+	accesses([]string{"get"}, "apps", "deployments", "", otherNamespace),
+	accesses([]string{"get"}, "apps", "statefulsets", "", otherNamespace),
+	accesses([]string{"get"}, "apps", "daemonsets", "", otherNamespace),
+	accesses([]string{"get"}, "apps", "replicasets", "", otherNamespace),
+	accesses([]string{"get"}, "batch", "jobs", "", otherNamespace),
+)
+
+// leaderElection is the Lease and its events in the install's namespace.
+var leaderElection = slices.Concat(
+	accesses([]string{"get", "create", "update"}, "coordination.k8s.io", "leases", "", ownNamespace),
+	accesses([]string{"create", "patch"}, "", "events", "", ownNamespace),
+)
+
+var (
+	kubeletSource       = accesses([]string{"get"}, "", "nodes", "proxy", "")
+	metricsServerSource = accesses([]string{"list"}, "metrics.k8s.io", "pods", "", otherNamespace)
+	eviction            = accesses([]string{"create"}, "", "pods", "eviction", otherNamespace)
+)
+
+// never is what the manager must not be able to do in any configuration.
+var never = slices.Concat(
+	// Pods change only through pods/resize (and eviction, when opted in).
+	accesses([]string{"create", "update", "patch", "delete", "deletecollection"}, "", "pods", "", otherNamespace),
+	accesses([]string{"update", "patch"}, "", "pods", "status", otherNamespace),
+	accesses([]string{"update"}, "", "pods", "resize", otherNamespace),
+	accesses([]string{"create", "get"}, "", "pods", "exec", otherNamespace),
+	accesses([]string{"get"}, "", "pods", "log", otherNamespace),
+	// No secrets, anywhere.
+	accesses([]string{"get", "list", "watch"}, "", "secrets", "", otherNamespace),
+	accesses([]string{"get", "list"}, "", "secrets", "", ownNamespace),
+	accesses([]string{"list"}, "", "secrets", "", ""),
+	accesses([]string{"get"}, "", "configmaps", "", otherNamespace),
+	// Policies are the user's: only their status is written.
+	accesses([]string{"create", "update", "patch", "delete"}, "autoscaling.tailor.dev", "tailorpolicies", "", otherNamespace),
+	accesses([]string{"update"}, "autoscaling.tailor.dev", "tailorpolicies", "status", otherNamespace),
+	// Workloads are read, one by one, never changed.
+	accesses([]string{"list", "update", "patch", "delete"}, "apps", "deployments", "", otherNamespace),
+	accesses([]string{"update", "patch"}, "apps", "deployments", "scale", otherNamespace),
+	accesses([]string{"list", "delete"}, "batch", "jobs", "", otherNamespace),
+	// Nodes are read only.
+	accesses([]string{"update", "patch", "delete"}, "", "nodes", "", ""),
+	accesses([]string{"patch"}, "", "nodes", "status", ""),
+	// The Lease is the install's own; nobody else's.
+	accesses([]string{"get", "update"}, "coordination.k8s.io", "leases", "", otherNamespace),
+	accesses([]string{"get", "update"}, "coordination.k8s.io", "leases", "", "kube-system"),
+	accesses([]string{"delete"}, "coordination.k8s.io", "leases", "", ownNamespace),
+	// Core events only on the Lease, in the install's namespace.
+	accesses([]string{"create"}, "", "events", "", otherNamespace),
+	accesses([]string{"delete"}, "events.k8s.io", "events", "", otherNamespace),
+	// No way to widen its own rights.
+	accesses([]string{"create", "bind", "escalate"}, "rbac.authorization.k8s.io", "clusterroles", "", ""),
+	accesses([]string{"create"}, "rbac.authorization.k8s.io", "clusterrolebindings", "", ""),
+	accesses([]string{"impersonate"}, "", "serviceaccounts", "", otherNamespace),
+	accesses([]string{"create"}, "", "serviceaccounts", "token", otherNamespace),
+	accesses([]string{"update"}, "apiextensions.k8s.io", "customresourcedefinitions", "", ""),
+)
+
+// TestLeastPrivilege renders each install variant, applies its RBAC into a
+// new deploy-* namespace and asks the apiserver, through
+// SubjectAccessReviews, what the manager's ServiceAccount may do.
+func TestLeastPrivilege(t *testing.T) {
+	type render func(t *testing.T, namespace, prefix string) []*unstructured.Unstructured
+	kustomize := func(components ...string) render {
+		return func(t *testing.T, namespace, prefix string) []*unstructured.Unstructured {
+			return renderKustomize(t, namespace, prefix, components...)
+		}
+	}
+	helmChart := func(set ...string) render {
+		return func(t *testing.T, namespace, prefix string) []*unstructured.Unstructured {
+			// The release name becomes the cluster-scoped names' prefix.
+			return renderHelm(t, strings.TrimSuffix(prefix, "-"), namespace, set...)
+		}
+	}
+	cases := map[string]struct {
+		render     render
+		wantSource string
+		wantCan    []access
+	}{
+		"kustomize default (kubelet source)": {
+			render:     kustomize(),
+			wantSource: "kubelet",
+			wantCan:    slices.Concat(always, leaderElection, kubeletSource),
+		},
+		"kustomize metrics-server and eviction": {
+			render:     kustomize("metrics-server", "eviction"),
+			wantSource: "metrics-server",
+			wantCan:    slices.Concat(always, leaderElection, metricsServerSource, eviction),
+		},
+		"kustomize prometheus": {
+			render:     kustomize("prometheus"),
+			wantSource: "prometheus",
+			wantCan:    slices.Concat(always, leaderElection),
+		},
+		"helm default (kubelet source)": {
+			render:     helmChart(),
+			wantSource: "kubelet",
+			wantCan:    slices.Concat(always, leaderElection, kubeletSource),
+		},
+		"helm metrics-server and evictions": {
+			render:     helmChart("metricsSource=metrics-server", "evictions.enabled=true"),
+			wantSource: "metrics-server",
+			wantCan:    slices.Concat(always, leaderElection, metricsServerSource, eviction),
+		},
+		"helm prometheus without leader election": {
+			render:     helmChart("metricsSource=prometheus", "leaderElection.enabled=false"),
+			wantSource: "prometheus",
+			wantCan:    always,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			id := rand.String(5)
+			namespace := "deploy-" + id
+			objs := tc.render(t, namespace, clusterPrefix+id+"-")
+			in := install(ctx, t, namespace, objs)
+			if diff := cmp.Diff(tc.wantSource, metricsSource(t, in.deployment)); diff != "" {
+				t.Errorf("--metrics-source (-want,+got):\n%s", diff)
+			}
+			dryRunPod(ctx, t, in)
+
+			// Everything asked: what it must be able to do, plus what any
+			// configuration grants, plus what none may.
+			want := map[string]bool{}
+			var all []access
+			for _, a := range slices.Concat(always, leaderElection, kubeletSource, metricsServerSource, eviction, never) {
+				a = in.resolve(a)
+				if _, seen := want[a.String()]; !seen {
+					all = append(all, a)
+				}
+				want[a.String()] = false
+			}
+			var granted []access
+			for _, a := range tc.wantCan {
+				a = in.resolve(a)
+				granted = append(granted, a)
+				want[a.String()] = true
+			}
+			// RBAC reaches the authorizer through its informers: wait (up to
+			// 30s) until every granted access is seen, then compare everything.
+			_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				seen, err := in.review(ctx, granted)
+				if err != nil {
+					return false, err
+				}
+				for _, ok := range seen {
+					if !ok {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			got, err := in.review(ctx, all)
+			if err != nil {
+				t.Fatalf("reviewing access: %v", err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("access of ServiceAccount %s/%s (-want,+got):\n%s", in.namespace, in.serviceAccount, diff)
+			}
+		})
+	}
+}
+
+// resolve puts the install's namespace in place of ownNamespace.
+func (in installed) resolve(a access) access {
+	if a.namespace == ownNamespace {
+		a.namespace = in.namespace
+	}
+	return a
+}
+
+// review asks the apiserver whether the ServiceAccount may make each request.
+func (in installed) review(ctx context.Context, all []access) (map[string]bool, error) {
+	got := map[string]bool{}
+	for _, a := range all {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   fmt.Sprintf("system:serviceaccount:%s:%s", in.namespace, in.serviceAccount),
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + in.namespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace:   a.namespace,
+				Verb:        a.verb,
+				Group:       a.group,
+				Resource:    a.resource,
+				Subresource: a.subresource,
+			},
+		}}
+		res, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("reviewing %s: %w", a, err)
+		}
+		if res.Status.EvaluationError != "" {
+			return nil, fmt.Errorf("reviewing %s: %s", a, res.Status.EvaluationError)
+		}
+		got[a.String()] = res.Status.Allowed
+	}
+	return got, nil
+}
+
+// metricsSource is the manager's --metrics-source argument.
+func metricsSource(t *testing.T, deployment *unstructured.Unstructured) string {
+	t.Helper()
+	containers, _, err := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(containers) != 1 {
+		t.Fatalf("deployment %s: want one container, got %d (%v)", deployment.GetName(), len(containers), err)
+	}
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	source := ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--metrics-source="); ok {
+			if source != "" {
+				t.Fatalf("deployment %s passes --metrics-source twice: %v", deployment.GetName(), args)
+			}
+			source = v
+		}
+	}
+	return source
+}
