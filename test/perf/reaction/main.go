@@ -83,8 +83,11 @@ func run(o options) error {
 		return err
 	}
 	node, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
-	if err != nil || len(node.Items) == 0 {
-		return fmt.Errorf("listing nodes: %v", err)
+	if err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	if len(node.Items) == 0 {
+		return fmt.Errorf("the cluster has no node")
 	}
 	fmt.Printf("machine: %d cpus (%s/%s), node %s (%s, kubelet %s), sync period %s, %d trials per source\n",
 		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, node.Items[0].Name, node.Items[0].Status.NodeInfo.ContainerRuntimeVersion,
@@ -125,7 +128,8 @@ func measure(cfg *rest.Config, cs *kubernetes.Clientset, o options, source strin
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() {
 		cancel()
-		<-done
+		// The manager's own error at shutdown says nothing about the figures.
+		_ = <-done
 	}()
 	c := mgr.GetClient()
 	for i := 0; i < o.trials; i++ {
@@ -188,7 +192,8 @@ func trial(ctx context.Context, c client.Client, cs *kubernetes.Clientset, o opt
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var got v1alpha1.TailorPolicy
 		if err := c.Get(ctx, client.ObjectKeyFromObject(policy), &got); err != nil {
-			return false, nil
+			// The cache may not have the new policy yet: poll again.
+			return false, client.IgnoreNotFound(err)
 		}
 		return meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionRecommendationProvided), nil
 	}); err != nil {
