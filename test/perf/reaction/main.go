@@ -128,8 +128,9 @@ func measure(cfg *rest.Config, cs *kubernetes.Clientset, o options, source strin
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() {
 		cancel()
-		// The manager's own error at shutdown says nothing about the figures.
-		_ = <-done
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "  %s manager stopped with: %v\n", source, err)
+		}
 	}()
 	c := mgr.GetClient()
 	for i := 0; i < o.trials; i++ {
