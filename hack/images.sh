@@ -48,6 +48,11 @@ build() {
   local app
   for app in sh cat sleep ls echo wget head grep env dd true; do ln -s busybox "$work/loadgen/bin/$app"; done
   pack loadgen "${LOADGEN_IMAGE:-tailor.local/loadgen:dev}" "$work/loadgen" '["/bin/loadgen"]'
+  # tailor itself, for the install manifests (config/, deploy/helm): push the
+  # tar to a registry with any OCI tool, or import it on a node with ctr.
+  mkdir -p -m 755 "$work/tailor"
+  gobin ./cmd/tailor "$work/tailor/tailor"
+  pack tailor "${TAILOR_IMAGE:-ghcr.io/tailorhq/tailor:v0.1.0}" "$work/tailor" '["/tailor"]'
   log "images built in ${IMAGES_DIR}"
 }
 

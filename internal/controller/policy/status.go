@@ -120,8 +120,11 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	} else {
 		setCondition(status, v1alpha1.ConditionResizesBlocked, metav1.ConditionFalse, "NotBlocked", "nothing holds resizes back", gen)
 	}
-	setCondition(status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Active",
-		fmt.Sprintf("%d pod(s) selected; usage from %s", len(pods), r.Source.Name()), gen)
+	ready := fmt.Sprintf("%d pod(s) selected; usage from %s", len(pods), r.Source.Name())
+	if policy.Spec.UpdatePolicy != nil && policy.Spec.UpdatePolicy.UpdateMode == v1alpha1.UpdateModeInPlaceOrRecreate {
+		ready += "; updateMode InPlaceOrRecreate evicts nothing yet: only in-place resizes are made"
+	}
+	setCondition(status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Active", ready, gen)
 }
 
 func maxRecommendation(a, b recommend.Recommendation) recommend.Recommendation {
