@@ -115,14 +115,16 @@ func (o *DemoOptions) Run(ctx context.Context) error {
 	if err := o.setup(ctx, c, ns); err != nil {
 		return err
 	}
-	pods, err := waitDemoPods(ctx, c, ns, int(o.Replicas))
-	if err != nil {
+	if _, err := waitDemoPods(ctx, c, ns, int(o.Replicas)); err != nil {
 		return err
 	}
-	initial := map[string]corev1.ResourceRequirements{}
-	for _, p := range pods {
-		initial[p.Name] = p.Spec.Containers[0].Resources
+	// Where every pod started: the template, since tailor may have resized
+	// a pod before the demo first looks at it.
+	var dep appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &dep); err != nil {
+		return err
 	}
+	initial := dep.Spec.Template.Spec.Containers[0].Resources
 	source := kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{Throttling: true})
 	seenEvents := map[string]bool{}
 	var resizes []string
@@ -140,7 +142,7 @@ func (o *DemoOptions) Run(ctx context.Context) error {
 		for time.Since(phaseStart) < d {
 			frac := float64(time.Since(phaseStart)) / float64(d)
 			mem := ph.memFrom + int64(frac*float64(ph.memTo-ph.memFrom))
-			pods, err = demoPods(ctx, c, ns)
+			pods, err := demoPods(ctx, c, ns)
 			if err != nil {
 				return err
 			}
@@ -165,7 +167,7 @@ func (o *DemoOptions) Run(ctx context.Context) error {
 		}
 	}
 
-	pods, err = demoPods(ctx, c, ns)
+	pods, err := demoPods(ctx, c, ns)
 	if err != nil {
 		return err
 	}
@@ -181,7 +183,7 @@ func (o *DemoOptions) Run(ctx context.Context) error {
 			restarts = st[0].RestartCount
 			oom = st[0].LastTerminationState.Terminated != nil && st[0].LastTerminationState.Terminated.Reason == "OOMKilled"
 		}
-		b, a := initial[p.Name], p.Spec.Containers[0].Resources
+		b, a := initial, p.Spec.Containers[0].Resources
 		fmt.Fprintf(out, "  %s: cpu %s -> %s, memory %s -> %s, restarts %d, OOM-killed %v, QoS %s\n", p.Name,
 			reqLimString(b, corev1.ResourceCPU), reqLimString(a, corev1.ResourceCPU),
 			reqLimString(b, corev1.ResourceMemory), reqLimString(a, corev1.ResourceMemory), restarts, oom, p.Status.QOSClass)

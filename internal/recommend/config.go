@@ -29,6 +29,11 @@ type Config struct {
 	// ThrottleBump scales the CPU limit in force when throttled; the result
 	// is remembered as a CPU peak, since the real demand is unknown.
 	ThrottleBump float64
+	// MaxThrottleBump is the scale for a container throttled in every
+	// period; between ThrottledAt and always throttled the bump grows from
+	// ThrottleBump towards it, so the harder the throttling the bigger the
+	// step up: a container starved of CPU should not climb in small steps.
+	MaxThrottleBump float64
 
 	// MemoryWindow is how far back the memory peak looks. Long, because a
 	// memory sample over the limit is an OOM kill: the recommender must
@@ -87,6 +92,9 @@ func DefaultConfig() Config {
 		CPUMinMargin: 0.03,
 		ThrottledAt:  0.05,
 		ThrottleBump: 1.2,
+		// Throttled in every period, the demand may be any multiple of the
+		// limit: doubling reaches it in a few resizes.
+		MaxThrottleBump: 2,
 		// Memory: the peak of the last two days plus 5%, plus twice the
 		// mean sample-to-sample change, and never less than 256 MiB above
 		// the peak. A sample over the limit is an OOM kill, so the peak is
@@ -154,6 +162,10 @@ func (c Config) Validate() error {
 	fraction("throttledAt", c.ThrottledAt, 0, 1)
 	fraction("oomBump", c.OOMBump, 1, 10)
 	fraction("throttleBump", c.ThrottleBump, 1, 10)
+	fraction("maxThrottleBump", c.MaxThrottleBump, 1, 10)
+	if c.MaxThrottleBump < c.ThrottleBump {
+		errs = append(errs, fmt.Errorf("maxThrottleBump (%v) must not be below throttleBump (%v)", c.MaxThrottleBump, c.ThrottleBump))
+	}
 	fraction("hysteresis", c.Hysteresis, 0, 0.99)
 	fraction("maxStepDown", c.MaxStepDown, 0.01, 1)
 	fraction("minChange", c.MinChange, 0, 10)

@@ -168,12 +168,15 @@ func (s *State) RecordOOM(now time.Time, memLimit float64) {
 // RecordThrottling records the share of CFS periods throttled (throttled
 // periods / periods) over the interval ending at now, under cpuLimit cores.
 // A throttled container's usage cannot read above its limit, so from
-// ThrottledAt on the limit scaled by ThrottleBump counts as the demand seen.
+// ThrottledAt on the limit scaled by a bump counts as the demand seen: from
+// ThrottleBump when barely throttled to MaxThrottleBump when always.
 func (s *State) RecordThrottling(now time.Time, throttledFraction, cpuLimit float64) {
 	s.throttled = float32(throttledFraction)
 	s.lastThrottle = now.Unix()
 	if throttledFraction >= s.r.cfg.ThrottledAt {
-		s.cpu.add(cpuLimit*s.r.cfg.ThrottleBump, now, s.r.cpuBucket)
+		cfg := s.r.cfg
+		bump := cfg.ThrottleBump + (cfg.MaxThrottleBump-cfg.ThrottleBump)*min(throttledFraction, 1)
+		s.cpu.add(cpuLimit*bump, now, s.r.cpuBucket)
 	}
 }
 

@@ -310,7 +310,7 @@ func TestReason(t *testing.T) {
 	want := map[string]string{
 		"empty":     "cpu: no usage seen yet",
 		"steady":    "cpu peak over last 30m is 0.5 cores, 0.94 of the 0.53 cores in force; within 0.53 cores..0.662 cores: hold",
-		"throttled": "cpu peak over last 30m is 0.636 cores, 1.20 of the 0.53 cores in force; throttled 18% of periods: raise to 0.666 cores",
+		"throttled": "cpu peak over last 30m is 0.712 cores, 1.34 of the 0.53 cores in force; throttled 18% of periods: raise to 0.742 cores",
 		"oom":       "memory peak over last 48h is 907 MiB, 1.20 of the 756 MiB in force; OOM killed 0s ago: raise to 1163 MiB",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -332,5 +332,34 @@ func TestBrokenSamplesIgnored(t *testing.T) {
 	}
 	if r := rec.CPU.Reason(); strings.Contains(r, "NaN") {
 		t.Errorf("reason shows a broken sample: %s", r)
+	}
+}
+
+func TestThrottleBumpGrowsWithThrottling(t *testing.T) {
+	cases := map[string]struct {
+		throttled float64
+		wantPeak  float64 // cores remembered for a 1-core limit
+	}{
+		"barely throttled keeps the small bump": {throttled: 0.05, wantPeak: 1.24},
+		"half the periods":                      {throttled: 0.5, wantPeak: 1.6},
+		"every period doubles":                  {throttled: 1, wantPeak: 2},
+		"a fraction above 1 counts as 1":        {throttled: 1.5, wantPeak: 2},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, err := New(DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := r.NewState()
+			now := time.Unix(1_800_000_000, 0)
+			s.AddSample(Sample{CPU: 1, Memory: 1 << 30}, now)
+			s.RecordThrottling(now, tc.throttled, 1)
+			rec := s.Recommend(Resources{CPU: 1, Memory: 4 << 30}, now)
+			want := tc.wantPeak + DefaultConfig().CPUMinMargin
+			if rec.CPU.Decision != Raise || math.Abs(rec.CPU.Target-want) > 1e-6 {
+				t.Errorf("cpu = %s to %.4f, want raise to %.4f", rec.CPU.Decision, rec.CPU.Target, want)
+			}
+		})
 	}
 }
