@@ -50,23 +50,6 @@ install_packages() {
 
 # ---------------------------------------------------------------- PKI
 
-mkcert() { # name CN O [extfile-sans]
-  local name=$1 cn=$2 o=$3 sans=${4:-}
-  [[ -f "${PKI_DIR}/${name}.crt" ]] && return
-  local subj="/CN=${cn}"; [[ -n "$o" ]] && subj="/O=${o}${subj}"
-  openssl genrsa -out "${PKI_DIR}/${name}.key" 2048 2>/dev/null
-  openssl req -new -key "${PKI_DIR}/${name}.key" -subj "$subj" -out "${PKI_DIR}/${name}.csr" 2>/dev/null
-  local ext="${PKI_DIR}/${name}.ext"
-  {
-    echo "basicConstraints=CA:FALSE"
-    echo "keyUsage=critical,digitalSignature,keyEncipherment"
-    if [[ -n "$sans" ]]; then echo "extendedKeyUsage=serverAuth,clientAuth"; echo "subjectAltName=${sans}"
-    else echo "extendedKeyUsage=clientAuth"; fi
-  } > "$ext"
-  openssl x509 -req -in "${PKI_DIR}/${name}.csr" -CA "${PKI_DIR}/ca.crt" -CAkey "${PKI_DIR}/ca.key" \
-    -CAcreateserial -days 3650 -extfile "$ext" -out "${PKI_DIR}/${name}.crt" 2>/dev/null
-  rm -f "${PKI_DIR}/${name}.csr" "$ext"
-}
 
 make_pki() {
   mkdir -p "$PKI_DIR"
@@ -77,37 +60,16 @@ make_pki() {
   fi
   local svc_ip
   svc_ip=$(awk -F. '{print $1"."$2"."$3"."$4+1}' <<<"${SERVICE_CIDR%/*}")
-  mkcert apiserver kube-apiserver "" "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:${ip},IP:${svc_ip}"
-  mkcert admin tailor-admin system:masters
-  mkcert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
-  mkcert front-proxy-client front-proxy-client ""
-  mkcert controller-manager system:kube-controller-manager ""
-  mkcert scheduler system:kube-scheduler ""
-  mkcert kubelet "system:node:${NODE_NAME}" system:nodes
+  mkcert "$PKI_DIR" apiserver kube-apiserver "" "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:${ip},IP:${svc_ip}"
+  mkcert "$PKI_DIR" admin tailor-admin system:masters
+  mkcert "$PKI_DIR" apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
+  mkcert "$PKI_DIR" front-proxy-client front-proxy-client ""
+  mkcert "$PKI_DIR" controller-manager system:kube-controller-manager ""
+  mkcert "$PKI_DIR" scheduler system:kube-scheduler ""
+  mkcert "$PKI_DIR" kubelet "system:node:${NODE_NAME}" system:nodes
   [[ -f "${PKI_DIR}/sa.key" ]] || { openssl genrsa -out "${PKI_DIR}/sa.key" 2048 2>/dev/null; openssl rsa -in "${PKI_DIR}/sa.key" -pubout -out "${PKI_DIR}/sa.pub" 2>/dev/null; }
 }
 
-write_kubeconfig() { # path cert-name
-  local path=$1 name=$2
-  cat > "$path" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: tailor-dev
-  cluster:
-    server: https://127.0.0.1:${APISERVER_PORT}
-    certificate-authority: ${PKI_DIR}/ca.crt
-users:
-- name: ${name}
-  user:
-    client-certificate: ${PKI_DIR}/${name}.crt
-    client-key: ${PKI_DIR}/${name}.key
-contexts:
-- name: tailor-dev
-  context: {cluster: tailor-dev, user: ${name}}
-current-context: tailor-dev
-EOF
-}
 
 # ---------------------------------------------------------------- processes
 
@@ -306,10 +268,10 @@ cmd_up() {
   mkdir -p "$LOG_DIR" "$RUN_DIR"
   local ip; ip=$(node_ip)
   make_pki "$ip"
-  write_kubeconfig "$KUBECONFIG_PATH" admin
-  write_kubeconfig "${TAILOR_DEV_DIR}/controller-manager.kubeconfig" controller-manager
-  write_kubeconfig "${TAILOR_DEV_DIR}/scheduler.kubeconfig" scheduler
-  write_kubeconfig "${TAILOR_DEV_DIR}/kubelet.kubeconfig" kubelet
+  write_kubeconfig "$KUBECONFIG_PATH" admin "${PKI_DIR}/admin.crt" "${PKI_DIR}/admin.key"
+  write_kubeconfig "${TAILOR_DEV_DIR}/controller-manager.kubeconfig" controller-manager "${PKI_DIR}/controller-manager.crt" "${PKI_DIR}/controller-manager.key"
+  write_kubeconfig "${TAILOR_DEV_DIR}/scheduler.kubeconfig" scheduler "${PKI_DIR}/scheduler.crt" "${PKI_DIR}/scheduler.key"
+  write_kubeconfig "${TAILOR_DEV_DIR}/kubelet.kubeconfig" kubelet "${PKI_DIR}/kubelet.crt" "${PKI_DIR}/kubelet.key"
   local t1=$SECONDS
   start_etcd
   start_apiserver "$ip"

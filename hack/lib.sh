@@ -43,3 +43,47 @@ node_ip() {
   [[ -n "${ip:-}" ]] || die "no global IPv4 address on this machine to use as the node IP"
   echo "$ip"
 }
+
+# mkcert DIR NAME CN [O] [SANS]: DIR/NAME.key and DIR/NAME.crt signed by the
+# cluster CA in PKI_DIR; with SANS a serving certificate too. Kept if present.
+mkcert() {
+  local dir=$1 name=$2 cn=$3 o=${4:-} sans=${5:-}
+  [[ -f "${dir}/${name}.crt" ]] && return
+  mkdir -p "$dir"
+  local subj="/CN=${cn}"; [[ -n "$o" ]] && subj="/O=${o}${subj}"
+  openssl genrsa -out "${dir}/${name}.key" 2048 2>/dev/null
+  openssl req -new -key "${dir}/${name}.key" -subj "$subj" -out "${dir}/${name}.csr" 2>/dev/null
+  local ext="${dir}/${name}.ext"
+  {
+    echo "basicConstraints=CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    if [[ -n "$sans" ]]; then echo "extendedKeyUsage=serverAuth,clientAuth"; echo "subjectAltName=${sans}"
+    else echo "extendedKeyUsage=clientAuth"; fi
+  } > "$ext"
+  openssl x509 -req -in "${dir}/${name}.csr" -CA "${PKI_DIR}/ca.crt" -CAkey "${PKI_DIR}/ca.key" \
+    -CAcreateserial -days 3650 -extfile "$ext" -out "${dir}/${name}.crt" 2>/dev/null
+  rm -f "${dir}/${name}.csr" "$ext"
+}
+
+# write_kubeconfig PATH USER CERT KEY: a kubeconfig for the local apiserver.
+write_kubeconfig() {
+  local path=$1 user=$2 cert=$3 key=$4
+  cat > "$path" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: tailor-dev
+  cluster:
+    server: https://127.0.0.1:${APISERVER_PORT}
+    certificate-authority: ${PKI_DIR}/ca.crt
+users:
+- name: ${user}
+  user:
+    client-certificate: ${cert}
+    client-key: ${key}
+contexts:
+- name: tailor-dev
+  context: {cluster: tailor-dev, user: ${user}}
+current-context: tailor-dev
+EOF
+}

@@ -46,33 +46,8 @@ build() {
 # system:metrics-server), bound to the upstream manifests' least-privilege
 # roles rather than reusing an admin identity.
 identity() {
-  mkdir -p "$MS_DIR"
-  if [[ ! -f "${MS_DIR}/client.crt" ]]; then
-    openssl genrsa -out "${MS_DIR}/client.key" 2048 2>/dev/null
-    openssl req -new -key "${MS_DIR}/client.key" -subj "/CN=system:metrics-server" -out "${MS_DIR}/client.csr" 2>/dev/null
-    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' > "${MS_DIR}/client.ext"
-    openssl x509 -req -in "${MS_DIR}/client.csr" -CA "${PKI_DIR}/ca.crt" -CAkey "${PKI_DIR}/ca.key" -CAcreateserial \
-      -days 3650 -extfile "${MS_DIR}/client.ext" -out "${MS_DIR}/client.crt" 2>/dev/null
-    rm -f "${MS_DIR}/client.csr" "${MS_DIR}/client.ext"
-  fi
-  cat > "${MS_DIR}/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: tailor-dev
-  cluster:
-    server: https://127.0.0.1:${APISERVER_PORT}
-    certificate-authority: ${PKI_DIR}/ca.crt
-users:
-- name: metrics-server
-  user:
-    client-certificate: ${MS_DIR}/client.crt
-    client-key: ${MS_DIR}/client.key
-contexts:
-- name: tailor-dev
-  context: {cluster: tailor-dev, user: metrics-server}
-current-context: tailor-dev
-EOF
+  mkcert "$MS_DIR" client system:metrics-server
+  write_kubeconfig "${MS_DIR}/kubeconfig" metrics-server "${MS_DIR}/client.crt" "${MS_DIR}/client.key"
 }
 
 objects() { # host-ip

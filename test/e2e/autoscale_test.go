@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -272,4 +274,50 @@ func TestAutoscaleRaisesMemoryAfterOOMKill(t *testing.T) {
 		st := containerStatus(p, "app")
 		return p.Spec.Containers[0].Resources.Limits.Memory().Value() >= 96<<20 && st != nil && st.State.Running != nil && st.Ready
 	})
+}
+
+func TestAutoscaleRaisesMemoryAheadOfGrowth(t *testing.T) {
+	ns := newNamespace(t)
+	c := startManager(t)
+	pod := createRunningPod(t, labelled(ns, "grow", app().Args("--listen=:8080", "--memory=32Mi").
+		Requests("50m", "64Mi").Limits("200m", "128Mi").
+		ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
+	applyPolicy(t, c, ns, "grow", func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
+		}}}
+		s.Behavior.MinResizeInterval = &metav1.Duration{Duration: 2 * time.Second}
+	})
+	// Grow in steps a sync or two apart, past every limit the pod has had.
+	for mi := 64; mi <= 448; mi += 64 {
+		p, err := clientset.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lim := p.Spec.Containers[0].Resources.Limits.Memory().Value(); int64(mi)<<20 >= lim {
+			t.Fatalf("growing to %dMi would cross the %dMi limit: tailor did not raise ahead", mi, lim>>20)
+		}
+		setMemory(t, p, fmt.Sprintf("%dMi", mi))
+		time.Sleep(8 * time.Second)
+	}
+	final := waitPod(t, pod, 30*time.Second, "memory limit above the grown usage", func(p *corev1.Pod) bool {
+		return p.Spec.Containers[0].Resources.Limits.Memory().Value() > 448<<20
+	})
+	if st := containerStatus(final, "app"); st.RestartCount != 0 || st.LastTerminationState.Terminated != nil {
+		t.Errorf("container restarted (%d) or was killed: %s", st.RestartCount, mustJSON(st.LastTerminationState))
+	}
+	waitCgroup(t, final, "app", "memory", "memory.limit_in_bytes", final.Spec.Containers[0].Resources.Limits.Memory().Value())
+}
+
+// setMemory asks the pod's load generator to hold size of memory.
+func setMemory(t *testing.T, p *corev1.Pod, size string) {
+	t.Helper()
+	resp, err := http.Get("http://" + p.Status.PodIP + ":8080/memory?size=" + size)
+	if err != nil {
+		t.Fatalf("driving %s: %v", p.Name, err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("load generator of %s answered %s", p.Name, resp.Status)
+	}
 }

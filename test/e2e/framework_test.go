@@ -23,7 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 const (
@@ -35,7 +36,7 @@ const (
 )
 
 var (
-	kubeconfig = flag.String("e2e.kubeconfig", envOr("TAILOR_KUBECONFIG", "/var/lib/tailor-dev/admin.kubeconfig"), "admin kubeconfig of the local cluster")
+	kubeconfig = flag.String("e2e.kubeconfig", cluster.Kubeconfig(), "admin kubeconfig of the local cluster")
 
 	restConfig *rest.Config
 	clientset  *kubernetes.Clientset
@@ -45,23 +46,14 @@ var (
 	convergenceMu sync.Mutex
 )
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
 func TestMain(m *testing.M) {
 	flag.Parse()
 	var err error
-	restConfig, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	restConfig, clientset, err = cluster.Connect(*kubeconfig)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: cannot load kubeconfig %s (is the cluster up? run hack/cluster.sh up): %v\n", *kubeconfig, err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", "e2e", err)
 		os.Exit(1)
 	}
-	restConfig.QPS, restConfig.Burst = 50, 100
-	clientset = kubernetes.NewForConfigOrDie(restConfig)
 	code := m.Run()
 	reportConvergence()
 	os.Exit(code)
