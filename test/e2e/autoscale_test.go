@@ -31,8 +31,8 @@ import (
 
 var crdOnce sync.Once
 
-// startManager runs the policy controller until the test ends and returns a
-// client that knows TailorPolicy.
+// startManager runs the policy controller until the test ends and returns an
+// uncached client that knows TailorPolicy.
 func startManager(t *testing.T) client.Client {
 	t.Helper()
 	crdOnce.Do(func() {
@@ -58,7 +58,17 @@ func startManager(t *testing.T) client.Client {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	return mgr.GetClient()
+	// The tests read what the apiserver has, not what the manager's cache
+	// has seen yet.
+	scheme, err := manager.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func ptr[T any](v T) *T { return &v }
