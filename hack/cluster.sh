@@ -28,7 +28,7 @@ FEATURE_GATES="${FEATURE_GATES:-}"
 # as host processes (hack/addons). ADDONS="" starts none.
 ADDONS="${ADDONS-metrics-server prometheus}"
 
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables conntrack openssl)
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables conntrack openssl curl iproute2 procps)
 
 
 install_packages() {
