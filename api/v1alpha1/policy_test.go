@@ -8,18 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-func rl(cpu, memory string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	if cpu != "" {
-		out[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if memory != "" {
-		out[corev1.ResourceMemory] = resource.MustParse(memory)
-	}
-	return out
-}
+	"github.com/tailorhq/tailor/test/builder"
+)
 
 func ptr[T any](v T) *T { return &v }
 
@@ -53,7 +44,7 @@ func TestPolicyFor(t *testing.T) {
 			want:      defaults("app"),
 		},
 		"only another container's entry: defaults": {
-			spec:      spec(ContainerPolicy{ContainerName: "sidecar", Mode: ptr(ContainerModeOff), MaxAllowed: rl("1", "")}),
+			spec:      spec(ContainerPolicy{ContainerName: "sidecar", Mode: ptr(ContainerModeOff), MaxAllowed: builder.List("1", "")}),
 			container: "app",
 			want:      defaults("app"),
 		},
@@ -64,8 +55,8 @@ func TestPolicyFor(t *testing.T) {
 				ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
 				ControlledValues:    ptr(ControlledValuesRequestsOnly),
 				AllowRestart:        ptr(true),
-				MinAllowed:          rl("100m", "64Mi"),
-				MaxAllowed:          rl("2", "4Gi"),
+				MinAllowed:          builder.List("100m", "64Mi"),
+				MaxAllowed:          builder.List("2", "4Gi"),
 			}),
 			container: "app",
 			want: ContainerPolicy{
@@ -74,8 +65,8 @@ func TestPolicyFor(t *testing.T) {
 				ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
 				ControlledValues:    ptr(ControlledValuesRequestsOnly),
 				AllowRestart:        ptr(true),
-				MinAllowed:          rl("100m", "64Mi"),
-				MaxAllowed:          rl("2", "4Gi"),
+				MinAllowed:          builder.List("100m", "64Mi"),
+				MaxAllowed:          builder.List("2", "4Gi"),
 			},
 		},
 		"named entry wins per field and per resource, the rest from '*'": {
@@ -83,14 +74,14 @@ func TestPolicyFor(t *testing.T) {
 				ContainerPolicy{
 					ContainerName:    "*",
 					ControlledValues: ptr(ControlledValuesRequestsOnly),
-					MinAllowed:       rl("100m", "64Mi"),
-					MaxAllowed:       rl("2", "4Gi"),
+					MinAllowed:       builder.List("100m", "64Mi"),
+					MaxAllowed:       builder.List("2", "4Gi"),
 				},
 				ContainerPolicy{
 					ContainerName:       "app",
 					ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
 					AllowRestart:        ptr(true),
-					MaxAllowed:          rl("", "8Gi"),
+					MaxAllowed:          builder.List("", "8Gi"),
 				},
 			),
 			container: "app",
@@ -100,16 +91,16 @@ func TestPolicyFor(t *testing.T) {
 				ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
 				ControlledValues:    ptr(ControlledValuesRequestsOnly),
 				AllowRestart:        ptr(true),
-				MinAllowed:          rl("100m", "64Mi"),
-				MaxAllowed:          rl("2", "8Gi"),
+				MinAllowed:          builder.List("100m", "64Mi"),
+				MaxAllowed:          builder.List("2", "8Gi"),
 			},
 		},
 		"named entry without '*': unset fields take defaults": {
-			spec:      spec(ContainerPolicy{ContainerName: "app", MinAllowed: rl("250m", "")}),
+			spec:      spec(ContainerPolicy{ContainerName: "app", MinAllowed: builder.List("250m", "")}),
 			container: "app",
 			want: func() ContainerPolicy {
 				p := defaults("app")
-				p.MinAllowed = rl("250m", "")
+				p.MinAllowed = builder.List("250m", "")
 				return p
 			}(),
 		},
@@ -137,29 +128,29 @@ func TestPolicyFor(t *testing.T) {
 		},
 		"'*' minimum above the named maximum: an error naming both entries": {
 			spec: spec(
-				ContainerPolicy{ContainerName: "*", MinAllowed: rl("", "2Gi")},
-				ContainerPolicy{ContainerName: "app", MaxAllowed: rl("", "1Gi")},
+				ContainerPolicy{ContainerName: "*", MinAllowed: builder.List("", "2Gi")},
+				ContainerPolicy{ContainerName: "app", MaxAllowed: builder.List("", "1Gi")},
 			),
 			container: "app",
 			wantErr:   `container "app": minAllowed.memory 2Gi (from containerName "*") exceeds maxAllowed.memory 1Gi (from containerName "app"); lower the one or raise the other`,
 		},
 		"named minimum above the '*' maximum: an error": {
 			spec: spec(
-				ContainerPolicy{ContainerName: "*", MaxAllowed: rl("1", "")},
-				ContainerPolicy{ContainerName: "app", MinAllowed: rl("1500m", "")},
+				ContainerPolicy{ContainerName: "*", MaxAllowed: builder.List("1", "")},
+				ContainerPolicy{ContainerName: "app", MinAllowed: builder.List("1500m", "")},
 			),
 			container: "app",
 			wantErr:   `container "app": minAllowed.cpu 1500m (from containerName "app") exceeds maxAllowed.cpu 1 (from containerName "*"); lower the one or raise the other`,
 		},
 		"contradiction only in another container's merge: no error for this one": {
 			spec: spec(
-				ContainerPolicy{ContainerName: "*", MinAllowed: rl("", "2Gi")},
-				ContainerPolicy{ContainerName: "sidecar", MaxAllowed: rl("", "1Gi")},
+				ContainerPolicy{ContainerName: "*", MinAllowed: builder.List("", "2Gi")},
+				ContainerPolicy{ContainerName: "sidecar", MaxAllowed: builder.List("", "1Gi")},
 			),
 			container: "app",
 			want: func() ContainerPolicy {
 				p := defaults("app")
-				p.MinAllowed = rl("", "2Gi")
+				p.MinAllowed = builder.List("", "2Gi")
 				return p
 			}(),
 		},
@@ -189,7 +180,7 @@ func TestPolicyForSharesNothing(t *testing.T) {
 		Mode:                ptr(ContainerModeAuto),
 		ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
 		AllowRestart:        ptr(false),
-		MinAllowed:          rl("100m", ""),
+		MinAllowed:          builder.List("100m", ""),
 		Recommender:         &RecommenderOverrides{CPUHeadroomPercent: ptr(int32(10))},
 	})
 	before := s.DeepCopy()
@@ -232,15 +223,15 @@ func TestValidate(t *testing.T) {
 		},
 		"consistent bounds across entries": {
 			spec: spec(
-				ContainerPolicy{ContainerName: "*", MinAllowed: rl("100m", "64Mi"), MaxAllowed: rl("2", "")},
-				ContainerPolicy{ContainerName: "app", MaxAllowed: rl("", "1Gi")},
+				ContainerPolicy{ContainerName: "*", MinAllowed: builder.List("100m", "64Mi"), MaxAllowed: builder.List("2", "")},
+				ContainerPolicy{ContainerName: "app", MaxAllowed: builder.List("", "1Gi")},
 			),
 		},
 		"each contradicting entry is reported": {
 			spec: spec(
-				ContainerPolicy{ContainerName: "app", MaxAllowed: rl("", "1Gi")},
-				ContainerPolicy{ContainerName: "*", MinAllowed: rl("1", "2Gi")},
-				ContainerPolicy{ContainerName: "worker", MaxAllowed: rl("500m", "")},
+				ContainerPolicy{ContainerName: "app", MaxAllowed: builder.List("", "1Gi")},
+				ContainerPolicy{ContainerName: "*", MinAllowed: builder.List("1", "2Gi")},
+				ContainerPolicy{ContainerName: "worker", MaxAllowed: builder.List("500m", "")},
 			),
 			wantErr: `container "app": minAllowed.memory 2Gi (from containerName "*") exceeds maxAllowed.memory 1Gi (from containerName "app"); lower the one or raise the other` + "\n" +
 				`container "worker": minAllowed.cpu 1 (from containerName "*") exceeds maxAllowed.cpu 500m (from containerName "worker"); lower the one or raise the other`,

@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tailorhq/tailor/test/builder"
 )
 
 // The samples are what the README shows: they must use the real field names
@@ -47,7 +49,7 @@ func TestFullSampleResolvesAsCommented(t *testing.T) {
 		t.Fatal(err)
 	}
 	// "cpu still 4, from *": the named entry only raises the memory bound.
-	if diff := cmp.Diff(rl("4", "16Gi"), app.MaxAllowed, quantityEqual); diff != "" {
+	if diff := cmp.Diff(builder.List("4", "16Gi"), app.MaxAllowed, quantityEqual); diff != "" {
 		t.Errorf("app maxAllowed (-want,+got):\n%s", diff)
 	}
 	if !*app.AllowRestart || *app.ControlledValues != ControlledValuesRequestsAndLimits {

@@ -5,20 +5,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-func rl(cpu, mem string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	if cpu != "" {
-		l[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if mem != "" {
-		l[corev1.ResourceMemory] = resource.MustParse(mem)
-	}
-	return l
-}
+	"github.com/tailorhq/tailor/test/builder"
+)
 
 // pod returns a one-container pod whose spec asks for specCPU and whose
 // status reports statusCPU, at the given generations.
@@ -27,14 +17,14 @@ func pod(specCPU, statusCPU string, generation, observed int64, conds ...corev1.
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: generation},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name:      "app",
-			Resources: corev1.ResourceRequirements{Requests: rl(specCPU, "64Mi"), Limits: rl(specCPU, "64Mi")},
+			Resources: corev1.ResourceRequirements{Requests: builder.List(specCPU, "64Mi"), Limits: builder.List(specCPU, "64Mi")},
 		}}},
 		Status: corev1.PodStatus{
 			ObservedGeneration: observed,
 			Conditions:         conds,
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name:      "app",
-				Resources: &corev1.ResourceRequirements{Requests: rl(statusCPU, "64Mi"), Limits: rl(statusCPU, "64Mi")},
+				Resources: &corev1.ResourceRequirements{Requests: builder.List(statusCPU, "64Mi"), Limits: builder.List(statusCPU, "64Mi")},
 			}},
 		},
 	}
@@ -112,12 +102,12 @@ func TestObserveIgnoresFinishedInitContainersButChecksSidecars(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	p := pod("500m", "500m", 2, 2)
 	p.Spec.InitContainers = []corev1.Container{
-		{Name: "setup", Resources: corev1.ResourceRequirements{Requests: rl("1", "")}},
-		{Name: "proxy", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: rl("200m", "")}},
+		{Name: "setup", Resources: corev1.ResourceRequirements{Requests: builder.List("1", "")}},
+		{Name: "proxy", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: builder.List("200m", "")}},
 	}
 	p.Status.InitContainerStatuses = []corev1.ContainerStatus{
-		{Name: "setup", Resources: &corev1.ResourceRequirements{Requests: rl("100m", "")}},
-		{Name: "proxy", Resources: &corev1.ResourceRequirements{Requests: rl("100m", "")}},
+		{Name: "setup", Resources: &corev1.ResourceRequirements{Requests: builder.List("100m", "")}},
+		{Name: "proxy", Resources: &corev1.ResourceRequirements{Requests: builder.List("100m", "")}},
 	}
 	got := Observe(p)
 	want := []string{"proxy: cpu request 100m (spec 200m)"}

@@ -87,29 +87,12 @@ func recordConvergence(t *testing.T, what string, d time.Duration) {
 // newNamespace creates a namespace for one test and deletes it afterwards.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
 	name := "e2e-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(name) > 50 {
 		name = name[:50]
 	}
 	name = strings.TrimRight(name, "-") + "-" + rand.String(5)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
-	// The default ServiceAccount must exist before pods can be created in it.
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := clientset.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("default ServiceAccount in %s never appeared: %v", name, err)
-	}
-	t.Cleanup(func() {
-		zero := int64(0)
-		_ = clientset.CoreV1().Pods(name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-		_ = clientset.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	return name
+	return cluster.Namespace(t, clientset, name)
 }
 
 // createRunningPod creates pod and waits until all its containers run.

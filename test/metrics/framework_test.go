@@ -70,23 +70,8 @@ func record(t *testing.T, format string, args ...any) {
 // newNamespace creates a metrics-* namespace and deletes it afterwards.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
 	name := "metrics-" + rand.String(6)
-	if _, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := clientset.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("default ServiceAccount in %s never appeared: %v", name, err)
-	}
-	t.Cleanup(func() {
-		zero := int64(0)
-		_ = clientset.CoreV1().Pods(name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-		_ = clientset.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	return name
+	return cluster.Namespace(t, clientset, name)
 }
 
 // loadPod starts a loadgen pod burning cpu and holding memory under the

@@ -155,7 +155,7 @@ func trial(ctx context.Context, c client.Client, cs *kubernetes.Clientset, o opt
 	defer func() {
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	}()
-	if err := waitSA(ctx, cs, ns); err != nil {
+	if err := cluster.WaitDefaultServiceAccount(ctx, cs, ns); err != nil {
 		return 0, err
 	}
 	zero := int64(0)
@@ -261,13 +261,6 @@ func settle(ctx context.Context, c client.Client, cs *kubernetes.Clientset, ns s
 		}
 	}
 	return nil, fmt.Errorf("tailor did not settle on the idle pod within 3m")
-}
-
-func waitSA(ctx context.Context, cs *kubernetes.Clientset, ns string) error {
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
 }
 
 func setCPU(ctx context.Context, ip string, millicores int) error {

@@ -1,0 +1,41 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// WaitDefaultServiceAccount waits until ns has its default ServiceAccount:
+// the apiserver refuses pods in a namespace before the controller-manager
+// has created it.
+func WaitDefaultServiceAccount(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+// Namespace creates namespace name for one test, waits until pods can be
+// created in it, and deletes it when the test ends, its pods at once.
+func Namespace(t testing.TB, cs kubernetes.Interface, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	if err := WaitDefaultServiceAccount(ctx, cs, name); err != nil {
+		t.Fatalf("default ServiceAccount in %s never appeared: %v", name, err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = cs.CoreV1().Pods(name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
