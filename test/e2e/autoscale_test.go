@@ -140,10 +140,12 @@ func TestAutoscaleRaisesThrottledCPUInPlaceWithinBounds(t *testing.T) {
 	recordConvergence(t, "throttled cpu: policy applied -> first raise sent", time.Since(start))
 	waitCgroup(t, raised, "app", "cpu", "cpu.cfs_quota_us", cpuLimitMillis(raised)*100)
 
-	// Keeps raising while throttled, but never past maxAllowed.
-	top := waitPod(t, pod, 120*time.Second, "cpu limit at maxAllowed", func(p *corev1.Pod) bool { return cpuLimitMillis(p) >= 400 })
-	if got := cpuLimitMillis(top); got != 400 {
-		t.Errorf("cpu limit = %dm, want maxAllowed 400m", got)
+	// Keeps raising while throttled, up to maxAllowed and never past it. The
+	// last step may stop short of 400m by less than the 5% tolerance below
+	// which tailor does not think a resize worth it (e.g. 395m).
+	top := waitPod(t, pod, 120*time.Second, "cpu limit raised to maxAllowed", func(p *corev1.Pod) bool { return cpuLimitMillis(p) >= 380 })
+	if got := cpuLimitMillis(top); got > 400 {
+		t.Errorf("cpu limit = %dm, past maxAllowed 400m", got)
 	}
 	time.Sleep(8 * time.Second)
 	final, err := clientset.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
