@@ -151,6 +151,15 @@ cmd_up() {
   identity
   ip=$(node_ip)
   mkdir -p "$LOG_DIR" "${MS_DIR}/certs"
+  # Its RBAC first: metrics-server exits at once when it cannot read the
+  # extension-apiserver-authentication ConfigMap, and after `cluster.sh down`
+  # the apiserver starts empty.
+  objects "$ip" | kc apply -f - >/dev/null
+  local deadline=$((SECONDS + 60))
+  until kc auth can-i get configmap/extension-apiserver-authentication -n kube-system --as system:metrics-server >/dev/null 2>&1; do
+    (( SECONDS < deadline )) || die "the RBAC for system:metrics-server never took effect"
+    sleep 0.5
+  done
   if ! running; then
     log "starting metrics-server on ${ip}:${MS_PORT}"
     # setsid: it must outlive the shell that started it, like the cluster.
@@ -164,8 +173,7 @@ cmd_up() {
       >>"${LOG_DIR}/metrics-server.log" 2>&1 </dev/null &
     echo $! > "$PIDFILE"
   fi
-  objects "$ip" | kc apply -f - >/dev/null
-  local deadline=$((SECONDS + 120))
+  deadline=$((SECONDS + 120))
   # `top node` needs a real scrape; `top pod` succeeds with no pods at all.
   until kc top node >/dev/null 2>&1; do
     running || die "metrics-server exited; see ${LOG_DIR}/metrics-server.log"
