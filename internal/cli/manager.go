@@ -21,15 +21,9 @@ type ManagerOptions struct {
 	configFlags *genericclioptions.ConfigFlags
 	streams     genericiooptions.IOStreams
 
-	MetricsSource           string
-	PrometheusURL           string
-	KubeletThrottling       bool
-	SyncPeriod              time.Duration
-	LeaderElect             bool
-	LeaderElectionNamespace string
-	MetricsAddr             string
-	ProbeAddr               string
-	Development             bool
+	// The flags fill the manager's own options, so there is one list of them.
+	manager.Options
+	Development bool
 }
 
 func newManagerCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -76,11 +70,7 @@ func (o *ManagerOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	mgr, err := manager.New(cfg, manager.Options{
-		MetricsSource: o.MetricsSource, PrometheusURL: o.PrometheusURL, KubeletThrottling: o.KubeletThrottling,
-		SyncPeriod: o.SyncPeriod, LeaderElect: o.LeaderElect, LeaderElectionNamespace: o.LeaderElectionNamespace,
-		MetricsAddr: o.MetricsAddr, ProbeAddr: o.ProbeAddr,
-	})
+	mgr, err := manager.New(cfg, o.Options)
 	if err != nil {
 		return err
 	}
