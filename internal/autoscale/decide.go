@@ -42,6 +42,11 @@ type Input struct {
 	// MemoryFloorHeadroom is the share above the working set a memory limit
 	// must keep (0.1 = 10%).
 	MemoryFloorHeadroom float64
+	// Room is how much more of each resource the pod's requests may grow on
+	// its node now (resize.Room). Raises are cut to fit it, in container name
+	// order, so tailor asks for what the kubelet can admit at once instead of
+	// a resize that waits Deferred or is refused. Nil: unknown, no cut.
+	Room corev1.ResourceList
 	// LastResize is when tailor last resized this pod (zero: never).
 	LastResize time.Time
 	Now        time.Time
@@ -68,6 +73,8 @@ const (
 	SkipWithinTolerance   SkipReason = "WithinTolerance"
 	SkipNoWorkingSet      SkipReason = "NoWorkingSet"
 	SkipTooSoon           SkipReason = "MinResizeInterval"
+	// SkipNoRoom: a raise the node has no room for at all right now.
+	SkipNoRoom SkipReason = "NodeFull"
 )
 
 // Change is one resource of one container, before and after.
@@ -88,6 +95,19 @@ type Decision struct {
 	Skips   []Skip
 	// RetryAfter is set when the pod was resized too recently.
 	RetryAfter time.Duration
+	// Short lists the raises the node's room cut, partly (in Changes) or
+	// wholly (in Skips as NodeFull): what in place cannot give now.
+	Short []Shortfall
+}
+
+// Shortfall is a raise the node cannot give in full now.
+type Shortfall struct {
+	Container string
+	Resource  corev1.ResourceName
+	// Wanted is the request the recommendation asked for; Got what fits.
+	Wanted, Got resource.Quantity
+	// Room is what was free for this raise.
+	Room resource.Quantity
 }
 
 // Empty reports whether there is nothing to send.
@@ -130,6 +150,10 @@ func Decide(in Input) (Decision, error) {
 		return d, nil
 	}
 
+	var room corev1.ResourceList
+	if in.Room != nil {
+		room = in.Room.DeepCopy()
+	}
 	names := make([]string, 0, len(in.Targets))
 	for n := range in.Targets {
 		names = append(names, n)
@@ -155,6 +179,13 @@ func Decide(in Input) (Decision, error) {
 				continue
 			}
 			ch, skip := in.decideResource(c, pol, qos, r, *t)
+			if ch != nil && room != nil {
+				var short *Shortfall
+				ch, skip, short = in.fit(ch, r, qos, room)
+				if short != nil {
+					d.Short = append(d.Short, *short)
+				}
+			}
 			if skip != nil {
 				d.Skips = append(d.Skips, *skip)
 				continue
@@ -283,6 +314,64 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		return nil, skip(SkipRestartNotAllowed, "%s resizePolicy is RestartContainer and the policy does not allow restarts", r)
 	}
 	return ch, nil
+}
+
+// fit cuts a raise of the request to the room left on the node, keeping the
+// request/limit ratio the change had (and requests == limits when
+// Guaranteed), and takes what it uses from room. Lowering a request frees room
+// only once applied, so it is not counted: the cut errs towards asking less.
+func (in Input) fit(ch *Change, r corev1.ResourceName, qos corev1.PodQOSClass, room corev1.ResourceList) (*Change, *Skip, *Shortfall) {
+	before, now := toFloat(r, ch.RequestBefore), toFloat(r, ch.RequestNow)
+	if now <= before {
+		return ch, nil, nil
+	}
+	free := room[r]
+	allowed := before + toFloat(r, free)
+	if now <= allowed {
+		used := fromFloat(r, now-before)
+		free.Sub(used)
+		room[r] = free
+		return ch, nil, nil
+	}
+	short := &Shortfall{Container: ch.Container, Resource: r, Wanted: ch.RequestNow, Room: free.DeepCopy()}
+	// Round down: a cut rounded up would again not fit.
+	got := floorQuantity(r, allowed)
+	tolerance := DefaultTolerance
+	if p := in.tolerancePercent(true); p != nil {
+		tolerance = float64(*p) / 100
+	}
+	if toFloat(r, got) < before*(1+tolerance) {
+		short.Got = ch.RequestBefore
+		return nil, &Skip{Container: ch.Container, Resource: r, Reason: SkipNoRoom,
+			Message: fmt.Sprintf("%s request %s -> %s does not fit: the node has %s more free", r, ch.RequestBefore.String(), ch.RequestNow.String(), free.String())}, short
+	}
+	scale := toFloat(r, got) / now
+	out := *ch
+	out.Notes = append(append([]string(nil), ch.Notes...), fmt.Sprintf("raise cut to what fits on the node (%s free; wanted %s)", free.String(), ch.RequestNow.String()))
+	out.RequestNow = got
+	if ch.LimitNow != nil && ch.LimitBefore != nil && ch.LimitNow.Cmp(*ch.LimitBefore) != 0 {
+		lim := fromFloat(r, toFloat(r, *ch.LimitNow)*scale)
+		if qos == corev1.PodQOSGuaranteed {
+			lim = got
+		}
+		if lim.Cmp(*ch.LimitBefore) < 0 {
+			lim = ch.LimitBefore.DeepCopy()
+		}
+		out.LimitNow = &lim
+	}
+	short.Got = got
+	room[r] = resource.Quantity{Format: free.Format}
+	return &out, nil, short
+}
+
+// floorQuantity is fromFloat rounding down.
+func floorQuantity(r corev1.ResourceName, v float64) resource.Quantity {
+	const eps = 1e-6
+	if r == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(int64(math.Floor(v+eps)), resource.DecimalSI)
+	}
+	const mi = 1 << 20
+	return *resource.NewQuantity(int64(math.Floor(v/mi+eps))*mi, resource.BinarySI)
 }
 
 // step applies maxStepPercent for the direction of the change.

@@ -1,6 +1,7 @@
 package autoscale
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,9 @@ func TestDecide(t *testing.T) {
 		targets    map[string]Target
 		workingSet map[string]resource.Quantity
 		lastResize time.Time
+		room       corev1.ResourceList
 		want       map[string]string
+		wantShort  []string
 		wantSkips  []SkipReason
 		wantRetry  time.Duration
 		wantErr    string
@@ -208,6 +211,46 @@ func TestDecide(t *testing.T) {
 			want:      map[string]string{},
 			wantSkips: []SkipReason{SkipNotRequested},
 		},
+		"a raise that fits the room is sent whole": {
+			pod: builder.Pod("p").Container(burstable()).Obj(), spec: spec(),
+			targets: map[string]Target{"app": {CPU: q("1")}},
+			room:    builder.List("250m", "0"),
+			want:    map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
+		},
+		"a raise beyond the room is cut to it, keeping the ratio": {
+			pod: builder.Pod("p").Container(burstable()).Obj(), spec: spec(),
+			targets:   map[string]Target{"app": {CPU: q("2")}},
+			room:      builder.List("250m", "0"),
+			want:      map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
+			wantShort: []string{"app cpu wanted 1 got 500m room 250m"},
+		},
+		"a guaranteed raise is cut with requests equal to limits": {
+			pod:       builder.Pod("p").Container(builder.Container("app").Requests("500m", "256Mi").Limits("500m", "256Mi")).Obj(),
+			spec:      spec(),
+			targets:   map[string]Target{"app": {Memory: q("1Gi")}},
+			room:      builder.List("0", "100Mi"),
+			want:      map[string]string{"app": "req.memory=356Mi,lim.memory=356Mi"},
+			wantShort: []string{"app memory wanted 1Gi got 356Mi room 100Mi"},
+		},
+		"no room at all skips the raise as NodeFull and keeps a lowering": {
+			pod:        builder.Pod("p").Container(burstable()).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {CPU: q("2"), Memory: q("128Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("50Mi")},
+			room:       builder.List("10m", "0"),
+			want:       map[string]string{"app": "req.memory=64Mi,lim.memory=128Mi"},
+			wantSkips:  []SkipReason{SkipNoRoom},
+			wantShort:  []string{"app cpu wanted 1 got 250m room 10m"},
+		},
+		"room is shared out in container order": {
+			pod: builder.Pod("p").Container(builder.Container("a").Requests("100m", "")).
+				Container(builder.Container("b").Requests("100m", "")).Obj(),
+			spec:      spec(),
+			targets:   map[string]Target{"a": {CPU: q("300m")}, "b": {CPU: q("300m")}},
+			room:      builder.List("300m", "0"),
+			want:      map[string]string{"a": "req.cpu=300m", "b": "req.cpu=200m"},
+			wantShort: []string{"b cpu wanted 300m got 200m room 100m"},
+		},
 		"sidecars are autoscaled, classic init containers are not": {
 			pod: builder.Pod("p").InitContainer(builder.Container("setup").Requests("100m", "")).
 				Sidecar(builder.Container("proxy").Requests("100m", "")).Container(burstable()).Obj(),
@@ -219,7 +262,7 @@ func TestDecide(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			d, err := Decide(Input{Pod: tc.pod, Spec: tc.spec, Targets: tc.targets, WorkingSet: tc.workingSet,
-				MemoryFloorHeadroom: 0.1, LastResize: tc.lastResize, Now: now})
+				MemoryFloorHeadroom: 0.1, LastResize: tc.lastResize, Room: tc.room, Now: now})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want %q", err, tc.wantErr)
@@ -234,6 +277,13 @@ func TestDecide(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantSkips, reasons(d)); diff != "" {
 				t.Errorf("skips (-want,+got):\n%s\n%+v", diff, d.Skips)
+			}
+			var short []string
+			for _, s := range d.Short {
+				short = append(short, fmt.Sprintf("%s %s wanted %s got %s room %s", s.Container, s.Resource, s.Wanted.String(), s.Got.String(), s.Room.String()))
+			}
+			if diff := cmp.Diff(tc.wantShort, short); diff != "" {
+				t.Errorf("shortfalls (-want,+got):\n%s", diff)
 			}
 			if d.RetryAfter != tc.wantRetry {
 				t.Errorf("RetryAfter = %s, want %s", d.RetryAfter, tc.wantRetry)

@@ -411,3 +411,29 @@ func missingNodeFeatures(before, after *corev1.Pod, node *NodeState, server Vers
 	}
 	return res.UnsatisfiedRequirements
 }
+
+// Room is how much more CPU and memory the pod may request on its node now
+// without its resize being Deferred or refused: the node's free allocatable
+// (counted as headroom does) less the pod's own requests at the larger of spec
+// and allocated. An entry is never negative. ok is false when the node is
+// unknown or the pod unbound, and then nothing can be said.
+func Room(pod *corev1.Pod, node *NodeState) (room corev1.ResourceList, ok bool) {
+	if pod == nil {
+		return nil, false
+	}
+	h := headroom(pod, node)
+	if !h.Known {
+		return nil, false
+	}
+	own := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
+	room = corev1.ResourceList{}
+	for _, name := range cpuAndMemory {
+		q := h.Free[name].DeepCopy()
+		q.Sub(own[name])
+		if q.Sign() < 0 {
+			q = resource.Quantity{Format: q.Format}
+		}
+		room[name] = q
+	}
+	return room, true
+}
