@@ -71,6 +71,7 @@ generate: $(CONTROLLER_GEN)
 	cp $(GENERATE_OUT)/config/crd/bases/*.yaml $(GENERATE_OUT)/deploy/helm/tailor/crds/
 	mkdir -p $(GENERATE_OUT)/deploy/helm/tailor/files
 	cp $(GENERATE_OUT)/config/rbac/role.yaml $(GENERATE_OUT)/deploy/helm/tailor/files/manager-role.yaml
+	cp config/components/eviction/recreate_admission.yaml $(GENERATE_OUT)/deploy/helm/tailor/files/recreate-admission.yaml
 
 ## verify-generated: fails when the committed generated files differ from the types.
 verify-generated: $(CONTROLLER_GEN)
@@ -80,7 +81,8 @@ verify-generated: $(CONTROLLER_GEN)
 	diff -ru config/crd/bases "$$tmp/config/crd/bases" && \
 	diff -u config/rbac/role.yaml "$$tmp/config/rbac/role.yaml" && \
 	diff -ru deploy/helm/tailor/crds "$$tmp/deploy/helm/tailor/crds" && \
-	diff -u deploy/helm/tailor/files/manager-role.yaml "$$tmp/deploy/helm/tailor/files/manager-role.yaml" || { echo "generated files are stale: run make generate and commit the result"; exit 1; }
+	diff -u deploy/helm/tailor/files/manager-role.yaml "$$tmp/deploy/helm/tailor/files/manager-role.yaml" && \
+	diff -u deploy/helm/tailor/files/recreate-admission.yaml "$$tmp/deploy/helm/tailor/files/recreate-admission.yaml" || { echo "generated files are stale: run make generate and commit the result"; exit 1; }
 
 $(HELM):
 	mkdir -p $(TOOLS_BIN)

@@ -137,6 +137,19 @@ type UpdatePolicy struct {
 	// +optional
 	// +kubebuilder:default=InPlace
 	UpdateMode UpdateMode `json:"updateMode,omitempty"`
+
+	// recreateAfter is, in mode InPlaceOrRecreate, how long a raise the
+	// pod's node has no room for must persist before tailor evicts the pod
+	// so that it is recreated, and placed, with the recommended resources
+	// (0s to 24h; default 5m, as VerticalPodAutoscaler waits on a Deferred
+	// in-place resize). Meanwhile tailor raises in place as far as the node
+	// allows. Ignored in the other modes.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) <= duration('24h')",message="recreateAfter must be a duration such as 30s, 5m or 1h, at most 24h"
+	RecreateAfter *metav1.Duration `json:"recreateAfter,omitempty"`
 }
 
 // ResourcePolicy holds the per-container policies.
@@ -438,6 +451,16 @@ type TailorPolicyStatus struct {
 	// +kubebuilder:validation:MaxItems=256
 	Pods []PodResizeStatus `json:"pods,omitempty"`
 
+	// recreations are the resources the replacements of pods tailor evicted
+	// are created with: the MutatingAdmissionPolicy tailor-recreate (config/
+	// components/eviction) matches a new pod to an entry by its controller's
+	// UID and applies them. Each entry lasts ten minutes.
+	// +optional
+	// +listType=map
+	// +listMapKey=ownerUID
+	// +kubebuilder:validation:MaxItems=64
+	Recreations []Recreation `json:"recreations,omitempty"`
+
 	// conditions are Ready, RecommendationProvided and ResizesBlocked.
 	// +optional
 	// +listType=map
@@ -499,6 +522,50 @@ const (
 	// InPlaceOrRecreate, the pod was evicted to be recreated.
 	ResizeResultEvicted ResizeResult = "Evicted"
 )
+
+// Recreation is what the replacement of an evicted pod is created with.
+type Recreation struct {
+	// ownerUID is the UID of the evicted pod's controller (its ReplicaSet,
+	// StatefulSet or ReplicationController); new pods it creates match.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	OwnerUID string `json:"ownerUID"`
+	// ownerKind and ownerName name that controller, for people.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	OwnerKind string `json:"ownerKind,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	OwnerName string `json:"ownerName,omitempty"`
+	// evictedPod is the pod tailor evicted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	EvictedPod string `json:"evictedPod,omitempty"`
+	// evictionTime is when; the entry expires ten minutes later.
+	// +required
+	EvictionTime metav1.Time `json:"evictionTime"`
+	// containers are the requests and limits to create each container with;
+	// a container not listed keeps its template's.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Containers []RecreatedContainer `json:"containers,omitempty"`
+}
+
+// RecreatedContainer is one container's resources in a Recreation.
+type RecreatedContainer struct {
+	// name is the container's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// requests are the container's cpu and memory requests.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// limits are the container's cpu and memory limits.
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+}
 
 // PodResizeStatus is the last resize tailor made to one pod.
 type PodResizeStatus struct {

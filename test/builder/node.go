@@ -31,3 +31,18 @@ func (n *NodeWrapper) Label(k, v string) *NodeWrapper {
 	n.Labels[k] = v
 	return n
 }
+
+// Ready sets the Ready condition to status.
+func (n *NodeWrapper) Ready(status corev1.ConditionStatus) *NodeWrapper {
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: status})
+	return n
+}
+
+// Unschedulable cordons the node.
+func (n *NodeWrapper) Unschedulable() *NodeWrapper { n.Spec.Unschedulable = true; return n }
+
+// Taint adds a taint.
+func (n *NodeWrapper) Taint(key, value string, effect corev1.TaintEffect) *NodeWrapper {
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Value: value, Effect: effect})
+	return n
+}

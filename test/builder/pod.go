@@ -253,3 +253,35 @@ func merge(dst, src corev1.ResourceList) corev1.ResourceList {
 	}
 	return dst
 }
+
+// Owner sets the controller owner reference.
+func (p *PodWrapper) Owner(kind, name, uid string) *PodWrapper {
+	yes := true
+	p.OwnerReferences = append(p.OwnerReferences, metav1.OwnerReference{APIVersion: "apps/v1", Kind: kind, Name: name, UID: types.UID(uid), Controller: &yes})
+	return p
+}
+
+// Priority sets spec.priority (what the priority admission plugin resolves
+// priorityClassName to).
+func (p *PodWrapper) Priority(v int32) *PodWrapper { p.Spec.Priority = &v; return p }
+
+// PreemptionPolicy sets spec.preemptionPolicy.
+func (p *PodWrapper) PreemptionPolicy(pp corev1.PreemptionPolicy) *PodWrapper {
+	p.Spec.PreemptionPolicy = &pp
+	return p
+}
+
+// NodeSelector sets one nodeSelector entry.
+func (p *PodWrapper) NodeSelector(k, v string) *PodWrapper {
+	if p.Spec.NodeSelector == nil {
+		p.Spec.NodeSelector = map[string]string{}
+	}
+	p.Spec.NodeSelector[k] = v
+	return p
+}
+
+// Toleration adds a toleration of key with any value and effect.
+func (p *PodWrapper) Toleration(key string) *PodWrapper {
+	p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists})
+	return p
+}

@@ -103,3 +103,51 @@ func keys(m map[string][]any) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestRecreateAdmissionRender requires both installs to render the same
+// admission policy for InPlaceOrRecreate, with its binding pointing at it
+// under the install's name prefix, and neither to render it without the
+// eviction opt-in.
+func TestRecreateAdmissionRender(t *testing.T) {
+	const namespace, release = "deploy-render", "deploy-test-render"
+	admission := func(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+		out := map[string]*unstructured.Unstructured{}
+		for _, o := range objs {
+			if o.GetKind() == "MutatingAdmissionPolicy" || o.GetKind() == "MutatingAdmissionPolicyBinding" {
+				out[o.GetKind()] = o
+			}
+		}
+		return out
+	}
+	if got := admission(renderKustomize(t, namespace, release+"-")); len(got) != 0 {
+		t.Errorf("kustomize without the eviction component renders %d admission objects", len(got))
+	}
+	if got := admission(renderHelm(t, release, namespace)); len(got) != 0 {
+		t.Errorf("helm without evictions.enabled renders %d admission objects", len(got))
+	}
+	if got := admission(renderHelm(t, release, namespace, "evictions.enabled=true", "evictions.admissionPolicy=false")); len(got) != 0 {
+		t.Errorf("helm with evictions.admissionPolicy=false renders %d admission objects", len(got))
+	}
+	kust := admission(renderKustomize(t, namespace, release+"-", "eviction"))
+	chart := admission(renderHelm(t, release, namespace, "evictions.enabled=true"))
+	for name, objs := range map[string]map[string]*unstructured.Unstructured{"kustomize": kust, "helm": chart} {
+		policy, binding := objs["MutatingAdmissionPolicy"], objs["MutatingAdmissionPolicyBinding"]
+		if policy == nil || binding == nil {
+			t.Fatalf("%s renders policy %v and binding %v; want both", name, policy != nil, binding != nil)
+		}
+		if !strings.HasPrefix(policy.GetName(), release+"-") {
+			t.Errorf("%s policy %s lacks the install's prefix %s-", name, policy.GetName(), release)
+		}
+		ref, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName")
+		if ref != policy.GetName() {
+			t.Errorf("%s binding refers to policy %q; the policy is %q", name, ref, policy.GetName())
+		}
+	}
+	for _, kind := range []string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"} {
+		k, _, _ := unstructured.NestedMap(kust[kind].Object, "spec")
+		h, _, _ := unstructured.NestedMap(chart[kind].Object, "spec")
+		if diff := cmp.Diff(k, h); diff != "" {
+			t.Errorf("%s spec, kustomize vs helm (-kustomize,+helm):\n%s", kind, diff)
+		}
+	}
+}

@@ -42,6 +42,8 @@ const (
 	EventResizeSkipped  = "ResizeSkipped"
 	EventResizeFailed   = "ResizeFailed"
 	EventInvalidPolicy  = "InvalidPolicy"
+	// EventResizeCapped: a raise was cut to what the node has room for.
+	EventResizeCapped = "ResizeCapped"
 )
 
 // MemoryFloorHeadroom is what a memory limit keeps above the working set.
@@ -139,10 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	r.learn(state, pods, usage, now)
 
-	mode := v1alpha1.UpdateModeInPlace
-	if policy.Spec.UpdatePolicy != nil && policy.Spec.UpdatePolicy.UpdateMode != "" {
-		mode = policy.Spec.UpdatePolicy.UpdateMode
-	}
+	mode := policyMode(policy)
 	blocked := map[string]string{}
 	requeue := r.SyncPeriod
 	inFlight := 0
@@ -187,6 +186,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: requeue}, r.writeStatus(ctx, policy, status)
 }
 
+func policyMode(policy *v1alpha1.TailorPolicy) v1alpha1.UpdateMode {
+	if policy.Spec.UpdatePolicy != nil && policy.Spec.UpdatePolicy.UpdateMode != "" {
+		return policy.Spec.UpdatePolicy.UpdateMode
+	}
+	return v1alpha1.UpdateModeInPlace
+}
+
 type invalidPolicyError struct {
 	reason string
 	err    error
@@ -206,14 +212,20 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy)
 	state, ok := r.store.get(policy.UID)
 	if !ok || state.generation != policy.Generation {
 		state = &policyState{
-			generation: policy.Generation,
-			key:        types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name},
-			containers: map[containerKey]*containerState{},
-			pods:       map[types.UID]*podState{},
+			generation:  policy.Generation,
+			key:         types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name},
+			containers:  map[containerKey]*containerState{},
+			pods:        map[types.UID]*podState{},
+			recreations: map[types.UID]v1alpha1.Recreation{},
 		}
 		if old, had := r.store.get(policy.UID); had {
 			// Keep what tailor did to pods across a spec change.
-			state.pods = old.pods
+			state.pods, state.recreations, state.lastEviction = old.pods, old.recreations, old.lastEviction
+		} else {
+			// After a restart: replacements may still be on their way.
+			for _, rc := range policy.Status.Recreations {
+				state.recreations[types.UID(rc.OwnerUID)] = rc
+			}
 		}
 	}
 	state.selector = sel
@@ -465,27 +477,55 @@ func (r *Reconciler) resizePod(ctx context.Context, policy *v1alpha1.TailorPolic
 	advice podAdvice, now time.Time, blocked map[string]string) (bool, time.Duration, error) {
 	logger := log.FromContext(ctx).WithValues("pod", klog.KObj(p))
 	ps := state.pod(p)
+	node, err := r.nodeState(ctx, p.Spec.NodeName)
+	if err != nil {
+		return false, 0, err
+	}
+	room, _ := resize.Room(p, node)
 	decision, err := autoscale.Decide(autoscale.Input{
 		Pod: p, Spec: &policy.Spec, Targets: advice.targets, WorkingSet: advice.workingSet,
-		MemoryFloorHeadroom: MemoryFloorHeadroom, LastResize: ps.lastResize, Now: now,
+		MemoryFloorHeadroom: MemoryFloorHeadroom, LastResize: ps.lastResize, Room: room, Now: now,
 	})
 	if err != nil {
 		return false, 0, fmt.Errorf("deciding resize of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	for _, s := range decision.Skips {
-		if s.Reason == autoscale.SkipRestartNotAllowed || s.Reason == autoscale.SkipNotRequested {
+		switch s.Reason {
+		case autoscale.SkipRestartNotAllowed, autoscale.SkipNotRequested:
 			blocked[string(s.Reason)] = s.Message
 			r.reportOnce(ps, p, policy, "skip:"+string(s.Reason)+s.Container, EventResizeSkipped, s.Message)
+		case autoscale.SkipNoRoom:
+			msg := fmt.Sprintf("container %s: %s", s.Container, s.Message)
+			blocked[string(s.Reason)] = msg
+			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "deferred").Inc()
+			r.reportOnce(ps, p, policy, "nodefull:"+s.Container+string(s.Resource), EventResizeDeferred, "not sent: "+msg)
 		}
+	}
+	if decision.RetryAfter == 0 && len(decision.Short) == 0 {
+		ps.shortSince = time.Time{}
+	}
+	if len(decision.Short) > 0 && policyMode(policy) == v1alpha1.UpdateModeInPlaceOrRecreate {
+		evicted, retry, err := r.considerRecreate(ctx, policy, state, p, advice, now, blocked)
+		if evicted || err != nil {
+			return false, 0, err
+		}
+		if decision.Empty() {
+			return false, retry, nil
+		}
+	}
+	if len(decision.Short) > 0 && !decision.Empty() {
+		msg := shortText(decision.Short)
+		blocked[string(autoscale.SkipNoRoom)] = msg
+		key := "capped"
+		for _, s := range decision.Short {
+			key += ":" + s.Container + "/" + string(s.Resource) + "=" + s.Wanted.String()
+		}
+		r.reportOnce(ps, p, policy, key, EventResizeCapped, msg)
 	}
 	if decision.Empty() {
 		return false, decision.RetryAfter, nil
 	}
 
-	node, err := r.nodeState(ctx, p.Spec.NodeName)
-	if err != nil {
-		return false, 0, err
-	}
 	plan, err := resize.Plan(resize.Input{Pod: p, Desired: decision.Desired, Node: node, Server: r.Actuator.Server.Version})
 	if err != nil {
 		return false, 0, fmt.Errorf("planning resize of pod %s/%s: %w", p.Namespace, p.Name, err)
@@ -566,6 +606,16 @@ func headroomText(h resize.Headroom) string {
 	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		free, need := h.Free[res], h.Needed[res]
 		parts = append(parts, fmt.Sprintf("%s free %s, needed %s", res, free.String(), need.String()))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// shortText says which raises the node's room cut, for events and status.
+func shortText(short []autoscale.Shortfall) string {
+	parts := make([]string, 0, len(short))
+	for _, s := range short {
+		parts = append(parts, fmt.Sprintf("container %s %s request raised to %s of the %s recommended: the node had %s free",
+			s.Container, s.Resource, s.Got.String(), s.Wanted.String(), s.Room.String()))
 	}
 	return strings.Join(parts, "; ")
 }

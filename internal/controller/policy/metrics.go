@@ -16,6 +16,10 @@ var (
 		Name: "tailor_resizes_in_flight",
 		Help: "Resizes sent and not yet finished by the kubelet.",
 	}, []string{"namespace", "policy"})
+	evictionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tailor_evictions_total",
+		Help: "Evictions of InPlaceOrRecreate policies, by result: evicted, or blocked (by a PodDisruptionBudget, RBAC or a vanished pod).",
+	}, []string{"namespace", "policy", "result"})
 	recommendationGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tailor_recommendation",
 		Help: "Current recommended target per container: cpu in cores, memory in bytes.",
@@ -23,5 +27,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, recommendationGauge)
+	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, evictionsTotal, recommendationGauge)
 }

@@ -93,7 +93,9 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		}
 	}
 	for uid, ps := range state.pods {
-		if !live[uid] {
+		// An evicted pod stays in status while its replacement may come.
+		keep := ps.result == stateEvicted && now.Sub(ps.lastResize) < RecreationTTL
+		if !live[uid] && !keep {
 			delete(state.pods, uid)
 			continue
 		}
@@ -120,10 +122,8 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	} else {
 		setCondition(status, v1alpha1.ConditionResizesBlocked, metav1.ConditionFalse, "NotBlocked", "nothing holds resizes back", gen)
 	}
+	status.Recreations = state.recreationList(now)
 	ready := fmt.Sprintf("%d pod(s) selected; usage from %s", len(pods), r.Source.Name())
-	if policy.Spec.UpdatePolicy != nil && policy.Spec.UpdatePolicy.UpdateMode == v1alpha1.UpdateModeInPlaceOrRecreate {
-		ready += "; updateMode InPlaceOrRecreate evicts nothing yet: only in-place resizes are made"
-	}
 	setCondition(status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Active", ready, gen)
 }
 
@@ -147,6 +147,8 @@ func resultOf(state string) v1alpha1.ResizeResult {
 		return v1alpha1.ResizeResultInfeasible
 	case actuator.StateError:
 		return v1alpha1.ResizeResultError
+	case stateEvicted:
+		return v1alpha1.ResizeResultEvicted
 	}
 	return v1alpha1.ResizeResultInProgress
 }

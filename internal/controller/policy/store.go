@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
 
@@ -34,6 +35,10 @@ type policyState struct {
 	// policy's overrides applied.
 	configs map[string]recommend.Config
 	pods    map[types.UID]*podState
+	// recreations are what replacements of evicted pods get, by owner UID.
+	recreations map[types.UID]v1alpha1.Recreation
+	// lastEviction paces evictions: one per minResizeInterval per policy.
+	lastEviction time.Time
 }
 
 type containerKey struct {
@@ -63,6 +68,9 @@ type podState struct {
 	message          string
 	// change says what the last resize changed.
 	change string
+	// shortSince is when a raise first found no room on the node, in a run
+	// not since interrupted; zero when there is none.
+	shortSince time.Time
 	// reported is the last outcome an event was emitted for, so one state
 	// gives one event, not one per sync.
 	reported string

@@ -1,0 +1,297 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale"
+)
+
+// fillCPU creates a default-priority pod requesting all CPU the node has
+// free but leave millicores, so a raise finds exactly that much room.
+func fillCPU(t *testing.T, ns string, leave int64) *corev1.Pod {
+	t.Helper()
+	free := freeCPUMillis(t)
+	filler := loadgenPod(ns, "filler", app().Args("--listen=:8080", "--cpu=0", "--memory=8Mi").
+		Request(corev1.ResourceCPU, resource.NewMilliQuantity(free-leave, resource.DecimalSI).String()))
+	return createRunningPod(t, filler)
+}
+
+func waitPolicy(t *testing.T, c client.Client, ns, name string, timeout time.Duration, what string, cond func(*v1alpha1.TailorPolicy) bool) *v1alpha1.TailorPolicy {
+	t.Helper()
+	p := &v1alpha1.TailorPolicy{}
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+			return false, err
+		}
+		return cond(p), nil
+	})
+	if err != nil {
+		t.Fatalf("policy %s: %s: not within %s: %v\nstatus: %s", name, what, timeout, err, mustJSON(p.Status))
+	}
+	return p
+}
+
+func blockedReason(p *v1alpha1.TailorPolicy) (string, string) {
+	c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionResizesBlocked)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return "", ""
+	}
+	return c.Reason, c.Message
+}
+
+func TestAutoscaleCutsRaiseToWhatFits(t *testing.T) {
+	ns := newNamespace(t)
+	c := startManager(t)
+	pod := createRunningPod(t, labelled(ns, "cut", app().Args("--listen=:8080", "--cpu=800m", "--memory=24Mi").
+		Requests("100m", "64Mi").Limits("200m", "256Mi")))
+	// 60m of room: a raise of the request past 160m does not fit.
+	fillCPU(t, ns, 60)
+	applyPolicy(t, c, ns, "cut", func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
+			MaxAllowed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		}}}
+	})
+
+	// The throttled container wants far more than 160m; tailor raises it as
+	// far as the node allows and says what it could not do.
+	p := waitPolicy(t, c, ns, "cut", 2*time.Minute, "ResizesBlocked NodeFull", func(p *v1alpha1.TailorPolicy) bool {
+		reason, _ := blockedReason(p)
+		return reason == string(autoscale.SkipNoRoom)
+	})
+	_, msg := blockedReason(p)
+	t.Logf("ResizesBlocked: %s", msg)
+	got := waitPod(t, pod, time.Minute, "cpu request raised into the room", func(p *corev1.Pod) bool {
+		return p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() > 100
+	})
+	time.Sleep(6 * time.Second)
+	got, err := clientset.CoreV1().Pods(ns).Get(context.Background(), got.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := got.Spec.Containers[0].Resources
+	if req := res.Requests.Cpu().MilliValue(); req > 160 {
+		t.Errorf("cpu request %dm: past the 160m the node had room for", req)
+	}
+	if req, lim := res.Requests.Cpu().MilliValue(), res.Limits.Cpu().MilliValue(); lim < 2*req-2 || lim > 2*req+2 {
+		t.Errorf("request %dm and limit %dm lost the 1:2 ratio in the cut", req, lim)
+	}
+	// Nothing was asked that the kubelet had to park.
+	for _, cond := range got.Status.Conditions {
+		if cond.Type == corev1.PodResizePending {
+			t.Errorf("pod has %s %s: tailor asked for more than fits: %s", cond.Type, cond.Reason, cond.Message)
+		}
+	}
+	waitCgroup(t, got, "app", "cpu", "cpu.cfs_quota_us", res.Limits.Cpu().MilliValue()*100)
+}
+
+// installRecreateAdmission creates the admission policy of
+// config/components/eviction for the test's duration.
+func installRecreateAdmission(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "components", "eviction", "recreate_admission.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(restConfig)
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	ctx := context.Background()
+	for {
+		o := &unstructured.Unstructured{}
+		if err := dec.Decode(&o.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(o.Object) == 0 {
+			continue
+		}
+		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"}
+		if o.GetKind() == "MutatingAdmissionPolicyBinding" {
+			gvr.Resource = "mutatingadmissionpolicybindings"
+		}
+		if _, err := dyn.Resource(gvr).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "tailor-e2e", Force: true}); err != nil {
+			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		name := o.GetName()
+		t.Cleanup(func() {
+			if err := dyn.Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %s: %v", name, err)
+			}
+		})
+	}
+}
+
+func TestAutoscaleRecreatesWhenNoRoomInPlace(t *testing.T) {
+	ns := newNamespace(t)
+	c := startManager(t)
+	installRecreateAdmission(t)
+	ctx := context.Background()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000,
+		Description: "tailor e2e: a service that may preempt batch pods"}
+	if _, err := clientset.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = clientset.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{}) })
+
+	const name = "grow"
+	template := labelled(ns, name, app().Args("--listen=:8080", "--cpu=800m", "--memory=24Mi").
+		Requests("100m", "64Mi").Limits("200m", "256Mi"))
+	template.Spec.PriorityClassName = pc.Name
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: template.Labels}, Spec: template.Spec},
+		},
+	}
+	if _, err := clientset.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := waitRunning(t, onlyPod(t, ns, name, ""))
+	// No room at all in place; a PodDisruptionBudget forbids evicting the
+	// only replica, for now.
+	filler := fillCPU(t, ns, 0)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+		},
+	}
+	if _, err := clientset.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	applyPolicy(t, c, ns, name, func(s *v1alpha1.TailorPolicySpec) {
+		s.Selector = nil
+		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
+		s.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlaceOrRecreate,
+			RecreateAfter: &metav1.Duration{Duration: 5 * time.Second}}
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
+			MaxAllowed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("600m")},
+		}}}
+	})
+
+	p := waitPolicy(t, c, ns, name, 2*time.Minute, "ResizesBlocked EvictionBlocked", func(p *v1alpha1.TailorPolicy) bool {
+		_, msg := blockedReason(p)
+		return bytes.Contains([]byte(msg), []byte("EvictionBlocked"))
+	})
+	_, msg := blockedReason(p)
+	t.Logf("ResizesBlocked: %s", msg)
+	if len(p.Status.Recreations) != 0 {
+		t.Errorf("status.recreations = %s after a refused eviction; want none (nothing was evicted)", mustJSON(p.Status.Recreations))
+	}
+	if _, err := clientset.CoreV1().Pods(ns).Get(ctx, first.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the PodDisruptionBudget did not keep pod %s: %v", first.Name, err)
+	}
+
+	start := time.Now()
+	if err := clientset.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	replacement := waitRunning(t, onlyPod(t, ns, name, first.Name))
+	recordConvergence(t, "no room in place -> PDB lifted -> replacement running", time.Since(start))
+
+	p = &v1alpha1.TailorPolicy{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Status.Recreations) != 1 || len(p.Status.Recreations[0].Containers) != 1 {
+		t.Fatalf("status.recreations = %s; want one entry for the evicted pod", mustJSON(p.Status.Recreations))
+	}
+	rc := p.Status.Recreations[0]
+	if rc.EvictedPod != first.Name || rc.OwnerKind != "ReplicaSet" {
+		t.Errorf("recreation names pod %s of %s; want %s of its ReplicaSet", rc.EvictedPod, rc.OwnerKind, first.Name)
+	}
+	// The replacement was admitted with the recorded resources, not its
+	// template's, keeping the 1:2 ratio, within maxAllowed.
+	want := rc.Containers[0]
+	got := replacement.Spec.Containers[0].Resources
+	if !sameQuantities(want.Requests, got.Requests) || !sameQuantities(want.Limits, got.Limits) {
+		t.Errorf("replacement resources %s; want status.recreations' %s", mustJSON(got), mustJSON(want))
+	}
+	if req, lim := got.Requests.Cpu().MilliValue(), got.Limits.Cpu().MilliValue(); req <= 100 || lim > 600 || lim < 2*req-2 || lim > 2*req+2 {
+		t.Errorf("replacement cpu request %dm limit %dm: want a raise from 100m/200m, ratio 1:2, limit within 600m", req, lim)
+	}
+	if mem := got.Limits.Memory().String(); mem != "256Mi" {
+		t.Errorf("replacement memory limit %s; the policy controls cpu only", mem)
+	}
+	// The scheduler made room by preempting the lower-priority filler.
+	if f, err := clientset.CoreV1().Pods(ns).Get(ctx, filler.Name, metav1.GetOptions{}); err == nil && f.DeletionTimestamp.IsZero() {
+		t.Errorf("filler pod still running: the replacement got room some other way")
+	}
+	waitCgroup(t, replacement, "app", "cpu", "cpu.cfs_quota_us", got.Limits.Cpu().MilliValue()*100)
+	evs, err := clientset.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evicted, blocked bool
+	for _, e := range evs.Items {
+		if e.Regarding.Name != first.Name || e.ReportingController != "tailor" {
+			continue
+		}
+		evicted = evicted || e.Reason == "Evicted"
+		blocked = blocked || e.Reason == "EvictionBlocked"
+	}
+	if !evicted || !blocked {
+		t.Errorf("events on pod %s from tailor: Evicted %v, EvictionBlocked %v; want both", first.Name, evicted, blocked)
+	}
+}
+
+// onlyPod waits until the workload has exactly one pod that is not the
+// named one and not terminating, and returns it.
+func onlyPod(t *testing.T, ns, app, not string) *corev1.Pod {
+	t.Helper()
+	var got *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
+		if err != nil {
+			return false, err
+		}
+		var live []*corev1.Pod
+		for i := range list.Items {
+			p := &list.Items[i]
+			if p.Name != not && p.DeletionTimestamp.IsZero() {
+				live = append(live, p)
+			}
+		}
+		if len(live) != 1 {
+			return false, nil
+		}
+		got = live[0]
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("workload %s: no single pod other than %q: %v", app, not, err)
+	}
+	return got
+}
