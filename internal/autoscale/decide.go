@@ -113,6 +113,16 @@ type Shortfall struct {
 // Empty reports whether there is nothing to send.
 func (d Decision) Empty() bool { return len(d.Changes) == 0 }
 
+// Raises reports whether any change raises a request or a limit.
+func (d Decision) Raises() bool {
+	for _, c := range d.Changes {
+		if c.RequestNow.Cmp(c.RequestBefore) > 0 || (c.LimitNow != nil && c.LimitBefore != nil && c.LimitNow.Cmp(*c.LimitBefore) > 0) {
+			return true
+		}
+	}
+	return false
+}
+
 // Defaults for behaviour a policy leaves unset.
 const (
 	DefaultMinResizeInterval = time.Minute

@@ -165,6 +165,14 @@ func (s *State) RecordOOM(now time.Time, memLimit float64) {
 	s.lastOOM = now.Unix()
 }
 
+// LastOOM is when the last OOM kill was recorded (zero: never).
+func (s *State) LastOOM() time.Time {
+	if s.lastOOM == 0 {
+		return time.Time{}
+	}
+	return time.Unix(s.lastOOM, 0)
+}
+
 // RecordThrottling records the share of CFS periods throttled (throttled
 // periods / periods) over the interval ending at now, under cpuLimit cores.
 // A throttled container's usage cannot read above its limit, so from

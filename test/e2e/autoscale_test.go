@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/manager"
@@ -117,6 +118,43 @@ func waitPod(t *testing.T, pod *corev1.Pod, timeout time.Duration, what string, 
 	return got
 }
 
+// wantReaction waits for tailor_reaction_seconds{namespace,policy} in the
+// in-process manager's registry to count a raise no longer than most.
+func wantReaction(t *testing.T, ns, policy string, most time.Duration) {
+	t.Helper()
+	var count uint64
+	var sum float64
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		families, err := ctrlmetrics.Registry.Gather()
+		if err != nil {
+			return false, err
+		}
+		for _, f := range families {
+			if f.GetName() != "tailor_reaction_seconds" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["namespace"] == ns && labels["policy"] == policy {
+					count, sum = m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+				}
+			}
+		}
+		return count > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("tailor_reaction_seconds{namespace=%q,policy=%q} has no observation: %v", ns, policy, err)
+	}
+	first := time.Duration(sum / float64(count) * float64(time.Second))
+	t.Logf("tailor_reaction_seconds: %d observation(s), mean %s", count, first.Round(100*time.Millisecond))
+	if sum <= 0 || first > most {
+		t.Errorf("reaction %s (mean of %d): want between 0 and the %s the test waited", first, count, most.Round(time.Second))
+	}
+}
+
 func cpuLimitMillis(p *corev1.Pod) int64 {
 	return p.Spec.Containers[0].Resources.Limits.Cpu().MilliValue()
 }
@@ -139,6 +177,9 @@ func TestAutoscaleRaisesThrottledCPUInPlaceWithinBounds(t *testing.T) {
 	raised := waitPod(t, pod, 90*time.Second, "cpu limit raised", func(p *corev1.Pod) bool { return cpuLimitMillis(p) > 200 })
 	recordConvergence(t, "throttled cpu: policy applied -> first raise sent", time.Since(start))
 	waitCgroup(t, raised, "app", "cpu", "cpu.cfs_quota_us", cpuLimitMillis(raised)*100)
+	// The manager's reaction-latency histogram saw the raise, within how
+	// long the whole test took to see it.
+	wantReaction(t, ns, "hot", time.Since(start))
 
 	// Keeps raising while throttled, up to maxAllowed and never past it. The
 	// last step may stop short of 400m by less than the 5% tolerance below

@@ -146,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	requeue := r.SyncPeriod
 	inFlight := 0
 	for _, p := range pods {
-		if r.observeResize(policy, state, p) {
+		if r.observeResize(policy, state, p, now) {
 			inFlight++
 		}
 	}
@@ -408,7 +408,7 @@ func findContainer(p *corev1.Pod, name string) *corev1.Container {
 
 // observeResize reports the outcome of tailor's last resize of p once, and
 // whether that resize is still in flight.
-func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyState, p *corev1.Pod) bool {
+func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyState, p *corev1.Pod, now time.Time) bool {
 	ps := state.pod(p)
 	if ps.resizeGeneration == 0 {
 		return false
@@ -423,6 +423,10 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyS
 	}
 	if ps.reported != string(obs.State) {
 		ps.reported = string(obs.State)
+		if obs.State == actuator.StateDone && !ps.sentRaiseSince.IsZero() {
+			reactionSeconds.WithLabelValues(policy.Namespace, policy.Name).Observe(now.Sub(ps.sentRaiseSince).Seconds())
+			ps.sentRaiseSince = time.Time{}
+		}
 		switch obs.State {
 		case actuator.StateDeferred:
 			r.Events.Eventf(p, policy, corev1.EventTypeWarning, EventResizeDeferred, "Resize", "kubelet deferred the resize: %s", obs.Message)
@@ -438,11 +442,14 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyS
 type podAdvice struct {
 	targets    map[string]autoscale.Target
 	workingSet map[string]resource.Quantity
+	// raiseSince is when the oldest evidence for a raise was taken.
+	raiseSince time.Time
 }
 
 // recommend asks each container's recommender about one pod.
 func (r *Reconciler) recommend(state *policyState, p *corev1.Pod, usage metrics.Result, now time.Time) podAdvice {
 	a := podAdvice{targets: map[string]autoscale.Target{}, workingSet: map[string]resource.Quantity{}}
+	ps := state.pod(p)
 	for _, c := range metrics.Containers(p) {
 		cs, ok := state.containers[containerKey{p.UID, c}]
 		if !ok {
@@ -468,6 +475,24 @@ func (r *Reconciler) recommend(state *policyState, p *corev1.Pod, usage metrics.
 		if t.CPU != nil || t.Memory != nil {
 			a.targets[c] = t
 		}
+		if rec.CPU.Decision == recommend.Raise || rec.Memory.Decision == recommend.Raise {
+			since := now
+			if fresh && u.Time.Before(now) {
+				since = u.Time
+			}
+			if oom := cs.state.LastOOM(); !oom.IsZero() && oom.Before(since) && oom.After(ps.lastResize) {
+				since = oom
+			}
+			if a.raiseSince.IsZero() || since.Before(a.raiseSince) {
+				a.raiseSince = since
+			}
+		}
+	}
+	switch {
+	case a.raiseSince.IsZero():
+		ps.raiseSince = time.Time{}
+	case ps.raiseSince.IsZero() || a.raiseSince.Before(ps.raiseSince):
+		ps.raiseSince = a.raiseSince
 	}
 	return a
 }
@@ -565,6 +590,11 @@ func (r *Reconciler) resizePod(ctx context.Context, policy *v1alpha1.TailorPolic
 		return false, 0, err
 	}
 	ps.lastResize, ps.resizeGeneration, ps.reported = now, applied.Generation, ""
+	ps.sentRaiseSince = time.Time{}
+	if decision.Raises() {
+		ps.sentRaiseSince = ps.raiseSince
+		ps.raiseSince = time.Time{}
+	}
 	ps.change = describe(decision)
 	ps.result, ps.message = string(actuator.StateProposed), ps.change
 	resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "sent").Inc()

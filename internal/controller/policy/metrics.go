@@ -20,6 +20,13 @@ var (
 		Name: "tailor_evictions_total",
 		Help: "Evictions of InPlaceOrRecreate policies, by result: evicted, or blocked (by a PodDisruptionBudget, RBAC or a vanished pod).",
 	}, []string{"namespace", "policy", "result"})
+	reactionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "tailor_reaction_seconds",
+		Help: "Seconds from the usage sample (or OOM kill) that first called for a raise of a pod to the kubelet reporting that raise applied.",
+		// The kubelet source reacts in 10-15 s (cAdvisor's housekeeping
+		// bounds it), metrics-server in about 30 s.
+		Buckets: []float64{1, 2.5, 5, 7.5, 10, 12.5, 15, 20, 30, 45, 60, 120, 300},
+	}, []string{"namespace", "policy"})
 	recommendationGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tailor_recommendation",
 		Help: "Current recommended target per container: cpu in cores, memory in bytes.",
@@ -27,5 +34,5 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, evictionsTotal, recommendationGauge)
+	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, recommendationGauge)
 }

@@ -68,6 +68,11 @@ type podState struct {
 	message          string
 	// change says what the last resize changed.
 	change string
+	// raiseSince is the time of the usage sample (or OOM kill) that first
+	// called for a raise not yet applied; sentRaiseSince is its value when
+	// the resize carrying the raise went out. Both feed the reaction-latency
+	// histogram.
+	raiseSince, sentRaiseSince time.Time
 	// shortSince is when a raise first found no room on the node, in a run
 	// not since interrupted; zero when there is none.
 	shortSince time.Time
