@@ -99,6 +99,24 @@ type Source interface {
 	Usage(ctx context.Context, pods []*corev1.Pod) (Result, error)
 }
 
+// QueryOverrides replace a source's query templates, one per figure, for
+// the pods of one policy; an empty field keeps the source's own query. The
+// language is the source's (PromQL for Prometheus).
+type QueryOverrides struct {
+	CPU, Memory, Throttled, Timestamp string
+}
+
+// Templated is a Source that reads usage with query templates a policy may
+// override. Only some sources are (Prometheus); the controller type-asserts
+// this, so the others need not know overrides exist.
+type Templated interface {
+	Source
+	// WithQueries returns a Source that shares this one's connection and
+	// settings and runs o in place of its own queries. It fails, naming
+	// the query, on a template that cannot be used.
+	WithQueries(o QueryOverrides) (Source, error)
+}
+
 // Problem records why key's metric is unusable.
 func (r *Result) Problem(key Key, m Metric, reason Reason, detail string) {
 	r.Problems = append(r.Problems, Problem{Key: key, Metric: m, Reason: reason, Detail: detail})

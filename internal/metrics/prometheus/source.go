@@ -34,23 +34,27 @@ type Options struct {
 
 // Source reads usage from Prometheus with instant queries.
 type Source struct {
-	api     promv1.API
+	api promv1.API
+	// text is the templates queries was compiled from, which a policy's
+	// overrides replace field by field.
+	text    Queries
 	queries compiled
 	window  time.Duration
 	maxAge  time.Duration
 	clock   clock.PassiveClock
 }
 
-var _ metrics.Source = (*Source)(nil)
+var _ metrics.Templated = (*Source)(nil)
 
 // New returns a Source querying the Prometheus client talks to. It fails on
 // templates that do not parse or render, naming the query to fix.
 func New(client api.Client, o Options) (*Source, error) {
-	c, err := compile(DefaultQueries().WithOverrides(o.Queries))
+	text := DefaultQueries().WithOverrides(o.Queries)
+	c, err := compile(text)
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{api: promv1.NewAPI(client), queries: c, window: o.Window, maxAge: o.MaxAge, clock: o.Clock}
+	s := &Source{api: promv1.NewAPI(client), text: text, queries: c, window: o.Window, maxAge: o.MaxAge, clock: o.Clock}
 	if s.window <= 0 {
 		s.window = time.Minute
 	}
@@ -64,6 +68,21 @@ func New(client api.Client, o Options) (*Source, error) {
 }
 
 func (s *Source) Name() string { return "prometheus" }
+
+// WithQueries returns a Source for one policy's pods: s's client, window,
+// age limit and clock, and s's queries with each non-empty field of o in
+// their place. s is unchanged. It fails, naming the query, on a template
+// that does not parse or render.
+func (s *Source) WithQueries(o metrics.QueryOverrides) (metrics.Source, error) {
+	text := s.text.WithOverrides(Queries(o))
+	c, err := compile(text)
+	if err != nil {
+		return nil, err
+	}
+	d := *s
+	d.text, d.queries = text, c
+	return &d, nil
+}
 
 // Usage runs each query once per namespace of pods, at the current time.
 func (s *Source) Usage(ctx context.Context, pods []*corev1.Pod) (metrics.Result, error) {

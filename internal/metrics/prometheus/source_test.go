@@ -332,3 +332,87 @@ func TestNewRejectsBadQueries(t *testing.T) {
 		})
 	}
 }
+
+func TestWithQueries(t *testing.T) {
+	pods := []*corev1.Pod{builder.Pod("web").Namespace("ns").Container(builder.Container("app")).Running().Obj()}
+	// The manager's source has a memory query of its own and a 2m window: a
+	// policy's source must keep both where the policy says nothing.
+	managerMemory := `max by (namespace, pod, container) (mem_bytes{namespace="{{.Namespace}}", pod=~"{{.Pods}}"})`
+	def := prometheus.DefaultQueries()
+	rendered := strings.NewReplacer("{{.Namespace}}", "ns", "{{.Pods}}", "web", "{{.Window}}", "2m").Replace
+	sent := func(q prometheus.Queries) []string {
+		return []string{rendered(q.CPU), rendered(q.Memory), rendered(q.Throttled), rendered(q.Timestamp)}
+	}
+	manager := prometheus.Queries{CPU: def.CPU, Memory: managerMemory, Throttled: def.Throttled, Timestamp: def.Timestamp}
+	policyCPU := `sum by (namespace, pod, container) (rate(app_cpu_seconds{namespace="{{.Namespace}}", pod=~"{{.Pods}}"}[{{.Window}}])) * 4`
+
+	cases := map[string]struct {
+		overrides metrics.QueryOverrides
+		// wantSent is what the policy's source asks Prometheus, in order.
+		wantSent []string
+		wantErr  string
+	}{
+		"no overrides: the manager's queries": {
+			wantSent: sent(manager),
+		},
+		"cpu only: the others stay the manager's, not the defaults": {
+			overrides: metrics.QueryOverrides{CPU: policyCPU},
+			wantSent:  sent(prometheus.Queries{CPU: policyCPU, Memory: managerMemory, Throttled: def.Throttled, Timestamp: def.Timestamp}),
+		},
+		"every query": {
+			overrides: metrics.QueryOverrides{CPU: policyCPU, Memory: "mem{pod=~\"{{.Pods}}\"}", Throttled: "thr{pod=~\"{{.Pods}}\"}", Timestamp: "ts{pod=~\"{{.Pods}}\"}"},
+			wantSent:  []string{rendered(policyCPU), `mem{pod=~"web"}`, `thr{pod=~"web"}`, `ts{pod=~"web"}`},
+		},
+		"cpu template does not parse": {
+			overrides: metrics.QueryOverrides{CPU: "sum(rate(x[{{.Window}]))"},
+			wantErr:   "the cpu query is not a valid template",
+		},
+		"memory names a field templates do not have": {
+			overrides: metrics.QueryOverrides{Memory: `mem{node="{{.Node}}"}`},
+			wantErr:   "the memory query: render template memory",
+		},
+		"blank cpu query": {
+			overrides: metrics.QueryOverrides{CPU: "  "},
+			wantErr:   "the cpu query is empty",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv, queries := serve(t, answers{})
+			client, err := api.NewClient(api.Config{Address: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			base, err := prometheus.New(client, prometheus.Options{Queries: prometheus.Queries{Memory: managerMemory}, Window: 2 * time.Minute,
+				Clock: clocktesting.NewFakePassiveClock(now)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := base.WithQueries(tc.overrides)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("WithQueries: %v", err)
+			}
+			if _, err := src.Usage(context.Background(), pods); err != nil {
+				t.Fatalf("Usage of the policy's source: %v", err)
+			}
+			if diff := cmp.Diff(tc.wantSent, *queries); diff != "" {
+				t.Errorf("policy's queries (-want,+got):\n%s", diff)
+			}
+			// The manager's source, which every other policy reads through,
+			// is untouched.
+			*queries = nil
+			if _, err := base.Usage(context.Background(), pods); err != nil {
+				t.Fatalf("Usage of the manager's source: %v", err)
+			}
+			if diff := cmp.Diff(sent(manager), *queries); diff != "" {
+				t.Errorf("manager's queries after deriving (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
