@@ -80,6 +80,80 @@ type TailorPolicySpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Behavior *Behavior `json:"behavior,omitempty"`
+
+	// metrics changes how this policy's usage is read. Leave it unset
+	// unless the manager's queries do not fit the series your metrics
+	// system keeps.
+	// +optional
+	Metrics *MetricsOverrides `json:"metrics,omitempty"`
+}
+
+// MetricsOverrides changes how one policy's usage is read.
+type MetricsOverrides struct {
+	// prometheus replaces the manager's PromQL queries for this policy's
+	// pods, for a Prometheus whose series are named or labelled otherwise
+	// (recording rules, relabelled cAdvisor series); each query left out
+	// keeps the manager's. They apply only when the manager reads usage
+	// from Prometheus (--metrics-source=prometheus): with another source
+	// the policy works on that source's data, and its Ready condition and
+	// an event say the queries are ignored.
+	//
+	// Each query is a Go template (text/template) of PromQL, rendered once
+	// per namespace with these fields:
+	//
+	//   - {{.Namespace}}: the namespace of the pods asked for;
+	//   - {{.Pods}}: a regular expression matching exactly the names of
+	//     the pods asked for, for pod=~"{{.Pods}}";
+	//   - {{.Window}}: the rate window as a PromQL duration such as 1m,
+	//     for rate(...[{{.Window}}]).
+	//
+	// Each must return an instant vector with one sample per container,
+	// labelled namespace, pod and container (aggregate with
+	// "by (namespace, pod, container)"). A container with no sample, or
+	// more than one, gets no recommendation, nor do the containers of a
+	// query Prometheus refuses. A template that does not parse or names
+	// another field makes the policy Ready=False with reason
+	// InvalidPolicy, naming the query.
+	// +optional
+	Prometheus *PrometheusQueries `json:"prometheus,omitempty"`
+}
+
+// PrometheusQueries are PromQL templates, one per figure tailor reads; see
+// MetricsOverrides.Prometheus for what a template sees and must return.
+type PrometheusQueries struct {
+	// cpu returns the CPU each container used, in cores, averaged over
+	// {{.Window}}; the manager's query is a rate() of
+	// container_cpu_usage_seconds_total.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="cpu must be a PromQL query; leave it out to keep the manager's"
+	CPU string `json:"cpu,omitempty"`
+
+	// memory returns each container's working set, in bytes; the manager's
+	// query reads container_memory_working_set_bytes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="memory must be a PromQL query; leave it out to keep the manager's"
+	Memory string `json:"memory,omitempty"`
+
+	// throttled returns the fraction (0 to 1) of CFS periods in which each
+	// container was throttled over {{.Window}}; the manager's query divides
+	// the rates of container_cpu_cfs_throttled_periods_total and
+	// container_cpu_cfs_periods_total. A container without a sample is not
+	// throttled (it has no CPU limit).
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="throttled must be a PromQL query; leave it out to keep the manager's"
+	Throttled string `json:"throttled,omitempty"`
+
+	// timestamp returns when each container's data was scraped, in Unix
+	// seconds, so that data Prometheus stopped receiving is not taken for
+	// fresh; the manager's query is timestamp() of
+	// container_memory_working_set_bytes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="timestamp must be a PromQL query; leave it out to keep the manager's"
+	Timestamp string `json:"timestamp,omitempty"`
 }
 
 // TargetRef points at a workload in the policy's namespace.
