@@ -132,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	usage, err := r.Source.Usage(ctx, pods)
+	usage, err := r.usageSource(state).Usage(ctx, pods)
 	if err != nil {
 		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "MetricsUnavailable",
 			fmt.Sprintf("metrics source %s: %v; holding every pod", r.Source.Name(), err), policy.Generation)
@@ -226,6 +226,9 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy)
 			for _, rc := range policy.Status.Recreations {
 				state.recreations[types.UID(rc.OwnerUID)] = rc
 			}
+		}
+		if err := r.prepareSource(policy, state); err != nil {
+			return nil, err
 		}
 	}
 	state.selector = sel

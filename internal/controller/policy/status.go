@@ -124,6 +124,9 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	}
 	status.Recreations = state.recreationList(now)
 	ready := fmt.Sprintf("%d pod(s) selected; usage from %s", len(pods), r.Source.Name())
+	if state.metricsIgnored != "" {
+		ready += "; " + state.metricsIgnored
+	}
 	setCondition(status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Active", ready, gen)
 }
 

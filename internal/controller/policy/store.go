@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
 
@@ -39,6 +40,12 @@ type policyState struct {
 	recreations map[types.UID]v1alpha1.Recreation
 	// lastEviction paces evictions: one per minResizeInterval per policy.
 	lastEviction time.Time
+	// source reads this policy's usage when it overrides the manager's
+	// queries; nil means the manager's source.
+	source metrics.Source
+	// metricsIgnored says why the policy's query overrides are not used,
+	// for the Ready condition; empty when they are, or when there are none.
+	metricsIgnored string
 }
 
 type containerKey struct {

@@ -1,0 +1,128 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	promapi "github.com/prometheus/client_golang/api"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+)
+
+// plainSource stands for a source without queries (kubelet, metrics-server).
+type plainSource struct{}
+
+func (plainSource) Name() string { return "kubelet" }
+func (plainSource) Usage(context.Context, []*corev1.Pod) (metrics.Result, error) {
+	return metrics.Result{}, nil
+}
+
+// recordingSource is a Templated source whose derived sources remember the
+// overrides they were made with.
+type recordingSource struct{ plainSource }
+
+type derivedSource struct {
+	plainSource
+	overrides metrics.QueryOverrides
+}
+
+func (recordingSource) WithQueries(o metrics.QueryOverrides) (metrics.Source, error) {
+	return derivedSource{overrides: o}, nil
+}
+
+func TestPolicySource(t *testing.T) {
+	client, err := promapi.NewClient(promapi.Config{Address: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, err := prometheus.New(client, prometheus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries := func(q v1alpha1.PrometheusQueries) *v1alpha1.MetricsOverrides {
+		return &v1alpha1.MetricsOverrides{Prometheus: &q}
+	}
+	cases := map[string]struct {
+		base    metrics.Source
+		metrics *v1alpha1.MetricsOverrides
+		// wantOverrides is what the derived source was made with; nil
+		// means the manager's source is used as it is.
+		wantOverrides *metrics.QueryOverrides
+		wantIgnored   string
+		// wantErr starts the message; what follows is text/template's own
+		// words, which change between Go releases.
+		wantErr string
+	}{
+		"no metrics section": {
+			base: recordingSource{},
+		},
+		"an empty prometheus section": {
+			base:    recordingSource{},
+			metrics: queries(v1alpha1.PrometheusQueries{}),
+		},
+		"each query to its own figure": {
+			base:          recordingSource{},
+			metrics:       queries(v1alpha1.PrometheusQueries{CPU: "c", Memory: "m", Throttled: "t", Timestamp: "ts"}),
+			wantOverrides: &metrics.QueryOverrides{CPU: "c", Memory: "m", Throttled: "t", Timestamp: "ts"},
+		},
+		"one query, the others left to the source": {
+			base:          recordingSource{},
+			metrics:       queries(v1alpha1.PrometheusQueries{Throttled: "t"}),
+			wantOverrides: &metrics.QueryOverrides{Throttled: "t"},
+		},
+		"a source without queries ignores them, and says so": {
+			base:        plainSource{},
+			metrics:     queries(v1alpha1.PrometheusQueries{CPU: "c"}),
+			wantIgnored: "spec.metrics.prometheus is ignored: the manager reads usage from kubelet, not from Prometheus (--metrics-source=prometheus)",
+		},
+		"a cpu template that does not parse is an invalid policy": {
+			base:    prom,
+			metrics: queries(v1alpha1.PrometheusQueries{CPU: "sum(rate(x[{{.Window}]))"}),
+			wantErr: "spec.metrics.prometheus: the cpu query is not a valid template: template: cpu:1: ",
+		},
+		"a memory template naming an unknown field is an invalid policy": {
+			base:    prom,
+			metrics: queries(v1alpha1.PrometheusQueries{Memory: `x{node="{{.Node}}"}`}),
+			wantErr: `spec.metrics.prometheus: the memory query: render template memory: template: memory:1:`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			src, ignored, err := policySource(tc.base, &v1alpha1.TailorPolicySpec{Metrics: tc.metrics})
+			if tc.wantErr != "" {
+				var invalid *invalidPolicyError
+				if !errors.As(err, &invalid) || invalid.reason != v1alpha1.ReasonInvalidPolicy {
+					t.Fatalf("error = %v, want an invalidPolicyError with reason %s", err, v1alpha1.ReasonInvalidPolicy)
+				}
+				const hint = "; correct it, or leave it out to use the manager's query"
+				if msg := err.Error(); !strings.HasPrefix(msg, tc.wantErr) || !strings.HasSuffix(msg, hint) {
+					t.Errorf("message = %q, want %q...%q", msg, tc.wantErr, hint)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("policySource: %v", err)
+			}
+			var gotOverrides *metrics.QueryOverrides
+			if src != nil {
+				d, ok := src.(derivedSource)
+				if !ok {
+					t.Fatalf("source = %T, want one derived by WithQueries", src)
+				}
+				gotOverrides = &d.overrides
+			}
+			if diff := cmp.Diff(tc.wantOverrides, gotOverrides); diff != "" {
+				t.Errorf("overrides (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantIgnored, ignored); diff != "" {
+				t.Errorf("ignored (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
