@@ -241,6 +241,24 @@ func TestRejected(t *testing.T) {
 			spec: withTarget(`behavior: {maxConcurrentResizes: 0}`),
 			want: []string{"spec.behavior.maxConcurrentResizes: Invalid value: 0: spec.behavior.maxConcurrentResizes in body should be greater than or equal to 1"},
 		},
+
+		// Metrics overrides.
+		"empty prometheus query": {
+			spec: withTarget(`metrics: {prometheus: {cpu: ""}}`),
+			want: []string{`spec.metrics.prometheus.cpu: Invalid value: "": cpu must be a PromQL query; leave it out to keep the manager's`},
+		},
+		"blank prometheus queries": {
+			spec: withTarget("metrics: {prometheus: {memory: \"  \", throttled: \"\\t\", timestamp: \"\\n\"}}"),
+			want: []string{
+				`spec.metrics.prometheus.memory: Invalid value: "  ": memory must be a PromQL query; leave it out to keep the manager's`,
+				`spec.metrics.prometheus.throttled: Invalid value: "\t": throttled must be a PromQL query; leave it out to keep the manager's`,
+				`spec.metrics.prometheus.timestamp: Invalid value: "\n": timestamp must be a PromQL query; leave it out to keep the manager's`,
+			},
+		},
+		"prometheus query over 4096 characters": {
+			spec: withTarget("metrics: {prometheus: {cpu: " + strings.Repeat("x", 4097) + "}}"),
+			want: []string{"spec.metrics.prometheus.cpu: Too long: may not be more than 4096 bytes", notAllChecked},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -327,6 +345,33 @@ resourcePolicy:
 		},
 		"quoted Off": {
 			spec: withTarget(`updatePolicy: {updateMode: "Off"}`),
+		},
+		"prometheus queries are kept as written": {
+			spec: withTarget(`
+metrics:
+  prometheus:
+    cpu: 'sum by (namespace, pod, container) (rate(container_cpu_usage_seconds_total{namespace="{{.Namespace}}", pod=~"{{.Pods}}"}[{{.Window}}]))'
+    memory: 'max by (namespace, pod, container) (container_memory_working_set_bytes{namespace="{{.Namespace}}", pod=~"{{.Pods}}"})'
+`),
+			wantSpec: `
+targetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+updatePolicy: {updateMode: InPlace, recreateAfter: 5m}
+behavior:
+  scaleUp: {stabilizationWindow: 0s}
+  scaleDown: {}
+  minResizeInterval: 1m
+  maxConcurrentResizes: 1
+metrics:
+  prometheus:
+    cpu: 'sum by (namespace, pod, container) (rate(container_cpu_usage_seconds_total{namespace="{{.Namespace}}", pod=~"{{.Pods}}"}[{{.Window}}]))'
+    memory: 'max by (namespace, pod, container) (container_memory_working_set_bytes{namespace="{{.Namespace}}", pod=~"{{.Pods}}"})'
+`,
+		},
+		"a template the apiserver cannot judge is the controller's to report": {
+			spec: withTarget(`metrics: {prometheus: {throttled: "rate(x[{{.Window}])"}}`),
+		},
+		"a prometheus query of 4096 characters": {
+			spec: withTarget("metrics: {prometheus: {timestamp: " + strings.Repeat("x", 4096) + "}}"),
 		},
 	}
 	for name, tc := range cases {
