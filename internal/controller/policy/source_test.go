@@ -3,12 +3,15 @@ package policy
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	promapi "github.com/prometheus/client_golang/api"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/metrics"
@@ -124,5 +127,83 @@ func TestPolicySource(t *testing.T) {
 				t.Errorf("ignored (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestPrepareSourceReportsIgnoredOverrides(t *testing.T) {
+	overrides := &v1alpha1.MetricsOverrides{Prometheus: &v1alpha1.PrometheusQueries{CPU: "c"}}
+	cases := map[string]struct {
+		base        metrics.Source
+		metrics     *v1alpha1.MetricsOverrides
+		wantDerived bool
+		wantIgnored string
+		wantEvents  []string
+	}{
+		"no overrides: the manager's source, no event": {
+			base: plainSource{},
+		},
+		"overrides the source takes: a derived source, no event": {
+			base:        recordingSource{},
+			metrics:     overrides,
+			wantDerived: true,
+		},
+		"overrides the source cannot take: a warning event and the Ready note": {
+			base:        plainSource{},
+			metrics:     overrides,
+			wantIgnored: "spec.metrics.prometheus is ignored: the manager reads usage from kubelet, not from Prometheus (--metrics-source=prometheus)",
+			wantEvents:  []string{"Warning MetricsOverridesIgnored spec.metrics.prometheus is ignored: the manager reads usage from kubelet, not from Prometheus (--metrics-source=prometheus)"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rec := events.NewFakeRecorder(10)
+			r := &Reconciler{Source: tc.base, Events: rec}
+			state := &policyState{}
+			if err := r.prepareSource(&v1alpha1.TailorPolicy{Spec: v1alpha1.TailorPolicySpec{Metrics: tc.metrics}}, state); err != nil {
+				t.Fatalf("prepareSource: %v", err)
+			}
+			close(rec.Events)
+			var got []string
+			for e := range rec.Events {
+				got = append(got, e)
+			}
+			if diff := cmp.Diff(tc.wantEvents, got); diff != "" {
+				t.Errorf("events (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantIgnored, state.metricsIgnored); diff != "" {
+				t.Errorf("Ready note (-want,+got):\n%s", diff)
+			}
+			_, derived := r.usageSource(state).(derivedSource)
+			if derived != tc.wantDerived {
+				t.Errorf("usage read through a derived source: %v, want %v", derived, tc.wantDerived)
+			}
+		})
+	}
+}
+
+// The full sample's queries are what users copy: they must compile.
+func TestFullSampleQueriesCompile(t *testing.T) {
+	data, err := os.ReadFile("../../../config/samples/tailorpolicy_full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p v1alpha1.TailorPolicy
+	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.Metrics == nil || p.Spec.Metrics.Prometheus == nil {
+		t.Fatal("the full sample has no metrics.prometheus section")
+	}
+	client, err := promapi.NewClient(promapi.Config{Address: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, err := prometheus.New(client, prometheus.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _, err := policySource(prom, &p.Spec)
+	if err != nil || src == nil {
+		t.Fatalf("policySource = %v, %v; want a source with the sample's queries", src, err)
 	}
 }
