@@ -32,21 +32,25 @@ import (
 
 var crdOnce sync.Once
 
-// startManager runs the policy controller until the test ends and returns an
-// uncached client that knows TailorPolicy.
+// startManager runs the policy controller, reading the kubelet, until the
+// test ends and returns an uncached client that knows TailorPolicy.
 func startManager(t *testing.T) client.Client {
+	t.Helper()
+	return startManagerWith(t, manager.Options{MetricsSource: "kubelet", KubeletThrottling: true})
+}
+
+// startManagerWith is startManager with o's metrics source.
+func startManagerWith(t *testing.T, o manager.Options) client.Client {
 	t.Helper()
 	crdOnce.Do(func() {
 		if err := cluster.InstallCRDs(context.Background(), dynamic.NewForConfigOrDie(restConfig)); err != nil {
 			t.Fatalf("installing CRDs: %v", err)
 		}
 	})
-	mgr, err := manager.New(restConfig, manager.Options{
-		MetricsSource: "kubelet", KubeletThrottling: true, SyncPeriod: 2 * time.Second,
-		MetricsAddr: "0", ProbeAddr: "0",
-		// One manager per test, in one process: the controller name repeats.
-		SkipNameValidation: true,
-	})
+	o.SyncPeriod, o.MetricsAddr, o.ProbeAddr = 2*time.Second, "0", "0"
+	// One manager per test, in one process: the controller name repeats.
+	o.SkipNameValidation = true
+	mgr, err := manager.New(restConfig, o)
 	if err != nil {
 		t.Fatal(err)
 	}
