@@ -206,6 +206,14 @@ func TestRejected(t *testing.T) {
 		},
 
 		// Behavior.
+		"recreateAfter is not a duration": {
+			spec: withTarget(`updatePolicy: {updateMode: InPlaceOrRecreate, recreateAfter: soon}`),
+			want: []string{`spec.updatePolicy.recreateAfter: Invalid value: "soon": recreateAfter must be a duration such as 30s, 5m or 1h, at most 24h`},
+		},
+		"recreateAfter above 24h": {
+			spec: withTarget(`updatePolicy: {updateMode: InPlaceOrRecreate, recreateAfter: 25h}`),
+			want: []string{`spec.updatePolicy.recreateAfter: Invalid value: "25h": recreateAfter must be a duration such as 30s, 5m or 1h, at most 24h`},
+		},
 		"negative scaleUp stabilizationWindow": {
 			spec: withTarget(`behavior: {scaleUp: {stabilizationWindow: -1m}}`),
 			want: []string{`spec.behavior.scaleUp.stabilizationWindow: Invalid value: "-1m": stabilizationWindow must be a duration such as 30s, 5m or 1h, at most 24h`},
@@ -289,7 +297,7 @@ func TestAccepted(t *testing.T) {
 			spec: minimalSpec,
 			wantSpec: `
 targetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
-updatePolicy: {updateMode: InPlace}
+updatePolicy: {updateMode: InPlace, recreateAfter: 5m}
 behavior:
   scaleUp: {stabilizationWindow: 0s}
   scaleDown: {}

@@ -159,7 +159,9 @@ func TestAutoscaleRecreatesWhenNoRoomInPlace(t *testing.T) {
 	if _, err := clientset.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = clientset.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = clientset.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
+	})
 
 	const name = "grow"
 	template := labelled(ns, name, app().Args("--listen=:8080", "--cpu=800m", "--memory=24Mi").
