@@ -68,11 +68,19 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 		blocked["EvictionPaced"] = fmt.Sprintf("another pod was evicted %s ago; minResizeInterval is %s", now.Sub(state.lastEviction).Round(time.Second), interval)
 		return false, wait, nil
 	}
+	if wait := ps.evictionBlocked.until.Sub(now); wait > 0 {
+		blocked[ps.evictionBlocked.reason] = ps.evictionBlocked.message
+		return false, wait, nil
+	}
+	// A refusal is retried after minResizeInterval, not every sync: each
+	// attempt writes status.recreations first, and a PodDisruptionBudget
+	// rarely changes its mind within seconds.
 	block := func(reason, msg string) (bool, time.Duration, error) {
 		msg = "pod " + p.Name + " not evicted: " + msg
 		blocked[reason] = msg
+		ps.evictionBlocked = evictionBlock{reason: reason, message: msg, until: now.Add(interval)}
 		r.reportOnce(ps, p, policy, "recreate:"+reason, EventEvictionBlocked, msg)
-		return false, r.SyncPeriod, nil
+		return false, interval, nil
 	}
 
 	owner, err := autoscale.Recreatable(p)
@@ -139,6 +147,13 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventEvicted, "Evict", "%s", ps.message)
 	log.FromContext(ctx).Info("pod evicted for recreation", "pod", klog.KObj(p), "owner", owner.Name, "resources", containersText(containers))
 	return true, 0, nil
+}
+
+// evictionBlock is why a pod was last not evicted, and until when tailor
+// does not ask again.
+type evictionBlock struct {
+	reason, message string
+	until           time.Time
 }
 
 // nodesWithPods lists every node with the pods bound to it.

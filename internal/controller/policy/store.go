@@ -83,6 +83,8 @@ type podState struct {
 	// shortSince is when a raise first found no room on the node, in a run
 	// not since interrupted; zero when there is none.
 	shortSince time.Time
+	// evictionBlocked holds the last refused eviction while it stands.
+	evictionBlocked evictionBlock
 	// reported is the last outcome an event was emitted for, so one state
 	// gives one event, not one per sync.
 	reported string
