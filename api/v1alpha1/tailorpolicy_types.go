@@ -186,14 +186,14 @@ const (
 	// UpdateModeOff only recommends: status is written, pods are never changed.
 	UpdateModeOff UpdateMode = "Off"
 	// UpdateModeInPlace resizes running pods through the resize subresource
-	// and never evicts. A resize Kubernetes refuses or a kubelet reports
-	// infeasible stays unapplied and is reported in status.
+	// and never evicts. A raise the node has no room for is cut to what
+	// fits, and the rest reported in status.
 	UpdateModeInPlace UpdateMode = "InPlace"
-	// UpdateModeInPlaceOrRecreate resizes in place when it can; when an
-	// in-place resize is impossible (refused by the apiserver, or
-	// infeasible on the node) it evicts the pod through the Eviction API,
-	// which honours PodDisruptionBudgets, so that its controller recreates
-	// it with the recommended resources.
+	// UpdateModeInPlaceOrRecreate resizes in place as InPlace does; when a
+	// raise has found no room on the pod's node for recreateAfter, it evicts
+	// the pod through the Eviction API, which honours PodDisruptionBudgets,
+	// and its controller recreates it with the recommended resources (set at
+	// admission from status.recreations).
 	UpdateModeInPlaceOrRecreate UpdateMode = "InPlaceOrRecreate"
 )
 
