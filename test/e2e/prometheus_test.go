@@ -75,6 +75,20 @@ func TestAutoscalePrometheusQueryOverrides(t *testing.T) {
 		Prometheus: &v1alpha1.PrometheusQueries{Memory: `max by (namespace, pod, container) (container_memory_working_set_bytes{namespace="{{.Namespace}"})`},
 	}))
 
+	empty := applyPolicy(t, c, ns, "empty", offPolicy("web", &v1alpha1.MetricsOverrides{
+		Prometheus: &v1alpha1.PrometheusQueries{CPU: `sum by (namespace, pod, container) (tailor_no_such_metric{namespace="{{.Namespace}}"})`},
+	}))
+
+	t.Run("a query with no answer for the pods says so in RecommendationProvided", func(t *testing.T) {
+		got := waitPolicy(t, c, empty.Namespace, empty.Name, time.Minute, "a RecommendationProvided condition", func(p *v1alpha1.TailorPolicy) bool {
+			return meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRecommendationProvided) != nil
+		})
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionRecommendationProvided)
+		if cond.Status != metav1.ConditionFalse || cond.Reason != "NoUsageYet" || !strings.Contains(cond.Message, "cpu Missing") {
+			t.Errorf("RecommendationProvided = %s %s %q; want False NoUsageYet naming the missing cpu figure", cond.Status, cond.Reason, cond.Message)
+		}
+	})
+
 	t.Run("a broken template makes the policy invalid, naming the query", func(t *testing.T) {
 		got := waitPolicy(t, c, broken.Namespace, broken.Name, time.Minute, "a Ready condition", func(p *v1alpha1.TailorPolicy) bool {
 			return meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady) != nil

@@ -140,6 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
 	}
 	r.learn(state, pods, usage, now)
+	state.problems = usage.Problems
 
 	mode := policyMode(policy)
 	blocked := map[string]string{}

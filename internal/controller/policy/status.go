@@ -78,8 +78,13 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, "Recommended",
 			fmt.Sprintf("recommendations for %d container(s) of %d pod(s)", len(names), len(pods)), gen)
 	} else {
-		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, "NoUsageYet",
-			fmt.Sprintf("no usage from metrics source %s yet for %d selected pod(s)", r.Source.Name(), len(pods)), gen)
+		msg := fmt.Sprintf("no usage from metrics source %s yet for %d selected pod(s)", r.Source.Name(), len(pods))
+		// Say why: a query Prometheus refuses or a series it lacks shows
+		// here, not only in the manager's log.
+		if n := len(state.problems); n > 0 {
+			msg += fmt.Sprintf("; %d problem(s), first: %s", n, state.problems[0].String())
+		}
+		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, "NoUsageYet", msg, gen)
 	}
 
 	live := map[types.UID]bool{}

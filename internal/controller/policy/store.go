@@ -36,6 +36,8 @@ type policyState struct {
 	// policy's overrides applied.
 	configs map[string]recommend.Config
 	pods    map[types.UID]*podState
+	// problems are why the last read left containers without usage.
+	problems []metrics.Problem
 	// recreations are what replacements of evicted pods get, by owner UID.
 	recreations map[types.UID]v1alpha1.Recreation
 	// lastEviction paces evictions: one per minResizeInterval per policy.
