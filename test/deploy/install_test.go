@@ -43,8 +43,9 @@ var applied = map[string]bool{
 	"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true,
 }
 
-// install applies objs into namespace and registers their removal.
-func install(ctx context.Context, t *testing.T, namespace string, objs []*unstructured.Unstructured) installed {
+// install applies objs into namespace and registers their removal: the
+// kinds in real for real, the rest as a server-side dry run.
+func install(ctx context.Context, t *testing.T, namespace string, objs []*unstructured.Unstructured, real map[string]bool) installed {
 	t.Helper()
 	got := installed{namespace: namespace}
 	hasNamespace := false
@@ -69,7 +70,7 @@ func install(ctx context.Context, t *testing.T, namespace string, objs []*unstru
 			if !pass(o) {
 				continue
 			}
-			apply(ctx, t, namespace, o, !applied[o.GetKind()])
+			apply(ctx, t, namespace, o, !real[o.GetKind()])
 			switch o.GetKind() {
 			case "ServiceAccount":
 				if got.serviceAccount != "" {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -19,8 +20,9 @@ import (
 var (
 	kubeconfig = flag.String("kubeconfig", envOr("TAILOR_KUBECONFIG", "/var/lib/tailor-dev/admin.kubeconfig"), "admin kubeconfig of the cluster the manifests are checked against")
 
-	clientset kubernetes.Interface
-	dyn       dynamic.Interface
+	restConfig *rest.Config
+	clientset  kubernetes.Interface
+	dyn        dynamic.Interface
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
 )
 
@@ -46,6 +48,7 @@ func setup() error {
 		return fmt.Errorf("cannot load kubeconfig %s (is the cluster up? run hack/cluster.sh up): %w", *kubeconfig, err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	restConfig = cfg
 	if clientset, err = kubernetes.NewForConfig(cfg); err != nil {
 		return err
 	}

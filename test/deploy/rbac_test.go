@@ -183,7 +183,7 @@ func TestLeastPrivilege(t *testing.T) {
 			id := rand.String(5)
 			namespace := "deploy-" + id
 			objs := tc.render(t, namespace, clusterPrefix+id+"-")
-			in := install(ctx, t, namespace, objs)
+			in := install(ctx, t, namespace, objs, applied)
 			if diff := cmp.Diff(tc.wantSource, metricsSource(t, in.deployment)); diff != "" {
 				t.Errorf("--metrics-source (-want,+got):\n%s", diff)
 			}

@@ -1,0 +1,245 @@
+//go:build e2e
+
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tailorhq/tailor/test/cluster"
+)
+
+// TestManagerInCluster installs the kustomize default for real, runs the
+// manager's pod under its ServiceAccount with exactly the generated RBAC,
+// and watches it resize a throttled pod in place: the permissions are
+// proven by use, not only by SubjectAccessReview.
+//
+// The dev cluster has no kube-proxy, so the in-cluster apiserver Service is
+// not routed; the manager is pointed at the apiserver's own address through
+// KUBERNETES_SERVICE_HOST/PORT, which is what client-go's in-cluster config
+// reads. Nothing else differs from an install.
+func TestManagerInCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := cluster.InstallCRDs(ctx, dyn); err != nil {
+		t.Fatal(err)
+	}
+	host, port := apiserverEndpoint(ctx, t)
+	id := rand.String(5)
+	namespace := "deploy-" + id
+	objs := renderKustomize(t, namespace, clusterPrefix+id+"-")
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			pointAtAPIServer(t, o, host, port)
+		}
+	}
+	real := map[string]bool{"Deployment": true, "Service": true}
+	for k := range applied {
+		real[k] = true
+	}
+	in := install(ctx, t, namespace, objs, real)
+	// Stop the manager before the next suite starts its own.
+	t.Cleanup(func() { deleteAndWait(t, namespace, in.deployment.GetName()) })
+
+	manager := waitManagerReady(ctx, t, namespace)
+	t.Logf("manager pod %s ready as ServiceAccount %s", manager.Name, manager.Spec.ServiceAccountName)
+
+	work := cluster.Namespace(t, clientset, "deploy-work-"+id)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: work, Name: "hot", Labels: map[string]string{"app": "hot"}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: new(int64),
+			AutomountServiceAccountToken:  new(bool),
+			Containers: []corev1.Container{{
+				Name: "app", Image: "tailor.local/loadgen:dev", Args: []string{"--cpu=800m", "--memory=24Mi"},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+				},
+			}},
+		},
+	}
+	if _, err := clientset.CoreV1().Pods(work).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	policy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "autoscaling.tailor.dev/v1alpha1",
+		"kind":       "TailorPolicy",
+		"metadata":   map[string]any{"name": "hot", "namespace": work},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "hot"}},
+			"resourcePolicy": map[string]any{"containerPolicies": []any{map[string]any{
+				"containerName": "*", "controlledResources": []any{"cpu"}, "maxAllowed": map[string]any{"cpu": "400m"},
+			}}},
+			"behavior": map[string]any{"minResizeInterval": "5s"},
+		},
+	}}
+	policies := dyn.Resource(schema.GroupVersionResource{Group: "autoscaling.tailor.dev", Version: "v1alpha1", Resource: "tailorpolicies"}).Namespace(work)
+	if _, err := policies.Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	var got *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := clientset.CoreV1().Pods(work).Get(ctx, "hot", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = p
+		return p.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() > 200, nil
+	})
+	if err != nil {
+		t.Fatalf("the in-cluster manager did not raise the throttled pod's cpu limit: %v\nmanager log:\n%s", err, managerLog(t, namespace, manager.Name))
+	}
+	t.Logf("cpu limit raised to %s by the in-cluster manager %s after the policy was created",
+		got.Spec.Containers[0].Resources.Limits.Cpu().String(), time.Since(start).Round(100*time.Millisecond))
+
+	// It wrote the policy's status and an event, as itself.
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := policies.Get(ctx, "hot", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pods, _, _ := unstructured.NestedSlice(p.Object, "status", "pods")
+		return len(pods) > 0, nil
+	})
+	if err != nil {
+		t.Errorf("policy status has no resized pod: %v", err)
+	}
+	evs, err := clientset.EventsV1().Events(work).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resized bool
+	for _, e := range evs.Items {
+		resized = resized || (e.Reason == "Resized" && e.Regarding.Name == "hot" && e.ReportingController == "tailor")
+	}
+	if !resized {
+		t.Errorf("no Resized event on pod hot from the manager")
+	}
+	if log := managerLog(t, namespace, manager.Name); strings.Contains(log, "forbidden") {
+		t.Errorf("the manager was refused something its RBAC should grant:\n%s", log)
+	}
+}
+
+// apiserverEndpoint is where the apiserver says pods reach it: the
+// endpoints of the default/kubernetes Service, which kube-proxy would route
+// the Service's cluster IP to.
+func apiserverEndpoint(ctx context.Context, t *testing.T) (string, string) {
+	t.Helper()
+	slices, err := clientset.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kubernetes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			for _, p := range s.Ports {
+				if len(e.Addresses) > 0 && p.Port != nil {
+					return e.Addresses[0], strconv.Itoa(int(*p.Port))
+				}
+			}
+		}
+	}
+	t.Fatalf("the kubernetes Service has no endpoint")
+	return "", ""
+}
+
+// pointAtAPIServer makes the manager's pod reach the apiserver directly, and
+// use the image imported on the node, resyncing quickly for the test.
+func pointAtAPIServer(t *testing.T, d *unstructured.Unstructured, host, port string) {
+	t.Helper()
+	containers, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(containers) != 1 {
+		t.Fatalf("deployment %s: want one container: %v", d.GetName(), err)
+	}
+	c := containers[0].(map[string]any)
+	env, _ := c["env"].([]any)
+	c["env"] = append(env,
+		map[string]any{"name": "KUBERNETES_SERVICE_HOST", "value": host},
+		map[string]any{"name": "KUBERNETES_SERVICE_PORT", "value": port})
+	c["imagePullPolicy"] = "Never"
+	args, _ := c["args"].([]any)
+	for i, a := range args {
+		if strings.HasPrefix(a.(string), "--sync-period=") {
+			args[i] = "--sync-period=2s"
+		}
+	}
+	if err := unstructured.SetNestedSlice(d.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitManagerReady(ctx context.Context, t *testing.T, namespace string) *corev1.Pod {
+	t.Helper()
+	var ready *corev1.Pod
+	var last, lastPod string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=manager"})
+		if err != nil {
+			return false, err
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			last, lastPod = fmt.Sprintf("%s %s", p.Name, p.Status.Phase), p.Name
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ready = p
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("manager pod not ready in %s: %v (last seen: %s)\nlog:\n%s", namespace, err, last, managerLog(t, namespace, lastPod))
+	}
+	return ready
+}
+
+func managerLog(t *testing.T, namespace, pod string) string {
+	t.Helper()
+	b, err := clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).Do(context.Background()).Raw()
+	if err == nil && len(b) == 0 {
+		// Crash looping: the last run's log says why.
+		b, err = clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Previous: true}).Do(context.Background()).Raw()
+	}
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	return string(b)
+}
+
+// deleteAndWait deletes the manager's Deployment and waits until its pods
+// are gone.
+func deleteAndWait(t *testing.T, namespace, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := clientset.AppsV1().Deployments(namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("deleting deployment %s: %v", name, err)
+		return
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := clientset.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=manager"})
+		return err == nil && len(pods.Items) == 0, err
+	})
+	if err != nil {
+		t.Errorf("manager pods still in %s: %v", namespace, err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
