@@ -23,7 +23,7 @@ var (
 	restConfig *rest.Config
 	clientset  kubernetes.Interface
 	dyn        dynamic.Interface
-	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	mapper     *restmapper.DeferredDiscoveryRESTMapper
 )
 
 func envOr(k, def string) string {
