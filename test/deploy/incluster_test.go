@@ -12,13 +12,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/tailorhq/tailor/test/builder"
 	"github.com/tailorhq/tailor/test/cluster"
 )
 
@@ -58,20 +58,10 @@ func TestManagerInCluster(t *testing.T) {
 	t.Logf("manager pod %s ready as ServiceAccount %s", manager.Name, manager.Spec.ServiceAccountName)
 
 	work := cluster.Namespace(t, clientset, "deploy-work-"+id)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: work, Name: "hot", Labels: map[string]string{"app": "hot"}},
-		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: new(int64),
-			AutomountServiceAccountToken:  new(bool),
-			Containers: []corev1.Container{{
-				Name: "app", Image: "tailor.local/loadgen:dev", Args: []string{"--cpu=800m", "--memory=24Mi"},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-				},
-			}},
-		},
-	}
+	pod := builder.Pod("hot").Namespace(work).Label("app", "hot").TerminationGracePeriod(0).
+		Container(builder.Container("app").Image("tailor.local/loadgen:dev").Args("--cpu=800m", "--memory=24Mi").
+			Requests("100m", "64Mi").Limits("200m", "256Mi")).Obj()
+	pod.Spec.AutomountServiceAccountToken = new(bool)
 	if _, err := clientset.CoreV1().Pods(work).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
