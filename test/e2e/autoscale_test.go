@@ -369,9 +369,16 @@ func TestAutoscaleRaisesMemoryAheadOfGrowth(t *testing.T) {
 // setMemory asks the pod's load generator to hold size of memory.
 func setMemory(t *testing.T, p *corev1.Pod, size string) {
 	t.Helper()
-	resp, err := http.Get("http://" + p.Status.PodIP + ":8080/memory?size=" + size)
+	// A container counts as running before the load generator listens:
+	// give it a few seconds to start.
+	var resp *http.Response
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		var err error
+		resp, err = http.Get("http://" + p.Status.PodIP + ":8080/memory?size=" + size)
+		return err == nil, nil
+	})
 	if err != nil {
-		t.Fatalf("driving %s: %v", p.Name, err)
+		t.Fatalf("driving %s: the load generator never answered: %v", p.Name, err)
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

