@@ -46,11 +46,11 @@ func TestManagerInCluster(t *testing.T) {
 			pointAtAPIServer(t, o, host, port)
 		}
 	}
-	real := map[string]bool{"Deployment": true, "Service": true}
+	created := map[string]bool{"Deployment": true, "Service": true}
 	for k := range applied {
-		real[k] = true
+		created[k] = true
 	}
-	in := install(ctx, t, namespace, objs, real)
+	in := install(ctx, t, namespace, objs, created)
 	// Stop the manager before the next suite starts its own.
 	t.Cleanup(func() { deleteAndWait(t, namespace, in.deployment.GetName()) })
 

@@ -44,8 +44,8 @@ var applied = map[string]bool{
 }
 
 // install applies objs into namespace and registers their removal: the
-// kinds in real for real, the rest as a server-side dry run.
-func install(ctx context.Context, t *testing.T, namespace string, objs []*unstructured.Unstructured, real map[string]bool) installed {
+// kinds in created for real, the rest as a server-side dry run.
+func install(ctx context.Context, t *testing.T, namespace string, objs []*unstructured.Unstructured, created map[string]bool) installed {
 	t.Helper()
 	got := installed{namespace: namespace}
 	hasNamespace := false
@@ -70,7 +70,7 @@ func install(ctx context.Context, t *testing.T, namespace string, objs []*unstru
 			if !pass(o) {
 				continue
 			}
-			apply(ctx, t, namespace, o, !real[o.GetKind()])
+			apply(ctx, t, namespace, o, !created[o.GetKind()])
 			switch o.GetKind() {
 			case "ServiceAccount":
 				if got.serviceAccount != "" {

@@ -371,17 +371,21 @@ func setMemory(t *testing.T, p *corev1.Pod, size string) {
 	t.Helper()
 	// A container counts as running before the load generator listens:
 	// give it a few seconds to start.
-	var resp *http.Response
+	var code int
+	var status string
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		var err error
-		resp, err = http.Get("http://" + p.Status.PodIP + ":8080/memory?size=" + size)
-		return err == nil, nil
+		resp, err := http.Get("http://" + p.Status.PodIP + ":8080/memory?size=" + size)
+		if err != nil {
+			return false, nil
+		}
+		code, status = resp.StatusCode, resp.Status
+		_ = resp.Body.Close()
+		return true, nil
 	})
 	if err != nil {
 		t.Fatalf("driving %s: the load generator never answered: %v", p.Name, err)
 	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("load generator of %s answered %s", p.Name, resp.Status)
+	if code != http.StatusOK {
+		t.Fatalf("load generator of %s answered %s", p.Name, status)
 	}
 }
