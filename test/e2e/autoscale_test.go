@@ -376,7 +376,8 @@ func setMemory(t *testing.T, p *corev1.Pod, size string) {
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		resp, err := http.Get("http://" + p.Status.PodIP + ":8080/memory?size=" + size)
 		if err != nil {
-			return false, nil
+			// Not listening yet: ask again.
+			return false, nil //nolint:nilerr
 		}
 		code, status = resp.StatusCode, resp.Status
 		_ = resp.Body.Close()
