@@ -130,6 +130,14 @@ const (
 	DefaultTolerance = 0.05
 )
 
+// MinResizeInterval is the policy's minResizeInterval, or the default.
+func MinResizeInterval(spec *v1alpha1.TailorPolicySpec) time.Duration {
+	if b := spec.Behavior; b != nil && b.MinResizeInterval != nil {
+		return b.MinResizeInterval.Duration
+	}
+	return DefaultMinResizeInterval
+}
+
 // Decide turns recommendations into a resize for one pod, keeping every rule
 // tailor promises: the QoS class stays, no restart the policy does not allow,
 // memory limits never below the working set plus headroom, bounds and step
@@ -144,10 +152,7 @@ func Decide(in Input) (Decision, error) {
 		return d, nil
 	}
 	if !in.LastResize.IsZero() {
-		interval := DefaultMinResizeInterval
-		if b := in.Spec.Behavior; b != nil && b.MinResizeInterval != nil {
-			interval = b.MinResizeInterval.Duration
-		}
+		interval := MinResizeInterval(in.Spec)
 		if wait := in.LastResize.Add(interval).Sub(in.Now); wait > 0 {
 			d.RetryAfter = wait
 			d.Skips = append(d.Skips, Skip{Reason: SkipTooSoon, Message: fmt.Sprintf("resized %s ago; minResizeInterval is %s", in.Now.Sub(in.LastResize).Round(time.Second), interval)})

@@ -60,10 +60,7 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 	if wait := ps.shortSince.Add(after).Sub(now); wait > 0 {
 		return false, wait, nil
 	}
-	interval := autoscale.DefaultMinResizeInterval
-	if b := policy.Spec.Behavior; b != nil && b.MinResizeInterval != nil {
-		interval = b.MinResizeInterval.Duration
-	}
+	interval := autoscale.MinResizeInterval(&policy.Spec)
 	if wait := state.lastEviction.Add(interval).Sub(now); !state.lastEviction.IsZero() && wait > 0 {
 		blocked["EvictionPaced"] = fmt.Sprintf("another pod was evicted %s ago; minResizeInterval is %s", now.Sub(state.lastEviction).Round(time.Second), interval)
 		return false, wait, nil
