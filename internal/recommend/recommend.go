@@ -121,8 +121,10 @@ type State struct {
 	throttled    float32
 	lastCPU      float32
 	lastMemory   float32
-	// cpuBelow and memBelow are when the recommendation first fell below
-	// the hysteresis band, for the stabilization window; 0 when it is not.
+	// cpuBelow and memBelow are when (Unix nanoseconds) the recommendation
+	// first fell below the hysteresis band, for the stabilization window; 0
+	// when it is not. Whole seconds would let a window end up to a second
+	// early: a clock started at 10.9s would count 25s at 35.0s.
 	cpuBelow int64
 	memBelow int64
 	// cpuJitter and memJitter are decaying means of the absolute change
@@ -215,7 +217,7 @@ func (s *State) Recommend(current Resources, now time.Time) Recommendation {
 	if s.lastOOM != 0 && sec-s.lastOOM <= int64(cfg.MemoryWindow/time.Second) {
 		mem.oom, mem.oomAgo = true, time.Duration(sec-s.lastOOM)*time.Second
 	}
-	return Recommendation{CPU: s.decide(cpu, sec), Memory: s.decide(mem, sec)}
+	return Recommendation{CPU: s.decide(cpu, now.UnixNano()), Memory: s.decide(mem, now.UnixNano())}
 }
 
 // resource is one resource's inputs to decide.
@@ -239,7 +241,7 @@ type resource struct {
 // the needed value is above what is in force, lower only after the needed
 // value has stayed below the hysteresis band for the stabilization window,
 // and then by at most MaxStepDown.
-func (s *State) decide(r resource, now int64) Advice {
+func (s *State) decide(r resource, nowNano int64) Advice {
 	cfg := s.r.cfg
 	needed := clamp(r.peak+max(r.peak*r.headroom+r.margin, r.minMargin), r.lo, r.hi)
 	a := Advice{Target: r.current, Lower: needed, Upper: clamp(needed/(1-cfg.Hysteresis), r.lo, r.hi), why: r}
@@ -255,9 +257,9 @@ func (s *State) decide(r resource, now int64) Advice {
 		*r.below = 0
 	case needed < r.current*(1-cfg.Hysteresis):
 		if *r.below == 0 {
-			*r.below = now
+			*r.below = nowNano
 		}
-		a.waited = time.Duration(now-*r.below) * time.Second
+		a.waited = time.Duration(nowNano - *r.below)
 		a.stabilization = cfg.Stabilization
 		if a.waited < cfg.Stabilization {
 			break

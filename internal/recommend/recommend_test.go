@@ -171,6 +171,30 @@ func TestIdleLowersOnlyAfterStabilization(t *testing.T) {
 	}
 }
 
+// A controller's clock is not aligned to seconds: a window that starts at
+// 0.9s into a second has not passed at the next whole second after it.
+func TestStabilizationIsNeverCutShortBySubSecondClocks(t *testing.T) {
+	const window = 25 * time.Second
+	s := newState(t, func(c *Config) { c.Stabilization = window; c.CPUWindow = time.Minute })
+	cur := Resources{CPU: 1, Memory: 500 * mib}
+	start := t0.Add(900 * time.Millisecond)
+	s.AddSample(Sample{CPU: 0.02, Memory: 400 * mib}, start)
+	if got := s.Recommend(cur, start).CPU.Decision; got != Hold {
+		t.Fatalf("first idle decision %v, want Hold (the window starts here)", got)
+	}
+	for _, at := range []time.Duration{10 * time.Second, window - 900*time.Millisecond, window - time.Nanosecond} {
+		now := start.Add(at)
+		s.AddSample(Sample{CPU: 0.02, Memory: 400 * mib}, now)
+		if rec := s.Recommend(cur, now).CPU; rec.Decision != Hold {
+			t.Fatalf("%v into a %v window: %v (%s)", at, window, rec.Decision, rec.Reason())
+		}
+	}
+	now := start.Add(window)
+	if rec := s.Recommend(cur, now).CPU; rec.Decision != Lower {
+		t.Fatalf("at the end of the window: %v (%s), want Lower", rec.Decision, rec.Reason())
+	}
+}
+
 func TestMemoryNeverBelowRecentPeak(t *testing.T) {
 	s := newState(t, nil)
 	now, cur := t0, Resources{}
