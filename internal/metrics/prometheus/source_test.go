@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -311,6 +313,100 @@ func TestQueriesRendered(t *testing.T) {
 	}
 }
 
+// cAdvisor dates its samples by its own housekeeping, 10-20s apart, so the
+// rates must end at each container's newest sample, not at now: rate()
+// extrapolates only half an interval past the last sample and would read
+// low. Containers measured close together share one evaluation.
+func TestRatesEvaluatedWhenTheDataWasMeasured(t *testing.T) {
+	pods := []*corev1.Pod{
+		builder.Pod("web").Namespace("ns").Container(builder.Container("app")).Container(builder.Container("sidecar")).Running().Obj(),
+		builder.Pod("api").Namespace("ns").Container(builder.Container("app")).Running().Obj(),
+		builder.Pod("db").Namespace("ns").Container(builder.Container("app")).Running().Obj(),
+	}
+	measured := map[string]time.Time{
+		"web/app":     now.Add(-7 * time.Second),
+		"api/app":     now.Add(-11 * time.Second), // within the 5s (window/12) of web/app
+		"web/sidecar": now.Add(-19 * time.Second),
+		// db/app: no timestamp series, so evaluated at now.
+	}
+	type call struct{ kind, pods, at string }
+	var mu sync.Mutex
+	var calls []call
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			t.Errorf("parse form: %v", err)
+		}
+		q, at := r.Form.Get("query"), r.Form.Get("time")
+		pods := regexp.MustCompile(`pod=~"([^"]*)"`).FindStringSubmatch(q)[1]
+		evalAt, err := strconv.ParseFloat(at, 64)
+		if err != nil {
+			t.Errorf("query time %q: %v", at, err)
+		}
+		mu.Lock()
+		calls = append(calls, call{kind(q), pods, time.UnixMilli(int64(evalAt * 1000)).Sub(now).String()})
+		mu.Unlock()
+		var out []string
+		for _, pod := range strings.Split(pods, "|") {
+			for _, c := range []string{"app", "sidecar"} {
+				m, dated := measured[pod+"/"+c]
+				if pod != "web" && c == "sidecar" {
+					continue
+				}
+				el := func(v string) string {
+					return fmt.Sprintf(`{"metric":{"namespace":"ns","pod":%q,"container":%q},"value":[%s,%q]}`, pod, c, at, v)
+				}
+				switch {
+				case kind(q) == "timestamp" && dated:
+					out = append(out, el(ts(m)))
+				case kind(q) == "cpu":
+					// Seconds from now to the evaluation: which
+					// evaluation each container's figure came from.
+					out = append(out, el(fmt.Sprint(-time.UnixMilli(int64(evalAt*1000)).Sub(now).Seconds())))
+				case kind(q) == "memory":
+					out = append(out, el("1048576"))
+				}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(vector(out...)))
+	}))
+	t.Cleanup(srv.Close)
+
+	got, err := newSource(t, srv.URL, prometheus.Queries{}).Usage(context.Background(), pods)
+	if err != nil {
+		t.Fatalf("Usage: %v", err)
+	}
+	wantCalls := []call{
+		{"timestamp", "api|db|web", "0s"},
+		{"cpu", "db", "0s"}, {"memory", "db", "0s"}, {"throttled", "db", "0s"},
+		{"cpu", "api|web", "-7s"}, {"memory", "api|web", "-7s"}, {"throttled", "api|web", "-7s"},
+		{"cpu", "web", "-19s"}, {"memory", "web", "-19s"}, {"throttled", "web", "-19s"},
+	}
+	if diff := cmp.Diff(wantCalls, calls, cmp.AllowUnexported(call{})); diff != "" {
+		t.Errorf("queries (-want,+got):\n%s", diff)
+	}
+	want := map[string]struct {
+		cpu float64
+		at  time.Time
+	}{
+		"web/app":     {7, measured["web/app"]},
+		"api/app":     {7, measured["api/app"]},
+		"web/sidecar": {19, measured["web/sidecar"]},
+		"db/app":      {0, now},
+	}
+	for k, w := range want {
+		pod, c, _ := strings.Cut(k, "/")
+		u, ok := got.Usage[metrics.Key{Namespace: "ns", Pod: pod, Container: c}]
+		if !ok {
+			t.Errorf("%s: no usage; problems %v", k, got.Problems)
+			continue
+		}
+		if u.CPU != w.cpu || !u.Time.Equal(w.at) {
+			t.Errorf("%s: cpu from the evaluation %vs before now, dated %s; want %vs, dated %s", k, u.CPU, u.Time.Format(time.TimeOnly), w.cpu, w.at.Format(time.TimeOnly))
+		}
+	}
+}
+
 func TestNewRejectsBadQueries(t *testing.T) {
 	client, err := api.NewClient(api.Config{Address: "http://127.0.0.1:1"})
 	if err != nil {
@@ -341,7 +437,7 @@ func TestWithQueries(t *testing.T) {
 	def := prometheus.DefaultQueries()
 	rendered := strings.NewReplacer("{{.Namespace}}", "ns", "{{.Pods}}", "web", "{{.Window}}", "2m").Replace
 	sent := func(q prometheus.Queries) []string {
-		return []string{rendered(q.CPU), rendered(q.Memory), rendered(q.Throttled), rendered(q.Timestamp)}
+		return []string{rendered(q.Timestamp), rendered(q.CPU), rendered(q.Memory), rendered(q.Throttled)}
 	}
 	manager := prometheus.Queries{CPU: def.CPU, Memory: managerMemory, Throttled: def.Throttled, Timestamp: def.Timestamp}
 	policyCPU := `sum by (namespace, pod, container) (rate(app_cpu_seconds{namespace="{{.Namespace}}", pod=~"{{.Pods}}"}[{{.Window}}])) * 4`
@@ -361,7 +457,7 @@ func TestWithQueries(t *testing.T) {
 		},
 		"every query": {
 			overrides: metrics.QueryOverrides{CPU: policyCPU, Memory: "mem{pod=~\"{{.Pods}}\"}", Throttled: "thr{pod=~\"{{.Pods}}\"}", Timestamp: "ts{pod=~\"{{.Pods}}\"}"},
-			wantSent:  []string{rendered(policyCPU), `mem{pod=~"web"}`, `thr{pod=~"web"}`, `ts{pod=~"web"}`},
+			wantSent:  []string{`ts{pod=~"web"}`, rendered(policyCPU), `mem{pod=~"web"}`, `thr{pod=~"web"}`},
 		},
 		"cpu template does not parse": {
 			overrides: metrics.QueryOverrides{CPU: "sum(rate(x[{{.Window}]))"},
