@@ -598,6 +598,9 @@ const (
 )
 
 // Recreation is what the replacement of an evicted pod is created with.
+// tailor writes it a sync before the eviction, so that the apiserver's
+// admission policy has it when the replacement is created, and takes it
+// back when the eviction is refused.
 type Recreation struct {
 	// ownerUID is the UID of the evicted pod's controller (its ReplicaSet,
 	// StatefulSet or ReplicationController); new pods it creates match.
@@ -611,11 +614,12 @@ type Recreation struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	OwnerName string `json:"ownerName,omitempty"`
-	// evictedPod is the pod tailor evicted.
+	// evictedPod is the pod tailor evicts, or evicted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	EvictedPod string `json:"evictedPod,omitempty"`
-	// evictionTime is when; the entry expires ten minutes later.
+	// evictionTime is when tailor wrote this entry, a second or a sync
+	// before the eviction; the entry expires ten minutes later.
 	// +required
 	EvictionTime metav1.Time `json:"evictionTime"`
 	// containers are the requests and limits to create each container with;

@@ -532,6 +532,7 @@ func (r *Reconciler) resizePod(ctx context.Context, policy *v1alpha1.TailorPolic
 	}
 	if decision.RetryAfter == 0 && len(decision.Short) == 0 {
 		ps.shortSince = time.Time{}
+		state.dropPendingRecreation(p)
 	}
 	if len(decision.Short) > 0 && policyMode(policy) == v1alpha1.UpdateModeInPlaceOrRecreate {
 		evicted, retry, err := r.considerRecreate(ctx, policy, state, p, advice, now, blocked)

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -34,16 +35,23 @@ const (
 	// RecreationTTL is how long a replacement may take to be created and
 	// still get the recommended resources from status.recreations.
 	RecreationTTL = 10 * time.Minute
+	// AdmissionSettle is how long an entry stays in status.recreations
+	// before its pod is evicted. The admission policy reads TailorPolicies
+	// from the apiserver's own informer, which trails a status write; the
+	// owner's controller can create the replacement within milliseconds of
+	// an eviction, before that informer has the entry, and the pod would
+	// then be admitted at its template's size.
+	AdmissionSettle = time.Second
 )
 
 // stateEvicted is the podState result of a pod tailor evicted.
 const stateEvicted = "Evicted"
 
 // considerRecreate runs while a raise finds no room on the pod's node. In
-// mode InPlaceOrRecreate, once that has lasted recreateAfter, it evicts the
-// pod through the Eviction API (PodDisruptionBudgets decide) after writing,
-// to status.recreations, the resources its replacement is to be created
-// with. It evicts only a pod some controller will recreate and some node can
+// mode InPlaceOrRecreate, once that has lasted recreateAfter, it writes to
+// status.recreations the resources its replacement is to be created with
+// and, on a sync at least AdmissionSettle later, evicts the pod through the
+// Eviction API (PodDisruptionBudgets decide). It evicts only a pod some controller will recreate and some node can
 // hold at the recommended size, and at most one pod per policy per
 // minResizeInterval. It returns whether the pod was evicted, and when to look
 // again.
@@ -73,6 +81,7 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 	// attempt writes status.recreations first, and a PodDisruptionBudget
 	// rarely changes its mind within seconds.
 	block := func(reason, msg string) (bool, time.Duration, error) {
+		state.dropPendingRecreation(p)
 		msg = "pod " + p.Name + " not evicted: " + msg
 		blocked[reason] = msg
 		ps.evictionBlocked = evictionBlock{reason: reason, message: msg, until: now.Add(interval)}
@@ -104,17 +113,25 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 		return block("NoNodeFits", fmt.Sprintf("no node could hold it at %s, even counting lower-priority pods as preempted; raised in place as far as its node allows", containersText(containers)))
 	}
 
-	state.recreations[owner.UID] = v1alpha1.Recreation{
-		OwnerUID: string(owner.UID), OwnerKind: owner.Kind, OwnerName: owner.Name, EvictedPod: p.Name,
-		EvictionTime: metav1.NewTime(now), Containers: containers,
+	// First sync: write the replacement's resources, which it reads from
+	// status at admission. A later one evicts, once they have settled and
+	// only if they are still what the pod needs.
+	rc, pending := state.recreations[owner.UID]
+	if !pending || rc.EvictedPod != p.Name || !apiequality.Semantic.DeepEqual(rc.Containers, containers) {
+		state.recreations[owner.UID] = v1alpha1.Recreation{
+			OwnerUID: string(owner.UID), OwnerKind: owner.Kind, OwnerName: owner.Name, EvictedPod: p.Name,
+			EvictionTime: metav1.NewTime(now), Containers: containers,
+		}
+		st := policy.Status.DeepCopy()
+		st.Recreations = state.recreationList(now)
+		if err := r.writeStatus(ctx, policy, st); err != nil {
+			delete(state.recreations, owner.UID)
+			return false, 0, err
+		}
+		return false, AdmissionSettle, nil
 	}
-	// The replacement reads its resources from status at admission: they
-	// must be there before the pod is gone.
-	st := policy.Status.DeepCopy()
-	st.Recreations = state.recreationList(now)
-	if err := r.writeStatus(ctx, policy, st); err != nil {
-		delete(state.recreations, owner.UID)
-		return false, 0, err
+	if wait := rc.EvictionTime.Add(AdmissionSettle).Sub(now); wait > 0 {
+		return false, wait, nil
 	}
 
 	uid := p.UID
@@ -123,9 +140,6 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
 	}
 	if err := r.Client.SubResource("eviction").Create(ctx, p, eviction); err != nil {
-		// Nothing was evicted: new pods of the owner must not get resources
-		// meant for a replacement.
-		delete(state.recreations, owner.UID)
 		evictionsTotal.WithLabelValues(policy.Namespace, policy.Name, "blocked").Inc()
 		switch {
 		case apierrors.IsTooManyRequests(err):
@@ -173,6 +187,21 @@ func (r *Reconciler) nodesWithPods(ctx context.Context) ([]autoscale.NodePods, e
 		out = append(out, np)
 	}
 	return out, nil
+}
+
+// dropPendingRecreation takes back an entry written for p that was not
+// followed by its eviction: new pods of the owner must not get resources
+// meant for a replacement. An entry whose pod was evicted stays: its
+// replacement may not be created yet.
+func (s *policyState) dropPendingRecreation(p *corev1.Pod) {
+	if ps, ok := s.pods[p.UID]; ok && ps.result == stateEvicted {
+		return
+	}
+	for uid, rc := range s.recreations {
+		if rc.EvictedPod == p.Name {
+			delete(s.recreations, uid)
+		}
+	}
 }
 
 // recreationList is the unexpired recreations, sorted, for status.
