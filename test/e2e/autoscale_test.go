@@ -42,11 +42,7 @@ func startManager(t *testing.T) client.Client {
 // startManagerWith is startManager with o's metrics source.
 func startManagerWith(t *testing.T, o manager.Options) client.Client {
 	t.Helper()
-	crdOnce.Do(func() {
-		if err := cluster.InstallCRDs(context.Background(), dynamic.NewForConfigOrDie(restConfig)); err != nil {
-			t.Fatalf("installing CRDs: %v", err)
-		}
-	})
+	installCRDs(t)
 	o.SyncPeriod, o.MetricsAddr, o.ProbeAddr = 2*time.Second, "0", "0"
 	// One manager per test, in one process: the controller name repeats.
 	o.SkipNameValidation = true
@@ -74,6 +70,16 @@ func startManagerWith(t *testing.T, o manager.Options) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// installCRDs installs tailor's CRDs, once per run.
+func installCRDs(t *testing.T) {
+	t.Helper()
+	crdOnce.Do(func() {
+		if err := cluster.InstallCRDs(context.Background(), dynamic.NewForConfigOrDie(restConfig)); err != nil {
+			t.Fatalf("installing CRDs: %v", err)
+		}
+	})
 }
 
 func ptr[T any](v T) *T { return &v }

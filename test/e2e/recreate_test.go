@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -34,6 +35,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/test/builder"
 )
 
 // fillCPU creates a default-priority pod requesting all CPU the node has
@@ -117,6 +119,122 @@ func TestAutoscaleCutsRaiseToWhatFits(t *testing.T) {
 
 // installRecreateAdmission creates the admission policy of
 // config/components/eviction for the test's duration.
+// The admission policy alone, against the real apiserver: a status entry
+// reaches exactly the pods of its owner, and in them exactly the containers
+// and sidecars it names. Pods are created with dryRun=All, which runs
+// mutating admission and stores nothing.
+func TestRecreateAdmissionPolicy(t *testing.T) {
+	ns := newNamespace(t)
+	installCRDs(t)
+	installRecreateAdmission(t)
+	ctx := context.Background()
+	scheme, err := manager.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No manager runs in this test: the status written here stays.
+	policy := &v1alpha1.TailorPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "params"},
+		Spec:       v1alpha1.TailorPolicySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "none"}}},
+	}
+	if err := c.Create(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	const owner, appOnly, sidecarOnly = "0d1c1b6e-0000-4000-8000-000000000001", "0d1c1b6e-0000-4000-8000-000000000002", "0d1c1b6e-0000-4000-8000-000000000003"
+	rl := func(cpu, memory string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+	}
+	policy.Status.Recreations = []v1alpha1.Recreation{
+		{OwnerUID: owner, OwnerKind: "ReplicaSet", OwnerName: "web", EvictedPod: "web-old", EvictionTime: metav1.Now(), Containers: []v1alpha1.RecreatedContainer{
+			{Name: "app", Requests: rl("300m", "96Mi"), Limits: rl("600m", "192Mi")},
+			{Name: "proxy", Requests: rl("150m", "48Mi"), Limits: rl("300m", "96Mi")},
+			{Name: "gone", Requests: rl("1", "1Gi")},
+		}},
+		{OwnerUID: appOnly, OwnerKind: "ReplicaSet", OwnerName: "api", EvictedPod: "api-old", EvictionTime: metav1.Now(), Containers: []v1alpha1.RecreatedContainer{
+			{Name: "app", Requests: rl("250m", "80Mi"), Limits: rl("500m", "160Mi")},
+		}},
+		{OwnerUID: sidecarOnly, OwnerKind: "ReplicaSet", OwnerName: "log", EvictedPod: "log-old", EvictionTime: metav1.Now(), Containers: []v1alpha1.RecreatedContainer{
+			{Name: "proxy", Requests: rl("120m", "40Mi"), Limits: rl("240m", "80Mi")},
+		}},
+	}
+	if err := c.Status().Update(ctx, policy); err != nil {
+		t.Fatalf("writing status.recreations: %v", err)
+	}
+
+	template := func(name string) *builder.PodWrapper {
+		return builder.Pod(name).Namespace(ns).
+			Container(builder.Container("app").Image(loadgenImage).Requests("100m", "32Mi").Limits("200m", "64Mi")).
+			Sidecar(builder.Container("proxy").Image(loadgenImage).Requests("50m", "16Mi").Limits("100m", "32Mi")).
+			InitContainer(builder.Container("setup").Image(loadgenImage).Requests("10m", "8Mi").Limits("20m", "16Mi"))
+	}
+	type want struct{ app, proxy, setup string }
+	asCreated := want{app: "100m/32Mi 200m/64Mi", proxy: "50m/16Mi 100m/32Mi", setup: "10m/8Mi 20m/16Mi"}
+	// In order: the entries are seen at admission before a pod is found
+	// untouched, or "untouched" would prove nothing.
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want want
+	}{
+		{name: "the owner's pod: its container and sidecar, not the init container",
+			pod:  template("web-new").Owner("ReplicaSet", "web", owner).Obj(),
+			want: want{app: "300m/96Mi 600m/192Mi", proxy: "150m/48Mi 300m/96Mi", setup: asCreated.setup},
+		},
+		{name: "an entry naming only the container leaves the sidecar",
+			pod:  template("api-new").Owner("ReplicaSet", "api", appOnly).Obj(),
+			want: want{app: "250m/80Mi 500m/160Mi", proxy: asCreated.proxy, setup: asCreated.setup},
+		},
+		{name: "an entry naming only the sidecar leaves the container",
+			pod:  template("log-new").Owner("ReplicaSet", "log", sidecarOnly).Obj(),
+			want: want{app: asCreated.app, proxy: "120m/40Mi 240m/80Mi", setup: asCreated.setup},
+		},
+		{name: "another owner's pod is untouched",
+			pod:  template("other").Owner("ReplicaSet", "other", "0d1c1b6e-0000-4000-8000-0000000000ff").Obj(),
+			want: asCreated,
+		},
+		{name: "a pod without a controller is untouched",
+			pod:  template("bare").Obj(),
+			want: asCreated,
+		},
+	}
+	text := func(r corev1.ResourceRequirements) string {
+		return fmt.Sprintf("%s/%s %s/%s", r.Requests.Cpu(), r.Requests.Memory(), r.Limits.Cpu(), r.Limits.Memory())
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got want
+			// The apiserver reads the policy from its own informer: the
+			// status written above reaches admission within moments.
+			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+				created, err := clientset.CoreV1().Pods(ns).Create(ctx, tc.pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				if err != nil {
+					return false, err
+				}
+				if len(created.Spec.Containers) != 1 || len(created.Spec.InitContainers) != 2 {
+					return false, fmt.Errorf("admitted with %d containers and %d init containers, want 1 and 2", len(created.Spec.Containers), len(created.Spec.InitContainers))
+				}
+				got = want{app: text(created.Spec.Containers[0].Resources)}
+				for _, ic := range created.Spec.InitContainers {
+					switch ic.Name {
+					case "proxy":
+						got.proxy = text(ic.Resources)
+					case "setup":
+						got.setup = text(ic.Resources)
+					}
+				}
+				return got == tc.want, nil
+			})
+			if err != nil {
+				t.Errorf("admitted with %+v, want %+v: %v", got, tc.want, err)
+			}
+		})
+	}
+}
+
 func installRecreateAdmission(t *testing.T) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "config", "components", "eviction", "recreate_admission.yaml"))
