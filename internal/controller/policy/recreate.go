@@ -51,10 +51,10 @@ const stateEvicted = "Evicted"
 // mode InPlaceOrRecreate, once that has lasted recreateAfter, it writes to
 // status.recreations the resources its replacement is to be created with
 // and, on a sync at least AdmissionSettle later, evicts the pod through the
-// Eviction API (PodDisruptionBudgets decide). It evicts only a pod some controller will recreate and some node can
-// hold at the recommended size, and at most one pod per policy per
-// minResizeInterval. It returns whether the pod was evicted, and when to look
-// again.
+// Eviction API (PodDisruptionBudgets decide). It evicts only a pod some
+// controller will recreate and some node can hold at the recommended size,
+// and at most one pod per policy per minResizeInterval. It returns whether
+// the pod was evicted, and when to look again.
 func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, p *corev1.Pod,
 	advice podAdvice, now time.Time, blocked map[string]string) (bool, time.Duration, error) {
 	ps := state.pod(p)
