@@ -61,6 +61,13 @@ func startManagerWith(t *testing.T, o manager.Options) client.Client {
 	})
 	// The tests read what the apiserver has, not what the manager's cache
 	// has seen yet.
+	return apiClient(t)
+}
+
+// apiClient is a client of the apiserver, uncached, that knows tailor's
+// types.
+func apiClient(t *testing.T) client.Client {
+	t.Helper()
 	scheme, err := manager.Scheme()
 	if err != nil {
 		t.Fatal(err)

@@ -128,14 +128,7 @@ func TestRecreateAdmissionPolicy(t *testing.T) {
 	installCRDs(t)
 	installRecreateAdmission(t)
 	ctx := context.Background()
-	scheme, err := manager.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(restConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := apiClient(t)
 	// No manager runs in this test: the status written here stays.
 	policy := &v1alpha1.TailorPolicy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "params"},
