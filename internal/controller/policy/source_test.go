@@ -39,7 +39,10 @@ func (recordingSource) WithQueries(o metrics.QueryOverrides) (metrics.Source, er
 	return derivedSource{overrides: o}, nil
 }
 
-func TestPolicySource(t *testing.T) {
+// unreachablePrometheus is a Prometheus source with the default queries and
+// no server behind it: these tests derive sources, they never query.
+func unreachablePrometheus(t *testing.T) *prometheus.Source {
+	t.Helper()
 	client, err := promapi.NewClient(promapi.Config{Address: "http://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +51,11 @@ func TestPolicySource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return prom
+}
+
+func TestPolicySource(t *testing.T) {
+	prom := unreachablePrometheus(t)
 	queries := func(q v1alpha1.PrometheusQueries) *v1alpha1.MetricsOverrides {
 		return &v1alpha1.MetricsOverrides{Prometheus: &q}
 	}
@@ -194,14 +202,7 @@ func TestFullSampleQueriesCompile(t *testing.T) {
 	if p.Spec.Metrics == nil || p.Spec.Metrics.Prometheus == nil {
 		t.Fatal("the full sample has no metrics.prometheus section")
 	}
-	client, err := promapi.NewClient(promapi.Config{Address: "http://127.0.0.1:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prom, err := prometheus.New(client, prometheus.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prom := unreachablePrometheus(t)
 	src, _, err := policySource(prom, &p.Spec)
 	if err != nil || src == nil {
 		t.Fatalf("policySource = %v, %v; want a source with the sample's queries", src, err)
