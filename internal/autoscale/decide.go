@@ -15,9 +15,10 @@ import (
 )
 
 // Target is what the recommender wants for one container: the value its
-// usage must fit under (peaks plus margin). It sizes the limit where the
-// policy controls limits, else the request. Bounds (minAllowed, maxAllowed)
-// apply to it. Nil holds that resource as it is.
+// usage must fit under (peaks plus margin). It sizes the request, as
+// VerticalPodAutoscaler's target does; under RequestsAndLimits the limit
+// keeps its ratio to the request. Bounds (minAllowed, maxAllowed) apply to
+// it. Nil holds that resource as it is.
 type Target struct {
 	CPU    *resource.Quantity
 	Memory *resource.Quantity
@@ -36,6 +37,9 @@ type Input struct {
 	Spec *v1alpha1.TailorPolicySpec
 	// Targets by container name.
 	Targets map[string]Target
+	// PodTarget sizes the pod-level spec.resources of a pod that has them:
+	// the target for the pod's containers taken together.
+	PodTarget Target
 	// WorkingSet is each container's current memory working set; a container
 	// missing here has no memory floor known, so its memory is never lowered.
 	WorkingSet map[string]resource.Quantity
@@ -75,6 +79,9 @@ const (
 	SkipTooSoon           SkipReason = "MinResizeInterval"
 	// SkipNoRoom: a raise the node has no room for at all right now.
 	SkipNoRoom SkipReason = "NodeFull"
+	// SkipQoSChange: the change would move the pod to another QoS class,
+	// which Kubernetes refuses.
+	SkipQoSChange SkipReason = "QoSClassChange"
 )
 
 // Change is one resource of one container, before and after.
@@ -92,12 +99,17 @@ type Change struct {
 type Decision struct {
 	Desired resize.Desired
 	Changes []Change
+	// PodChanges are the changes to pod-level resources; Container is
+	// PodLevelName.
+	PodChanges []Change
 	Skips   []Skip
 	// RetryAfter is set when the pod was resized too recently.
 	RetryAfter time.Duration
 	// Short lists the raises the node's room cut, partly (in Changes) or
 	// wholly (in Skips as NodeFull): what in place cannot give now.
 	Short []Shortfall
+	// RoomLeft is Input.Room less what the raises in Changes take.
+	RoomLeft corev1.ResourceList
 }
 
 // Shortfall is a raise the node cannot give in full now.
@@ -111,11 +123,14 @@ type Shortfall struct {
 }
 
 // Empty reports whether there is nothing to send.
-func (d Decision) Empty() bool { return len(d.Changes) == 0 }
+func (d Decision) Empty() bool { return len(d.Changes) == 0 && len(d.PodChanges) == 0 }
+
+// All is every change, the containers' then the pod's.
+func (d Decision) All() []Change { return append(append([]Change(nil), d.Changes...), d.PodChanges...) }
 
 // Raises reports whether any change raises a request or a limit.
 func (d Decision) Raises() bool {
-	for _, c := range d.Changes {
+	for _, c := range d.All() {
 		if c.RequestNow.Cmp(c.RequestBefore) > 0 || (c.LimitNow != nil && c.LimitBefore != nil && c.LimitNow.Cmp(*c.LimitBefore) > 0) {
 			return true
 		}
@@ -140,8 +155,9 @@ func MinResizeInterval(spec *v1alpha1.TailorPolicySpec) time.Duration {
 
 // Decide turns recommendations into a resize for one pod, keeping every rule
 // tailor promises: the QoS class stays, no restart the policy does not allow,
-// memory limits never below the working set plus headroom, bounds and step
-// limits respected. What it returns is still checked by the resize planner.
+// no limit added, memory never set below the working set plus headroom,
+// bounds and step limits respected. What it returns is still checked by the
+// resize planner.
 func Decide(in Input) (Decision, error) {
 	var d Decision
 	if in.Pod == nil || in.Spec == nil {
@@ -169,6 +185,7 @@ func Decide(in Input) (Decision, error) {
 	if in.Room != nil {
 		room = in.Room.DeepCopy()
 	}
+	podLevel := hasPodLevel(in.Pod)
 	names := make([]string, 0, len(in.Targets))
 	for n := range in.Targets {
 		names = append(names, n)
@@ -187,14 +204,16 @@ func Decide(in Input) (Decision, error) {
 			d.Skips = append(d.Skips, Skip{Container: name, Reason: SkipContainerModeOff, Message: "containerPolicy mode is Off"})
 			continue
 		}
-		want := corev1.ResourceRequirements{}
 		for _, r := range pol.ControlledResources {
 			t := in.Targets[name].of(r)
 			if t == nil {
 				continue
 			}
-			ch, skip := in.decideResource(c, pol, qos, r, *t)
-			if ch != nil && room != nil {
+			ch, skip := in.decideResource(c, pol, r, *t)
+			// A pod with pod-level resources is placed by its pod-level
+			// requests: what its containers ask for inside them takes no
+			// room on the node.
+			if ch != nil && room != nil && !podLevelHas(in.Pod, r) {
 				var short *Shortfall
 				ch, skip, short = in.fit(ch, r, qos, room)
 				if short != nil {
@@ -205,33 +224,146 @@ func Decide(in Input) (Decision, error) {
 				d.Skips = append(d.Skips, *skip)
 				continue
 			}
-			if ch == nil {
-				continue
+			if ch != nil {
+				d.Changes = append(d.Changes, *ch)
 			}
-			d.Changes = append(d.Changes, *ch)
-			if want.Requests == nil {
-				want.Requests = corev1.ResourceList{}
-			}
-			want.Requests[r] = ch.RequestNow
-			if ch.LimitNow != nil {
-				if want.Limits == nil {
-					want.Limits = corev1.ResourceList{}
-				}
-				want.Limits[r] = *ch.LimitNow
-			}
-		}
-		if len(want.Requests) > 0 || len(want.Limits) > 0 {
-			if d.Desired.Containers == nil {
-				d.Desired.Containers = map[string]corev1.ResourceRequirements{}
-			}
-			d.Desired.Containers[name] = want
 		}
 	}
+	if podLevel {
+		in.decidePodLevel(&d, room)
+	}
+	in.keepQoS(&d, qos)
+	d.Desired = desiredOf(d.Changes)
+	if len(d.PodChanges) > 0 {
+		pr := in.Pod.Spec.Resources.DeepCopy()
+		for _, ch := range d.PodChanges {
+			pr.Requests[ch.Resource] = ch.RequestNow
+			if ch.LimitNow != nil {
+				pr.Limits[ch.Resource] = *ch.LimitNow
+			}
+		}
+		d.Desired.Pod = pr
+	}
+	d.RoomLeft = room
 	return d, nil
 }
 
-// decideResource shapes one resource's new request and limit, or says why not.
-func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy, qos corev1.PodQOSClass, r corev1.ResourceName, target resource.Quantity) (*Change, *Skip) {
+// desiredOf collects changes into what the planner takes.
+func desiredOf(changes []Change) resize.Desired {
+	var out resize.Desired
+	for _, ch := range changes {
+		if out.Containers == nil {
+			out.Containers = map[string]corev1.ResourceRequirements{}
+		}
+		want := out.Containers[ch.Container]
+		if want.Requests == nil {
+			want.Requests = corev1.ResourceList{}
+		}
+		want.Requests[ch.Resource] = ch.RequestNow
+		if ch.LimitNow != nil {
+			if want.Limits == nil {
+				want.Limits = corev1.ResourceList{}
+			}
+			want.Limits[ch.Resource] = *ch.LimitNow
+		}
+		out.Containers[ch.Container] = want
+	}
+	return out
+}
+
+// keepQoS makes sure the changes leave the pod in its QoS class. A Burstable
+// pod whose requests would all reach their limits would become Guaranteed,
+// which Kubernetes refuses: each request that reached its limit stops just
+// below it, as far as the apiserver's resolution allows. A change that would
+// make a Guaranteed pod Burstable (a request moved without its limit) is
+// dropped.
+func (in Input) keepQoS(d *Decision, before corev1.PodQOSClass) {
+	if len(d.Changes) == 0 && len(d.PodChanges) == 0 {
+		return
+	}
+	if in.after(d) == before {
+		return
+	}
+	if before == corev1.PodQOSBurstable {
+		adjust := func(ch *Change) {
+			if ch.LimitNow == nil || ch.RequestNow.Cmp(*ch.LimitNow) < 0 {
+				return
+			}
+			ch.RequestNow = justBelow(ch.Resource, *ch.LimitNow)
+			ch.Notes = append(ch.Notes, fmt.Sprintf("request kept just below the %s limit: at the limit the pod would become Guaranteed", ch.LimitNow.String()))
+		}
+		for i := range d.Changes {
+			adjust(&d.Changes[i])
+		}
+		for i := range d.PodChanges {
+			adjust(&d.PodChanges[i])
+		}
+		if in.after(d) == before {
+			return
+		}
+	}
+	// A Guaranteed pod stays Guaranteed only with every request equal to
+	// its limit: a change that breaks that is dropped, and if the class
+	// still moves, every change is.
+	drop := func(changes []Change, all bool) []Change {
+		var kept []Change
+		for _, ch := range changes {
+			if !all && ch.LimitNow != nil && ch.RequestNow.Cmp(*ch.LimitNow) == 0 {
+				kept = append(kept, ch)
+				continue
+			}
+			d.Skips = append(d.Skips, Skip{Container: ch.Container, Resource: ch.Resource, Reason: SkipQoSChange,
+				Message: fmt.Sprintf("%s request %s -> %s would change the pod's QoS class from %s; with controlledValues RequestsAndLimits requests and limits move together", ch.Resource, ch.RequestBefore.String(), ch.RequestNow.String(), before)})
+		}
+		return kept
+	}
+	d.Changes, d.PodChanges = drop(d.Changes, false), drop(d.PodChanges, false)
+	if in.after(d) != before {
+		d.Changes, d.PodChanges = drop(d.Changes, true), drop(d.PodChanges, true)
+	}
+}
+
+// after is the QoS class the pod would have with d applied.
+func (in Input) after(d *Decision) corev1.PodQOSClass {
+	p := in.Pod.DeepCopy()
+	for _, ch := range d.Changes {
+		c := findContainer(p, ch.Container)
+		c.Resources.Requests[ch.Resource] = ch.RequestNow
+		if ch.LimitNow != nil {
+			c.Resources.Limits[ch.Resource] = *ch.LimitNow
+		}
+	}
+	for _, ch := range d.PodChanges {
+		p.Spec.Resources.Requests[ch.Resource] = ch.RequestNow
+		if ch.LimitNow != nil {
+			p.Spec.Resources.Limits[ch.Resource] = *ch.LimitNow
+		}
+	}
+	return qosutil.ComputePodQOS(p)
+}
+
+// justBelow is the largest value of the resource's resolution under limit:
+// a millicore for cpu, a MiB for memory (a byte when the limit is smaller).
+func justBelow(r corev1.ResourceName, limit resource.Quantity) resource.Quantity {
+	if r == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(limit.MilliValue()-1, resource.DecimalSI)
+	}
+	const mi = 1 << 20
+	v := limit.Value()
+	if v > mi {
+		return *resource.NewQuantity((v-1)/mi*mi, resource.BinarySI)
+	}
+	return *resource.NewQuantity(v-1, resource.BinarySI)
+}
+
+// decideResource shapes one resource's new request and limit, or says why
+// not. The target sizes the request, as VerticalPodAutoscaler's does: the
+// request is what the scheduler reserves, so it must hold what the container
+// uses at its peak. Under RequestsAndLimits the limit keeps the ratio to the
+// request the workload had; under RequestsOnly (and for a container without a
+// limit) the limit stays as it is. A limit the container does not have is
+// never added.
+func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy, r corev1.ResourceName, target resource.Quantity) (*Change, *Skip) {
 	skip := func(reason SkipReason, format string, args ...any) *Skip {
 		return &Skip{Container: c.Name, Resource: r, Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
@@ -246,81 +378,22 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		lim = &l
 	}
 	ch := &Change{Container: c.Name, Resource: r, RequestBefore: req, LimitBefore: lim}
-
-	// The target sizes what usage must fit under: the limit when the policy
-	// controls limits (the request follows at the ratio the workload chose),
-	// else the request.
-	guaranteed := qos == corev1.PodQOSGuaranteed
-	requestsAndLimits := pol.ControlledValues == nil || *pol.ControlledValues == v1alpha1.ControlledValuesRequestsAndLimits
-	controlsLimit := lim != nil && (guaranteed || requestsAndLimits)
-	cur := toFloat(r, req)
-	if controlsLimit {
-		cur = toFloat(r, *lim)
+	v := in.shape(r, toFloat(r, req), toFloat(r, target), pol.MinAllowed, pol.MaxAllowed, &ch.Notes)
+	if v == nil {
+		return nil, in.withinTolerance(c.Name, r, toFloat(r, req), toFloat(r, target), pol)
 	}
-
-	v := toFloat(r, target)
-	if lo, ok := pol.MinAllowed[r]; ok && v < toFloat(r, lo) {
-		v = toFloat(r, lo)
-		ch.Notes = append(ch.Notes, "raised to minAllowed "+lo.String())
+	newReq, newLim := in.apply(r, *v, toFloat(r, req), lim, controlsLimits(pol), in.WorkingSet, c.Name, &ch.Notes)
+	if newReq < 0 {
+		return nil, skip(SkipNoWorkingSet, "memory not lowered: the container's working set is unknown")
 	}
-	if hi, ok := pol.MaxAllowed[r]; ok && v > toFloat(r, hi) {
-		v = toFloat(r, hi)
-		ch.Notes = append(ch.Notes, "capped at maxAllowed "+hi.String())
-	}
-	v = in.step(cur, v, &ch.Notes)
-
-	tolerance := DefaultTolerance
-	if p := in.tolerancePercent(v > cur); p != nil {
-		tolerance = float64(*p) / 100
-	}
-	if cur > 0 && math.Abs(v-cur)/cur < tolerance {
-		from, to := fromFloat(r, cur), fromFloat(r, v)
-		return nil, skip(SkipWithinTolerance, "%s %s -> %s is within the %.0f%% tolerance", r, from.String(), to.String(), tolerance*100)
-	}
-
-	var newReq float64
-	var newLim *float64
-	switch {
-	case guaranteed:
-		// Guaranteed keeps requests == limits, whatever controlledValues says.
-		newReq, newLim = v, &v
-	case controlsLimit:
-		newLim = &v
-		newReq = v * toFloat(r, req) / cur
-	default:
-		newReq = v
-		if lim != nil {
-			l := toFloat(r, *lim)
-			newLim = &l
-			if newReq > l {
-				newReq = l
-				ch.Notes = append(ch.Notes, "request capped at the unchanged limit")
-			}
-		}
-	}
-
-	if r == corev1.ResourceMemory {
-		ws, known := in.WorkingSet[c.Name]
-		lowering := newReq < toFloat(r, req) || (newLim != nil && lim != nil && *newLim < toFloat(r, *lim))
-		if !known && lowering {
-			return nil, skip(SkipNoWorkingSet, "memory not lowered: the container's working set is unknown")
-		}
-		if known && newLim != nil {
-			floor := toFloat(r, ws) * (1 + in.MemoryFloorHeadroom)
-			if *newLim < floor {
-				*newLim = floor
-				ch.Notes = append(ch.Notes, fmt.Sprintf("limit kept above working set %s + %.0f%%", ws.String(), in.MemoryFloorHeadroom*100))
-				if guaranteed {
-					newReq = floor
-				}
-			}
-		}
-	}
-
 	ch.RequestNow = fromFloat(r, newReq)
-	if newLim != nil {
-		q := fromFloat(r, *newLim)
+	if lim != nil {
+		q := fromFloat(r, newLim)
 		ch.LimitNow = &q
+		if ch.RequestNow.Cmp(q) > 0 {
+			// Rounding up to whole MiB may pass a limit that is not.
+			ch.RequestNow = q.DeepCopy()
+		}
 	}
 	if ch.RequestNow.Cmp(req) == 0 && (lim == nil || ch.LimitNow.Cmp(*lim) == 0) {
 		return nil, nil
@@ -329,6 +402,86 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		return nil, skip(SkipRestartNotAllowed, "%s resizePolicy is RestartContainer and the policy does not allow restarts", r)
 	}
 	return ch, nil
+}
+
+// controlsLimits reports whether the policy moves limits with requests.
+func controlsLimits(pol v1alpha1.ContainerPolicy) bool {
+	return pol.ControlledValues == nil || *pol.ControlledValues == v1alpha1.ControlledValuesRequestsAndLimits
+}
+
+// shape applies bounds, step limits and tolerance to a target request v
+// against the current request cur. Nil means the change is not worth making.
+func (in Input) shape(r corev1.ResourceName, cur, v float64, minAllowed, maxAllowed corev1.ResourceList, notes *[]string) *float64 {
+	if lo, ok := minAllowed[r]; ok && v < toFloat(r, lo) {
+		v = toFloat(r, lo)
+		*notes = append(*notes, "raised to minAllowed "+lo.String())
+	}
+	if hi, ok := maxAllowed[r]; ok && v > toFloat(r, hi) {
+		v = toFloat(r, hi)
+		*notes = append(*notes, "capped at maxAllowed "+hi.String())
+	}
+	v = in.step(cur, v, notes)
+	tolerance := DefaultTolerance
+	if p := in.tolerancePercent(v > cur); p != nil {
+		tolerance = float64(*p) / 100
+	}
+	if cur > 0 && math.Abs(v-cur)/cur < tolerance {
+		return nil
+	}
+	return &v
+}
+
+// withinTolerance is the skip shape returns nil for.
+func (in Input) withinTolerance(container string, r corev1.ResourceName, cur, target float64, pol v1alpha1.ContainerPolicy) *Skip {
+	var notes []string
+	v := in.step(cur, target, &notes)
+	if lo, ok := pol.MinAllowed[r]; ok && v < toFloat(r, lo) {
+		v = toFloat(r, lo)
+	}
+	if hi, ok := pol.MaxAllowed[r]; ok && v > toFloat(r, hi) {
+		v = toFloat(r, hi)
+	}
+	tolerance := DefaultTolerance
+	if p := in.tolerancePercent(v > cur); p != nil {
+		tolerance = float64(*p) / 100
+	}
+	from, to := fromFloat(r, cur), fromFloat(r, v)
+	return &Skip{Container: container, Resource: r, Reason: SkipWithinTolerance,
+		Message: fmt.Sprintf("%s %s -> %s is within the %.0f%% tolerance", r, from.String(), to.String(), tolerance*100)}
+}
+
+// apply turns a shaped request v into the new request and limit (the limit
+// is meaningful only when lim is not nil). Memory keeps the working-set
+// floor: no request tailor sets is below the working set plus headroom, and
+// a limit that follows its request follows it there too; a limit the policy
+// does not control is never raised for it. A negative request means memory
+// would be lowered without a known working set.
+func (in Input) apply(r corev1.ResourceName, v, req float64, lim *resource.Quantity, controlsLimit bool, ws map[string]resource.Quantity, name string, notes *[]string) (float64, float64) {
+	newReq := v
+	var oldLim float64
+	if lim != nil {
+		oldLim = toFloat(r, *lim)
+	}
+	if r == corev1.ResourceMemory {
+		w, known := ws[name]
+		if !known && newReq < req {
+			return -1, 0
+		}
+		if floor := toFloat(r, w) * (1 + in.MemoryFloorHeadroom); known && newReq < floor {
+			newReq = floor
+			*notes = append(*notes, fmt.Sprintf("kept above working set %s + %.0f%%", w.String(), in.MemoryFloorHeadroom*100))
+		}
+	}
+	switch {
+	case lim == nil:
+		return newReq, 0
+	case controlsLimit && req > 0:
+		return newReq, newReq * oldLim / req
+	case newReq > oldLim:
+		*notes = append(*notes, "request capped at the unchanged limit")
+		return oldLim, oldLim
+	}
+	return newReq, oldLim
 }
 
 // fit cuts a raise of the request to the room left on the node, keeping the

@@ -82,10 +82,10 @@ func TestDecide(t *testing.T) {
 		wantRetry  time.Duration
 		wantErr    string
 	}{
-		"raise keeps the limit/request ratio": {
+		"the target sizes the request; the limit keeps its ratio": {
 			pod: builder.Pod("p").Container(burstable()).Obj(), spec: spec(),
 			targets: map[string]Target{"app": {CPU: q("1")}},
-			want:    map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
+			want:    map[string]string{"app": "req.cpu=1,lim.cpu=2"},
 		},
 		"requests only is capped at the unchanged limit": {
 			pod: builder.Pod("p").Container(burstable()).Obj(),
@@ -105,7 +105,7 @@ func TestDecide(t *testing.T) {
 			spec:       spec(),
 			targets:    map[string]Target{"app": {CPU: q("1"), Memory: q("512Mi")}},
 			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
-			want:       map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
+			want:       map[string]string{"app": "req.cpu=1,lim.cpu=2"},
 			wantSkips:  []SkipReason{SkipRestartNotAllowed},
 		},
 		"a restart the policy allows goes ahead": {
@@ -113,14 +113,14 @@ func TestDecide(t *testing.T) {
 			spec:       spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "app", AllowRestart: ptr(true)})),
 			targets:    map[string]Target{"app": {Memory: q("512Mi")}},
 			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
-			want:       map[string]string{"app": "req.memory=256Mi,lim.memory=512Mi"},
+			want:       map[string]string{"app": "req.memory=512Mi,lim.memory=1Gi"},
 		},
-		"memory limit never below working set plus headroom": {
+		"memory never below working set plus headroom, the limit keeping its ratio": {
 			pod:        builder.Pod("p").Container(builder.Container("app").Requests("250m", "256Mi").Limits("500m", "512Mi")).Obj(),
 			spec:       spec(),
 			targets:    map[string]Target{"app": {Memory: q("64Mi")}},
 			workingSet: map[string]resource.Quantity{"app": resource.MustParse("200Mi")},
-			want:       map[string]string{"app": "req.memory=32Mi,lim.memory=220Mi"},
+			want:       map[string]string{"app": "req.memory=220Mi,lim.memory=440Mi"},
 		},
 		"memory is not lowered without a working set": {
 			pod:       builder.Pod("p").Container(burstable()).Obj(),
@@ -133,21 +133,21 @@ func TestDecide(t *testing.T) {
 			pod:     builder.Pod("p").Container(burstable()).Obj(),
 			spec:    spec(),
 			targets: map[string]Target{"app": {Memory: q("512Mi")}},
-			want:    map[string]string{"app": "req.memory=256Mi,lim.memory=512Mi"},
+			want:    map[string]string{"app": "req.memory=512Mi,lim.memory=1Gi"},
 		},
 		"maxAllowed caps the target": {
 			pod: builder.Pod("p").Container(burstable()).Obj(),
 			spec: spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*",
 				MaxAllowed: builder.List("1", "")})),
 			targets: map[string]Target{"app": {CPU: q("5")}},
-			want:    map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
+			want:    map[string]string{"app": "req.cpu=1,lim.cpu=2"},
 		},
 		"minAllowed floors the target": {
 			pod: builder.Pod("p").Container(burstable()).Obj(),
 			spec: spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*",
 				MinAllowed: builder.List("200m", "")})),
 			targets: map[string]Target{"app": {CPU: q("10m")}},
-			want:    map[string]string{"app": "req.cpu=100m,lim.cpu=200m"},
+			want:    map[string]string{"app": "req.cpu=200m,lim.cpu=400m"},
 		},
 		"scale-up step limit": {
 			pod: builder.Pod("p").Container(burstable()).Obj(),
@@ -168,7 +168,7 @@ func TestDecide(t *testing.T) {
 		"a change within tolerance is not worth a resize": {
 			pod:       builder.Pod("p").Container(builder.Container("app").Requests("1", "128Mi").Limits("2", "256Mi")).Obj(),
 			spec:      spec(),
-			targets:   map[string]Target{"app": {CPU: q("2040m")}},
+			targets:   map[string]Target{"app": {CPU: q("1040m")}},
 			want:      map[string]string{},
 			wantSkips: []SkipReason{SkipWithinTolerance},
 		},
@@ -213,7 +213,7 @@ func TestDecide(t *testing.T) {
 		},
 		"a raise that fits the room is sent whole": {
 			pod: builder.Pod("p").Container(burstable()).Obj(), spec: spec(),
-			targets: map[string]Target{"app": {CPU: q("1")}},
+			targets: map[string]Target{"app": {CPU: q("500m")}},
 			room:    builder.List("250m", "0"),
 			want:    map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
 		},
@@ -222,7 +222,7 @@ func TestDecide(t *testing.T) {
 			targets:   map[string]Target{"app": {CPU: q("2")}},
 			room:      builder.List("250m", "0"),
 			want:      map[string]string{"app": "req.cpu=500m,lim.cpu=1"},
-			wantShort: []string{"app cpu wanted 1 got 500m room 250m"},
+			wantShort: []string{"app cpu wanted 2 got 500m room 250m"},
 		},
 		"a guaranteed raise is cut with requests equal to limits": {
 			pod:       builder.Pod("p").Container(builder.Container("app").Requests("500m", "256Mi").Limits("500m", "256Mi")).Obj(),
@@ -235,12 +235,12 @@ func TestDecide(t *testing.T) {
 		"no room at all skips the raise as NodeFull and keeps a lowering": {
 			pod:        builder.Pod("p").Container(burstable()).Obj(),
 			spec:       spec(),
-			targets:    map[string]Target{"app": {CPU: q("2"), Memory: q("128Mi")}},
+			targets:    map[string]Target{"app": {CPU: q("2"), Memory: q("64Mi")}},
 			workingSet: map[string]resource.Quantity{"app": resource.MustParse("50Mi")},
 			room:       builder.List("10m", "0"),
 			want:       map[string]string{"app": "req.memory=64Mi,lim.memory=128Mi"},
 			wantSkips:  []SkipReason{SkipNoRoom},
-			wantShort:  []string{"app cpu wanted 1 got 250m room 10m"},
+			wantShort:  []string{"app cpu wanted 2 got 250m room 10m"},
 		},
 		"room is shared out in container order": {
 			pod: builder.Pod("p").Container(builder.Container("a").Requests("100m", "")).

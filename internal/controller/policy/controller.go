@@ -338,7 +338,7 @@ func (r *Reconciler) learn(state *policyState, pods []*corev1.Pod, usage metrics
 			cs := r.containerState(state, containerKey{p.UID, c})
 			cs.state.AddSample(recommend.Sample{CPU: u.CPU, Memory: u.Memory}, u.Time)
 			if u.Throttled != nil {
-				cs.state.RecordThrottling(u.Time, *u.Throttled, provisioned(p, c, corev1.ResourceCPU))
+				cs.state.RecordThrottling(u.Time, *u.Throttled, limited(p, c, corev1.ResourceCPU))
 			}
 			ps.lastSample[c] = u.Time
 		}
@@ -376,17 +376,29 @@ func (r *Reconciler) containerState(state *policyState, key containerKey) *conta
 	return cs
 }
 
-// provisioned is what a container's usage must fit under: its limit, else
-// its request, in cores or bytes (0 when neither is set).
-func provisioned(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
+// requested is the container's request in cores or bytes (0 when unset): the
+// value the recommendation sizes, so the one the recommender compares its
+// target with.
+func requested(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
 	c := findContainer(p, container)
 	if c == nil {
 		return 0
 	}
-	q, ok := c.Resources.Limits[r]
-	if !ok {
-		q, ok = c.Resources.Requests[r]
+	return quantityOf(c.Resources.Requests, r)
+}
+
+// limited is the container's limit in cores or bytes (0 when unset): the
+// value CFS throttling is measured against.
+func limited(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
+	c := findContainer(p, container)
+	if c == nil {
+		return 0
 	}
+	return quantityOf(c.Resources.Limits, r)
+}
+
+func quantityOf(l corev1.ResourceList, r corev1.ResourceName) float64 {
+	q, ok := l[r]
 	if !ok {
 		return 0
 	}
@@ -463,7 +475,7 @@ func (r *Reconciler) recommend(state *policyState, p *corev1.Pod, usage metrics.
 		if fresh {
 			a.workingSet[c] = *resource.NewQuantity(int64(u.Memory), resource.BinarySI)
 		}
-		cur := recommend.Resources{CPU: provisioned(p, c, corev1.ResourceCPU), Memory: provisioned(p, c, corev1.ResourceMemory)}
+		cur := recommend.Resources{CPU: requested(p, c, corev1.ResourceCPU), Memory: requested(p, c, corev1.ResourceMemory)}
 		rec := cs.state.Recommend(cur, now)
 		cs.last, cs.seen = rec, true
 		t := autoscale.Target{}
