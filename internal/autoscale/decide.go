@@ -102,7 +102,7 @@ type Decision struct {
 	// PodChanges are the changes to pod-level resources; Container is
 	// PodLevelName.
 	PodChanges []Change
-	Skips   []Skip
+	Skips      []Skip
 	// RetryAfter is set when the pod was resized too recently.
 	RetryAfter time.Duration
 	// Short lists the raises the node's room cut, partly (in Changes) or
