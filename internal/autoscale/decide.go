@@ -82,6 +82,9 @@ const (
 	// SkipQoSChange: the change would move the pod to another QoS class,
 	// which Kubernetes refuses.
 	SkipQoSChange SkipReason = "QoSClassChange"
+	// SkipPodLevelLimit: a container's raise the pod-level limit, which
+	// the policy does not control, cannot hold.
+	SkipPodLevelLimit SkipReason = "PodLevelLimit"
 )
 
 // Change is one resource of one container, before and after.
@@ -229,10 +232,13 @@ func Decide(in Input) (Decision, error) {
 			}
 		}
 	}
+	// With pod-level resources the pod's QoS class is theirs alone, kept
+	// by decidePodLevel; else it is the containers'.
 	if podLevel {
 		in.decidePodLevel(&d, room)
+	} else {
+		in.keepQoS(&d, qos)
 	}
-	in.keepQoS(&d, qos)
 	d.Desired = desiredOf(d.Changes)
 	if len(d.PodChanges) > 0 {
 		pr := in.Pod.Spec.Resources.DeepCopy()
@@ -382,7 +388,7 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 	if v == nil {
 		return nil, in.withinTolerance(c.Name, r, toFloat(r, req), toFloat(r, target), pol)
 	}
-	newReq, newLim := in.apply(r, *v, toFloat(r, req), lim, controlsLimits(pol), in.WorkingSet, c.Name, &ch.Notes)
+	newReq, newLim := in.apply(r, *v, toFloat(r, req), lim, controlsLimits(pol), in.WorkingSet, c.Name, bound(r, pol.MaxAllowed), &ch.Notes)
 	if newReq < 0 {
 		return nil, skip(SkipNoWorkingSet, "memory not lowered: the container's working set is unknown")
 	}
@@ -402,6 +408,14 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		return nil, skip(SkipRestartNotAllowed, "%s resizePolicy is RestartContainer and the policy does not allow restarts", r)
 	}
 	return ch, nil
+}
+
+// bound is a resource's entry of a bound list in cores or bytes, 0 if none.
+func bound(r corev1.ResourceName, l corev1.ResourceList) float64 {
+	if q, ok := l[r]; ok {
+		return toFloat(r, q)
+	}
+	return 0
 }
 
 // controlsLimits reports whether the policy moves limits with requests.
@@ -456,7 +470,10 @@ func (in Input) withinTolerance(container string, r corev1.ResourceName, cur, ta
 // a limit that follows its request follows it there too; a limit the policy
 // does not control is never raised for it. A negative request means memory
 // would be lowered without a known working set.
-func (in Input) apply(r corev1.ResourceName, v, req float64, lim *resource.Quantity, controlsLimit bool, ws map[string]resource.Quantity, name string, notes *[]string) (float64, float64) {
+//
+// maxAllowed (0: none) is a bound the floor does not pass when raising: a
+// container using more than its policy allows gets the most it allows.
+func (in Input) apply(r corev1.ResourceName, v, req float64, lim *resource.Quantity, controlsLimit bool, ws map[string]resource.Quantity, name string, maxAllowed float64, notes *[]string) (float64, float64) {
 	newReq := v
 	var oldLim float64
 	if lim != nil {
@@ -470,6 +487,10 @@ func (in Input) apply(r corev1.ResourceName, v, req float64, lim *resource.Quant
 		if floor := toFloat(r, w) * (1 + in.MemoryFloorHeadroom); known && newReq < floor {
 			newReq = floor
 			*notes = append(*notes, fmt.Sprintf("kept above working set %s + %.0f%%", w.String(), in.MemoryFloorHeadroom*100))
+			if maxAllowed > 0 && newReq > maxAllowed && newReq > req {
+				newReq = max(maxAllowed, req)
+				*notes = append(*notes, "working set above maxAllowed: held at the most it allows")
+			}
 		}
 	}
 	switch {

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	qosutil "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 )
@@ -64,7 +66,7 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 				if w, ok := in.podWorkingSet(); ok {
 					ws[PodLevelName] = w
 				}
-				newReq, newLim = in.apply(r, *v, cur, lim, controlsLimits(star), ws, PodLevelName, &ch.Notes)
+				newReq, newLim = in.apply(r, *v, cur, lim, controlsLimits(star), ws, PodLevelName, bound(r, maxAllowed), &ch.Notes)
 				if newReq < 0 {
 					d.Skips = append(d.Skips, Skip{Container: PodLevelName, Resource: r, Reason: SkipNoWorkingSet,
 						Message: "pod-level memory not lowered: a container's working set is unknown"})
@@ -72,7 +74,7 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 				}
 			}
 		}
-		newReq, newLim = in.podRules(d, r, newReq, newLim, lim, &ch.Notes)
+		newReq, newLim = in.podRules(d, r, newReq, newLim, lim, controlsLimits(star), &ch.Notes)
 		ch.RequestNow = fromFloat(r, newReq)
 		if lim != nil {
 			q := fromFloat(r, newLim)
@@ -81,12 +83,23 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 		if ch.RequestNow.Cmp(req) == 0 && (lim == nil || ch.LimitNow.Cmp(*lim) == 0) {
 			continue
 		}
-		if lim != nil && ch.LimitNow.Cmp(*lim) != 0 && !allowsRestart(star) {
+		// hold keeps the pod-level values as they are, and with them the
+		// containers' raises only as far as they still fit inside.
+		hold := func(reason SkipReason, why string) {
+			d.Skips = append(d.Skips, Skip{Container: PodLevelName, Resource: r, Reason: reason, Message: why})
+			if !in.podHolds(d, r, req, lim) {
+				in.dropContainerRaises(d, r, reason, why)
+			}
+		}
+		if lim != nil && ch.LimitNow.Cmp(*lim) != 0 {
 			if c := in.restartingWithoutLimit(r); c != "" {
-				d.Skips = append(d.Skips, Skip{Container: PodLevelName, Resource: r, Reason: SkipRestartNotAllowed,
-					Message: fmt.Sprintf("pod-level %s limit change would restart container %s (resizePolicy RestartContainer, no limit of its own) and the policy does not allow restarts", r, c)})
+				hold(SkipRestartNotAllowed, fmt.Sprintf("pod-level %s limit change would restart container %s (resizePolicy RestartContainer, no limit of its own) and the policy does not allow restarts", r, c))
 				continue
 			}
+		}
+		if !in.keepPodQoS(d, &ch) {
+			hold(SkipQoSChange, fmt.Sprintf("pod-level %s request %s -> %s would change the pod's QoS class from %s; with controlledValues RequestsAndLimits requests and limits move together", r, req.String(), ch.RequestNow.String(), qosutil.GetPodQOS(in.Pod)))
+			continue
 		}
 		if room != nil {
 			fitted, skip, short := in.fit(&ch, r, corev1.PodQOSBurstable, room)
@@ -96,11 +109,19 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 			}
 			if skip != nil {
 				d.Skips = append(d.Skips, *skip)
-				in.dropContainerRaises(d, r)
+				if !in.podHolds(d, r, req, lim) {
+					in.dropContainerRaises(d, r, SkipNoRoom, "the pod-level request cannot grow to hold it on this node")
+				}
 				continue
 			}
-			if fitted.RequestNow.Cmp(ch.RequestNow) < 0 && toFloat(r, fitted.RequestNow) < in.containerSum(d, r) {
-				in.dropContainerRaises(d, r)
+			// A cut pod may no longer hold its containers' raises: the
+			// request their sum, or the limit (cut with its request) the
+			// largest of theirs.
+			cut := fitted.RequestNow.Cmp(ch.RequestNow) < 0
+			unheld := toFloat(r, fitted.RequestNow) < in.containerSum(d, r) ||
+				(fitted.LimitNow != nil && toFloat(r, *fitted.LimitNow) < in.containerMaxLimit(d, r))
+			if cut && unheld {
+				in.dropContainerRaises(d, r, SkipNoRoom, "the pod-level resources cannot grow to hold it on this node")
 			}
 			ch = *fitted
 		}
@@ -108,10 +129,47 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 	}
 }
 
+// podHolds reports whether pod-level values req and lim hold the containers'
+// requests and limits of r as changed so far.
+func (in Input) podHolds(d *Decision, r corev1.ResourceName, req resource.Quantity, lim *resource.Quantity) bool {
+	if in.containerSum(d, r) > toFloat(r, req) {
+		return false
+	}
+	return lim == nil || in.containerMaxLimit(d, r) <= toFloat(r, *lim)
+}
+
+// keepPodQoS keeps the pod's QoS class through a pod-level change, which
+// alone decides it: a request that would reach its limit in a Burstable pod
+// stops just below it. It reports false when the class would still change.
+func (in Input) keepPodQoS(d *Decision, ch *Change) bool {
+	before := qosutil.GetPodQOS(in.Pod)
+	with := func() corev1.PodQOSClass {
+		trial := *d
+		trial.PodChanges = append(append([]Change(nil), d.PodChanges...), *ch)
+		return in.after(&trial)
+	}
+	if with() == before {
+		return true
+	}
+	if before == corev1.PodQOSBurstable && ch.LimitNow != nil && ch.RequestNow.Cmp(*ch.LimitNow) >= 0 {
+		below := justBelow(ch.Resource, *ch.LimitNow)
+		if toFloat(ch.Resource, below) < in.containerSum(d, ch.Resource) {
+			// The containers' requests alone fill the pod's limit.
+			return false
+		}
+		ch.RequestNow = below
+		ch.Notes = append(ch.Notes, fmt.Sprintf("request kept just below the %s limit: at the limit the pod would become Guaranteed", ch.LimitNow.String()))
+		return with() == before
+	}
+	return false
+}
+
 // podRules keeps the pod-level values consistent with the containers' as
 // changed so far: requests at least their sum, the limit at least the
-// highest container limit, the request at most the limit.
-func (in Input) podRules(d *Decision, r corev1.ResourceName, newReq, newLim float64, lim *resource.Quantity, notes *[]string) (float64, float64) {
+// highest container limit and at least the request. A limit the policy does
+// not control does not move for that: the container raises it cannot hold
+// are taken back instead.
+func (in Input) podRules(d *Decision, r corev1.ResourceName, newReq, newLim float64, lim *resource.Quantity, controlsLimit bool, notes *[]string) (float64, float64) {
 	if sum := in.containerSum(d, r); newReq < sum {
 		newReq = sum
 		*notes = append(*notes, "pod request kept at least the sum of its containers' requests")
@@ -123,31 +181,39 @@ func (in Input) podRules(d *Decision, r corev1.ResourceName, newReq, newLim floa
 		newLim = hi
 		*notes = append(*notes, "pod limit kept at least its largest container limit")
 	}
-	if newReq > newLim {
-		newReq = newLim
-		*notes = append(*notes, "pod request capped at the pod limit")
+	if newReq <= newLim {
+		return newReq, newLim
 	}
-	return newReq, newLim
+	if controlsLimit {
+		*notes = append(*notes, "pod limit raised with the pod request")
+		return newReq, newReq
+	}
+	in.dropContainerRaises(d, r, SkipPodLevelLimit, "the pod-level limit, which the policy does not control, cannot hold it")
+	*notes = append(*notes, "pod request capped at the unchanged pod limit")
+	return max(min(newReq, newLim), in.containerSum(d, r)), newLim
 }
 
-// containerSum is the sum of the regular and sidecar containers' requests for
-// r, with the changes in d applied. Classic init containers run before the
-// others and never together: Kubernetes counts the larger of them and the
-// sum, which sidecars make hard to exceed, and tailor never resizes them.
+// containerSum is what the containers request of r together, with the
+// changes in d applied, counted as Kubernetes checks pod-level requests
+// against it: regular containers and sidecars summed, classic init
+// containers by the largest.
 func (in Input) containerSum(d *Decision, r corev1.ResourceName) float64 {
-	sum := 0.0
-	for _, c := range runningContainers(in.Pod) {
-		q, ok := c.Resources.Requests[r]
-		for _, ch := range d.Changes {
-			if ch.Container == c.Name && ch.Resource == r {
-				q, ok = ch.RequestNow, true
-			}
-		}
-		if ok {
-			sum += toFloat(r, q)
+	p := &corev1.Pod{Spec: corev1.PodSpec{
+		Containers:     append([]corev1.Container(nil), in.Pod.Spec.Containers...),
+		InitContainers: append([]corev1.Container(nil), in.Pod.Spec.InitContainers...),
+	}}
+	for _, ch := range d.Changes {
+		if c := findContainer(p, ch.Container); c != nil && ch.Resource == r {
+			c.Resources.Requests = c.Resources.Requests.DeepCopy()
+			c.Resources.Requests[r] = ch.RequestNow
 		}
 	}
-	return sum
+	sum := resourcehelper.AggregateContainerRequests(p, resourcehelper.PodResourcesOptions{})
+	q, ok := sum[r]
+	if !ok {
+		return 0
+	}
+	return toFloat(r, q)
 }
 
 func (in Input) containerMaxLimit(d *Decision, r corev1.ResourceName) float64 {
@@ -166,14 +232,15 @@ func (in Input) containerMaxLimit(d *Decision, r corev1.ResourceName) float64 {
 	return hi
 }
 
-// dropContainerRaises takes back the container request raises of r when the
-// pod-level request could not grow to hold them.
-func (in Input) dropContainerRaises(d *Decision, r corev1.ResourceName) {
+// dropContainerRaises takes back the container request raises of r that the
+// pod-level resources cannot hold.
+func (in Input) dropContainerRaises(d *Decision, r corev1.ResourceName, reason SkipReason, why string) {
 	kept := d.Changes[:0]
 	for _, ch := range d.Changes {
-		if ch.Resource == r && ch.RequestNow.Cmp(ch.RequestBefore) > 0 {
-			d.Skips = append(d.Skips, Skip{Container: ch.Container, Resource: r, Reason: SkipNoRoom,
-				Message: fmt.Sprintf("%s request %s -> %s not sent: the pod-level request cannot grow to hold it on this node", r, ch.RequestBefore.String(), ch.RequestNow.String())})
+		limitRaised := ch.LimitNow != nil && ch.LimitBefore != nil && ch.LimitNow.Cmp(*ch.LimitBefore) > 0
+		if ch.Resource == r && (ch.RequestNow.Cmp(ch.RequestBefore) > 0 || limitRaised) {
+			d.Skips = append(d.Skips, Skip{Container: ch.Container, Resource: r, Reason: reason,
+				Message: fmt.Sprintf("%s request %s -> %s not sent: %s", r, ch.RequestBefore.String(), ch.RequestNow.String(), why)})
 			continue
 		}
 		kept = append(kept, ch)
@@ -225,10 +292,22 @@ func (in Input) podWorkingSet() (resource.Quantity, bool) {
 }
 
 // restartingWithoutLimit names a container whose effective limit is the
-// pod's and whose resizePolicy restarts it, or "".
+// pod's, whose resizePolicy restarts it and whose policy does not allow
+// that, or "".
 func (in Input) restartingWithoutLimit(r corev1.ResourceName) string {
-	for _, c := range runningContainers(in.Pod) {
-		if _, own := c.Resources.Limits[r]; !own && restartsFor(c, r) {
+	// The planner counts classic init containers too, as the kubelet's
+	// resize accounting does: tailor errs with it.
+	all := runningContainers(in.Pod)
+	for i := range in.Pod.Spec.InitContainers {
+		if c := &in.Pod.Spec.InitContainers[i]; c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+			all = append(all, c)
+		}
+	}
+	for _, c := range all {
+		if _, own := c.Resources.Limits[r]; own || !restartsFor(c, r) {
+			continue
+		}
+		if pol, err := in.Spec.PolicyFor(c.Name); err != nil || !allowsRestart(pol) {
 			return c.Name
 		}
 	}

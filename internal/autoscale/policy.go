@@ -1,0 +1,218 @@
+package autoscale
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/resize"
+)
+
+// PodInput is what DecidePolicy knows about one pod of the policy.
+type PodInput struct {
+	Pod        *corev1.Pod
+	Targets    map[string]Target
+	PodTarget  Target
+	WorkingSet map[string]resource.Quantity
+	// LastResize is when the pod was last resized (zero: never).
+	LastResize time.Time
+	// InFlight is true while a resize of the pod is not finished: the
+	// kubelet has not seen it, is applying it, or has deferred it.
+	InFlight bool
+	// RaiseSince is when the evidence for a pending raise was first seen;
+	// the oldest is served first.
+	RaiseSince time.Time
+}
+
+// PolicyInput is everything one sync of a policy decides on; the controller
+// gathers it from its cache and the metrics source.
+type PolicyInput struct {
+	Spec *v1alpha1.TailorPolicySpec
+	Pods []PodInput
+	// Nodes are the nodes of the pods, by name, with every pod bound to
+	// them. A pod whose node is missing is held: its room is unknown.
+	Nodes               map[string]*resize.NodeState
+	Server              resize.Version
+	MemoryFloorHeadroom float64
+	Now                 time.Time
+}
+
+// Action is a resize to send now.
+type Action struct {
+	Pod      *corev1.Pod
+	Decision Decision
+	Plan     *resize.Result
+}
+
+// HoldReason says why a pod that needs a change gets none now.
+type HoldReason string
+
+const (
+	// HoldInFlight: the pod's last resize has not finished.
+	HoldInFlight HoldReason = "InFlight"
+	// HoldMaxConcurrent: maxConcurrentResizes are in flight.
+	HoldMaxConcurrent HoldReason = "MaxConcurrentResizes"
+	// HoldNodeUnknown: the pod's node is not known, so neither is its room.
+	HoldNodeUnknown HoldReason = "NodeUnknown"
+	// HoldRefused: the planner predicts Kubernetes would refuse the change.
+	HoldRefused HoldReason = "Refused"
+	// HoldNoRoom: the planner predicts the kubelet would defer it.
+	HoldNoRoom HoldReason = "NodeFull"
+)
+
+// Held is a pod that wants a change that is not sent now.
+type Held struct {
+	Pod      *corev1.Pod
+	Reason   HoldReason
+	Message  string
+	Decision Decision
+	// Rule is the planner's rule for HoldRefused.
+	Rule resize.Rule
+}
+
+// PolicyDecision is every action of one sync, and everything held back.
+type PolicyDecision struct {
+	// Resizes are to be sent now, in order.
+	Resizes []Action
+	// Held are pods whose change waits, and why.
+	Held []Held
+	// Decisions are every pod's own decision by name, for reporting what
+	// was skipped and what the node's room cut.
+	Decisions map[string]Decision
+	// RetryAfter is when a pod now held for time becomes due; 0: none.
+	RetryAfter time.Duration
+}
+
+// DefaultMaxConcurrentResizes is maxConcurrentResizes when unset.
+const DefaultMaxConcurrentResizes = 1
+
+// MaxConcurrentResizes is the policy's maxConcurrentResizes, or the default.
+func MaxConcurrentResizes(spec *v1alpha1.TailorPolicySpec) int {
+	if b := spec.Behavior; b != nil && b.MaxConcurrentResizes != nil {
+		return int(*b.MaxConcurrentResizes)
+	}
+	return DefaultMaxConcurrentResizes
+}
+
+// DecidePolicy decides one sync of a policy over all its pods at once. Each
+// pod's change is shaped by Decide; then, raises before lowerings and each
+// group longest-waiting first, as many pods as maxConcurrentResizes leaves
+// room for get their change, cut to their node's room as it stands after the
+// raises already chosen on that node, and checked by the resize planner. A
+// pod not served keeps its place: nothing in its state moved, so it is first
+// in line once a slot frees.
+func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
+	out := PolicyDecision{Decisions: map[string]Decision{}}
+	if in.Spec == nil {
+		return out, fmt.Errorf("decide policy: the policy spec is required")
+	}
+	inFlight := 0
+	for _, p := range in.Pods {
+		if p.InFlight {
+			inFlight++
+		}
+	}
+	slots := MaxConcurrentResizes(in.Spec) - inFlight
+
+	// First pass: each pod's wish, without the node's room.
+	type candidate struct {
+		PodInput
+		wish Decision
+	}
+	var queue []candidate
+	for _, p := range in.Pods {
+		d, err := Decide(in.podInput(p, nil))
+		if err != nil {
+			return out, err
+		}
+		out.Decisions[p.Pod.Name] = d
+		if d.RetryAfter > 0 && (out.RetryAfter == 0 || d.RetryAfter < out.RetryAfter) {
+			out.RetryAfter = d.RetryAfter
+		}
+		if d.Empty() {
+			continue
+		}
+		if p.InFlight {
+			out.Held = append(out.Held, Held{Pod: p.Pod, Reason: HoldInFlight, Decision: d,
+				Message: "the pod's last resize has not finished"})
+			continue
+		}
+		queue = append(queue, candidate{PodInput: p, wish: d})
+	}
+	sort.SliceStable(queue, func(i, j int) bool {
+		a, b := queue[i], queue[j]
+		if ra, rb := a.wish.Raises(), b.wish.Raises(); ra != rb {
+			return ra
+		}
+		ta, tb := a.LastResize, b.LastResize
+		if a.wish.Raises() {
+			ta, tb = a.RaiseSince, b.RaiseSince
+		}
+		if !ta.Equal(tb) {
+			return ta.Before(tb)
+		}
+		return a.Pod.Name < b.Pod.Name
+	})
+
+	rooms := map[string]corev1.ResourceList{}
+	for _, c := range queue {
+		if slots <= 0 {
+			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldMaxConcurrent, Decision: c.wish,
+				Message: fmt.Sprintf("%d resize(s) in flight (maxConcurrentResizes %d)", MaxConcurrentResizes(in.Spec)-slots, MaxConcurrentResizes(in.Spec))})
+			continue
+		}
+		node, known := in.Nodes[c.Pod.Spec.NodeName]
+		if !known || node == nil {
+			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNodeUnknown, Decision: c.wish,
+				Message: fmt.Sprintf("node %q of the pod is not known: its room cannot be counted", c.Pod.Spec.NodeName)})
+			continue
+		}
+		room, ok := rooms[c.Pod.Spec.NodeName]
+		if !ok {
+			// Every pod on a node sees the same free room: allocatable
+			// less what all of them request.
+			room, _ = resize.Room(c.Pod, node)
+		}
+		d, err := Decide(in.podInput(c.PodInput, room))
+		if err != nil {
+			return out, err
+		}
+		out.Decisions[c.Pod.Name] = d
+		if d.Empty() {
+			continue
+		}
+		plan, err := resize.Plan(resize.Input{Pod: c.Pod, Desired: d.Desired, Node: node, Server: in.Server})
+		if err != nil {
+			return out, fmt.Errorf("planning resize of pod %s/%s: %w", c.Pod.Namespace, c.Pod.Name, err)
+		}
+		switch {
+		case plan.NoChange:
+			continue
+		case plan.Outcome == resize.Refused:
+			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldRefused, Rule: plan.Rule, Decision: d,
+				Message: fmt.Sprintf("Kubernetes would refuse it (rule %s): %s", plan.Rule, plan.Message)})
+			continue
+		case plan.Predicted == resize.Deferred || plan.Predicted == resize.Infeasible:
+			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNoRoom, Decision: d,
+				Message: fmt.Sprintf("the node has no room now (kubelet would answer %s)", plan.Predicted)})
+			continue
+		}
+		if d.RoomLeft != nil {
+			rooms[c.Pod.Spec.NodeName] = d.RoomLeft
+		}
+		out.Resizes = append(out.Resizes, Action{Pod: c.Pod, Decision: d, Plan: plan})
+		slots--
+	}
+	return out, nil
+}
+
+func (in PolicyInput) podInput(p PodInput, room corev1.ResourceList) Input {
+	return Input{
+		Pod: p.Pod, Spec: in.Spec, Targets: p.Targets, PodTarget: p.PodTarget, WorkingSet: p.WorkingSet,
+		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Room: room, LastResize: p.LastResize, Now: in.Now,
+	}
+}
