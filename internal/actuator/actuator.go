@@ -23,12 +23,17 @@ import (
 type Mode string
 
 const (
-	// ModeSubresource: 1.33+, the pods/resize subresource.
+	// ModeSubresource: 1.33+, the pods/resize subresource. It is the only
+	// mode: 1.27-1.32 resized through a pod patch behind an alpha gate,
+	// with other semantics (no admission check, other conditions), which
+	// tailor does not support.
 	ModeSubresource Mode = "resize-subresource"
-	// ModePodPatch: 1.27-1.32 with the InPlacePodVerticalScaling alpha gate,
-	// where resources are patched on the pod itself.
-	ModePodPatch Mode = "pod-patch"
 )
+
+// FieldManager is the field manager tailor's resizes are recorded under in
+// a pod's managedFields: the time of its entry for the resize subresource
+// is when tailor last resized the pod, which a restarted manager reads back.
+const FieldManager = "tailor"
 
 // Server is what the actuator needs to know about the apiserver.
 type Server struct {
@@ -62,13 +67,7 @@ func Discover(dc discovery.DiscoveryInterface) (Server, error) {
 			return s, nil
 		}
 	}
-	if s.Version.AtLeast(27) {
-		// The alpha gate may still be off; the apiserver then refuses the
-		// patch as a forbidden change of pod spec, which Apply reports.
-		s.Mode = ModePodPatch
-		return s, nil
-	}
-	return s, fmt.Errorf("%w on Kubernetes %s: it needs 1.33+ (or 1.27-1.32 with the InPlacePodVerticalScaling feature gate)", ErrUnsupported, v.GitVersion)
+	return s, fmt.Errorf("%w on Kubernetes %s: the pods/resize subresource is served from 1.33 on", ErrUnsupported, v.GitVersion)
 }
 
 // Refusal is a resize the apiserver turned down. Kind says which part.
@@ -161,23 +160,14 @@ func (a *Actuator) Apply(ctx context.Context, pod *corev1.Pod, patch []byte, opt
 	}
 	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 	raw := client.RawPatch(types.StrategicMergePatchType, patch)
-	var err error
-	switch a.Server.Mode {
-	case ModeSubresource:
-		var po []client.SubResourcePatchOption
-		if opts.DryRun {
-			po = append(po, client.DryRunAll)
-		}
-		err = a.Client.SubResource("resize").Patch(ctx, target, raw, po...)
-	case ModePodPatch:
-		var po []client.PatchOption
-		if opts.DryRun {
-			po = append(po, client.DryRunAll)
-		}
-		err = a.Client.Patch(ctx, target, raw, po...)
-	default:
+	if a.Server.Mode != ModeSubresource {
 		return nil, fmt.Errorf("%w: unknown server mode %q", ErrUnsupported, a.Server.Mode)
 	}
+	po := []client.SubResourcePatchOption{client.FieldOwner(FieldManager)}
+	if opts.DryRun {
+		po = append(po, client.DryRunAll)
+	}
+	err := a.Client.SubResource("resize").Patch(ctx, target, raw, po...)
 	if err != nil {
 		return nil, fmt.Errorf("resizing pod %s/%s: %w", pod.Namespace, pod.Name, classify(err))
 	}

@@ -19,7 +19,7 @@ func TestDiscover(t *testing.T) {
 	}{
 		"1.37 serves pods/resize":           {major: "1", minor: "37", resize: true, wantMode: ModeSubresource},
 		"1.33 with a distribution's suffix": {major: "1", minor: "33+", resize: true, wantMode: ModeSubresource},
-		"1.30 patches the pod":              {major: "1", minor: "30", wantMode: ModePodPatch},
+		"1.32 has no pods/resize":           {major: "1", minor: "32", wantErr: ErrUnsupported},
 		"1.26 cannot resize in place":       {major: "1", minor: "26", wantErr: ErrUnsupported},
 	}
 	for name, tc := range cases {
