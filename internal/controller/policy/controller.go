@@ -464,7 +464,7 @@ func (r *Reconciler) recommend(state *policyState, p *corev1.Pod, usage metrics.
 			a.workingSet[c] = *resource.NewQuantity(int64(u.Memory), resource.BinarySI)
 		}
 		cur := recommend.Resources{CPU: provisioned(p, c, corev1.ResourceCPU), Memory: provisioned(p, c, corev1.ResourceMemory)}
-		rec := cs.state.Recommend(cur, now)
+		rec := cs.state.Recommend(cur, ps.lastResize, now)
 		cs.last, cs.seen = rec, true
 		t := autoscale.Target{}
 		// Without fresh usage only a raise is allowed: an OOM-killed
