@@ -65,7 +65,7 @@ GENERATE_OUT ?= .
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./api/... output:object:dir=$(GENERATE_OUT)/api/v1alpha1
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=$(GENERATE_OUT)/config/crd/bases
-	hack/crd-bound-quantities.sh $(GENERATE_OUT)/config/crd/bases/*.yaml
+	hack/crd-bound-quantities.sh $(GENERATE_OUT)/config/crd/bases/autoscaling.tailor.dev_tailorpolicies.yaml
 	$(CONTROLLER_GEN) rbac:roleName=tailor-manager paths=./internal/controller/... output:rbac:dir=$(GENERATE_OUT)/config/rbac
 	mkdir -p $(GENERATE_OUT)/deploy/helm/tailor/crds
 	cp $(GENERATE_OUT)/config/crd/bases/*.yaml $(GENERATE_OUT)/deploy/helm/tailor/crds/

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Adds maxLength: 64 to every resource.Quantity schema in the CRD files given.
+# Adds maxLength: 64 to every resource.Quantity schema in the CRD files given
+# (the Makefile gives the ones with quantities: TailorPolicy's).
 #
 # Why: the CEL rules that compare quantities (minAllowed <= maxAllowed) cost,
 # by the apiserver's estimate, in proportion to the longest string a value can

@@ -16,12 +16,12 @@ var (
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds this package's kinds to a scheme; clients that read
-	// or write TailorPolicy objects need it.
+	// or write TailorPolicy or TailorCheckpoint objects need it.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &TailorPolicy{}, &TailorPolicyList{})
+	s.AddKnownTypes(GroupVersion, &TailorPolicy{}, &TailorPolicyList{}, &TailorCheckpoint{}, &TailorCheckpointList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -13,7 +13,10 @@ func TestAddToScheme(t *testing.T) {
 	if err := AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	for obj, kind := range map[runtime.Object]string{&TailorPolicy{}: "TailorPolicy", &TailorPolicyList{}: "TailorPolicyList"} {
+	for obj, kind := range map[runtime.Object]string{
+		&TailorPolicy{}: "TailorPolicy", &TailorPolicyList{}: "TailorPolicyList",
+		&TailorCheckpoint{}: "TailorCheckpoint", &TailorCheckpointList{}: "TailorCheckpointList",
+	} {
 		gvks, _, err := s.ObjectKinds(obj)
 		if err != nil {
 			t.Fatalf("%T: %v", obj, err)

@@ -69,4 +69,38 @@ func (w *peakWindow) peak(now time.Time, bucket time.Duration) float64 {
 	return float64(m)
 }
 
+// live is how many buckets, counted back from the head, are still in the
+// window at now.
+func (w *peakWindow) live(now time.Time, size int64) int64 {
+	expired := max((now.Unix()-w.headStart)/size, 0)
+	return max(peakBuckets-expired, 0)
+}
+
+// lastAtLeast returns when (Unix seconds) the newest bucket still in the
+// window at now that holds v or more ends, and whether there is one. The
+// end, not the start: the value may have been seen at any time within it.
+func (w *peakWindow) lastAtLeast(v float64, now time.Time, bucket time.Duration) (int64, bool) {
+	if w.headStart == 0 {
+		return 0, false
+	}
+	size := int64(bucket / time.Second)
+	for i := range w.live(now, size) {
+		if float64(w.buckets[(int64(w.head)-i+peakBuckets)%peakBuckets]) >= v {
+			return w.headStart + size - i*size, true
+		}
+	}
+	return 0, false
+}
+
+// oldest returns when (Unix seconds) the oldest bucket still in the window
+// at now begins: how far back the window knows. With nothing in the window
+// it is now.
+func (w *peakWindow) oldest(now time.Time, bucket time.Duration) int64 {
+	size := int64(bucket / time.Second)
+	if w.headStart == 0 || w.live(now, size) == 0 {
+		return now.Unix()
+	}
+	return w.headStart - (w.live(now, size)-1)*size
+}
+
 func (w *peakWindow) empty() bool { return w.headStart == 0 }

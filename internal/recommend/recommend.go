@@ -71,9 +71,10 @@ type Advice struct {
 
 // Recommender holds the validated configuration shared by many states.
 type Recommender struct {
-	cfg       Config
-	cpuBucket time.Duration
-	memBucket time.Duration
+	cfg        Config
+	cpuBucket  time.Duration
+	memBucket  time.Duration
+	stabBucket time.Duration
 }
 
 // New validates cfg and returns a recommender.
@@ -81,17 +82,30 @@ func New(cfg Config) (*Recommender, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid recommender config: %w", err)
 	}
-	return &Recommender{
+	r := &Recommender{
 		cfg:       cfg,
 		cpuBucket: bucketFor(cfg.CPUWindow),
 		memBucket: bucketFor(cfg.MemoryWindow),
-	}, nil
+	}
+	if cfg.Stabilization > 0 {
+		r.stabBucket = stabilizationBucket(cfg.Stabilization)
+	}
+	return r, nil
 }
 
 // bucketFor cuts a window into peakBuckets-1 whole seconds, so the window
 // is covered fully even when the newest bucket has only just begun.
 func bucketFor(window time.Duration) time.Duration {
 	return max(window/(peakBuckets-1), time.Second).Truncate(time.Second)
+}
+
+// stabilizationBucket is bucketFor rounded up instead of down: the window
+// of needed values must reach back at least the whole stabilization window,
+// or a value just inside it could be forgotten and lowering come early.
+// Reaching back up to one bucket more only delays a lowering.
+func stabilizationBucket(window time.Duration) time.Duration {
+	per := (window + peakBuckets - 2) / (peakBuckets - 1)
+	return max((per + time.Second - 1).Truncate(time.Second), time.Second)
 }
 
 // decay folds |delta| into a decaying mean whose weight halves every
@@ -107,13 +121,21 @@ func (r *Recommender) Config() Config { return r.cfg }
 // NewState returns an empty per-container state.
 func (r *Recommender) NewState() *State { return &State{r: r} }
 
-// State is what the recommender remembers about one container: a fixed
-// 312 bytes (TestStateSize holds it under 1 KiB) whatever the number of
-// samples.
+// State is what the recommender remembers about one container, or about
+// all the containers of one name in a workload's pods: a fixed 528 bytes
+// (TestStateSize holds it under 1 KiB) whatever the number of samples.
 type State struct {
 	r   *Recommender
 	cpu peakWindow
 	mem peakWindow
+	// cpuNeed and memNeed are the highest needed value (what a raise would
+	// set) computed at each event over the last stabilization window. A
+	// lowering needs every one of them below the hysteresis band, which is
+	// HPA's scale-down stabilization; keeping values rather than a clock is
+	// what lets one state advise pods whose current values differ. Empty
+	// when Stabilization is 0.
+	cpuNeed peakWindow
+	memNeed peakWindow
 	// Unix seconds of the latest event of each kind; 0 for never.
 	lastSample   int64
 	lastThrottle int64
@@ -121,12 +143,14 @@ type State struct {
 	throttled    float32
 	lastCPU      float32
 	lastMemory   float32
-	// cpuBelow and memBelow are when (Unix nanoseconds) the recommendation
-	// first fell below the hysteresis band, for the stabilization window; 0
-	// when it is not. Whole seconds would let a window end up to a second
-	// early: a clock started at 10.9s would count 25s at 35.0s.
-	cpuBelow int64
-	memBelow int64
+	// runStart is when (Unix nanoseconds) the current run of samples began:
+	// the first sample, or the first after a gap longer than the state can
+	// bridge (see gapLimit). Needed values are known only from then on.
+	// lastRestart is when a restart was last recorded. Nanoseconds, because
+	// whole seconds would let a window end up to a second early: a window
+	// begun at 10.9s would count 25s at 35.0s.
+	runStart    int64
+	lastRestart int64
 	// cpuJitter and memJitter are decaying means of the absolute change
 	// between consecutive samples: how far the next sample may land from
 	// the last, the part of the margin that scales with the workload's own
@@ -136,9 +160,24 @@ type State struct {
 	lastMemAt int64
 }
 
+// gapLimit is the longest gap between samples after which the state still
+// knows what was needed through it: the needed-value window still holds the
+// values from before the gap, or the CPU peak, which every needed value
+// includes, still holds the samples from before it. After a longer gap (a
+// metrics outage, a manager down for hours and restored from a checkpoint)
+// the first sample counts as the first ever for lowering.
+func (r *Recommender) gapLimit() int64 {
+	return int64(max(r.cfg.Stabilization, r.cfg.CPUWindow) / time.Second)
+}
+
 // AddSample records a usage sample measured at now.
 func (s *State) AddSample(smp Sample, now time.Time) {
 	sec := now.Unix()
+	if smp.CPU >= 0 || smp.Memory > 0 {
+		if prev := max(s.lastSample, s.lastMemAt); prev == 0 || sec-prev > s.r.gapLimit() {
+			s.runStart = now.UnixNano()
+		}
+	}
 	// A NaN or negative reading is a broken measurement, not usage; the
 	// peak windows must never hold one.
 	if smp.CPU >= 0 {
@@ -157,6 +196,33 @@ func (s *State) AddSample(smp Sample, now time.Time) {
 		s.lastMemory = float32(smp.Memory)
 		s.lastMemAt = sec
 	}
+	s.recordNeeded(now)
+}
+
+// recordNeeded adds what each resource needs at now to the stabilization
+// windows. It runs after every event that can change a needed value; in
+// between, peaks only age out, so needed values only fall.
+func (s *State) recordNeeded(now time.Time) {
+	if s.r.stabBucket == 0 {
+		return
+	}
+	cpu, mem := s.resources(Resources{}, now)
+	if !cpu.empty {
+		s.cpuNeed.add(roundUp32(cpu.needed()), now, s.r.stabBucket)
+	}
+	if !mem.empty {
+		s.memNeed.add(roundUp32(mem.needed()), now, s.r.stabBucket)
+	}
+}
+
+// roundUp32 returns v as the nearest float32 at or above it, so a needed
+// value stored in a bucket never reads below the band it was above.
+func roundUp32(v float64) float64 {
+	f := float32(v)
+	if float64(f) < v {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return float64(f)
 }
 
 // RecordOOM records an OOM kill at now under memLimit bytes. The workload
@@ -165,6 +231,7 @@ func (s *State) AddSample(smp Sample, now time.Time) {
 func (s *State) RecordOOM(now time.Time, memLimit float64) {
 	s.mem.add(memLimit*s.r.cfg.OOMBump, now, s.r.memBucket)
 	s.lastOOM = now.Unix()
+	s.recordNeeded(now)
 }
 
 // LastOOM is when the last OOM kill was recorded (zero: never).
@@ -188,36 +255,53 @@ func (s *State) RecordThrottling(now time.Time, throttledFraction, cpuLimit floa
 		bump := cfg.ThrottleBump + (cfg.MaxThrottleBump-cfg.ThrottleBump)*min(throttledFraction, 1)
 		s.cpu.add(cpuLimit*bump, now, s.r.cpuBucket)
 	}
+	s.recordNeeded(now)
 }
 
 // RecordRestart records a container restart at now. Usage right after a
 // restart (cold caches, replayed queues) says little about the steady
 // state, so lowering waits a fresh stabilization window.
 func (s *State) RecordRestart(now time.Time) {
-	s.cpuBelow, s.memBelow = 0, 0
+	s.lastRestart = max(s.lastRestart, now.UnixNano())
 }
 
 // Recommend decides, at now, what to do with the resources currently in
-// force (0 for a resource not set). It updates the stabilization clocks, so
-// it is called once per decision.
-func (s *State) Recommend(current Resources, now time.Time) Recommendation {
+// force in one pod (0 for a resource not set), whose values last changed at
+// lastChange (zero when unknown: long ago). It does not change s, so one
+// state can advise every pod of a workload, each with its own current
+// values.
+//
+// A raise comes at once. A lowering comes only when, over the whole last
+// Stabilization, every needed value was below current*(1-Hysteresis), the
+// pod's values have not changed, no restart was recorded and samples kept
+// arriving; it then goes down by at most MaxStepDown.
+func (s *State) Recommend(current Resources, lastChange time.Time, now time.Time) Recommendation {
+	cpu, mem := s.resources(current, now)
+	return Recommendation{
+		CPU:    s.decide(cpu, &s.cpuNeed, lastChange, now),
+		Memory: s.decide(mem, &s.memNeed, lastChange, now),
+	}
+}
+
+// resources gathers both resources' inputs to decide at now.
+func (s *State) resources(current Resources, now time.Time) (cpu, mem resource) {
 	cfg := s.r.cfg
 	sec := now.Unix()
-	cpu := resource{name: "cpu", window: cfg.CPUWindow, current: current.CPU,
+	cpu = resource{name: "cpu", window: cfg.CPUWindow, current: current.CPU,
 		peak: s.cpu.peak(now, s.r.cpuBucket), headroom: cfg.CPUHeadroom,
 		margin: cfg.CPUJitterMargin * float64(s.cpuJitter), minMargin: cfg.CPUMinMargin, lo: cfg.MinCPU, hi: cfg.MaxCPU,
-		empty: s.cpu.empty(), below: &s.cpuBelow}
+		empty: s.cpu.empty()}
 	if s.lastThrottle != 0 && sec-s.lastThrottle <= int64(cfg.CPUWindow/time.Second) {
 		cpu.throttled = s.throttled
 	}
-	mem := resource{name: "memory", window: cfg.MemoryWindow, current: current.Memory,
+	mem = resource{name: "memory", window: cfg.MemoryWindow, current: current.Memory,
 		peak: s.mem.peak(now, s.r.memBucket), headroom: cfg.MemoryHeadroom,
 		margin: cfg.MemoryJitterMargin * float64(s.memJitter), minMargin: cfg.MemoryMinMargin, lo: cfg.MinMemory, hi: cfg.MaxMemory,
-		empty: s.mem.empty(), below: &s.memBelow}
+		empty: s.mem.empty()}
 	if s.lastOOM != 0 && sec-s.lastOOM <= int64(cfg.MemoryWindow/time.Second) {
 		mem.oom, mem.oomAgo = true, time.Duration(sec-s.lastOOM)*time.Second
 	}
-	return Recommendation{CPU: s.decide(cpu, now.UnixNano()), Memory: s.decide(mem, now.UnixNano())}
+	return cpu, mem
 }
 
 // resource is one resource's inputs to decide.
@@ -233,44 +317,64 @@ type resource struct {
 	throttled         float32
 	oom               bool
 	oomAgo            time.Duration
-	// below is the state's stabilization clock for this resource.
-	below *int64
+}
+
+// needed is what the resource should have: the peak plus its margin,
+// within the bounds.
+func (r resource) needed() float64 {
+	return clamp(r.peak+max(r.peak*r.headroom+r.margin, r.minMargin), r.lo, r.hi)
 }
 
 // decide applies the asymmetric rules to one resource: raise at once when
-// the needed value is above what is in force, lower only after the needed
-// value has stayed below the hysteresis band for the stabilization window,
-// and then by at most MaxStepDown.
-func (s *State) decide(r resource, nowNano int64) Advice {
+// the needed value is above what is in force, lower only when it has been
+// below the hysteresis band for the stabilization window (need holds the
+// needed values over it), and then by at most MaxStepDown.
+func (s *State) decide(r resource, need *peakWindow, lastChange, now time.Time) Advice {
 	cfg := s.r.cfg
-	needed := clamp(r.peak+max(r.peak*r.headroom+r.margin, r.minMargin), r.lo, r.hi)
+	needed := r.needed()
 	a := Advice{Target: r.current, Lower: needed, Upper: clamp(needed/(1-cfg.Hysteresis), r.lo, r.hi), why: r}
 	switch {
 	case r.empty:
 		a.Lower, a.Upper = r.lo, r.hi
-		*r.below = 0
 	case r.current <= 0:
 		a.Decision, a.Target = Raise, needed
-		*r.below = 0
 	case needed > r.current*(1+cfg.MinChange) || (needed > r.current && r.peak >= cfg.NearLimit*r.current):
 		a.Decision, a.Target = Raise, needed
-		*r.below = 0
 	case needed < r.current*(1-cfg.Hysteresis):
-		if *r.below == 0 {
-			*r.below = nowNano
-		}
-		a.waited = time.Duration(nowNano - *r.below)
-		a.stabilization = cfg.Stabilization
-		if a.waited < cfg.Stabilization {
-			break
+		if cfg.Stabilization > 0 {
+			a.waited = s.belowFor(need, r.current*(1-cfg.Hysteresis), lastChange, now)
+			a.stabilization = cfg.Stabilization
+			if a.waited < cfg.Stabilization {
+				break
+			}
 		}
 		a.Decision, a.Target = Lower, clamp(max(needed, r.current*(1-cfg.MaxStepDown)), r.lo, r.hi)
-		*r.below = 0
-	default:
-		*r.below = 0
 	}
-	a.why.below = nil
 	return a
+}
+
+// belowFor is how long lowering below band has been justified at now: how
+// long every needed value in need has been below band, counted no earlier
+// than the pod's last change, the last restart and the start of the
+// current run of samples. It is 0 when samples stopped for longer than the
+// state can bridge.
+func (s *State) belowFor(need *peakWindow, band float64, lastChange, now time.Time) time.Duration {
+	nowNano := now.UnixNano()
+	if last := max(s.lastSample, s.lastMemAt); last == 0 || now.Unix()-last > s.r.gapLimit() {
+		return 0
+	}
+	from := max(s.runStart, s.lastRestart)
+	if !lastChange.IsZero() {
+		from = max(from, lastChange.UnixNano())
+	}
+	// The newest bucket at or above the band is where the stabilization
+	// window restarts; with none, the window's own reach is all it knows.
+	since, ok := need.lastAtLeast(band, now, s.r.stabBucket)
+	if !ok {
+		since = need.oldest(now, s.r.stabBucket)
+	}
+	from = max(from, since*int64(time.Second))
+	return max(time.Duration(nowNano-from), 0)
 }
 
 // Reason says, for a person, why the advice is what it is, e.g. "cpu peak

@@ -30,15 +30,24 @@ func newState(t *testing.T, mutate func(*Config)) *State {
 	return r.NewState()
 }
 
+// pod is what a controller knows of one pod: the values in force and when
+// they last changed.
+type pod struct {
+	cur     Resources
+	changed time.Time
+}
+
 // feed adds n samples of cpu cores and mem MiB, one per step from *now, and
-// applies each recommendation, as a controller would; it returns the
+// applies each recommendation to p, as a controller would; it returns the
 // decisions taken.
-func feed(s *State, now *time.Time, cur *Resources, n int, cpu, mem float64) []Recommendation {
+func feed(s *State, now *time.Time, p *pod, n int, cpu, mem float64) []Recommendation {
 	var out []Recommendation
 	for range n {
 		s.AddSample(Sample{CPU: cpu, Memory: mem * mib}, *now)
-		rec := s.Recommend(*cur, *now)
-		*cur = Resources{CPU: rec.CPU.Target, Memory: rec.Memory.Target}
+		rec := s.Recommend(p.cur, p.changed, *now)
+		if next := (Resources{CPU: rec.CPU.Target, Memory: rec.Memory.Target}); next != p.cur {
+			p.cur, p.changed = next, *now
+		}
 		out = append(out, rec)
 		*now = now.Add(step)
 	}
@@ -114,11 +123,11 @@ func TestRules(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := newState(t, nil)
-			now, cur := t0, Resources{}
-			feed(s, &now, &cur, tc.historySamples, tc.historyCPU, tc.historyMem)
-			before := cur
-			tc.event(s, now, cur)
-			rec := s.Recommend(cur, now)
+			now, p := t0, &pod{}
+			feed(s, &now, p, tc.historySamples, tc.historyCPU, tc.historyMem)
+			before := p.cur
+			tc.event(s, now, p.cur)
+			rec := s.Recommend(p.cur, p.changed, now)
 			got := decisions{CPU: rec.CPU.Decision, Memory: rec.Memory.Decision}
 			if diff := cmp.Diff(tc.wantFirst, got); diff != "" {
 				t.Errorf("decisions (-want,+got):\n%s\ncpu: %s\nmemory: %s", diff, rec.CPU.Reason(), rec.Memory.Reason())
@@ -133,12 +142,12 @@ func TestRules(t *testing.T) {
 
 func TestIdleLowersOnlyAfterStabilization(t *testing.T) {
 	s := newState(t, nil)
-	now, cur := t0, Resources{}
-	feed(s, &now, &cur, 24, 2, 500)
-	high := cur
+	now, p := t0, &pod{}
+	feed(s, &now, p, 24, 2, 500)
+	high := p.cur
 	// Idle from here: the CPU peak leaves the 1h window after about 12
 	// samples, then the stabilization window (30m, 6 samples) must pass.
-	recs := feed(s, &now, &cur, 36, 0.1, 500)
+	recs := feed(s, &now, p, 36, 0.1, 500)
 	firstLower := -1
 	for i, r := range recs {
 		if r.CPU.Decision == Lower {
@@ -163,11 +172,11 @@ func TestIdleLowersOnlyAfterStabilization(t *testing.T) {
 	if !strings.Contains(recs[firstLower].CPU.Reason(), ": lower to") {
 		t.Errorf("reason %q does not say why it lowered", recs[firstLower].CPU.Reason())
 	}
-	if cur.CPU >= high.CPU {
-		t.Errorf("CPU still %v after 3h idle, was %v", cur.CPU, high.CPU)
+	if p.cur.CPU >= high.CPU {
+		t.Errorf("CPU still %v after 3h idle, was %v", p.cur.CPU, high.CPU)
 	}
-	if recs[len(recs)-1].Memory.Decision != Hold || cur.Memory != high.Memory {
-		t.Errorf("memory moved from %v to %v with steady memory use", high.Memory, cur.Memory)
+	if recs[len(recs)-1].Memory.Decision != Hold || p.cur.Memory != high.Memory {
+		t.Errorf("memory moved from %v to %v with steady memory use", high.Memory, p.cur.Memory)
 	}
 }
 
@@ -179,48 +188,48 @@ func TestStabilizationIsNeverCutShortBySubSecondClocks(t *testing.T) {
 	cur := Resources{CPU: 1, Memory: 500 * mib}
 	start := t0.Add(900 * time.Millisecond)
 	s.AddSample(Sample{CPU: 0.02, Memory: 400 * mib}, start)
-	if got := s.Recommend(cur, start).CPU.Decision; got != Hold {
+	if got := s.Recommend(cur, time.Time{}, start).CPU.Decision; got != Hold {
 		t.Fatalf("first idle decision %v, want Hold (the window starts here)", got)
 	}
 	for _, at := range []time.Duration{10 * time.Second, window - 900*time.Millisecond, window - time.Nanosecond} {
 		now := start.Add(at)
 		s.AddSample(Sample{CPU: 0.02, Memory: 400 * mib}, now)
-		if rec := s.Recommend(cur, now).CPU; rec.Decision != Hold {
+		if rec := s.Recommend(cur, time.Time{}, now).CPU; rec.Decision != Hold {
 			t.Fatalf("%v into a %v window: %v (%s)", at, window, rec.Decision, rec.Reason())
 		}
 	}
 	now := start.Add(window)
-	if rec := s.Recommend(cur, now).CPU; rec.Decision != Lower {
+	if rec := s.Recommend(cur, time.Time{}, now).CPU; rec.Decision != Lower {
 		t.Fatalf("at the end of the window: %v (%s), want Lower", rec.Decision, rec.Reason())
 	}
 }
 
 func TestMemoryNeverBelowRecentPeak(t *testing.T) {
 	s := newState(t, nil)
-	now, cur := t0, Resources{}
-	feed(s, &now, &cur, 12, 0.1, 200)
-	feed(s, &now, &cur, 1, 0.1, 1000)
+	now, p := t0, &pod{}
+	feed(s, &now, p, 12, 0.1, 200)
+	feed(s, &now, p, 1, 0.1, 1000)
 	// A day of low use: the day-old peak must still be covered.
-	feed(s, &now, &cur, 24*12, 0.1, 200)
-	if cur.Memory < 1000*mib {
-		t.Errorf("memory %v MiB after a day, below the peak of 1000 MiB", cur.Memory/mib)
+	feed(s, &now, p, 24*12, 0.1, 200)
+	if p.cur.Memory < 1000*mib {
+		t.Errorf("memory %v MiB after a day, below the peak of 1000 MiB", p.cur.Memory/mib)
 	}
 }
 
 func TestRestartDelaysLowering(t *testing.T) {
 	s := newState(t, nil)
-	now, cur := t0, Resources{}
-	feed(s, &now, &cur, 24, 2, 500)
+	now, p := t0, &pod{}
+	feed(s, &now, p, 24, 2, 500)
 	cfg := DefaultConfig()
 	// Idle until one sample before lowering would be due.
-	recs := feed(s, &now, &cur, int((cfg.CPUWindow+cfg.Stabilization)/step)-2, 0.1, 500)
+	recs := feed(s, &now, p, int((cfg.CPUWindow+cfg.Stabilization)/step)-2, 0.1, 500)
 	for _, r := range recs {
 		if r.CPU.Decision != Hold {
 			t.Fatalf("decided %v before the window passed: %s", r.CPU.Decision, r.CPU.Reason())
 		}
 	}
 	s.RecordRestart(now)
-	recs = feed(s, &now, &cur, int(cfg.Stabilization/step)-1, 0.1, 500)
+	recs = feed(s, &now, p, int(cfg.Stabilization/step)-1, 0.1, 500)
 	for _, r := range recs {
 		if r.CPU.Decision == Lower {
 			t.Fatalf("lowered within the stabilization window after a restart: %s", r.CPU.Reason())
@@ -230,16 +239,16 @@ func TestRestartDelaysLowering(t *testing.T) {
 
 func TestBounds(t *testing.T) {
 	s := newState(t, func(c *Config) { c.MaxCPU = 1; c.MinMemory = 1024 * mib })
-	now, cur := t0, Resources{}
-	feed(s, &now, &cur, 3, 4, 10)
-	if diff := cmp.Diff(Resources{CPU: 1, Memory: 1024 * mib}, cur); diff != "" {
+	now, p := t0, &pod{}
+	feed(s, &now, p, 3, 4, 10)
+	if diff := cmp.Diff(Resources{CPU: 1, Memory: 1024 * mib}, p.cur); diff != "" {
 		t.Errorf("bounded targets (-want,+got):\n%s", diff)
 	}
 }
 
 func TestNoSamplesHolds(t *testing.T) {
 	s := newState(t, nil)
-	rec := s.Recommend(Resources{CPU: 1, Memory: 100 * mib}, t0)
+	rec := s.Recommend(Resources{CPU: 1, Memory: 100 * mib}, time.Time{}, t0)
 	got := decisions{CPU: rec.CPU.Decision, Memory: rec.Memory.Decision}
 	if diff := cmp.Diff(decisions{Hold, Hold}, got); diff != "" {
 		t.Errorf("decisions (-want,+got):\n%s", diff)
@@ -317,19 +326,19 @@ func TestStateSize(t *testing.T) {
 
 func TestReason(t *testing.T) {
 	s := newState(t, nil)
-	now, cur := t0, Resources{}
+	now, p := t0, &pod{}
 	got := map[string]string{}
-	rec := s.Recommend(cur, now)
+	rec := s.Recommend(p.cur, p.changed, now)
 	got["empty"] = rec.CPU.Reason()
-	feed(s, &now, &cur, 12, 0.5, 500)
-	rec = s.Recommend(cur, now.Add(-step))
+	feed(s, &now, p, 12, 0.5, 500)
+	rec = s.Recommend(p.cur, p.changed, now.Add(-step))
 	got["steady"] = rec.CPU.Reason()
-	s.RecordThrottling(now, 0.18, cur.CPU)
+	s.RecordThrottling(now, 0.18, p.cur.CPU)
 	s.AddSample(Sample{CPU: 0.5, Memory: 500 * mib}, now)
-	rec = s.Recommend(cur, now)
+	rec = s.Recommend(p.cur, p.changed, now)
 	got["throttled"] = rec.CPU.Reason()
-	s.RecordOOM(now, cur.Memory)
-	rec = s.Recommend(cur, now)
+	s.RecordOOM(now, p.cur.Memory)
+	rec = s.Recommend(p.cur, p.changed, now)
 	got["oom"] = rec.Memory.Reason()
 	want := map[string]string{
 		"empty":     "cpu: no usage seen yet",
@@ -344,12 +353,12 @@ func TestReason(t *testing.T) {
 
 func TestBrokenSamplesIgnored(t *testing.T) {
 	s := newState(t, nil)
-	now, cur := t0, Resources{}
-	feed(s, &now, &cur, 6, 0.5, 500)
-	before := cur
+	now, p := t0, &pod{}
+	feed(s, &now, p, 6, 0.5, 500)
+	before := p.cur
 	s.AddSample(Sample{CPU: math.NaN(), Memory: math.NaN()}, now)
 	s.AddSample(Sample{CPU: -1, Memory: -1}, now.Add(time.Second))
-	rec := s.Recommend(cur, now.Add(time.Second))
+	rec := s.Recommend(p.cur, p.changed, now.Add(time.Second))
 	got := Resources{CPU: rec.CPU.Target, Memory: rec.Memory.Target}
 	if diff := cmp.Diff(before, got); diff != "" {
 		t.Errorf("targets after broken samples (-want,+got):\n%s", diff)
@@ -379,11 +388,149 @@ func TestThrottleBumpGrowsWithThrottling(t *testing.T) {
 			now := time.Unix(1_800_000_000, 0)
 			s.AddSample(Sample{CPU: 1, Memory: 1 << 30}, now)
 			s.RecordThrottling(now, tc.throttled, 1)
-			rec := s.Recommend(Resources{CPU: 1, Memory: 4 << 30}, now)
+			rec := s.Recommend(Resources{CPU: 1, Memory: 4 << 30}, time.Time{}, now)
 			want := tc.wantPeak + DefaultConfig().CPUMinMargin
 			if rec.CPU.Decision != Raise || math.Abs(rec.CPU.Target-want) > 1e-6 {
 				t.Errorf("cpu = %s to %.4f, want raise to %.4f", rec.CPU.Decision, rec.CPU.Target, want)
 			}
 		})
+	}
+}
+
+// One state advises many pods: Recommend must not change it, and each pod's
+// advice depends only on its own values and last change.
+func TestRecommendAdvisesManyPods(t *testing.T) {
+	s := newState(t, nil)
+	now := t0
+	for range 24 {
+		s.AddSample(Sample{CPU: 0.1, Memory: 200 * mib}, now)
+		now = now.Add(step)
+	}
+	now = now.Add(-step)
+	before := *s
+	type pod struct {
+		cur     Resources
+		changed time.Duration // before now; 0 means unknown
+	}
+	cases := map[string]struct {
+		pod  pod
+		want decisions
+	}{
+		"oversized, unchanged for long":      {pod: pod{cur: Resources{CPU: 2, Memory: 4096 * mib}}, want: decisions{Lower, Lower}},
+		"oversized, changed a window ago":    {pod: pod{cur: Resources{CPU: 2, Memory: 4096 * mib}, changed: 15 * time.Minute}, want: decisions{Lower, Lower}},
+		"oversized, changed within window":   {pod: pod{cur: Resources{CPU: 2, Memory: 4096 * mib}, changed: 14 * time.Minute}, want: decisions{Hold, Hold}},
+		"right-sized":                        {pod: pod{cur: Resources{CPU: 0.14, Memory: 480 * mib}}, want: decisions{Hold, Hold}},
+		"undersized raises whatever changed": {pod: pod{cur: Resources{CPU: 0.05, Memory: 100 * mib}, changed: time.Second}, want: decisions{Raise, Raise}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var changed time.Time
+			if tc.pod.changed > 0 {
+				changed = now.Add(-tc.pod.changed)
+			}
+			rec := s.Recommend(tc.pod.cur, changed, now)
+			got := decisions{CPU: rec.CPU.Decision, Memory: rec.Memory.Decision}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("decisions (-want,+got):\n%s\ncpu: %s\nmemory: %s", diff, rec.CPU.Reason(), rec.Memory.Reason())
+			}
+		})
+	}
+	if diff := cmp.Diff(before, *s, cmp.AllowUnexported(State{}, peakWindow{}), cmp.Comparer(func(a, b *Recommender) bool { return a == b })); diff != "" {
+		t.Errorf("Recommend changed the state (-before,+after):\n%s", diff)
+	}
+}
+
+// Lowering needs every needed value over the window below the band, data
+// covering the window, and no restart in it; a window of 0 lowers at once.
+func TestStabilizationConditions(t *testing.T) {
+	const window = 15 * time.Minute
+	high := Resources{CPU: 2, Memory: 4096 * mib}
+	cases := map[string]struct {
+		stabilization time.Duration
+		// events run on a fresh state; Recommend is asked at the last
+		// sample's time plus ask.
+		events func(s *State) time.Time
+		ask    time.Duration
+		want   Decision
+	}{
+		"idle for the whole window lowers": {
+			stabilization: window,
+			events:        idle(0, window),
+			want:          Lower,
+		},
+		"first sample less than a window ago holds": {
+			stabilization: window,
+			events:        idle(0, window-step),
+			want:          Hold,
+		},
+		"a busy sample inside the window holds": {
+			stabilization: window,
+			events: func(s *State) time.Time {
+				idle(0, window)(s)
+				// A burst 14 minutes before the end, which the 5-minute CPU
+				// window has forgotten but the stabilization window keeps.
+				s.AddSample(Sample{CPU: 1.9, Memory: 200 * mib}, t0.Add(window+time.Minute))
+				return idle(window+step, 2*window)(s)
+			},
+			want: Hold,
+		},
+		"a busy sample just before the window lowers": {
+			stabilization: window,
+			events: func(s *State) time.Time {
+				s.AddSample(Sample{CPU: 1.9, Memory: 200 * mib}, t0)
+				return idle(step, window+step)(s)
+			},
+			ask:  time.Minute,
+			want: Lower,
+		},
+		"a restart inside the window holds": {
+			stabilization: window,
+			events: func(s *State) time.Time {
+				end := idle(0, 2*window)(s)
+				s.RecordRestart(end.Add(-window + time.Second))
+				return end
+			},
+			want: Hold,
+		},
+		"a gap longer than the CPU window starts afresh": {
+			stabilization: window,
+			events: func(s *State) time.Time {
+				idle(0, window)(s)
+				return idle(window+time.Hour, window+time.Hour+window-step)(s)
+			},
+			want: Hold,
+		},
+		"samples stopped long ago hold": {
+			stabilization: window,
+			events:        idle(0, window),
+			ask:           time.Hour,
+			want:          Hold,
+		},
+		"no stabilization lowers on the first sample": {
+			events: idle(0, 0),
+			want:   Lower,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := newState(t, func(c *Config) { c.Stabilization = tc.stabilization; c.CPUWindow = 5 * time.Minute })
+			now := tc.events(s).Add(tc.ask)
+			rec := s.Recommend(high, time.Time{}, now).CPU
+			if rec.Decision != tc.want {
+				t.Errorf("decision %v, want %v (%s)", rec.Decision, tc.want, rec.Reason())
+			}
+		})
+	}
+}
+
+// idle returns events that add an idle sample every step from t0+from to
+// t0+to, and the time of the last.
+func idle(from, to time.Duration) func(s *State) time.Time {
+	return func(s *State) time.Time {
+		at := t0.Add(from)
+		for ; !at.After(t0.Add(to)); at = at.Add(step) {
+			s.AddSample(Sample{CPU: 0.05, Memory: 200 * mib}, at)
+		}
+		return at.Add(-step)
 	}
 }

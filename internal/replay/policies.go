@@ -114,6 +114,8 @@ func (t Tailor) Start(*Series) Provisioner { return &tailorState{st: t.rec.NewSt
 type tailorState struct {
 	st  *recommend.State
 	cur recommend.Resources
+	// changed is when cur last changed, which a lowering must wait out.
+	changed time.Time
 }
 
 func (t *tailorState) Provisioned(time.Time) Resources {
@@ -135,8 +137,10 @@ func (t *tailorState) Observe(s Sample, prov Resources) {
 		t.st.RecordThrottling(s.Time, 1-prov.CPU/s.CPU, prov.CPU)
 	}
 	t.st.AddSample(recommend.Sample{CPU: s.CPU, Memory: mem}, s.Time)
-	rec := t.st.Recommend(t.cur, s.Time)
-	t.cur = recommend.Resources{CPU: rec.CPU.Target, Memory: rec.Memory.Target}
+	rec := t.st.Recommend(t.cur, t.changed, s.Time)
+	if next := (recommend.Resources{CPU: rec.CPU.Target, Memory: rec.Memory.Target}); next != t.cur {
+		t.cur, t.changed = next, s.Time
+	}
 }
 
 // Hindsight provisions, through each Window (counted from the series'

@@ -58,6 +58,9 @@ var always = slices.Concat(
 	// The policy controller: policies and their status.
 	accesses([]string{"get", "list", "watch"}, "autoscaling.tailor.dev", "tailorpolicies", "", otherNamespace),
 	accesses([]string{"patch"}, "autoscaling.tailor.dev", "tailorpolicies", "status", otherNamespace),
+	// Checkpoints are the manager's own: it writes, restores and deletes
+	// them. No status subresource: the data is in spec.
+	accesses([]string{"get", "list", "watch", "create", "update", "patch", "delete"}, "autoscaling.tailor.dev", "tailorcheckpoints", "", otherNamespace),
 	// Pods (informer and actuator's follow), resized only through pods/resize.
 	accesses([]string{"get", "list", "watch"}, "", "pods", "", otherNamespace),
 	accesses([]string{"list", "watch"}, "", "pods", "", ""),
@@ -102,6 +105,8 @@ var never = slices.Concat(
 	// Policies are the user's: only their status is written.
 	accesses([]string{"create", "update", "patch", "delete"}, "autoscaling.tailor.dev", "tailorpolicies", "", otherNamespace),
 	accesses([]string{"update"}, "autoscaling.tailor.dev", "tailorpolicies", "status", otherNamespace),
+	// Checkpoints are deleted one by one, never by collection.
+	accesses([]string{"deletecollection"}, "autoscaling.tailor.dev", "tailorcheckpoints", "", otherNamespace),
 	// Workloads are read, one by one, never changed.
 	accesses([]string{"list", "update", "patch", "delete"}, "apps", "deployments", "", otherNamespace),
 	accesses([]string{"update", "patch"}, "apps", "deployments", "scale", otherNamespace),

@@ -68,6 +68,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorpolicies/status,verbs=patch
+// +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorcheckpoints,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
@@ -476,7 +477,7 @@ func (r *Reconciler) recommend(state *policyState, p *corev1.Pod, usage metrics.
 			a.workingSet[c] = *resource.NewQuantity(int64(u.Memory), resource.BinarySI)
 		}
 		cur := recommend.Resources{CPU: requested(p, c, corev1.ResourceCPU), Memory: requested(p, c, corev1.ResourceMemory)}
-		rec := cs.state.Recommend(cur, now)
+		rec := cs.state.Recommend(cur, ps.lastResize, now)
 		cs.last, cs.seen = rec, true
 		t := autoscale.Target{}
 		// Without fresh usage only a raise is allowed: an OOM-killed
