@@ -12,9 +12,9 @@ import (
 )
 
 // PodLevelName names the pod-level spec.resources where a container name is
-// expected (status, events, recommender state). No container can have it: a
-// container name is a DNS label, which has no underscore.
-const PodLevelName = "_pod"
+// expected (status, events, recommender state, checkpoints). No container can
+// have it: a container name is a DNS label, which has no underscore.
+const PodLevelName = v1alpha1.PodLevelContainerName
 
 func hasPodLevel(p *corev1.Pod) bool {
 	r := p.Spec.Resources

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/resize"
 )
 
 // Event reasons of InPlaceOrRecreate.
@@ -55,8 +56,9 @@ const stateEvicted = "Evicted"
 // controller will recreate and some node can hold at the recommended size,
 // and at most one pod per policy per minResizeInterval. It returns whether
 // the pod was evicted, and when to look again.
-func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, p *corev1.Pod,
-	advice podAdvice, now time.Time, blocked map[string]string) (bool, time.Duration, error) {
+func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, p *corev1.Pod,
+	now time.Time, blocked map[string]string) (bool, time.Duration, error) {
+	state := in.state
 	ps := state.pod(p)
 	if ps.shortSince.IsZero() {
 		ps.shortSince = now
@@ -93,15 +95,13 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 	if err != nil {
 		return block("NotRecreatable", err.Error())
 	}
-	// The replacement gets the whole recommendation, not what fits here.
-	full, err := autoscale.Decide(autoscale.Input{
-		Pod: p, Spec: &policy.Spec, Targets: advice.targets, WorkingSet: advice.workingSet,
-		MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
-	})
-	if err != nil {
-		return false, 0, fmt.Errorf("deciding recreation of pod %s/%s: %w", p.Namespace, p.Name, err)
+	if p.Spec.Resources != nil {
+		return block("PodLevelResources", "its replacement could not get its pod-level resources: the admission policy sets containers' only")
 	}
-	containers := autoscale.RecreatedContainers(p, full.Desired)
+	containers, err := r.recreation(in, p)
+	if err != nil {
+		return block("NotPlannable", err.Error())
+	}
 	if len(containers) == 0 {
 		return false, r.SyncPeriod, nil
 	}
@@ -158,6 +158,34 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventEvicted, "Evict", "%s", ps.message)
 	log.FromContext(ctx).Info("pod evicted for recreation", "pod", klog.KObj(p), "owner", owner.Name, "resources", containersText(containers))
 	return true, 0, nil
+}
+
+// recreation is what p's replacement is to be created with: the whole
+// recommendation, not what fits on p's node, shaped by the same rules as an
+// in-place resize and checked by the planner, so a replacement is never
+// admitted in another QoS class or with a request above its limit.
+func (r *Reconciler) recreation(in *syncInput, p *corev1.Pod) ([]v1alpha1.RecreatedContainer, error) {
+	var pin autoscale.PodInput
+	for _, candidate := range in.decision.Pods {
+		if candidate.Pod.UID == p.UID {
+			pin = candidate
+		}
+	}
+	full, err := autoscale.Decide(autoscale.Input{
+		Pod: p, Spec: in.decision.Spec, Targets: pin.Targets, WorkingSet: pin.WorkingSet,
+		MemoryFloorHeadroom: MemoryFloorHeadroom, Now: in.decision.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("deciding the replacement's resources: %w", err)
+	}
+	plan, err := resize.Plan(resize.Input{Pod: p, Desired: full.Desired, Server: r.Actuator.Server.Version})
+	if err != nil {
+		return nil, fmt.Errorf("planning the replacement's resources: %w", err)
+	}
+	if plan.Outcome == resize.Refused {
+		return nil, fmt.Errorf("its replacement's resources break rule %s: %s", plan.Rule, plan.Message)
+	}
+	return autoscale.RecreatedContainers(p, full.Desired), nil
 }
 
 // evictionBlock is why a pod was last not evicted, and until when tailor

@@ -13,11 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
 
@@ -37,41 +37,52 @@ func truncate(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
-// fillStatus writes recommendations, pods and conditions from the store.
-func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, state *policyState,
-	pods []*corev1.Pod, now time.Time, blocked map[string]string) {
-	gen := policy.Generation
-	// Status speaks per container name: the largest advice over the pods,
-	// which is what a new pod of the workload should get.
-	byName := map[string]recommend.Recommendation{}
-	for key, cs := range state.containers {
-		if !cs.seen {
-			continue
+// fillStatus writes the workload's recommendations, the pods' last resizes
+// and the conditions. Everything is sorted and bounded, so an unchanged
+// state writes an unchanged status, which writeStatus then skips.
+func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, in *syncInput, now time.Time) {
+	gen, state, pods := policy.Generation, in.state, in.pods
+	names := make([]string, 0, len(state.workload))
+	for n, wc := range state.workload {
+		if !wc.fed.IsZero() {
+			names = append(names, n)
 		}
-		cur, ok := byName[key.container]
-		if !ok {
-			byName[key.container] = cs.last
-			continue
-		}
-		byName[key.container] = maxRecommendation(cur, cs.last)
-	}
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
 	}
 	sort.Strings(names)
 	rec := &v1alpha1.Recommendation{}
 	for _, n := range names {
-		last := byName[n]
+		// The advice for the workload: against the largest value its pods
+		// have now, so it reads "hold" while they are within the band.
+		var cur recommend.Resources
+		for _, p := range pods {
+			if n == autoscale.PodLevelName {
+				if pr := p.Spec.Resources; pr != nil {
+					cur.CPU = max(cur.CPU, quantityOf(pr.Requests, corev1.ResourceCPU))
+					cur.Memory = max(cur.Memory, quantityOf(pr.Requests, corev1.ResourceMemory))
+				}
+				continue
+			}
+			cur.CPU = max(cur.CPU, requested(p, n, corev1.ResourceCPU))
+			cur.Memory = max(cur.Memory, requested(p, n, corev1.ResourceMemory))
+		}
+		last := state.workload[n].state.Recommend(cur, time.Time{}, now)
+		uncapped := list(last.CPU.Target, last.Memory.Target)
+		target := uncapped.DeepCopy()
+		if n != autoscale.PodLevelName {
+			if pol, err := policy.Spec.PolicyFor(n); err == nil {
+				target = bounded(target, pol.MinAllowed, pol.MaxAllowed)
+			}
+		}
 		rec.ContainerRecommendations = append(rec.ContainerRecommendations, v1alpha1.RecommendedContainerResources{
 			ContainerName:  n,
-			Target:         list(last.CPU.Target, last.Memory.Target),
+			Target:         target,
 			LowerBound:     list(last.CPU.Lower, last.Memory.Lower),
 			UpperBound:     list(last.CPU.Upper, last.Memory.Upper),
-			UncappedTarget: list(last.CPU.Target, last.Memory.Target),
+			UncappedTarget: uncapped,
 		})
-		recommendationGauge.WithLabelValues(policy.Namespace, policy.Name, n, "cpu").Set(last.CPU.Target)
-		recommendationGauge.WithLabelValues(policy.Namespace, policy.Name, n, "memory").Set(last.Memory.Target)
+		cpu, mem := target[corev1.ResourceCPU], target[corev1.ResourceMemory]
+		recommendationGauge.WithLabelValues(policy.Namespace, policy.Name, n, "cpu").Set(float64(cpu.MilliValue()) / 1000)
+		recommendationGauge.WithLabelValues(policy.Namespace, policy.Name, n, "memory").Set(float64(mem.Value()))
 	}
 	if len(rec.ContainerRecommendations) > 0 {
 		status.Recommendation = rec
@@ -87,33 +98,29 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, "NoUsageYet", msg, gen)
 	}
 
-	live := map[types.UID]bool{}
-	for _, p := range pods {
-		live[p.UID] = true
-	}
+	state.forgetGone(pods, now)
 	status.Pods = nil
-	for key := range state.containers {
-		if !live[key.pod] {
-			delete(state.containers, key)
-		}
-	}
-	for uid, ps := range state.pods {
-		// An evicted pod stays in status while its replacement may come.
-		keep := ps.result == stateEvicted && now.Sub(ps.lastResize) < RecreationTTL
-		if !live[uid] && !keep {
-			delete(state.pods, uid)
-			continue
-		}
-		if ps.lastResize.IsZero() || len(status.Pods) >= maxPodsInStatus {
+	for _, ps := range state.pods {
+		if ps.lastResize.IsZero() || ps.result == "" {
 			continue
 		}
 		status.Pods = append(status.Pods, v1alpha1.PodResizeStatus{
-			PodName: ps.name, LastResizeTime: metav1.NewTime(ps.lastResize), Result: resultOf(ps.result), Message: truncate(ps.message, 1024),
+			PodName: ps.name, LastResizeTime: metav1.NewTime(ps.lastResize.Truncate(time.Second)), Result: resultOf(ps.result), Message: truncate(ps.message, 1024),
 		})
 	}
-	sort.Slice(status.Pods, func(i, j int) bool { return status.Pods[i].PodName < status.Pods[j].PodName })
+	// Most recent first, then by name, so the 256 kept are always the same.
+	sort.Slice(status.Pods, func(i, j int) bool {
+		a, b := status.Pods[i], status.Pods[j]
+		if !a.LastResizeTime.Equal(&b.LastResizeTime) {
+			return b.LastResizeTime.Before(&a.LastResizeTime)
+		}
+		return a.PodName < b.PodName
+	})
+	if len(status.Pods) > maxPodsInStatus {
+		status.Pods = status.Pods[:maxPodsInStatus]
+	}
 
-	if len(blocked) > 0 {
+	if blocked := in.blocked; len(blocked) > 0 {
 		reasons := make([]string, 0, len(blocked))
 		for k := range blocked {
 			reasons = append(reasons, k)
@@ -132,17 +139,23 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	if state.metricsIgnored != "" {
 		ready += "; " + state.metricsIgnored
 	}
+	if state.restoreProblem != "" {
+		ready += "; " + state.restoreProblem
+	}
 	setCondition(status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Active", ready, gen)
 }
 
-func maxRecommendation(a, b recommend.Recommendation) recommend.Recommendation {
-	pick := func(x, y recommend.Advice) recommend.Advice {
-		if y.Target > x.Target {
-			return y
+// bounded clamps each entry of l into [lo, hi] where they are set.
+func bounded(l, lo, hi corev1.ResourceList) corev1.ResourceList {
+	for r, q := range l {
+		if m, ok := lo[r]; ok && q.Cmp(m) < 0 {
+			l[r] = m.DeepCopy()
 		}
-		return x
+		if m, ok := hi[r]; ok && q.Cmp(m) > 0 {
+			l[r] = m.DeepCopy()
+		}
 	}
-	return recommend.Recommendation{CPU: pick(a.CPU, b.CPU), Memory: pick(a.Memory, b.Memory)}
+	return l
 }
 
 func resultOf(state string) v1alpha1.ResizeResult {

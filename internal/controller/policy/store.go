@@ -13,29 +13,44 @@ import (
 )
 
 // store is the controller's memory between syncs: what the recommender has
-// learnt and what tailor has done. It is rebuilt from usage after a restart,
-// which costs a warm-up, never safety: with no history the recommender holds.
+// learnt per workload container and what tailor has done to each pod. The
+// learnt part is checkpointed to a TailorCheckpoint and restored from it, so
+// a restarted manager, or a new leader, carries on where the last one was.
 type store struct {
 	mu       sync.Mutex
 	policies map[types.UID]*policyState
+	// selectors are kept apart from the states, under the lock, because
+	// pod events are mapped to policies on the informers' goroutines while
+	// reconciles change them.
+	selectors map[types.UID]policySelector
 }
 
-func newStore() *store { return &store{policies: map[types.UID]*policyState{}} }
+type policySelector struct {
+	key      types.NamespacedName
+	selector labels.Selector
+}
+
+func newStore() *store {
+	return &store{policies: map[types.UID]*policyState{}, selectors: map[types.UID]policySelector{}}
+}
 
 // policyState is one TailorPolicy's memory.
 type policyState struct {
-	// generation the recommenders were built for; a spec change rebuilds them.
+	// generation the configuration was built for; a spec change rebuilds it.
 	generation int64
 	key        types.NamespacedName
+	uid        types.UID
 	selector   labels.Selector
-	// containers holds one recommender state per pod and container: the
-	// recommender follows one series (its stabilization clock assumes its
-	// advice is applied to that series), as the replay benchmark measures it.
-	containers map[containerKey]*containerState
 	// configs is each container's recommender configuration, with the
-	// policy's overrides applied.
+	// policy's overrides applied, by container name (PodLevelName for the
+	// pod-level resources).
 	configs map[string]recommend.Config
-	pods    map[types.UID]*podState
+	// workload holds one recommender state per container name, fed from
+	// every pod of the workload: a new pod starts from what its siblings
+	// and predecessors taught, as VerticalPodAutoscaler's aggregate
+	// container state does.
+	workload map[string]*workloadContainer
+	pods     map[types.UID]*podState
 	// problems are why the last read left containers without usage.
 	problems []metrics.Problem
 	// recreations are what replacements of evicted pods get, by owner UID.
@@ -48,27 +63,30 @@ type policyState struct {
 	// metricsIgnored says why the policy's query overrides are not used,
 	// for the Ready condition; empty when they are, or when there are none.
 	metricsIgnored string
+	// checkpointed is when the workload states were last written.
+	checkpointed time.Time
+	// restoreProblem says why a checkpoint could not be read back, for the
+	// Ready condition, until the next checkpoint replaces it.
+	restoreProblem string
 }
 
-type containerKey struct {
-	pod       types.UID
-	container string
-}
-
-type containerState struct {
+// workloadContainer is what is learnt about one container of a workload.
+type workloadContainer struct {
 	state *recommend.State
-	last  recommend.Recommendation
-	// seen is true once a recommendation was made.
-	seen bool
+	// fed is the time of the newest usage fed.
+	fed time.Time
+	// changed is when the state last learnt something; the checkpoint is
+	// written when it is newer than the last write.
+	changed time.Time
 }
 
-// podState is what tailor remembers of one pod.
+// podState is what tailor remembers of one pod; all of it is either
+// recovered from the pod (its last resize from managedFields, a resize in
+// flight from its status) or a convenience that a restart only delays.
 type podState struct {
 	name string
 	// lastEvent is the newest termination already fed to the recommender.
 	lastEvent time.Time
-	// lastSample is the newest usage time already fed, per container.
-	lastSample map[string]time.Time
 	// lastResize is when tailor last sent a resize, and resizeGeneration the
 	// pod generation it produced, to tell its outcome apart from older ones.
 	lastResize       time.Time
@@ -88,7 +106,7 @@ type podState struct {
 	// evictionBlocked holds the last refused eviction while it stands.
 	evictionBlocked evictionBlock
 	// reported is the last outcome an event was emitted for, so one state
-	// gives one event, not one per sync.
+	// gives one event and one count, not one per sync.
 	reported string
 }
 
@@ -103,12 +121,20 @@ func (s *store) put(uid types.UID, p *policyState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.policies[uid] = p
+	s.selectors[uid] = policySelector{key: p.key, selector: p.selector}
 }
 
-func (s *store) forget(uid types.UID) {
+// forget drops a deleted policy's memory, by UID or, when only its name is
+// left, by name.
+func (s *store) forget(uid types.UID, key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.policies, uid)
+	for u, sel := range s.selectors {
+		if u == uid || sel.key == key {
+			delete(s.policies, u)
+			delete(s.selectors, u)
+		}
+	}
 }
 
 // selecting returns the policies whose selector matches a pod's labels in
@@ -117,7 +143,7 @@ func (s *store) selecting(namespace string, podLabels labels.Set) []types.Namesp
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []types.NamespacedName
-	for _, p := range s.policies {
+	for _, p := range s.selectors {
 		if p.key.Namespace == namespace && p.selector != nil && p.selector.Matches(podLabels) {
 			out = append(out, p.key)
 		}

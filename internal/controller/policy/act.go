@@ -1,0 +1,215 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/autoscale"
+)
+
+// act carries out a policy's decision: it reports how earlier resizes ended,
+// says once per state what is held back and why, evicts in mode
+// InPlaceOrRecreate, and sends the resizes. It returns when to look again.
+func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.PolicyDecision, now time.Time) (time.Duration, error) {
+	state := in.state
+	blocked := map[string]string{}
+	requeue := r.SyncPeriod
+	sooner := func(after time.Duration) {
+		if after > 0 && after < requeue {
+			requeue = after
+		}
+	}
+	sooner(d.RetryAfter)
+	inFlightNow := 0
+	for _, p := range in.pods {
+		r.observeResize(policy, state, p, now)
+		if inFlight(p) {
+			inFlightNow++
+		}
+	}
+	mode := policyMode(policy)
+	if mode == v1alpha1.UpdateModeOff {
+		in.blocked = blocked
+		resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
+		return requeue, nil
+	}
+	held := map[string]autoscale.Held{}
+	for _, h := range d.Held {
+		held[h.Pod.Name] = h
+	}
+	sending := map[string]bool{}
+	for _, a := range d.Resizes {
+		sending[a.Pod.Name] = true
+	}
+	for _, p := range in.pods {
+		ps := state.pod(p)
+		dec := d.Decisions[p.Name]
+		r.reportSkips(policy, ps, p, dec, blocked)
+		if h, ok := held[p.Name]; ok {
+			r.reportHeld(policy, ps, p, h, blocked)
+		}
+		if len(dec.Short) == 0 {
+			ps.shortSince = time.Time{}
+			if dec.RetryAfter == 0 {
+				state.dropPendingRecreation(p)
+			}
+			continue
+		}
+		if mode == v1alpha1.UpdateModeInPlaceOrRecreate && !sending[p.Name] {
+			evicted, retry, err := r.considerRecreate(ctx, policy, in, p, now, blocked)
+			if err != nil {
+				return 0, err
+			}
+			if evicted {
+				continue
+			}
+			sooner(retry)
+		}
+		if !dec.Empty() {
+			msg := shortText(dec.Short)
+			blocked[string(autoscale.SkipNoRoom)] = msg
+			key := "capped"
+			for _, s := range dec.Short {
+				key += ":" + s.Container + "/" + string(s.Resource) + "=" + s.Wanted.String()
+			}
+			r.reportOnce(ps, p, policy, key, EventResizeCapped, msg)
+		}
+	}
+	for _, a := range d.Resizes {
+		retry, err := r.send(ctx, policy, state, a, now, blocked)
+		if err != nil {
+			return 0, err
+		}
+		if retry == 0 {
+			inFlightNow++
+		}
+		sooner(retry)
+	}
+	if len(d.Held) > 0 {
+		// A held pod is due again when a resize in flight finishes, which
+		// its pod's update event announces; the sync period is the backstop.
+		sooner(r.SyncPeriod)
+	}
+	resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
+	in.blocked = blocked
+	return requeue, nil
+}
+
+// reportSkips turns a pod's skipped changes into the ResizesBlocked reasons
+// and one event per state.
+func (r *Reconciler) reportSkips(policy *v1alpha1.TailorPolicy, ps *podState, p *corev1.Pod, dec autoscale.Decision, blocked map[string]string) {
+	for _, s := range dec.Skips {
+		switch s.Reason {
+		case autoscale.SkipRestartNotAllowed, autoscale.SkipNotRequested, autoscale.SkipQoSChange, autoscale.SkipPodLevelLimit:
+			blocked[string(s.Reason)] = s.Message
+			r.reportOnce(ps, p, policy, "skip:"+string(s.Reason)+s.Container, EventResizeSkipped, s.Message)
+		case autoscale.SkipNoRoom:
+			msg := fmt.Sprintf("container %s: %s", s.Container, s.Message)
+			blocked[string(s.Reason)] = msg
+			if r.reportOnce(ps, p, policy, "nodefull:"+s.Container+string(s.Resource), EventResizeDeferred, "not sent: "+msg) {
+				resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "deferred").Inc()
+			}
+		}
+	}
+}
+
+// reportHeld says why a pod's change waits.
+func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *corev1.Pod, h autoscale.Held, blocked map[string]string) {
+	switch h.Reason {
+	case autoscale.HoldInFlight:
+		// Its own resize is being applied: nothing to report.
+	case autoscale.HoldMaxConcurrent:
+		blocked[string(h.Reason)] = h.Message
+	case autoscale.HoldNodeUnknown:
+		blocked[string(h.Reason)] = "pod " + p.Name + ": " + h.Message
+	case autoscale.HoldRefused:
+		blocked[string(h.Rule)] = h.Message
+		if r.reportOnce(ps, p, policy, "refused:"+string(h.Rule), EventResizeRefused, "not sent: "+h.Message) {
+			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
+		}
+	case autoscale.HoldNoRoom:
+		msg := "not sent: " + h.Message
+		blocked[string(h.Reason)] = msg
+		if r.reportOnce(ps, p, policy, "nodefull", EventResizeDeferred, msg) {
+			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "deferred").Inc()
+		}
+	}
+}
+
+// send applies one resize. It returns 0 when it was sent, else when to try
+// again.
+func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, a autoscale.Action, now time.Time, blocked map[string]string) (time.Duration, error) {
+	p := a.Pod
+	ps := state.pod(p)
+	applied, err := r.Actuator.Apply(ctx, p, a.Plan.Patch, actuator.ApplyOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted since it was listed: nothing to resize.
+			return time.Second, nil
+		}
+		var refusal *actuator.Refusal
+		if !errors.As(err, &refusal) {
+			return 0, err
+		}
+		if refusal.Kind == actuator.RefusedConflict {
+			// The pod changed under us: decide again from the new one.
+			return time.Second, nil
+		}
+		blocked["Refused"+string(refusal.Kind)] = refusal.Error()
+		if r.reportOnce(ps, p, policy, "apiserver:"+string(refusal.Kind), EventResizeRefused, refusal.Error()) {
+			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
+		}
+		return r.SyncPeriod, nil
+	}
+	ps.lastResize, ps.resizeGeneration, ps.reported = now, applied.Generation, ""
+	ps.sentRaiseSince = time.Time{}
+	if a.Decision.Raises() {
+		ps.sentRaiseSince = ps.raiseSince
+		ps.raiseSince = time.Time{}
+	}
+	ps.change = describe(a.Decision)
+	ps.result, ps.message = string(actuator.StateProposed), ps.change
+	resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "sent").Inc()
+	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventResized, "Resize", "%s", ps.change)
+	log.FromContext(ctx).Info("resize sent", "pod", klog.KObj(p), "changes", ps.change, "generation", applied.Generation)
+	return 0, nil
+}
+
+// observeResize reports, once, how tailor's last resize of p ended.
+func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyState, p *corev1.Pod, now time.Time) {
+	ps := state.pod(p)
+	if ps.resizeGeneration == 0 {
+		return
+	}
+	obs := actuator.Observe(p)
+	if obs.Generation < ps.resizeGeneration {
+		return
+	}
+	ps.result, ps.message = string(obs.State), ps.change
+	if obs.State != actuator.StateDone && obs.Message != "" {
+		ps.message = ps.change + ": " + obs.Message
+	}
+	if ps.reported == string(obs.State) {
+		return
+	}
+	ps.reported = string(obs.State)
+	if obs.State == actuator.StateDone && !ps.sentRaiseSince.IsZero() {
+		reactionSeconds.WithLabelValues(policy.Namespace, policy.Name).Observe(now.Sub(ps.sentRaiseSince).Seconds())
+		ps.sentRaiseSince = time.Time{}
+	}
+	switch obs.State {
+	case actuator.StateDeferred:
+		r.Events.Eventf(p, policy, corev1.EventTypeWarning, EventResizeDeferred, "Resize", "kubelet deferred the resize: %s", obs.Message)
+	case actuator.StateInfeasible, actuator.StateError:
+		r.Events.Eventf(p, policy, corev1.EventTypeWarning, EventResizeFailed, "Resize", "%s: %s", obs.State, obs.Message)
+	}
+}

@@ -1,0 +1,140 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/recommend"
+)
+
+// DefaultCheckpointInterval is how often a policy's learnt state is written
+// at most: VerticalPodAutoscaler's recommender checkpoints every minute too.
+// What a restart loses is at most this much learning, which the next
+// samples mostly make up: a peak is seen again, a raise is never delayed.
+const DefaultCheckpointInterval = time.Minute
+
+// EventCheckpointInvalid is sent on a policy whose checkpoint could not be
+// read back, with what was lost.
+const EventCheckpointInvalid = "CheckpointInvalid"
+
+// restore fills a new policy state from the policy's TailorCheckpoint. A
+// checkpoint of another policy of the same name (deleted and recreated) is
+// ignored; an entry that does not decode is dropped and said, the others
+// are kept.
+func (r *Reconciler) restore(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState) error {
+	cp := &v1alpha1.TailorCheckpoint{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: policy.Namespace, Name: policy.Name}, cp); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading checkpoint of policy %s/%s: %w", policy.Namespace, policy.Name, err)
+	}
+	if cp.Spec.PolicyUID != string(policy.UID) {
+		return nil
+	}
+	var bad []string
+	for _, c := range cp.Spec.Containers {
+		name := c.Name
+		cfgName := name
+		if name == v1alpha1.PodLevelContainerName {
+			cfgName = v1alpha1.DefaultContainerName
+		}
+		cfg, err := recommenderConfig(r.Recommender, &policy.Spec, cfgName)
+		if err != nil {
+			// The policy itself is invalid: configure reports it.
+			continue
+		}
+		rec, err := recommend.New(cfg)
+		if err != nil {
+			continue
+		}
+		st, err := rec.Restore(c.State)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		state.configs[name] = cfg
+		state.workload[name] = &workloadContainer{state: st, fed: c.UpdateTime.Time, changed: c.UpdateTime.Time}
+	}
+	state.checkpointed = cp.Spec.WriteTime.Time
+	if len(bad) > 0 {
+		state.restoreProblem = fmt.Sprintf("checkpoint %s: %d container state(s) could not be read and start afresh (%s)", cp.Name, len(bad), bad[0])
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventCheckpointInvalid, "Restore", "%s", state.restoreProblem)
+	}
+	log.FromContext(ctx).V(1).Info("restored checkpoint", "containers", len(cp.Spec.Containers)-len(bad), "written", cp.Spec.WriteTime)
+	return nil
+}
+
+// checkpoint writes the policy's learnt state when it changed since the last
+// write and that was at least the checkpoint interval ago. The checkpoint is
+// owned by the policy, so the apiserver deletes it with the policy.
+func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, now time.Time) error {
+	interval := r.CheckpointInterval
+	if interval == 0 {
+		interval = DefaultCheckpointInterval
+	}
+	if !state.checkpointed.IsZero() && now.Sub(state.checkpointed) < interval {
+		return nil
+	}
+	names := make([]string, 0, len(state.workload))
+	changed := false
+	for n, wc := range state.workload {
+		if wc.fed.IsZero() {
+			continue
+		}
+		names = append(names, n)
+		if wc.changed.After(state.checkpointed) {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	sort.Strings(names)
+	if len(names) > maxCheckpointContainers {
+		names = names[:maxCheckpointContainers]
+	}
+	spec := v1alpha1.TailorCheckpointSpec{PolicyName: policy.Name, PolicyUID: string(policy.UID), WriteTime: metav1.NewTime(now.Truncate(time.Second))}
+	for _, n := range names {
+		wc := state.workload[n]
+		b, err := wc.state.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("encoding %s of policy %s/%s: %w", n, policy.Namespace, policy.Name, err)
+		}
+		spec.Containers = append(spec.Containers, v1alpha1.ContainerCheckpoint{Name: n, State: b, UpdateTime: metav1.NewTime(wc.fed.Truncate(time.Second))})
+	}
+	cp := &v1alpha1.TailorCheckpoint{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: policy.Namespace, Name: policy.Name}, cp)
+	switch {
+	case apierrors.IsNotFound(err):
+		cp = &v1alpha1.TailorCheckpoint{ObjectMeta: metav1.ObjectMeta{Namespace: policy.Namespace, Name: policy.Name}, Spec: spec}
+		cp.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(policy, v1alpha1.GroupVersion.WithKind("TailorPolicy"))}
+		err = r.Client.Create(ctx, cp)
+	case err == nil:
+		if equality.Semantic.DeepEqual(cp.Spec.Containers, spec.Containers) {
+			state.checkpointed = now
+			return nil
+		}
+		cp.Spec = spec
+		cp.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(policy, v1alpha1.GroupVersion.WithKind("TailorPolicy"))}
+		err = r.Client.Update(ctx, cp)
+	}
+	if err != nil {
+		return fmt.Errorf("writing checkpoint %s/%s: %w", policy.Namespace, policy.Name, err)
+	}
+	state.checkpointed, state.restoreProblem = now, ""
+	return nil
+}
+
+// maxCheckpointContainers is the CRD's bound on a checkpoint's entries.
+const maxCheckpointContainers = 64

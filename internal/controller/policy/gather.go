@@ -1,0 +1,294 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/internal/resize"
+)
+
+// syncInput is everything one sync of a policy works from.
+type syncInput struct {
+	state *policyState
+	pods  []*corev1.Pod
+	usage metrics.Result
+	// advice is what the recommender said per pod and container, for
+	// status and the reaction metric.
+	advice map[types.UID]podAdvice
+	// decision is the input of the pure decision.
+	decision autoscale.PolicyInput
+	// blocked is what held resizes back, by reason, for status.
+	blocked map[string]string
+}
+
+// gather reads what the policy's sync needs: its configuration, its running
+// pods, one usage read for all of them, the learnt state (restored from the
+// checkpoint on first sight), and the nodes the pods run on.
+func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, now time.Time) (*syncInput, error) {
+	state, err := r.prepare(ctx, policy, now)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := r.pods(ctx, state)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.configure(policy, state, pods); err != nil {
+		return nil, err
+	}
+	usage, err := r.usageSource(state).Usage(ctx, pods)
+	if err != nil {
+		return nil, &metricsUnavailableError{err: err}
+	}
+	state.problems = usage.Problems
+	r.learn(state, pods, usage, now)
+
+	in := &syncInput{state: state, pods: pods, usage: usage, advice: map[types.UID]podAdvice{}}
+	in.decision = autoscale.PolicyInput{
+		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
+	}
+	for _, p := range pods {
+		ps := state.pod(p)
+		if last := lastResizeOf(p); last.After(ps.lastResize) {
+			// A resize this process did not send, or sent before it
+			// restarted: the pod's own record says when.
+			ps.lastResize = last
+		}
+		a := r.recommend(state, p, usage, now)
+		in.advice[p.UID] = a
+		in.decision.Pods = append(in.decision.Pods, autoscale.PodInput{
+			Pod: p, Targets: a.targets, PodTarget: a.podTarget, WorkingSet: a.workingSet,
+			LastResize: ps.lastResize, InFlight: inFlight(p), RaiseSince: ps.raiseSince,
+		})
+	}
+	if policyMode(policy) != v1alpha1.UpdateModeOff {
+		if in.decision.Nodes, err = r.nodes(ctx, pods); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// prepare resolves the policy's selector and gives it its state: kept across
+// syncs, rebuilt on a spec change without losing what was learnt, and
+// restored from the checkpoint when this process has not seen the policy.
+func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy, now time.Time) (*policyState, error) {
+	if err := policy.Spec.Validate(); err != nil {
+		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
+	}
+	sel, err := r.selector(ctx, policy)
+	if err != nil {
+		return nil, err
+	}
+	state, known := r.store.get(policy.UID)
+	if !known {
+		state = &policyState{
+			key:         types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name},
+			uid:         policy.UID,
+			configs:     map[string]recommend.Config{},
+			workload:    map[string]*workloadContainer{},
+			pods:        map[types.UID]*podState{},
+			recreations: map[types.UID]v1alpha1.Recreation{},
+		}
+		// After a restart: replacements may still be on their way.
+		for _, rc := range policy.Status.Recreations {
+			state.recreations[types.UID(rc.OwnerUID)] = rc
+		}
+		if err := r.restore(ctx, policy, state); err != nil {
+			return nil, err
+		}
+	}
+	if !known || state.generation != policy.Generation {
+		if err := r.prepareSource(policy, state); err != nil {
+			return nil, err
+		}
+		state.generation = policy.Generation
+	}
+	state.selector = sel
+	r.store.put(policy.UID, state)
+	return state, nil
+}
+
+// configure gives every container name the policy meets its recommender
+// configuration, checked here so a bad override is a status condition, not
+// a failure later. A container whose configuration changed keeps what it
+// learnt, carried over into the new windows.
+func (r *Reconciler) configure(policy *v1alpha1.TailorPolicy, state *policyState, pods []*corev1.Pod) error {
+	names := map[string]bool{}
+	for _, p := range pods {
+		for _, c := range metrics.Containers(p) {
+			names[c] = true
+		}
+		if p.Spec.Resources != nil {
+			names[autoscale.PodLevelName] = true
+		}
+	}
+	for name := range state.workload {
+		names[name] = true
+	}
+	for name := range names {
+		cfgName := name
+		if name == autoscale.PodLevelName {
+			cfgName = v1alpha1.DefaultContainerName
+		}
+		cfg, err := recommenderConfig(r.Recommender, &policy.Spec, cfgName)
+		if err != nil {
+			return &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
+		}
+		old, had := state.configs[name]
+		state.configs[name] = cfg
+		wc, learnt := state.workload[name]
+		if !had || !learnt || old == cfg {
+			continue
+		}
+		rec, err := recommend.New(cfg)
+		if err != nil {
+			return &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
+		}
+		b, err := wc.state.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("carrying %s's state over a policy change: %w", name, err)
+		}
+		st, err := rec.Restore(b)
+		if err != nil {
+			return fmt.Errorf("carrying %s's state over a policy change: %w", name, err)
+		}
+		wc.state = st
+	}
+	return nil
+}
+
+// selector is the policy's own selector or its target's.
+func (r *Reconciler) selector(ctx context.Context, policy *v1alpha1.TailorPolicy) (labels.Selector, error) {
+	if policy.Spec.Selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(policy.Spec.Selector)
+		if err != nil {
+			return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidSelector, err: fmt.Errorf("selector: %w", err)}
+		}
+		return sel, nil
+	}
+	ref := policy.Spec.TargetRef
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: fmt.Errorf("targetRef.apiVersion: %w", err)}
+	}
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: policy.Namespace, Name: ref.Name}, target); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil, &invalidPolicyError{reason: v1alpha1.ReasonTargetNotFound,
+				err: fmt.Errorf("targetRef %s %s/%s: %w", ref.Kind, policy.Namespace, ref.Name, err)}
+		}
+		return nil, fmt.Errorf("reading targetRef %s %s/%s: %w", ref.Kind, policy.Namespace, ref.Name, err)
+	}
+	raw, found, err := unstructured.NestedMap(target.Object, "spec", "selector")
+	if err != nil || !found {
+		return nil, &invalidPolicyError{reason: v1alpha1.ReasonTargetNotFound,
+			err: fmt.Errorf("targetRef %s %s/%s has no spec.selector", ref.Kind, policy.Namespace, ref.Name)}
+	}
+	ls := &metav1.LabelSelector{}
+	if err := runtimeConvert(raw, ls); err != nil {
+		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidSelector, err: fmt.Errorf("targetRef %s/%s selector: %w", ref.Kind, ref.Name, err)}
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidSelector, err: fmt.Errorf("targetRef %s/%s selector: %w", ref.Kind, ref.Name, err)}
+	}
+	return sel, nil
+}
+
+// pods lists the running pods a policy selects, sorted by name.
+func (r *Reconciler) pods(ctx context.Context, state *policyState) ([]*corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(state.key.Namespace), client.MatchingLabelsSelector{Selector: state.selector}); err != nil {
+		return nil, fmt.Errorf("listing pods for policy %s: %w", state.key, err)
+	}
+	var out []*corev1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && p.DeletionTimestamp.IsZero() {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// nodes reads each node the pods run on once, with the pods bound to it. A
+// node that is gone is left out: its pods are held, the others go on.
+func (r *Reconciler) nodes(ctx context.Context, pods []*corev1.Pod) (map[string]*resize.NodeState, error) {
+	out := map[string]*resize.NodeState{}
+	for _, p := range pods {
+		name := p.Spec.NodeName
+		if _, done := out[name]; done {
+			continue
+		}
+		node := &corev1.Node{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			if apierrors.IsNotFound(err) {
+				out[name] = nil
+				continue
+			}
+			return nil, fmt.Errorf("reading node %s: %w", name, err)
+		}
+		var bound corev1.PodList
+		if err := r.Client.List(ctx, &bound, client.MatchingFields{"spec.nodeName": name}); err != nil {
+			return nil, fmt.Errorf("listing pods on node %s: %w", name, err)
+		}
+		ns := &resize.NodeState{Allocatable: node.Status.Allocatable, Labels: node.Labels, DeclaredFeatures: node.Status.DeclaredFeatures}
+		for i := range bound.Items {
+			ns.Pods = append(ns.Pods, &bound.Items[i])
+		}
+		out[name] = ns
+	}
+	for name, ns := range out {
+		if ns == nil {
+			delete(out, name)
+		}
+	}
+	return out, nil
+}
+
+// inFlight reports whether a resize of p, by tailor or anyone, is not
+// finished: the kubelet has not seen it, is applying it or deferred it. A
+// kubelet that does not report observedGeneration (before 1.34) leaves only
+// the conditions to go by.
+func inFlight(p *corev1.Pod) bool {
+	obs := actuator.Observe(p)
+	switch obs.State {
+	case actuator.StateProposed:
+		return p.Status.ObservedGeneration > 0
+	case actuator.StateInProgress, actuator.StateDeferred:
+		return true
+	}
+	return false
+}
+
+// lastResizeOf is when tailor last resized p, from the managedFields entry
+// its resizes are recorded under; zero when none is there.
+func lastResizeOf(p *corev1.Pod) time.Time {
+	var last time.Time
+	for _, mf := range p.ManagedFields {
+		if mf.Manager == actuator.FieldManager && mf.Subresource == "resize" && mf.Time != nil && mf.Time.After(last) {
+			last = mf.Time.Time
+		}
+	}
+	return last
+}

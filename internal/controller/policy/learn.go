@@ -1,0 +1,255 @@
+package policy
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/recommend"
+)
+
+// learn feeds new usage and terminations to the workload's recommender
+// states. Each container name gets one sample per read: the largest of its
+// pods' newer samples, since every pod of the workload is sized alike and
+// must hold what its busiest sibling does; sample-to-sample jitter is then
+// measured on that one series, not across pods. The pod-level state learns
+// the largest pod's total.
+func (r *Reconciler) learn(state *policyState, pods []*corev1.Pod, usage metrics.Result, now time.Time) {
+	type agg struct {
+		at        time.Time
+		cpu, mem  float64
+		throttled float64
+		cpuLimit  float64
+		seen      bool
+	}
+	byName := map[string]*agg{}
+	add := func(name string, t time.Time, cpu, mem float64, throttled *float64, cpuLimit float64) {
+		wc := r.workloadContainer(state, name)
+		if !t.After(wc.fed) {
+			return
+		}
+		a, ok := byName[name]
+		if !ok {
+			a = &agg{}
+			byName[name] = a
+		}
+		a.seen = true
+		if t.After(a.at) {
+			a.at = t
+		}
+		a.cpu, a.mem = max(a.cpu, cpu), max(a.mem, mem)
+		if throttled != nil && *throttled >= a.throttled {
+			a.throttled, a.cpuLimit = *throttled, cpuLimit
+		}
+	}
+	for _, p := range pods {
+		ps := state.pod(p)
+		for _, t := range metrics.Terminations(p, ps.lastEvent) {
+			wc := r.workloadContainer(state, t.Container)
+			// The kubelet has been seen reporting a memcg OOM kill as reason
+			// Error with exit code 137: with a memory limit, a SIGKILL counts
+			// as one, since raising memory is the safe mistake.
+			if t.OOMKilled || (t.SIGKILL && t.MemoryLimit > 0) {
+				wc.state.RecordOOM(t.FinishedAt, t.MemoryLimit)
+			} else {
+				wc.state.RecordRestart(t.FinishedAt)
+			}
+			wc.changed = now
+			if t.FinishedAt.After(ps.lastEvent) {
+				ps.lastEvent = t.FinishedAt
+			}
+		}
+		var podCPU, podMem float64
+		var podAt time.Time
+		complete := true
+		names := metrics.Containers(p)
+		for _, c := range names {
+			u, ok := usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
+			if !ok {
+				complete = false
+				continue
+			}
+			add(c, u.Time, u.CPU, u.Memory, u.Throttled, limited(p, c, corev1.ResourceCPU))
+			podCPU, podMem = podCPU+u.CPU, podMem+u.Memory
+			if u.Time.After(podAt) {
+				podAt = u.Time
+			}
+		}
+		if p.Spec.Resources != nil && complete && len(names) > 0 {
+			add(autoscale.PodLevelName, podAt, podCPU, podMem, nil, 0)
+		}
+	}
+	for name, a := range byName {
+		if !a.seen {
+			continue
+		}
+		wc := state.workload[name]
+		wc.state.AddSample(recommend.Sample{CPU: a.cpu, Memory: a.mem}, a.at)
+		if a.cpuLimit > 0 {
+			wc.state.RecordThrottling(a.at, a.throttled, a.cpuLimit)
+		}
+		wc.fed, wc.changed = a.at, now
+	}
+}
+
+func (s *policyState) pod(p *corev1.Pod) *podState {
+	ps, ok := s.pods[p.UID]
+	if !ok {
+		ps = &podState{name: p.Name}
+		// Terminations from before tailor saw the pod are history the
+		// recommender cannot date against its samples.
+		ps.lastEvent = p.CreationTimestamp.Time
+		s.pods[p.UID] = ps
+	}
+	return ps
+}
+
+// workloadContainer is the state of one container name, made on first use
+// from its configuration (prepare checked every name the pods have).
+func (r *Reconciler) workloadContainer(state *policyState, name string) *workloadContainer {
+	wc, ok := state.workload[name]
+	if ok {
+		return wc
+	}
+	cfg, ok := state.configs[name]
+	if !ok {
+		cfg = r.Recommender
+	}
+	rec, err := recommend.New(cfg)
+	if err != nil {
+		// configure validated every container's configuration.
+		panic("recommender configuration for " + name + " became invalid: " + err.Error())
+	}
+	wc = &workloadContainer{state: rec.NewState()}
+	state.workload[name] = wc
+	return wc
+}
+
+// podAdvice is what the recommender says for one pod.
+type podAdvice struct {
+	targets    map[string]autoscale.Target
+	podTarget  autoscale.Target
+	workingSet map[string]resource.Quantity
+	// recs are the recommendations against this pod's values, by
+	// container name (PodLevelName for the pod's own).
+	recs map[string]recommend.Recommendation
+	// raiseSince is when the oldest evidence for a raise was taken.
+	raiseSince time.Time
+}
+
+// recommend asks the workload's state about one pod's current values.
+func (r *Reconciler) recommend(state *policyState, p *corev1.Pod, usage metrics.Result, now time.Time) podAdvice {
+	a := podAdvice{targets: map[string]autoscale.Target{}, workingSet: map[string]resource.Quantity{}, recs: map[string]recommend.Recommendation{}}
+	ps := state.pod(p)
+	allFresh := true
+	consider := func(name string, cur recommend.Resources, fresh bool, at time.Time) *autoscale.Target {
+		wc, ok := state.workload[name]
+		if !ok {
+			return nil
+		}
+		rec := wc.state.Recommend(cur, ps.lastResize, now)
+		a.recs[name] = rec
+		t := autoscale.Target{}
+		// Without fresh usage only a raise is allowed: an OOM-killed
+		// container in a crash loop reports no usage and needs memory most;
+		// missing data never lowers anything.
+		if rec.CPU.Decision == recommend.Raise || (fresh && rec.CPU.Decision == recommend.Lower) {
+			t.CPU = resource.NewMilliQuantity(int64(rec.CPU.Target*1000+0.5), resource.DecimalSI)
+		}
+		if rec.Memory.Decision == recommend.Raise || (fresh && rec.Memory.Decision == recommend.Lower) {
+			t.Memory = resource.NewQuantity(int64(rec.Memory.Target), resource.BinarySI)
+		}
+		if rec.CPU.Decision == recommend.Raise || rec.Memory.Decision == recommend.Raise {
+			since := now
+			if fresh && at.Before(now) {
+				since = at
+			}
+			if oom := wc.state.LastOOM(); !oom.IsZero() && oom.Before(since) && oom.After(ps.lastResize) {
+				since = oom
+			}
+			if a.raiseSince.IsZero() || since.Before(a.raiseSince) {
+				a.raiseSince = since
+			}
+		}
+		if t.CPU == nil && t.Memory == nil {
+			return nil
+		}
+		return &t
+	}
+	for _, c := range metrics.Containers(p) {
+		u, fresh := usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
+		if fresh {
+			a.workingSet[c] = *resource.NewQuantity(int64(u.Memory), resource.BinarySI)
+		} else {
+			allFresh = false
+		}
+		cur := recommend.Resources{CPU: requested(p, c, corev1.ResourceCPU), Memory: requested(p, c, corev1.ResourceMemory)}
+		if t := consider(c, cur, fresh, u.Time); t != nil {
+			a.targets[c] = *t
+		}
+	}
+	if pr := p.Spec.Resources; pr != nil {
+		cur := recommend.Resources{CPU: quantityOf(pr.Requests, corev1.ResourceCPU), Memory: quantityOf(pr.Requests, corev1.ResourceMemory)}
+		if t := consider(autoscale.PodLevelName, cur, allFresh, now); t != nil {
+			a.podTarget = *t
+		}
+	}
+	switch {
+	case a.raiseSince.IsZero():
+		ps.raiseSince = time.Time{}
+	case ps.raiseSince.IsZero() || a.raiseSince.Before(ps.raiseSince):
+		ps.raiseSince = a.raiseSince
+	}
+	return a
+}
+
+// requested is the container's request in cores or bytes (0 when unset): the
+// value the recommendation sizes, so the one the recommender compares its
+// target with.
+func requested(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
+	c := findContainer(p, container)
+	if c == nil {
+		return 0
+	}
+	return quantityOf(c.Resources.Requests, r)
+}
+
+// limited is the container's limit in cores or bytes (0 when unset): the
+// value CFS throttling is measured against.
+func limited(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
+	c := findContainer(p, container)
+	if c == nil {
+		return 0
+	}
+	return quantityOf(c.Resources.Limits, r)
+}
+
+func quantityOf(l corev1.ResourceList, r corev1.ResourceName) float64 {
+	q, ok := l[r]
+	if !ok {
+		return 0
+	}
+	if r == corev1.ResourceCPU {
+		return float64(q.MilliValue()) / 1000
+	}
+	return float64(q.Value())
+}
+
+// forgetGone drops the pods that are no longer selected, except an evicted
+// pod whose replacement may still come.
+func (s *policyState) forgetGone(pods []*corev1.Pod, now time.Time) {
+	live := map[types.UID]bool{}
+	for _, p := range pods {
+		live[p.UID] = true
+	}
+	for uid, ps := range s.pods {
+		keep := ps.result == stateEvicted && now.Sub(ps.lastResize) < RecreationTTL
+		if !live[uid] && !keep {
+			delete(s.pods, uid)
+		}
+	}
+}
