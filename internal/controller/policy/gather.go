@@ -57,6 +57,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if err != nil {
 		return nil, &metricsUnavailableError{err: err}
 	}
+	usage = sane(usage)
 	state.problems = usage.Problems
 	r.learn(state, pods, usage, now)
 
@@ -291,4 +292,37 @@ func lastResizeOf(p *corev1.Pod) time.Time {
 		}
 	}
 	return last
+}
+
+// sane drops what no container can use (NaN, infinite or negative figures,
+// a throttled share outside [0, 1]) and says so among the problems: a
+// source that lets one through must not make a peak of it.
+func sane(u metrics.Result) metrics.Result {
+	out := metrics.Result{Usage: make(map[metrics.Key]metrics.Usage, len(u.Usage)), Problems: u.Problems}
+	keys := make([]metrics.Key, 0, len(u.Usage))
+	for k := range u.Usage {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, k := range keys {
+		v := u.Usage[k]
+		bad := func(m metrics.Metric, x float64) bool {
+			if metrics.CheckValue(x) == "" {
+				return false
+			}
+			out.Problems = append(out.Problems, metrics.Problem{Key: k, Metric: m, Reason: metrics.ReasonInvalid, Detail: fmt.Sprintf("value %v", x)})
+			return true
+		}
+		if bad(metrics.MetricCPU, v.CPU) || bad(metrics.MetricMemory, v.Memory) {
+			continue
+		}
+		if t := v.Throttled; t != nil && !bad(metrics.MetricThrottling, *t) && *t > 1 {
+			out.Problems = append(out.Problems, metrics.Problem{Key: k, Metric: metrics.MetricThrottling, Reason: metrics.ReasonInvalid, Detail: fmt.Sprintf("throttled share %v above 1", *t)})
+			v.Throttled = nil
+		} else if t != nil && metrics.CheckValue(*t) != "" {
+			v.Throttled = nil
+		}
+		out.Usage[k] = v
+	}
+	return out
 }
