@@ -176,6 +176,10 @@ func cpuLimitMillis(p *corev1.Pod) int64 {
 	return p.Spec.Containers[0].Resources.Limits.Cpu().MilliValue()
 }
 
+func cpuRequestMillis(p *corev1.Pod) int64 {
+	return p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+}
+
 func TestAutoscaleRaisesThrottledCPUInPlaceWithinBounds(t *testing.T) {
 	ns := newNamespace(t)
 	c := startManager(t)
@@ -198,20 +202,25 @@ func TestAutoscaleRaisesThrottledCPUInPlaceWithinBounds(t *testing.T) {
 	// long the whole test took to see it.
 	wantReaction(t, ns, "hot", time.Since(start))
 
-	// Keeps raising while throttled, up to maxAllowed and never past it. The
-	// last step may stop short of 400m by less than the 5% tolerance below
-	// which tailor does not think a resize worth it (e.g. 395m).
-	top := waitPod(t, pod, 120*time.Second, "cpu limit raised to maxAllowed", func(p *corev1.Pod) bool { return cpuLimitMillis(p) >= 380 })
-	if got := cpuLimitMillis(top); got > 400 {
-		t.Errorf("cpu limit = %dm, past maxAllowed 400m", got)
+	// Keeps raising while throttled, up to maxAllowed and never past it:
+	// maxAllowed bounds the request, which the recommendation sizes, and
+	// the limit keeps the workload's 1:2 ratio to it. The last step may stop
+	// short of 400m by less than the 5% tolerance below which tailor does
+	// not think a resize worth it (e.g. 395m).
+	top := waitPod(t, pod, 120*time.Second, "cpu request raised to maxAllowed", func(p *corev1.Pod) bool { return cpuRequestMillis(p) >= 380 })
+	if got := cpuRequestMillis(top); got > 400 {
+		t.Errorf("cpu request = %dm, past maxAllowed 400m", got)
 	}
 	time.Sleep(8 * time.Second)
 	final, err := clientset.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cpuLimitMillis(final); got > 400 {
-		t.Errorf("cpu limit went past maxAllowed: %dm", got)
+	if got := cpuRequestMillis(final); got > 400 {
+		t.Errorf("cpu request went past maxAllowed: %dm", got)
+	}
+	if r, l := cpuRequestMillis(final), cpuLimitMillis(final); r*2 < l-2 || r*2 > l+2 {
+		t.Errorf("request %dm and limit %dm lost the 1:2 ratio", r, l)
 	}
 	st := containerStatus(final, "app")
 	if st.RestartCount != 0 || st.ContainerID != before.ContainerID {
