@@ -88,7 +88,7 @@ func TestManyIdleReplicasOneAtATime(t *testing.T) {
 // (here one sync each: the simulated kubelet answers within the sync).
 func TestHundredIdleReplicasLoweredWithinOneWindow(t *testing.T) {
 	failsUntilV2(t, "a lower held back by maxConcurrentResizes restarts that pod's stabilization window: "+
-		"after 224 syncs (one 2m window + 100 round trips + 10%) only 17 of 100 replicas lowered")
+		"only 5 of 100 replicas lowered after 125 syncs (one 2m window + 100 round trips + 10%)")
 	const n = 100
 	window := 2 * time.Minute
 	windowSyncs := int(window / syncPeriod)
