@@ -28,7 +28,9 @@ import (
 //     allocatedResources and resources of each container = its spec, and no
 //     resize condition (accepted and actuated at once);
 //   - it can never fit (the pod alone asks more than the node's
-//     allocatable): PodResizePending, reason Infeasible;
+//     allocatable): PodResizePending, reason Infeasible (the apiserver
+//     refuses such a resize itself since 1.36, so this needs a node whose
+//     allocatable shrank after the resize was admitted);
 //   - it fits the node but not next to the others: PodResizePending, reason
 //     Deferred; retried on every later Sync, as the kubelet retries deferred
 //     resizes when pods leave;
