@@ -87,3 +87,38 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 		})
 	}
 }
+
+// One broken sample among good ones must not change what the good ones
+// call for: a container throttled after a +Inf reading is still raised.
+func TestOneInfiniteSampleDoesNotBlockARaise(t *testing.T) {
+	failsUntilV2(t, "one +Inf cpu sample (recommend.AddSample keeps it: its guard is cpu >= 0) holds the cpu limit at 1 "+
+		"while throttled for 3 syncs, with ResizesBlocked=False NotBlocked and no event")
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	e.policy("web", nil)
+	e.source.Set(e.ns, "web-0", "app", 0.5, 200*mi)
+	e.syncs("web", 3)
+	e.source.Set(e.ns, "web-0", "app", math.Inf(1), 200*mi)
+	e.sync("web")
+	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 0.5)
+	e.syncs("web", 3)
+	p := e.getPod("web-0")
+	if got := limitOf(p, "app", "cpu"); got == "1" {
+		t.Errorf("a throttled container at its 1-core limit was not raised in 3 syncs after one +Inf sample; status %+v; events:%s",
+			e.getPolicy("web").Status.Conditions, e.events)
+	}
+}
+
+// A steady state writes the policy's status once, not every sync.
+func TestSteadyStateDoesNotRewriteStatus(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	e.policy("web", nil)
+	e.source.Set(e.ns, "web-0", "app", 0.6, 300*mi)
+	e.syncs("web", 3)
+	rv := e.getPolicy("web").ResourceVersion
+	e.syncs("web", 20)
+	if got := e.getPolicy("web"); got.ResourceVersion != rv {
+		t.Errorf("policy status rewritten during 20 syncs of a steady state (resourceVersion %s -> %s): %+v", rv, got.ResourceVersion, got.Status)
+	}
+}
