@@ -258,3 +258,36 @@ func TestHeldResizesCountOnce(t *testing.T) {
 		})
 	}
 }
+
+// Like a restart, a spec edit (here an unrelated maxAllowed change) must
+// not forget the usage learned: a memory peak seen before still holds.
+func TestPolicyEditKeepsTheMemoryPeak(t *testing.T) {
+	failsUntilV2(t, "prepare rebuilds every recommender on a generation change: "+
+		"2m10s after the edit: memory limit 356Mi, below the 700Mi peak seen before it (+5%: 735Mi)")
+	e := newEnv(t, controllerOptions{})
+	e.pod("db", builder.Pod("db-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "1Gi")))
+	e.policy("db", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: 2 * time.Minute}}}
+	})
+	e.source.Set(e.ns, "db-0", "app", 0.5, 700*mi)
+	e.syncs("db", 6)
+	e.source.Set(e.ns, "db-0", "app", 0.5, 100*mi)
+	e.syncs("db", 6)
+	pol := e.getPolicy("db")
+	pol.Spec.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+		ContainerName: "app", MaxAllowed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+	}}}
+	if err := apiClient.Update(e.ctx, pol); err != nil {
+		t.Fatalf("edit policy: %v", err)
+	}
+	editAt := e.elapsed()
+	floor := resource.NewQuantity(735*mi, resource.BinarySI)
+	for range 30 {
+		e.sync("db")
+		lim := e.getPod("db-0").Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]
+		if lim.Cmp(*floor) < 0 {
+			t.Fatalf("%s after the edit: memory limit %s, below the 700Mi peak seen before it (+5%%: %s)",
+				e.elapsed()-editAt, lim.String(), floor.String())
+		}
+	}
+}
