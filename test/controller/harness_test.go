@@ -221,7 +221,8 @@ func (e *env) syncs(name string, n int) {
 	}
 }
 
-// requests and limits of container c of pod p, as "cpu/memory" strings.
+// requestOf and limitOf are container c's request and limit of r, as
+// quantity strings ("unset" when there is none).
 func requestOf(p *corev1.Pod, c string, r corev1.ResourceName) string {
 	for _, ctr := range p.Spec.Containers {
 		if ctr.Name == c {
