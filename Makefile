@@ -21,7 +21,7 @@ HELM_LDFLAGS  := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 TAILOR_KUBECONFIG ?= /var/lib/tailor-dev/admin.kubeconfig
 E2E_TIMEOUT   ?= 40m
 
-.PHONY: demo demo-resize test unit lint e2e build install cluster-up cluster-down cluster-status bench bench-e2e generate verify-generated verify-deploy clean
+.PHONY: demo demo-resize test unit controller lint e2e build install cluster-up cluster-down cluster-status bench bench-e2e generate verify-generated verify-deploy clean
 
 ## demo: local cluster + the tailor manager autoscaling a workload in place.
 demo: build
@@ -31,8 +31,8 @@ demo: build
 demo-resize: build
 	hack/demo-resize.sh
 
-## test: lint, unit tests, then the e2e suite on a real local cluster.
-test: lint unit e2e
+## test: lint, unit tests, the controller tier, then the e2e suite on a real local cluster.
+test: lint unit controller e2e
 
 build:
 	$(GO) build -o $(BIN)/tailor ./cmd/tailor
@@ -46,6 +46,18 @@ install: build
 
 unit:
 	$(GO) test -race -count=1 ./...
+
+## controller: the controller tier (test/controller): the policy reconciler against
+## a real kube-apiserver and etcd (envtest, on random ports: it does not touch the
+## local cluster), with a fake clock, a scripted metrics source and a simulated
+## kubelet. Builds those two binaries first when they are not cached.
+## CONTROLLER_FLAGS passes go test flags, e.g. CONTROLLER_FLAGS='-run Restart -v'.
+CONTROLLER_FLAGS ?=
+controller:
+	hack/cluster.sh build etcd kube-apiserver
+	source hack/lib.sh; \
+	TEST_ASSET_KUBE_APISERVER="$$K8S_BIN/kube-apiserver" TEST_ASSET_ETCD="$$ETCD_BIN/etcd" \
+		$(GO) test -tags controller -count=1 $(CONTROLLER_FLAGS) ./test/controller
 
 $(GOLANGCI_LINT):
 	mkdir -p $(TOOLS_BIN)
@@ -108,7 +120,8 @@ lint: $(GOLANGCI_LINT) $(HELM) verify-generated
 	$(HELM) lint --strict --quiet deploy/helm/tailor
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [[ -n "$$unformatted" ]]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e ./...
+	$(GO) vet -tags controller ./test/controller
+	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,controller ./...
 
 ## e2e: brings the cluster up (building what is missing), runs the suite, tears down.
 e2e: build $(HELM)

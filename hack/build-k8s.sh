@@ -2,11 +2,28 @@
 # Builds kube-apiserver, kubelet, kube-scheduler, kube-controller-manager and
 # kubectl for K8S_VERSION, and etcd for ETCD_VERSION, from the Go module proxy.
 # Skips every binary that is already in the cache.
+#
+#   hack/build-k8s.sh                          everything the local cluster runs
+#   hack/build-k8s.sh etcd kube-apiserver      only these (the controller tests)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-K8S_CMDS=(kube-apiserver kubelet kube-scheduler kube-controller-manager kubectl)
+ALL_K8S_CMDS=(kube-apiserver kubelet kube-scheduler kube-controller-manager kubectl)
+K8S_CMDS=()
+WANT_ETCD=0
+if [[ $# -eq 0 ]]; then
+  K8S_CMDS=("${ALL_K8S_CMDS[@]}")
+  WANT_ETCD=1
+fi
+for arg in "$@"; do
+  case " etcd ${ALL_K8S_CMDS[*]} " in
+    *" ${arg} "*) ;;
+    *) die "unknown binary ${arg}: choose from etcd ${ALL_K8S_CMDS[*]}" ;;
+  esac
+  if [[ "$arg" == etcd ]]; then WANT_ETCD=1; else K8S_CMDS+=("$arg"); fi
+done
 
 build_kubernetes() {
+  [[ ${#K8S_CMDS[@]} -gt 0 ]] || return 0
   local missing=()
   for c in "${K8S_CMDS[@]}"; do [[ -x "${K8S_BIN}/${c}" ]] || missing+=("$c"); done
   if [[ ${#missing[@]} -eq 0 ]]; then log "kubernetes ${K8S_VERSION}: binaries cached in ${K8S_BIN}"; return; fi
@@ -63,5 +80,5 @@ build_etcd() {
   mv "${ETCD_BIN}/etcd.tmp" "${ETCD_BIN}/etcd"
 }
 
-build_etcd
+if [[ "$WANT_ETCD" -eq 1 ]]; then build_etcd; fi
 build_kubernetes

@@ -4,6 +4,8 @@
 # plain processes, for tailor's e2e tests and demo.
 #
 #   hack/cluster.sh up       install, build and start what is missing (idempotent)
+#   hack/cluster.sh build [binary...]   only build what is missing into the cache
+#                            (all by default; e.g. etcd kube-apiserver), start nothing
 #   hack/cluster.sh down     stop everything and remove all state it created
 #   hack/cluster.sh status   what runs, node and pods
 #   hack/cluster.sh logs [component]
@@ -366,9 +368,10 @@ cmd_logs() {
 
 case "${1:-}" in
   up) cmd_up ;;
+  build) shift; "${HACK_DIR}/build-k8s.sh" "$@" ;;
   down) cmd_down ;;
   status) cmd_status ;;
   logs) shift; cmd_logs "$@" ;;
   kubeconfig) echo "$KUBECONFIG_PATH" ;;
-  *) echo "usage: $0 up|down|status|logs [component]|kubeconfig" >&2; exit 2 ;;
+  *) echo "usage: $0 up|build [binary...]|down|status|logs [component]|kubeconfig" >&2; exit 2 ;;
 esac

@@ -1,0 +1,114 @@
+//go:build controller
+
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tailorhq/tailor/internal/actuator"
+	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/recommend"
+)
+
+// controllerOptions are what a test may change about the controller.
+type controllerOptions struct {
+	// Recommender replaces recommend.DefaultConfig() when set.
+	Recommender *recommend.Config
+	// Client replaces the direct apiserver client (the manager scenario
+	// passes its cached one).
+	Client client.Client
+	// SyncPeriod replaces syncPeriod when set.
+	SyncPeriod time.Duration
+}
+
+// deps are what outlives one controller: the clock, the metrics source and
+// the events sink.
+type deps struct {
+	clock  clock.PassiveClock
+	source metrics.Source
+	events events.EventRecorder
+}
+
+// newController builds the policy reconciler as internal/manager wires it,
+// against the envtest apiserver. It is the one place that knows how: when
+// the controller's construction changes, only this function does.
+func newController(t testing.TB, d deps, opts controllerOptions) *policyctrl.Reconciler {
+	t.Helper()
+	rec := recommend.DefaultConfig()
+	if opts.Recommender != nil {
+		rec = *opts.Recommender
+	}
+	if err := rec.Validate(); err != nil {
+		t.Fatalf("recommender configuration: %v", err)
+	}
+	c := opts.Client
+	if c == nil {
+		c = apiClient
+	}
+	period := syncPeriod
+	if opts.SyncPeriod > 0 {
+		period = opts.SyncPeriod
+	}
+	return &policyctrl.Reconciler{
+		Client:      c,
+		Clock:       d.clock,
+		Events:      d.events,
+		Source:      d.source,
+		Actuator:    &actuator.Actuator{Client: apiClient, Server: server},
+		SyncPeriod:  period,
+		Recommender: rec,
+	}
+}
+
+var _ reconcile.Reconciler = (*policyctrl.Reconciler)(nil)
+
+// newManagedController runs a controller from newController under a
+// controller-runtime manager watching the apiserver through its cache, set
+// up as internal/manager does (the pods-by-node index, the controller's own
+// watches), and stops it when the test ends.
+func newManagedController(t *testing.T, d deps, opts controllerOptions) *policyctrl.Reconciler {
+	t.Helper()
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             crconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		t.Fatalf("indexing pods by node: %v", err)
+	}
+	opts.Client = mgr.GetClient()
+	r := newController(t, d, opts)
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatalf("setting up the controller: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return r
+}

@@ -1,0 +1,293 @@
+//go:build controller
+
+package controller
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+// What the controller rewrite must fix. Each test calls failsUntilV2 with
+// the failure seen on today's controller.
+
+func requestsOnly(window time.Duration) func(*v1alpha1.TailorPolicySpec) {
+	return func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "app", ControlledValues: ptr.To(v1alpha1.ControlledValuesRequestsOnly),
+		}}}
+		s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: window}}}
+	}
+}
+
+func cpuRequest(p *corev1.Pod) resource.Quantity {
+	return p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+}
+
+// Finding 1a: under RequestsOnly the request is what is sized, so a
+// request far below the usage is raised at once, whatever the limit.
+func TestRequestsOnlyRaisesALowRequestPromptly(t *testing.T) {
+	failsUntilV2(t, "RequestsOnly is sized against the limit (provisioned reads the limit first), so a request of 250m "+
+		"under a 3-core limit at 1.5 cores waits out the scale-down window: after 3 syncs: cpu request 250m, want at least 1500m")
+	e := newEnv(t, controllerOptions{})
+	e.pod("svc", builder.Pod("svc-0").Container(builder.Container("app").Requests("250m", "256Mi").Limits("3", "512Mi")))
+	e.policy("svc", requestsOnly(15*time.Minute))
+	e.source.Set(e.ns, "svc-0", "app", 1.5, 200*mi)
+	e.syncs("svc", 3)
+	if got := cpuRequest(e.getPod("svc-0")); got.Cmp(resource.MustParse("1500m")) < 0 {
+		t.Errorf("after 3 syncs using 1.5 cores: cpu request %s, want at least 1500m", got.String())
+	}
+}
+
+// Finding 1b: a RequestsOnly raise that reaches the limit stops below it
+// when equal requests and limits would make the pod Guaranteed (a QoS
+// change Kubernetes refuses), and does not report a refusal every sync.
+func TestRequestsOnlyRaiseAtTheLimitKeepsTheQoSClass(t *testing.T) {
+	failsUntilV2(t, "cpu request 500m, want raised to just below the 1-core limit: the raise to the limit is refused as a QoS change; "+
+		"1 ResizeRefused event in 10 syncs (and tailor_resizes_total{result=refused} +1 every sync)")
+	e := newEnv(t, controllerOptions{})
+	// Memory already has request == limit: cpu alone keeps it Burstable.
+	e.pod("svc", builder.Pod("svc-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "512Mi")))
+	e.policy("svc", requestsOnly(15*time.Minute))
+	e.source.Set(e.ns, "svc-0", "app", 1.0, 200*mi)
+	e.syncs("svc", 10)
+	p := e.getPod("svc-0")
+	if p.Status.QOSClass != corev1.PodQOSBurstable {
+		t.Errorf("QoS class %s, want Burstable", p.Status.QOSClass)
+	}
+	if got := cpuRequest(p); got.Cmp(resource.MustParse("900m")) < 0 || got.Cmp(resource.MustParse("1")) >= 0 {
+		t.Errorf("cpu request %s, want raised to just below the 1-core limit", got.String())
+	}
+	if n := e.events.count("svc-0", "ResizeRefused"); n > 0 {
+		t.Errorf("%d ResizeRefused events in 10 syncs, want none:%s", n, e.events)
+	}
+}
+
+// Finding 2: without a memory limit, the request is all that stands
+// between the working set and eviction under node pressure: it must never
+// go below the working set plus the floor headroom (10%), as a limit does.
+func TestMemoryRequestWithoutLimitKeepsTheWorkingSetFloor(t *testing.T) {
+	failsUntilV2(t, "at +1m10s: memory request 300Mi, below the 300Mi working set + 10% (330Mi): the floor applies to limits only")
+	// A lean manager: no margin above the memory peak.
+	lean := recommend.DefaultConfig()
+	lean.MemoryHeadroom, lean.MemoryMinMargin, lean.MemoryJitterMargin = 0, 0, 0
+	e := newEnv(t, controllerOptions{Recommender: &lean})
+	e.pod("cache", builder.Pod("cache-0").Container(builder.Container("app").Requests("500m", "1Gi").Limits("1", "")))
+	e.policy("cache", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: time.Minute}}}
+	})
+	e.source.Set(e.ns, "cache-0", "app", 0.3, 300*mi)
+	floor := resource.NewQuantity(330*mi, resource.BinarySI)
+	for range 30 {
+		e.sync("cache")
+		p := e.getPod("cache-0")
+		if got := p.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]; got.Cmp(*floor) < 0 {
+			t.Fatalf("at +%s: memory request %s, below the 300Mi working set + 10%% (%s)", e.elapsed(), got.String(), floor.String())
+		}
+	}
+}
+
+// Finding 3: with pod-level resources the pod's limits bound its
+// containers; tailor must never add a container limit, whether the pod is
+// Burstable or, with pod-level requests == limits, Guaranteed.
+func TestPodLevelResourcesNeverGainContainerLimits(t *testing.T) {
+	cases := map[string]struct {
+		pod *builder.PodWrapper
+		// failing is what today's controller was seen to do, or "".
+		failing string
+	}{
+		"burstable": {
+			pod: builder.Pod("pl-0").PodRequests("1", "1Gi").PodLimits("4", "4Gi").Container(builder.Container("app").Requests("500m", "512Mi")),
+		},
+		"guaranteed": {
+			failing: "hot at +10s: container app now has limits cpu 830m, memory 556Mi (= its requests); it had none: " +
+				"Decide treats the pod-level Guaranteed QoS as requests == limits per container",
+			pod: builder.Pod("pl-0").PodRequests("1", "1Gi").PodLimits("1", "1Gi").Container(builder.Container("app").Requests("500m", "512Mi")),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.failing != "" {
+				failsUntilV2(t, tc.failing)
+			}
+			e := newEnv(t, controllerOptions{})
+			e.pod("pl", tc.pod)
+			e.policy("pl", func(s *v1alpha1.TailorPolicySpec) {
+				s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: time.Minute}}}
+			})
+			check := func(phase string) {
+				t.Helper()
+				p := e.getPod("pl-0")
+				if l := p.Spec.Containers[0].Resources.Limits; len(l) > 0 {
+					t.Fatalf("%s at +%s: container app now has limits %v (requests %v); it had none",
+						phase, e.elapsed(), l, p.Spec.Containers[0].Resources.Requests)
+				}
+			}
+			// Within the pod's 1-core request: a raise of the container's.
+			e.source.Set(e.ns, "pl-0", "app", 0.8, 300*mi)
+			for range 12 {
+				e.sync("pl")
+				check("hot")
+			}
+			// Idle past the 30-minute cpu peak window: a lowering.
+			e.source.Set(e.ns, "pl-0", "app", 0.05, 100*mi)
+			for range 200 {
+				e.sync("pl")
+				check("idle")
+			}
+			if gen := e.getPod("pl-0").Generation; gen < 3 {
+				t.Errorf("pod generation %d: the scenario wants a raise and a lowering to have been sent; status: %+v", gen, e.getPolicy("pl").Status.Conditions)
+			}
+		})
+	}
+}
+
+// Finding 5a: what was learned outlives the manager: a memory peak seen
+// before a restart still holds memory up after it.
+func TestRestartKeepsTheMemoryPeak(t *testing.T) {
+	failsUntilV2(t, "the store is in memory only: 2m10s after the restart: memory limit 356Mi, below the 700Mi peak seen before it (+5%: 735Mi)")
+	e := newEnv(t, controllerOptions{})
+	e.pod("db", builder.Pod("db-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "1Gi")))
+	e.policy("db", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: 2 * time.Minute}}}
+	})
+	// A 700Mi peak: 956Mi needed, within the 1Gi limit, which holds.
+	e.source.Set(e.ns, "db-0", "app", 0.5, 700*mi)
+	e.syncs("db", 6)
+	e.source.Set(e.ns, "db-0", "app", 0.5, 100*mi)
+	e.syncs("db", 6)
+	if got := limitOf(e.getPod("db-0"), "app", corev1.ResourceMemory); got != "1Gi" {
+		t.Fatalf("before the restart: memory limit %s, want 1Gi held by the 700Mi peak", got)
+	}
+	e.restart()
+	restartAt := e.elapsed()
+	floor := resource.NewQuantity(735*mi, resource.BinarySI)
+	for range 30 {
+		e.sync("db")
+		lim := e.getPod("db-0").Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]
+		if lim.Cmp(*floor) < 0 {
+			t.Fatalf("%s after the restart: memory limit %s, below the 700Mi peak seen before it (+5%%: %s)",
+				e.elapsed()-restartAt, lim.String(), floor.String())
+		}
+	}
+}
+
+// Finding 5b: a lowering whose stabilization window was nearly over at a
+// restart comes when that window ends, not a whole window after it.
+func TestRestartDoesNotRestartTheStabilizationWindow(t *testing.T) {
+	failsUntilV2(t, "at +5m20s, 20s after the window ended: not lowered; the restart started a new window")
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	window := 5 * time.Minute
+	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: window}}}
+	})
+	e.source.Set(e.ns, "web-0", "app", 0.02, 100*mi)
+	// 4m30s of the 5m window, then a restart.
+	e.syncs("web", 27)
+	if p := e.getPod("web-0"); p.Generation != 1 {
+		t.Fatalf("lowered before its window ended (generation %d)", p.Generation)
+	}
+	e.restart()
+	// The window ends 30s later; allow two more syncs.
+	e.syncs("web", 5)
+	if p := e.getPod("web-0"); p.Generation == 1 {
+		t.Errorf("at +%s, %s after the window ended: not lowered; the restart started a new window", e.elapsed(), e.elapsed()-window)
+	}
+}
+
+// Finding 6: tailor_resizes_total and events count resizes, not syncs:
+// a resize that stays refused or deferred for 5 syncs counts once.
+func TestHeldResizesCountOnce(t *testing.T) {
+	cases := map[string]struct {
+		setup      func(e *env) string
+		result     string
+		wantEvent  string
+		wantBlockd string
+	}{
+		"refused: a RequestsOnly raise would make the pod Guaranteed": {
+			setup: func(e *env) string {
+				e.pod("svc", builder.Pod("svc-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "512Mi")))
+				e.policy("svc", requestsOnly(15*time.Minute))
+				e.source.Set(e.ns, "svc-0", "app", 1.0, 200*mi)
+				return "svc"
+			},
+			result: "refused", wantEvent: "ResizeRefused",
+		},
+		"deferred: no room on the node": {
+			setup: func(e *env) string {
+				small := e.addNode(e.node+"-small", "2", "8Gi")
+				e.pod("svc", builder.Pod("svc-0").Node(small).Container(builder.Container("app").Requests("1500m", "256Mi").Limits("1500m", "512Mi")))
+				e.pod("other", builder.Pod("other-0").Node(small).Container(builder.Container("app").Requests("500m", "256Mi")))
+				e.policy("svc", nil)
+				e.source.SetThrottled(e.ns, "svc-0", "app", 1.5, 200*mi, 0.8)
+				return "svc"
+			},
+			result: "deferred", wantEvent: "ResizeDeferred",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, controllerOptions{})
+			pol := tc.setup(e)
+			e.sync(pol)
+			before := resizesTotal(t, e.ns, pol, tc.result)
+			if before != 1 {
+				t.Fatalf("tailor_resizes_total{result=%q} = %v after the first sync, want 1 (is the resize %s?):%s", tc.result, before, tc.result, e.events)
+			}
+			if p := e.getPod("svc-0"); p.Generation != 1 {
+				t.Fatalf("the resize was sent (generation %d): the scenario does not hold it", p.Generation)
+			}
+			failsUntilV2(t, "tailor_resizes_total{result=refused} and {result=deferred} = 6 after 6 syncs of one held resize, want 1 "+
+				"(the events were 1 each, as wanted)")
+			e.syncs(pol, 5)
+			if got := resizesTotal(t, e.ns, pol, tc.result); got != 1 {
+				t.Errorf("tailor_resizes_total{result=%q} = %v after 6 syncs of one held resize, want 1", tc.result, got)
+			}
+			if n := e.events.count("svc-0", tc.wantEvent); n != 1 {
+				t.Errorf("%d %s events after 6 syncs of one held resize, want 1:%s", n, tc.wantEvent, e.events)
+			}
+		})
+	}
+}
+
+// Like a restart, a spec edit (here an unrelated maxAllowed change) must
+// not forget the usage learned: a memory peak seen before still holds.
+func TestPolicyEditKeepsTheMemoryPeak(t *testing.T) {
+	failsUntilV2(t, "prepare rebuilds every recommender on a generation change: "+
+		"2m10s after the edit: memory limit 356Mi, below the 700Mi peak seen before it (+5%: 735Mi)")
+	e := newEnv(t, controllerOptions{})
+	e.pod("db", builder.Pod("db-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "1Gi")))
+	e.policy("db", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: 2 * time.Minute}}}
+	})
+	e.source.Set(e.ns, "db-0", "app", 0.5, 700*mi)
+	e.syncs("db", 6)
+	e.source.Set(e.ns, "db-0", "app", 0.5, 100*mi)
+	e.syncs("db", 6)
+	pol := e.getPolicy("db")
+	pol.Spec.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+		ContainerName: "app", MaxAllowed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+	}}}
+	if err := apiClient.Update(e.ctx, pol); err != nil {
+		t.Fatalf("edit policy: %v", err)
+	}
+	editAt := e.elapsed()
+	floor := resource.NewQuantity(735*mi, resource.BinarySI)
+	for range 30 {
+		e.sync("db")
+		lim := e.getPod("db-0").Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]
+		if lim.Cmp(*floor) < 0 {
+			t.Fatalf("%s after the edit: memory limit %s, below the 700Mi peak seen before it (+5%%: %s)",
+				e.elapsed()-editAt, lim.String(), floor.String())
+		}
+	}
+}

@@ -1,0 +1,124 @@
+//go:build controller
+
+package controller
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/metrics"
+)
+
+// What a broken metrics source says must never resize a pod, and must show
+// in the policy's status.
+func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
+	key := func(e *env) metrics.Key { return metrics.Key{Namespace: e.ns, Pod: "web-0", Container: "app"} }
+	cases := map[string]struct {
+		feed func(e *env)
+		// wantCondition and wantReason: the condition that must say so.
+		wantCondition, wantReason string
+		wantMessage               string
+		// garbage: values a source should have turned into problems.
+		garbage bool
+	}{
+		"source unreachable": {
+			feed:          func(e *env) { e.source.Fail(errors.New("connection refused")) },
+			wantCondition: v1alpha1.ConditionReady, wantReason: "MetricsUnavailable", wantMessage: "connection refused",
+		},
+		"invalid values reported as a problem": {
+			feed: func(e *env) {
+				e.source.Forget(e.ns, "web-0", "app")
+				e.source.Problems(metrics.Problem{Key: key(e), Metric: metrics.MetricCPU, Reason: metrics.ReasonInvalid, Detail: "NaN"})
+			},
+			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "Invalid",
+		},
+		"stale samples reported as a problem": {
+			feed: func(e *env) {
+				e.source.Forget(e.ns, "web-0", "app")
+				e.source.Problems(metrics.Problem{Key: key(e), Metric: metrics.MetricMemory, Reason: metrics.ReasonStale, Detail: "10m old"})
+			},
+			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "Stale",
+		},
+		// A source that breaks its contract and passes garbage through as
+		// usage: the controller must still not act on it.
+		"NaN cpu and memory passed as usage": {
+			garbage:       true,
+			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", math.NaN(), math.NaN()) },
+			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
+		},
+		"negative cpu and memory passed as usage": {
+			garbage:       true,
+			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", -1, -1) },
+			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
+		},
+		"infinite cpu passed as usage": {
+			garbage:       true,
+			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", math.Inf(1), 200*mi) },
+			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, controllerOptions{})
+			e.pod("web", webPod("web-0"))
+			e.policy("web", nil)
+			tc.feed(e)
+			// Past a whole stabilization window: nothing may be lowered
+			// or raised on this data.
+			e.syncs("web", 120)
+			if p := e.getPod("web-0"); p.Generation != 1 {
+				t.Errorf("pod resized on bad metrics: generation %d, cpu %s/%s, memory %s/%s", p.Generation,
+					requestOf(p, "app", "cpu"), limitOf(p, "app", "cpu"), requestOf(p, "app", "memory"), limitOf(p, "app", "memory"))
+			}
+			if tc.garbage {
+				failsUntilV2(t, "usage of NaN, -1 or +Inf is taken for data: RecommendationProvided=True, reason Recommended, "+
+					"target = the values in force (cpu 1, memory 512Mi), and no condition says the usage is unusable")
+			}
+			pol := e.getPolicy("web")
+			c := condition(pol, tc.wantCondition)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.wantReason || !strings.Contains(c.Message, tc.wantMessage) {
+				t.Errorf("%s condition = %+v, want False, reason %s, message naming %q", tc.wantCondition, c, tc.wantReason, tc.wantMessage)
+			}
+		})
+	}
+}
+
+// One broken sample among good ones must not change what the good ones
+// call for: a container throttled after a +Inf reading is still raised.
+func TestOneInfiniteSampleDoesNotBlockARaise(t *testing.T) {
+	failsUntilV2(t, "one +Inf cpu sample (recommend.AddSample keeps it: its guard is cpu >= 0) holds the cpu limit at 1 "+
+		"while throttled for 3 syncs, with ResizesBlocked=False NotBlocked and no event")
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	e.policy("web", nil)
+	e.source.Set(e.ns, "web-0", "app", 0.5, 200*mi)
+	e.syncs("web", 3)
+	e.source.Set(e.ns, "web-0", "app", math.Inf(1), 200*mi)
+	e.sync("web")
+	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 0.5)
+	e.syncs("web", 3)
+	p := e.getPod("web-0")
+	if got := limitOf(p, "app", "cpu"); got == "1" {
+		t.Errorf("a throttled container at its 1-core limit was not raised in 3 syncs after one +Inf sample; status %+v; events:%s",
+			e.getPolicy("web").Status.Conditions, e.events)
+	}
+}
+
+// A steady state writes the policy's status once, not every sync.
+func TestSteadyStateDoesNotRewriteStatus(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	e.policy("web", nil)
+	e.source.Set(e.ns, "web-0", "app", 0.6, 300*mi)
+	e.syncs("web", 3)
+	rv := e.getPolicy("web").ResourceVersion
+	e.syncs("web", 20)
+	if got := e.getPolicy("web"); got.ResourceVersion != rv {
+		t.Errorf("policy status rewritten during 20 syncs of a steady state (resourceVersion %s -> %s): %+v", rv, got.ResourceVersion, got.Status)
+	}
+}

@@ -1,0 +1,102 @@
+//go:build controller
+
+package controller
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/manager"
+)
+
+// Shared by every test of the package: one apiserver, started once.
+var (
+	restConfig *rest.Config
+	scheme     *runtime.Scheme
+	// apiClient reads the apiserver directly: no cache, so what a test
+	// wrote is what the next Reconcile sees.
+	apiClient client.WithWatch
+	clientset kubernetes.Interface
+	server    actuator.Server
+)
+
+// The binaries envtest runs; make controller builds them and sets these.
+const (
+	envAPIServer = "TEST_ASSET_KUBE_APISERVER"
+	envEtcd      = "TEST_ASSET_ETCD"
+)
+
+func TestMain(m *testing.M) {
+	start := time.Now()
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "controller tests: %v\n", err)
+		code = 1
+	}
+	fmt.Printf("controller tier: package ran in %s\n", time.Since(start).Round(time.Millisecond))
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	for _, v := range []string{envAPIServer, envEtcd} {
+		path := os.Getenv(v)
+		if path == "" {
+			return 0, fmt.Errorf("%s is not set: run make controller, which builds kube-apiserver and etcd (hack/cluster.sh build etcd kube-apiserver) and sets it", v)
+		}
+		if _, err := os.Stat(path); err != nil {
+			return 0, fmt.Errorf("%s: %w (hack/cluster.sh build etcd kube-apiserver builds it)", v, err)
+		}
+	}
+	// The manager scenario logs through controller-runtime's global logger.
+	ctrl.SetLogger(logr.Discard())
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return 0, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "controller tests: stopping the apiserver: %v\n", err)
+		}
+	}()
+	cfg.QPS, cfg.Burst = 500, 1000
+	restConfig = cfg
+	if scheme, err = manager.Scheme(); err != nil {
+		return 0, err
+	}
+	if apiClient, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
+		return 0, err
+	}
+	if clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+		return 0, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	// Discover is what the manager runs: it also proves the apiserver
+	// serves pods/resize.
+	if server, err = actuator.Discover(dc); err != nil {
+		return 0, fmt.Errorf("discovering the envtest apiserver: %w", err)
+	}
+	if server.Mode != actuator.ModeSubresource {
+		return 0, fmt.Errorf("envtest apiserver %s does not serve pods/resize (mode %s)", server.GitVersion, server.Mode)
+	}
+	return m.Run(), nil
+}

@@ -1,0 +1,72 @@
+//go:build controller
+
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+// Under a real manager, a pod event reaches the controller at once: an
+// OOM kill written to the pod's status is answered with a memory raise long
+// before the next periodic sync.
+func TestManagerReactsToAnOOMKillBeforeTheSyncPeriod(t *testing.T) {
+	const period = time.Minute
+	e := newEnv(t, controllerOptions{SyncPeriod: period})
+	e.pod("mem", builder.Pod("mem-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "1Gi")))
+	// Comfortably inside its resources: nothing to do until the kill.
+	e.source.Set(e.ns, "mem-0", "app", 0.5, 200*mi)
+	e.policy("mem", nil)
+	newManagedController(t, e.controllerDeps(), controllerOptions{SyncPeriod: period})
+
+	// The first sync (and the one its own status write triggers) is done
+	// when the source stops being read.
+	settled := func() int {
+		last := -1
+		for e.source.Reads() != last || last < 1 {
+			last = e.source.Reads()
+			time.Sleep(time.Second)
+		}
+		return last
+	}
+	reads := settled()
+	t.Logf("syncs before any pod event: %d", reads)
+	if p := e.getPod("mem-0"); p.Generation != 1 {
+		t.Fatalf("resized before the OOM kill (generation %d)", p.Generation)
+	}
+
+	// The kubelet reports the kill: exit 137, OOMKilled, restarted.
+	e.clock.Step(5 * time.Second)
+	p := e.getPod("mem-0")
+	killed := metav1.NewTime(e.clock.Now())
+	cs := &p.Status.ContainerStatuses[0]
+	cs.RestartCount = 1
+	cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 137, Reason: "OOMKilled", StartedAt: cs.State.Running.StartedAt, FinishedAt: killed,
+	}}
+	cs.State.Running.StartedAt = killed
+	if err := apiClient.Status().Update(e.ctx, p); err != nil {
+		t.Fatalf("writing the OOM kill: %v", err)
+	}
+	start := time.Now()
+	var raised *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, period/2, true, func(context.Context) (bool, error) {
+		raised = e.getPod("mem-0")
+		lim := raised.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]
+		return lim.Cmp(resource.MustParse("1Gi")) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("no memory raise within %s of the OOM kill (sync period %s); memory limit %s, reads %d",
+			period/2, period, limitOf(raised, "app", corev1.ResourceMemory), e.source.Reads())
+	}
+	t.Logf("memory limit 1Gi -> %s %s after the OOM kill was written (sync period %s)",
+		limitOf(raised, "app", corev1.ResourceMemory), time.Since(start).Round(time.Millisecond), period)
+}

@@ -1,0 +1,291 @@
+//go:build controller
+
+package controller
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+const mi = 1 << 20
+
+// webPod is one container "app": 500m/256Mi requested, 1/512Mi limits.
+func webPod(name string) *builder.PodWrapper {
+	return builder.Pod(name).Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi"))
+}
+
+func TestThrottledRequestsAndLimitsRaisedWithinMaxAllowed(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "app",
+			MaxAllowed:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")},
+		}}}
+	})
+	// At its 1-core limit and throttled in half the periods: the demand is
+	// above the limit, by more than maxAllowed leaves room for.
+	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 0.5)
+	e.sync("web")
+
+	p := e.getPod("web-0")
+	if got := limitOf(p, "app", corev1.ResourceCPU); got != "1500m" {
+		t.Errorf("cpu limit = %s, want 1500m (maxAllowed)", got)
+	}
+	// RequestsAndLimits keeps the workload's request/limit ratio (1:2).
+	if got := requestOf(p, "app", corev1.ResourceCPU); got != "750m" {
+		t.Errorf("cpu request = %s, want 750m", got)
+	}
+	if got := limitOf(p, "app", corev1.ResourceMemory); got != "512Mi" {
+		t.Errorf("memory limit = %s, want 512Mi untouched", got)
+	}
+	// The controller sees the kubelet's answer on the next sync.
+	e.sync("web")
+	pol := e.getPolicy("web")
+	if len(pol.Status.Pods) != 1 || pol.Status.Pods[0].Result != v1alpha1.ResizeResultDone {
+		t.Errorf("status.pods = %+v, want web-0 Done", pol.Status.Pods)
+	}
+	// Still throttled at the cap: no resize beyond maxAllowed, however long.
+	e.syncs("web", 30)
+	if p := e.getPod("web-0"); p.Generation != 2 {
+		t.Errorf("pod generation = %d after 30 more syncs at maxAllowed, want 2 (one resize)", p.Generation)
+	}
+	if n := e.events.count("web-0", "Resized"); n != 1 {
+		t.Errorf("%d Resized events, want 1:%s", n, e.events)
+	}
+	if got := resizesTotal(t, e.ns, "web", "sent"); got != 1 {
+		t.Errorf("tailor_resizes_total{result=sent} = %v, want 1", got)
+	}
+}
+
+func TestOffModeRecommendsAndNeverResizes(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("batch", webPod("batch-0"))
+	e.policy("batch", func(s *v1alpha1.TailorPolicySpec) {
+		s.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: v1alpha1.UpdateModeOff}
+	})
+	// Hot for a minute, then idle for 20: a raise, then past a lowering's
+	// stabilization window.
+	e.source.SetThrottled(e.ns, "batch-0", "app", 1.0, 400*mi, 0.9)
+	e.syncs("batch", 6)
+	pol := e.getPolicy("batch")
+	if pol.Status.Recommendation == nil || len(pol.Status.Recommendation.ContainerRecommendations) != 1 {
+		t.Fatalf("no recommendation in status: %+v", pol.Status)
+	}
+	target := pol.Status.Recommendation.ContainerRecommendations[0].Target[corev1.ResourceCPU]
+	if target.Cmp(resource.MustParse("1")) <= 0 {
+		t.Errorf("cpu target %s for a throttled container at its 1-core limit, want above 1", target.String())
+	}
+	e.source.Set(e.ns, "batch-0", "app", 0.01, 50*mi)
+	e.syncs("batch", 120)
+	if p := e.getPod("batch-0"); p.Generation != 1 {
+		t.Errorf("pod generation = %d, want 1: Off never resizes", p.Generation)
+	}
+	if got := resizesTotal(t, e.ns, "batch", "sent"); got != 0 {
+		t.Errorf("tailor_resizes_total{result=sent} = %v, want 0", got)
+	}
+	if c := condition(e.getPolicy("batch"), v1alpha1.ConditionRecommendationProvided); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("RecommendationProvided = %+v, want True", c)
+	}
+}
+
+// The pod changes after the controller read it and before its resize is
+// applied: the apiserver answers 409, and the controller plans again.
+func TestConflictIsRetriedNotRefused(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("api", webPod("api-0"))
+	e.policy("api", nil)
+	e.source.SetThrottled(e.ns, "api-0", "app", 1.0, 200*mi, 0.5)
+	e.source.OnNextRead(func() {
+		// Another writer (a label controller, a person) touches the pod.
+		p := e.getPod("api-0")
+		p.Labels["touched"] = "yes"
+		if err := apiClient.Update(context.Background(), p); err != nil {
+			t.Errorf("touching the pod: %v", err)
+		}
+	})
+	e.clock.Step(syncPeriod)
+	res := e.reconcile("api")
+	if p := e.getPod("api-0"); p.Generation != 1 {
+		t.Fatalf("pod generation %d: the resize planned from a stale pod was applied", p.Generation)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > syncPeriod {
+		t.Errorf("RequeueAfter = %v after a conflict, want a prompt retry", res.RequeueAfter)
+	}
+	if n := e.events.count("", "ResizeRefused"); n != 0 {
+		t.Errorf("a conflict was reported as a refusal:%s", e.events)
+	}
+	if got := resizesTotal(t, e.ns, "api", "refused"); got != 0 {
+		t.Errorf("tailor_resizes_total{result=refused} = %v after a conflict, want 0", got)
+	}
+	if c := condition(e.getPolicy("api"), v1alpha1.ConditionResizesBlocked); c != nil && c.Status == metav1.ConditionTrue {
+		t.Errorf("ResizesBlocked = %+v after a conflict, want not blocked", c)
+	}
+	// The retry plans from the new pod and goes through.
+	e.clock.Step(res.RequeueAfter)
+	e.reconcile("api")
+	if p := e.getPod("api-0"); p.Generation != 2 || limitOf(p, "app", corev1.ResourceCPU) == "1" {
+		t.Errorf("after the retry: generation %d, cpu limit %s; want the raise applied", p.Generation, limitOf(p, "app", corev1.ResourceCPU))
+	}
+}
+
+// A pod deleted after the controller listed it: the resize finds it gone,
+// and the next sync carries on without it.
+func TestPodDeletedBetweenListAndResizeRecovers(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("api", webPod("api-0"))
+	e.pod("api", webPod("api-1"))
+	e.policy("api", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{MaxConcurrentResizes: ptr.To[int32](2)}
+	})
+	for _, p := range []string{"api-0", "api-1"} {
+		e.source.SetThrottled(e.ns, p, "app", 1.0, 200*mi, 0.5)
+	}
+	e.source.OnNextRead(func() { e.deletePod("api-0") })
+	e.clock.Step(syncPeriod)
+	_, _ = e.tryReconcile("api") // TestPodDeletedMidSyncServesTheOthers holds what it returns.
+	e.sync("api")
+	if p := e.getPod("api-1"); p.Generation != 2 {
+		t.Errorf("api-1 generation %d: not resized on the sync after api-0 went away", p.Generation)
+	}
+	e.sync("api")
+	pol := e.getPolicy("api")
+	if len(pol.Status.Pods) != 1 || pol.Status.Pods[0].PodName != "api-1" || pol.Status.Pods[0].Result != v1alpha1.ResizeResultDone {
+		t.Errorf("status.pods = %+v, want only api-1, Done", pol.Status.Pods)
+	}
+	if n := e.events.count("", "ResizeRefused") + e.events.count("", "ResizeFailed"); n != 0 {
+		t.Errorf("a vanished pod was reported as a refused or failed resize:%s", e.events)
+	}
+}
+
+// The same, within the sync: a pod gone mid-sync is not an error, and the
+// sync still serves the policy's other pods and writes status.
+func TestPodDeletedMidSyncServesTheOthers(t *testing.T) {
+	failsUntilV2(t, "a pod deleted between list and resize fails the whole sync: "+
+		"reconcile: resizing pod ctl-4qzg7/api-0: pods \"api-0\" not found; api-1 generation 1, not resized in the same sync")
+	e := newEnv(t, controllerOptions{})
+	e.pod("api", webPod("api-0"))
+	e.pod("api", webPod("api-1"))
+	e.policy("api", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{MaxConcurrentResizes: ptr.To[int32](2)}
+	})
+	for _, p := range []string{"api-0", "api-1"} {
+		e.source.SetThrottled(e.ns, p, "app", 1.0, 200*mi, 0.5)
+	}
+	e.source.OnNextRead(func() { e.deletePod("api-0") })
+	e.clock.Step(syncPeriod)
+	if _, err := e.tryReconcile("api"); err != nil {
+		t.Errorf("reconcile failed because a pod went away mid-sync: %v", err)
+	}
+	if p := e.getPod("api-1"); p.Generation != 2 {
+		t.Errorf("api-1 generation %d: the other pod was not resized in the same sync", p.Generation)
+	}
+}
+
+// Pods whose node object is gone (the node was deleted; its pods are not
+// yet garbage collected) must not stop the policy's other pods.
+func TestNodeDeletedUnderPods(t *testing.T) {
+	failsUntilV2(t, "a pod whose node is gone fails every sync of its policy: "+
+		"reconcile: reading node node-t5rl5-gone: nodes \"node-t5rl5-gone\" not found; api-1 (live node) generation 1, want 2")
+	e := newEnv(t, controllerOptions{})
+	gone := e.addNode(e.node+"-gone", "8", "32Gi")
+	e.pod("api", webPod("api-0").Node(gone))
+	e.pod("api", webPod("api-1"))
+	e.policy("api", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{MaxConcurrentResizes: ptr.To[int32](2)}
+	})
+	if err := apiClient.Delete(e.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: gone}}); err != nil {
+		t.Fatalf("delete node: %v", err)
+	}
+	for _, p := range []string{"api-0", "api-1"} {
+		e.source.SetThrottled(e.ns, p, "app", 1.0, 200*mi, 0.5)
+	}
+	for range 3 {
+		e.clock.Step(syncPeriod)
+		if _, err := e.tryReconcile("api"); err != nil {
+			t.Errorf("reconcile at +%s failed on a pod whose node is gone: %v", e.elapsed(), err)
+		}
+	}
+	if p := e.getPod("api-1"); p.Generation != 2 {
+		t.Errorf("api-1 (on a live node) generation %d, want 2: resized whatever its neighbour's node", p.Generation)
+	}
+	if p := e.getPod("api-0"); p.Generation != 1 {
+		t.Errorf("api-0 (node gone) generation %d, want 1: no resize for a pod no kubelet runs", p.Generation)
+	}
+	if c := condition(e.getPolicy("api"), v1alpha1.ConditionReady); c == nil {
+		t.Errorf("no status written while a pod's node is gone")
+	}
+}
+
+func TestPolicyEditAndDeletion(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	pol := e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "app", Mode: ptr.To(v1alpha1.ContainerModeOff),
+		}}}
+	})
+	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 0.5)
+	e.syncs("web", 3)
+	if p := e.getPod("web-0"); p.Generation != 1 {
+		t.Fatalf("container mode Off, yet the pod was resized (generation %d)", p.Generation)
+	}
+	// The user turns the container on and caps it.
+	pol = e.getPolicy("web")
+	pol.Spec.ResourcePolicy.ContainerPolicies[0].Mode = nil
+	pol.Spec.ResourcePolicy.ContainerPolicies[0].MaxAllowed = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1200m")}
+	if err := apiClient.Update(e.ctx, pol); err != nil {
+		t.Fatalf("edit policy: %v", err)
+	}
+	e.sync("web")
+	if got := limitOf(e.getPod("web-0"), "app", corev1.ResourceCPU); got != "1200m" {
+		t.Errorf("after the edit: cpu limit %s, want 1200m (the new maxAllowed)", got)
+	}
+	if got := e.getPolicy("web").Status.ObservedGeneration; got != pol.Generation {
+		t.Errorf("status.observedGeneration = %d, want %d", got, pol.Generation)
+	}
+
+	// Deleted: the next syncs are quiet, and the pod stays as it is however
+	// hot it runs.
+	if err := apiClient.Delete(e.ctx, pol); err != nil {
+		t.Fatalf("delete policy: %v", err)
+	}
+	e.source.SetThrottled(e.ns, "web-0", "app", 1.2, 200*mi, 0.9)
+	gen := e.getPod("web-0").Generation
+	for range 12 {
+		e.clock.Step(syncPeriod)
+		if _, err := e.tryReconcile("web"); err != nil {
+			t.Fatalf("reconcile of a deleted policy: %v", err)
+		}
+	}
+	if p := e.getPod("web-0"); p.Generation != gen {
+		t.Errorf("pod resized after its policy was deleted: generation %d -> %d", gen, p.Generation)
+	}
+}
+
+// The policy is deleted while a sync is under way: its status write finds
+// it gone, which is not an error worth a retry.
+func TestPolicyDeletedMidSync(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	pol := e.policy("web", nil)
+	e.source.Set(e.ns, "web-0", "app", 0.2, 200*mi)
+	e.sync("web")
+	e.source.OnNextRead(func() {
+		if err := apiClient.Delete(context.Background(), pol); err != nil {
+			t.Errorf("delete policy: %v", err)
+		}
+	})
+	e.clock.Step(syncPeriod)
+	if _, err := e.tryReconcile("web"); err != nil {
+		t.Errorf("reconcile of a policy deleted mid-sync: %v", err)
+	}
+}
