@@ -213,6 +213,10 @@ func Decide(in Input) (Decision, error) {
 				continue
 			}
 			ch, skip := in.decideResource(c, pol, r, *t)
+			if skip != nil && skip.Reason == SkipNotRequested && podLevelHas(in.Pod, r) {
+				// The pod-level request sizes it: nothing is held back.
+				continue
+			}
 			// A pod with pod-level resources is placed by its pod-level
 			// requests: what its containers ask for inside them takes no
 			// room on the node.

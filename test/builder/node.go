@@ -26,6 +26,13 @@ func (n *NodeWrapper) Allocatable(cpu, memory string) *NodeWrapper {
 	return n
 }
 
+// DeclaredFeatures sets status.declaredFeatures, what the node's kubelet
+// says it supports (1.35+): the apiserver checks a resize against them.
+func (n *NodeWrapper) DeclaredFeatures(features ...string) *NodeWrapper {
+	n.Status.DeclaredFeatures = append([]string{}, features...)
+	return n
+}
+
 // Label sets one label.
 func (n *NodeWrapper) Label(k, v string) *NodeWrapper {
 	n.Labels[k] = v

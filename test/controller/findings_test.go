@@ -14,10 +14,11 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/test/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// What the controller rewrite must fix. Each test calls failsUntilV2 with
-// the failure seen on today's controller.
+// The findings of the controller v2 issue, each a scenario that failed on
+// the first controller and holds now.
 
 func requestsOnly(window time.Duration) func(*v1alpha1.TailorPolicySpec) {
 	return func(s *v1alpha1.TailorPolicySpec) {
@@ -35,8 +36,6 @@ func cpuRequest(p *corev1.Pod) resource.Quantity {
 // Finding 1a: under RequestsOnly the request is what is sized, so a
 // request far below the usage is raised at once, whatever the limit.
 func TestRequestsOnlyRaisesALowRequestPromptly(t *testing.T) {
-	failsUntilV2(t, "RequestsOnly is sized against the limit (provisioned reads the limit first), so a request of 250m "+
-		"under a 3-core limit at 1.5 cores waits out the scale-down window: after 3 syncs: cpu request 250m, want at least 1500m")
 	e := newEnv(t, controllerOptions{})
 	e.pod("svc", builder.Pod("svc-0").Container(builder.Container("app").Requests("250m", "256Mi").Limits("3", "512Mi")))
 	e.policy("svc", requestsOnly(15*time.Minute))
@@ -51,8 +50,6 @@ func TestRequestsOnlyRaisesALowRequestPromptly(t *testing.T) {
 // when equal requests and limits would make the pod Guaranteed (a QoS
 // change Kubernetes refuses), and does not report a refusal every sync.
 func TestRequestsOnlyRaiseAtTheLimitKeepsTheQoSClass(t *testing.T) {
-	failsUntilV2(t, "cpu request 500m, want raised to just below the 1-core limit: the raise to the limit is refused as a QoS change; "+
-		"1 ResizeRefused event in 10 syncs (and tailor_resizes_total{result=refused} +1 every sync)")
 	e := newEnv(t, controllerOptions{})
 	// Memory already has request == limit: cpu alone keeps it Burstable.
 	e.pod("svc", builder.Pod("svc-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "512Mi")))
@@ -75,7 +72,6 @@ func TestRequestsOnlyRaiseAtTheLimitKeepsTheQoSClass(t *testing.T) {
 // between the working set and eviction under node pressure: it must never
 // go below the working set plus the floor headroom (10%), as a limit does.
 func TestMemoryRequestWithoutLimitKeepsTheWorkingSetFloor(t *testing.T) {
-	failsUntilV2(t, "at +1m10s: memory request 300Mi, below the 300Mi working set + 10% (330Mi): the floor applies to limits only")
 	// A lean manager: no margin above the memory peak.
 	lean := recommend.DefaultConfig()
 	lean.MemoryHeadroom, lean.MemoryMinMargin, lean.MemoryJitterMargin = 0, 0, 0
@@ -101,23 +97,16 @@ func TestMemoryRequestWithoutLimitKeepsTheWorkingSetFloor(t *testing.T) {
 func TestPodLevelResourcesNeverGainContainerLimits(t *testing.T) {
 	cases := map[string]struct {
 		pod *builder.PodWrapper
-		// failing is what today's controller was seen to do, or "".
-		failing string
 	}{
 		"burstable": {
 			pod: builder.Pod("pl-0").PodRequests("1", "1Gi").PodLimits("4", "4Gi").Container(builder.Container("app").Requests("500m", "512Mi")),
 		},
 		"guaranteed": {
-			failing: "hot at +10s: container app now has limits cpu 830m, memory 556Mi (= its requests); it had none: " +
-				"Decide treats the pod-level Guaranteed QoS as requests == limits per container",
 			pod: builder.Pod("pl-0").PodRequests("1", "1Gi").PodLimits("1", "1Gi").Container(builder.Container("app").Requests("500m", "512Mi")),
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if tc.failing != "" {
-				failsUntilV2(t, tc.failing)
-			}
 			e := newEnv(t, controllerOptions{})
 			e.pod("pl", tc.pod)
 			e.policy("pl", func(s *v1alpha1.TailorPolicySpec) {
@@ -153,41 +142,52 @@ func TestPodLevelResourcesNeverGainContainerLimits(t *testing.T) {
 // Finding 5a: what was learned outlives the manager: a memory peak seen
 // before a restart still holds memory up after it.
 func TestRestartKeepsTheMemoryPeak(t *testing.T) {
-	failsUntilV2(t, "the store is in memory only: 2m10s after the restart: memory limit 356Mi, below the 700Mi peak seen before it (+5%: 735Mi)")
 	e := newEnv(t, controllerOptions{})
 	e.pod("db", builder.Pod("db-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "1Gi")))
 	e.policy("db", func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
+		}}}
 		s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: 2 * time.Minute}}}
 	})
-	// A 700Mi peak: 956Mi needed, within the 1Gi limit, which holds.
+	// A 700Mi peak: 956Mi needed (the peak and the 256Mi least margin).
 	e.source.Set(e.ns, "db-0", "app", 0.5, 700*mi)
 	e.syncs("db", 6)
 	e.source.Set(e.ns, "db-0", "app", 0.5, 100*mi)
 	e.syncs("db", 6)
-	if got := limitOf(e.getPod("db-0"), "app", corev1.ResourceMemory); got != "1Gi" {
-		t.Fatalf("before the restart: memory limit %s, want 1Gi held by the 700Mi peak", got)
+	if got := requestOf(e.getPod("db-0"), "app", corev1.ResourceMemory); got != "956Mi" {
+		t.Fatalf("before the restart: memory request %s, want 956Mi for the 700Mi peak", got)
 	}
 	e.restart()
 	restartAt := e.elapsed()
-	floor := resource.NewQuantity(735*mi, resource.BinarySI)
+	floor := resource.NewQuantity(956*mi, resource.BinarySI)
 	for range 30 {
 		e.sync("db")
-		lim := e.getPod("db-0").Spec.Containers[0].Resources.Limits[corev1.ResourceMemory]
-		if lim.Cmp(*floor) < 0 {
-			t.Fatalf("%s after the restart: memory limit %s, below the 700Mi peak seen before it (+5%%: %s)",
-				e.elapsed()-restartAt, lim.String(), floor.String())
+		req := e.getPod("db-0").Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]
+		if req.Cmp(*floor) < 0 {
+			t.Fatalf("%s after the restart: memory request %s, below what the 700Mi peak seen before it needs (%s)",
+				e.elapsed()-restartAt, req.String(), floor.String())
 		}
+	}
+	var cp v1alpha1.TailorCheckpoint
+	if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "db"}, &cp); err != nil {
+		t.Fatalf("the checkpoint: %v", err)
+	}
+	if len(cp.Spec.Containers) != 1 || cp.Spec.Containers[0].Name != "app" || len(cp.OwnerReferences) != 1 {
+		t.Errorf("checkpoint %+v, want one entry for app, owned by the policy", cp.Spec)
 	}
 }
 
 // Finding 5b: a lowering whose stabilization window was nearly over at a
 // restart comes when that window ends, not a whole window after it.
 func TestRestartDoesNotRestartTheStabilizationWindow(t *testing.T) {
-	failsUntilV2(t, "at +5m20s, 20s after the window ended: not lowered; the restart started a new window")
 	e := newEnv(t, controllerOptions{})
 	e.pod("web", webPod("web-0"))
 	window := 5 * time.Minute
 	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
+		}}}
 		s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: window}}}
 	})
 	e.source.Set(e.ns, "web-0", "app", 0.02, 100*mi)
@@ -213,11 +213,13 @@ func TestHeldResizesCountOnce(t *testing.T) {
 		wantEvent  string
 		wantBlockd string
 	}{
-		"refused: a RequestsOnly raise would make the pod Guaranteed": {
+		"refused: the apiserver refuses a pod-level resize the node cannot do": {
 			setup: func(e *env) string {
-				e.pod("svc", builder.Pod("svc-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "512Mi")))
-				e.policy("svc", requestsOnly(15*time.Minute))
-				e.source.Set(e.ns, "svc-0", "app", 1.0, 200*mi)
+				// A node whose kubelet does not declare pod-level resize.
+				old := e.addNodeFrom(builder.Node(e.node+"-old").Allocatable("8", "32Gi").Ready(corev1.ConditionTrue).DeclaredFeatures())
+				e.pod("svc", builder.Pod("svc-0").Node(old).PodRequests("500m", "1Gi").PodLimits("1", "2Gi").Container(builder.Container("app")))
+				e.policy("svc", nil)
+				e.source.Set(e.ns, "svc-0", "app", 0.9, 200*mi)
 				return "svc"
 			},
 			result: "refused", wantEvent: "ResizeRefused",
@@ -227,7 +229,11 @@ func TestHeldResizesCountOnce(t *testing.T) {
 				small := e.addNode(e.node+"-small", "2", "8Gi")
 				e.pod("svc", builder.Pod("svc-0").Node(small).Container(builder.Container("app").Requests("1500m", "256Mi").Limits("1500m", "512Mi")))
 				e.pod("other", builder.Pod("other-0").Node(small).Container(builder.Container("app").Requests("500m", "256Mi")))
-				e.policy("svc", nil)
+				e.policy("svc", func(s *v1alpha1.TailorPolicySpec) {
+					s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+						ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
+					}}}
+				})
 				e.source.SetThrottled(e.ns, "svc-0", "app", 1.5, 200*mi, 0.8)
 				return "svc"
 			},
@@ -246,8 +252,6 @@ func TestHeldResizesCountOnce(t *testing.T) {
 			if p := e.getPod("svc-0"); p.Generation != 1 {
 				t.Fatalf("the resize was sent (generation %d): the scenario does not hold it", p.Generation)
 			}
-			failsUntilV2(t, "tailor_resizes_total{result=refused} and {result=deferred} = 6 after 6 syncs of one held resize, want 1 "+
-				"(the events were 1 each, as wanted)")
 			e.syncs(pol, 5)
 			if got := resizesTotal(t, e.ns, pol, tc.result); got != 1 {
 				t.Errorf("tailor_resizes_total{result=%q} = %v after 6 syncs of one held resize, want 1", tc.result, got)
@@ -262,8 +266,6 @@ func TestHeldResizesCountOnce(t *testing.T) {
 // Like a restart, a spec edit (here an unrelated maxAllowed change) must
 // not forget the usage learned: a memory peak seen before still holds.
 func TestPolicyEditKeepsTheMemoryPeak(t *testing.T) {
-	failsUntilV2(t, "prepare rebuilds every recommender on a generation change: "+
-		"2m10s after the edit: memory limit 356Mi, below the 700Mi peak seen before it (+5%: 735Mi)")
 	e := newEnv(t, controllerOptions{})
 	e.pod("db", builder.Pod("db-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "1Gi")))
 	e.policy("db", func(s *v1alpha1.TailorPolicySpec) {

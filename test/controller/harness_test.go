@@ -5,7 +5,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -78,7 +77,18 @@ func newEnv(t *testing.T, opts controllerOptions) *env {
 // the status subresource, as a kubelet does) and deletes it after the test.
 func (e *env) addNode(name, cpu, memory string) string {
 	e.t.Helper()
-	n := builder.Node(name).Allocatable(cpu, memory).Ready(corev1.ConditionTrue).Obj()
+	return e.addNodeFrom(builder.Node(name).Allocatable(cpu, memory).Ready(corev1.ConditionTrue).DeclaredFeatures(podLevelResize))
+}
+
+// podLevelResize is the feature a node declares when its kubelet resizes
+// pod-level resources in place: the simulated kubelet does.
+const podLevelResize = "InPlacePodLevelResourcesVerticalScaling"
+
+// addNodeFrom creates the node w describes, status included.
+func (e *env) addNodeFrom(w *builder.NodeWrapper) string {
+	e.t.Helper()
+	n := w.Obj()
+	name := n.Name
 	st := n.Status
 	if err := apiClient.Create(e.ctx, n); err != nil {
 		e.t.Fatalf("create node %s: %v", name, err)
@@ -334,15 +344,5 @@ func (e *env) deletePod(name string) {
 	err := apiClient.Delete(e.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}}, &client.DeleteOptions{GracePeriodSeconds: &zero})
 	if err != nil && !apierrors.IsNotFound(err) {
 		e.t.Fatalf("delete pod %s: %v", name, err)
-	}
-}
-
-// failsUntilV2 skips a test that fails on today's controller, saying what
-// it found; TAILOR_CONTROLLER_V2=1 runs it anyway, to see it fail or, once
-// the rewrite lands, pass (then delete the call).
-func failsUntilV2(t *testing.T, finding string) {
-	t.Helper()
-	if os.Getenv("TAILOR_CONTROLLER_V2") == "" {
-		t.Skip("fails until controller v2: " + finding)
 	}
 }

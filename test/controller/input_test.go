@@ -76,8 +76,6 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 					requestOf(p, "app", "cpu"), limitOf(p, "app", "cpu"), requestOf(p, "app", "memory"), limitOf(p, "app", "memory"))
 			}
 			if tc.garbage {
-				failsUntilV2(t, "usage of NaN, -1 or +Inf is taken for data: RecommendationProvided=True, reason Recommended, "+
-					"target = the values in force (cpu 1, memory 512Mi), and no condition says the usage is unusable")
 			}
 			pol := e.getPolicy("web")
 			c := condition(pol, tc.wantCondition)
@@ -91,8 +89,6 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 // One broken sample among good ones must not change what the good ones
 // call for: a container throttled after a +Inf reading is still raised.
 func TestOneInfiniteSampleDoesNotBlockARaise(t *testing.T) {
-	failsUntilV2(t, "one +Inf cpu sample (recommend.AddSample keeps it: its guard is cpu >= 0) holds the cpu limit at 1 "+
-		"while throttled for 3 syncs, with ResizesBlocked=False NotBlocked and no event")
 	e := newEnv(t, controllerOptions{})
 	e.pod("web", webPod("web-0"))
 	e.policy("web", nil)

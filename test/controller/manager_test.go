@@ -23,7 +23,7 @@ func TestManagerReactsToAnOOMKillBeforeTheSyncPeriod(t *testing.T) {
 	e := newEnv(t, controllerOptions{SyncPeriod: period})
 	e.pod("mem", builder.Pod("mem-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "1Gi")))
 	// Comfortably inside its resources: nothing to do until the kill.
-	e.source.Set(e.ns, "mem-0", "app", 0.5, 200*mi)
+	e.source.Set(e.ns, "mem-0", "app", 0.3, 200*mi)
 	e.policy("mem", nil)
 	newManagedController(t, e.controllerDeps(), controllerOptions{SyncPeriod: period})
 

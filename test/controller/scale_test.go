@@ -87,8 +87,6 @@ func TestManyIdleReplicasOneAtATime(t *testing.T) {
 // lowered within about one stabilization window plus n resize round trips
 // (here one sync each: the simulated kubelet answers within the sync).
 func TestHundredIdleReplicasLoweredWithinOneWindow(t *testing.T) {
-	failsUntilV2(t, "a lower held back by maxConcurrentResizes restarts that pod's stabilization window: "+
-		"only 5 of 100 replicas lowered after 125 syncs (one 2m window + 100 round trips + 10%)")
 	const n = 100
 	window := 2 * time.Minute
 	windowSyncs := int(window / syncPeriod)

@@ -99,6 +99,9 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		// its pod's update event announces; the sync period is the backstop.
 		sooner(r.SyncPeriod)
 	}
+	for _, p := range in.pods {
+		state.pod(p).settleReports()
+	}
 	resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
 	in.blocked = blocked
 	return requeue, nil
@@ -170,7 +173,7 @@ func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, st
 		}
 		return r.SyncPeriod, nil
 	}
-	ps.lastResize, ps.resizeGeneration, ps.reported = now, applied.Generation, ""
+	ps.lastResize, ps.resizeGeneration, ps.outcome = now, applied.Generation, ""
 	ps.sentRaiseSince = time.Time{}
 	if a.Decision.Raises() {
 		ps.sentRaiseSince = ps.raiseSince
@@ -198,10 +201,10 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyS
 	if obs.State != actuator.StateDone && obs.Message != "" {
 		ps.message = ps.change + ": " + obs.Message
 	}
-	if ps.reported == string(obs.State) {
+	if ps.outcome == string(obs.State) {
 		return
 	}
-	ps.reported = string(obs.State)
+	ps.outcome = string(obs.State)
 	if obs.State == actuator.StateDone && !ps.sentRaiseSince.IsZero() {
 		reactionSeconds.WithLabelValues(policy.Namespace, policy.Name).Observe(now.Sub(ps.sentRaiseSince).Seconds())
 		ps.sentRaiseSince = time.Time{}

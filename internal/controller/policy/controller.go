@@ -221,12 +221,30 @@ func (e *metricsUnavailableError) Error() string { return "metrics unavailable: 
 // reportOnce emits an event for a pod's state the first time it is seen,
 // and says whether it did, so counters count states, not syncs.
 func (r *Reconciler) reportOnce(ps *podState, p *corev1.Pod, policy *v1alpha1.TailorPolicy, key, reason, msg string) bool {
-	if ps.reported == key {
+	if ps.standing == nil {
+		ps.standing = map[string]bool{}
+	}
+	ps.standing[key] = true
+	if ps.reported[key] {
 		return false
 	}
-	ps.reported = key
+	if ps.reported == nil {
+		ps.reported = map[string]bool{}
+	}
+	ps.reported[key] = true
 	r.Events.Eventf(p, policy, corev1.EventTypeWarning, reason, "Resize", "%s", msg)
 	return true
+}
+
+// settleReports forgets the reported states that no longer stand, so one
+// that comes back is reported again.
+func (ps *podState) settleReports() {
+	for k := range ps.reported {
+		if !ps.standing[k] {
+			delete(ps.reported, k)
+		}
+	}
+	ps.standing = nil
 }
 
 func findContainer(p *corev1.Pod, name string) *corev1.Container {

@@ -152,7 +152,7 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 		return false, 0, fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	state.lastEviction = now
-	ps.lastResize, ps.result, ps.reported = now, stateEvicted, stateEvicted
+	ps.lastResize, ps.result, ps.outcome = now, stateEvicted, stateEvicted
 	ps.message = fmt.Sprintf("evicted to be recreated by %s %s with %s: its node has no room in place", owner.Kind, owner.Name, containersText(containers))
 	evictionsTotal.WithLabelValues(policy.Namespace, policy.Name, "evicted").Inc()
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventEvicted, "Evict", "%s", ps.message)

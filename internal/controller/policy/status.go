@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,6 +194,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, policy *v1alpha1.TailorPol
 	patch := client.MergeFrom(policy.DeepCopy())
 	policy.Status = *status
 	if err := r.Client.Status().Patch(ctx, policy, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted during the sync: its delete event forgets it.
+			return nil
+		}
 		return fmt.Errorf("writing status of policy %s/%s: %w", policy.Namespace, policy.Name, err)
 	}
 	return nil

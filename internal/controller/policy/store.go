@@ -105,9 +105,12 @@ type podState struct {
 	shortSince time.Time
 	// evictionBlocked holds the last refused eviction while it stands.
 	evictionBlocked evictionBlock
-	// reported is the last outcome an event was emitted for, so one state
-	// gives one event and one count, not one per sync.
-	reported string
+	// outcome is the last resize outcome an event was emitted for.
+	outcome string
+	// reported are the held-back states an event was emitted for and that
+	// still stand, so one state gives one event and one count, not one per
+	// sync; standing are those seen in the current sync.
+	reported, standing map[string]bool
 }
 
 func (s *store) get(uid types.UID) (*policyState, bool) {
