@@ -112,7 +112,6 @@ func TestDecideWorkloadShapes(t *testing.T) {
 			podTarget: Target{CPU: q("2")},
 			want:      map[string]string{},
 			wantPod:   "req.cpu=2,lim.cpu=4,req.memory=256Mi,lim.memory=512Mi",
-			wantSkips: []SkipReason{SkipNotRequested},
 		},
 		"a Guaranteed pod-level pod keeps pod requests equal to limits": {
 			pod: builder.Pod("p").Container(builder.Container("app")).
