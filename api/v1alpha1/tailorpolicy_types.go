@@ -266,12 +266,19 @@ const (
 type ControlledValues string
 
 const (
-	// ControlledValuesRequestsOnly changes requests and leaves limits alone.
-	// A request raised above its limit is capped at the limit.
+	// ControlledValuesRequestsOnly sets each request to the recommendation
+	// and leaves limits alone. A request stops at its limit, or just below
+	// it (a millicore, a MiB) where reaching it would make the pod
+	// Guaranteed, which Kubernetes refuses; the ResizesBlocked condition
+	// and the pod's status message then say the limit caps it. On a
+	// Guaranteed pod no request can move without its limit, so nothing is
+	// changed and the condition says so.
 	ControlledValuesRequestsOnly ControlledValues = "RequestsOnly"
-	// ControlledValuesRequestsAndLimits changes requests and scales each
-	// limit with its request, keeping the limit-to-request ratio the pod
-	// was created with. A resource without a limit stays without one.
+	// ControlledValuesRequestsAndLimits sets each request to the
+	// recommendation and scales its limit with it, keeping the
+	// limit-to-request ratio the pod has (Guaranteed pods keep requests
+	// equal to limits), as VerticalPodAutoscaler does. A resource without a
+	// limit stays without one.
 	ControlledValuesRequestsAndLimits ControlledValues = "RequestsAndLimits"
 )
 
@@ -304,9 +311,14 @@ type ContainerPolicy struct {
 	// +kubebuilder:validation:XValidation:rule="size(self) > 0",message="controlledResources must not be empty; to leave a container alone set mode: Off"
 	ControlledResources []corev1.ResourceName `json:"controlledResources,omitempty"`
 
-	// controlledValues is RequestsOnly or RequestsAndLimits (limits follow
-	// requests, keeping their ratio). Default RequestsAndLimits, as in
-	// VerticalPodAutoscaler.
+	// controlledValues is RequestsOnly or RequestsAndLimits. Either way the
+	// recommendation sizes the request: the peak usage over the
+	// recommender's window plus a margin, never below what the container
+	// uses now, and for memory never below its working set plus 10%.
+	// RequestsAndLimits (the default, as in VerticalPodAutoscaler) moves
+	// each limit with its request at the ratio the pod has; RequestsOnly
+	// leaves limits alone and keeps each request at or under its limit.
+	// A limit the container does not have is never added.
 	// +optional
 	ControlledValues *ControlledValues `json:"controlledValues,omitempty"`
 
@@ -559,7 +571,10 @@ type RecommendedContainerResources struct {
 	// containerName is the container's name.
 	// +required
 	ContainerName string `json:"containerName"`
-	// target is the recommended request, within minAllowed and maxAllowed.
+	// target is the recommended request for the workload's pods, within
+	// minAllowed and maxAllowed: learnt from all of them, and what a new
+	// pod of the workload is sized at. The name "_pod" stands for the
+	// pod-level spec.resources of pods that have them.
 	// +optional
 	Target corev1.ResourceList `json:"target,omitempty"`
 	// lowerBound is the least request the recommender considers safe.
