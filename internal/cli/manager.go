@@ -44,6 +44,7 @@ func newManagerCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 	f.StringVar(&o.PrometheusURL, "prometheus-url", "http://127.0.0.1:9090", "Prometheus HTTP API, with --metrics-source=prometheus")
 	f.BoolVar(&o.KubeletThrottling, "kubelet-throttling", true, "with --metrics-source=kubelet, also read CFS throttling from /metrics/cadvisor")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Second, "how often each policy's usage is read and its pods reconsidered")
+	f.DurationVar(&o.CheckpointInterval, "checkpoint-interval", time.Minute, "how often at most each policy's learnt state is written to its TailorCheckpoint")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica resizes")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "kube-system", "namespace of the leader election lease")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables)`)
@@ -59,6 +60,9 @@ func (o *ManagerOptions) Validate() error {
 	}
 	if o.SyncPeriod < time.Second {
 		return usageErrorf("--sync-period must be at least 1s, got %s", o.SyncPeriod)
+	}
+	if o.CheckpointInterval < time.Second {
+		return usageErrorf("--checkpoint-interval must be at least 1s, got %s", o.CheckpointInterval)
 	}
 	return nil
 }

@@ -40,6 +40,12 @@ type Options struct {
 	PrometheusURL     string
 	KubeletThrottling bool
 	SyncPeriod        time.Duration
+	// CheckpointInterval is how often at most learnt state is written;
+	// 0 is the controller's default.
+	CheckpointInterval time.Duration
+	// Recommender replaces the recommender's defaults (tests); nil keeps
+	// them.
+	Recommender *recommend.Config
 
 	LeaderElect             bool
 	LeaderElectionNamespace string
@@ -81,6 +87,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	rec := recommend.DefaultConfig()
+	if o.Recommender != nil {
+		rec = *o.Recommender
+	}
 	if err := rec.Validate(); err != nil {
 		return nil, fmt.Errorf("recommender configuration: %w", err)
 	}
@@ -108,13 +117,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	r := &policyctrl.Reconciler{
-		Client:      mgr.GetClient(),
-		Clock:       clock.RealClock{},
-		Events:      mgr.GetEventRecorder("tailor"),
-		Source:      source,
-		Actuator:    &actuator.Actuator{Client: wc, Server: server},
-		SyncPeriod:  o.SyncPeriod,
-		Recommender: rec,
+		Client:             mgr.GetClient(),
+		Clock:              clock.RealClock{},
+		Events:             mgr.GetEventRecorder("tailor"),
+		Source:             source,
+		Actuator:           &actuator.Actuator{Client: wc, Server: server},
+		SyncPeriod:         o.SyncPeriod,
+		Recommender:        rec,
+		CheckpointInterval: o.CheckpointInterval,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the policy controller: %w", err)

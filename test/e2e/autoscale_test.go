@@ -42,6 +42,14 @@ func startManager(t *testing.T) client.Client {
 // startManagerWith is startManager with o's metrics source.
 func startManagerWith(t *testing.T, o manager.Options) client.Client {
 	t.Helper()
+	c, _ := runManager(t, o)
+	return c
+}
+
+// runManager is startManagerWith that also returns a function stopping the
+// manager before the test ends, as a restart or a lost leadership does.
+func runManager(t *testing.T, o manager.Options) (client.Client, func()) {
+	t.Helper()
 	installCRDs(t)
 	o.SyncPeriod, o.MetricsAddr, o.ProbeAddr = 2*time.Second, "0", "0"
 	// One manager per test, in one process: the controller name repeats.
@@ -53,15 +61,19 @@ func startManagerWith(t *testing.T, o manager.Options) client.Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	// The tests read what the apiserver has, not what the manager's cache
 	// has seen yet.
-	return apiClient(t)
+	return apiClient(t), stop
 }
 
 // apiClient is a client of the apiserver, uncached, that knows tailor's

@@ -282,6 +282,11 @@ func describe(d autoscale.Decision) string {
 		if c.LimitBefore != nil && c.LimitNow != nil {
 			s += fmt.Sprintf(", limit %s -> %s", c.LimitBefore.String(), c.LimitNow.String())
 		}
+		if len(c.Notes) > 0 {
+			// Which rule shaped the value: a bound, a step, the working
+			// set, the limit that caps a request.
+			s += " (" + strings.Join(c.Notes, "; ") + ")"
+		}
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
