@@ -135,7 +135,13 @@ func (g gen) pod(i int) *corev1.Pod {
 		p.Spec.InitContainers = append(p.Spec.InitContainers, s)
 	}
 	if g.chance(0.2) {
-		p.Spec.InitContainers = append(p.Spec.InitContainers, g.container("setup", guaranteed && !podLevel))
+		// The apiserver refuses to create a classic init container that
+		// restarts on resize (1.37): it may only say NotRequired.
+		s := g.container("setup", guaranteed && !podLevel)
+		for i := range s.ResizePolicy {
+			s.ResizePolicy[i].RestartPolicy = corev1.NotRequired
+		}
+		p.Spec.InitContainers = append(p.Spec.InitContainers, s)
 	}
 	if podLevel {
 		g.podLevel(p, guaranteed)
