@@ -40,44 +40,8 @@ var (
 // subresource as a server-side dry run, so nothing is persisted and pods are
 // reused across cases.
 func TestOracle(t *testing.T) {
-	kubeconfig := os.Getenv("TAILOR_KUBECONFIG")
-	if kubeconfig == "" {
-		t.Skip("TAILOR_KUBECONFIG is not set; the oracle needs a real apiserver")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatalf("load kubeconfig %s: %v", kubeconfig, err)
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatalf("client for %s: %v", cfg.Host, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
-	defer cancel()
-
-	info, err := cs.Discovery().ServerVersion()
-	if err != nil {
-		t.Fatalf("server version: %v", err)
-	}
-	server, err := resize.ParseVersion(info.GitVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("apiserver %s (%s), seed %d, %d cases", info.GitVersion, cfg.Host, *flagSeed, *flagCases)
-
-	ns := fmt.Sprintf("oracle-%d", time.Now().UnixNano()%1_000_000_000)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", ns, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		grace := int64(0)
-		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
-			t.Errorf("delete namespace %s: %v", ns, err)
-		}
-	})
+	ctx, cs, server, ns := connect(t, 60*time.Minute)
+	t.Logf("seed %d, %d cases", *flagSeed, *flagCases)
 
 	g := gen{r: rand.New(rand.NewPCG(*flagSeed, 0x7a11))}
 	gated := createGatedPods(ctx, t, cs, ns, g)
@@ -185,6 +149,53 @@ func TestOracle(t *testing.T) {
 	if compared == 0 {
 		t.Fatal("no case was compared")
 	}
+}
+
+// connect skips the test unless TAILOR_KUBECONFIG names a cluster, and
+// returns a client for it, its version and a fresh namespace that is deleted
+// when the test ends. ctx ends after timeout.
+func connect(t *testing.T, timeout time.Duration) (context.Context, kubernetes.Interface, resize.Version, string) {
+	t.Helper()
+	kubeconfig := os.Getenv("TAILOR_KUBECONFIG")
+	if kubeconfig == "" {
+		t.Skip("TAILOR_KUBECONFIG is not set; the oracle needs a real apiserver")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("load kubeconfig %s: %v", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("client for %s: %v", cfg.Host, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+
+	info, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatalf("server version: %v", err)
+	}
+	server, err := resize.ParseVersion(info.GitVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("apiserver %s (%s)", info.GitVersion, cfg.Host)
+
+	ns := fmt.Sprintf("oracle-%d", time.Now().UnixNano()%1_000_000_000)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", ns, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		grace := int64(0)
+		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+			t.Errorf("delete namespace %s: %v", ns, err)
+		}
+	})
+
+	return ctx, cs, server, ns
 }
 
 func createGatedPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string, g gen) []string {
