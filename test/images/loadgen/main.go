@@ -78,6 +78,9 @@ func (l *load) setMemory(size int64) {
 	const chunk = 1 << 20
 	want := int((size + chunk - 1) / chunk)
 	if want < len(l.memory) {
+		// Drop the references too: a truncated slice still holds its
+		// tail, which the collector would then never free.
+		clear(l.memory[want:])
 		l.memory = l.memory[:want]
 		debug.FreeOSMemory()
 	}
