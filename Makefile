@@ -50,14 +50,15 @@ unit:
 ## controller: the controller tier (test/controller): the policy reconciler against
 ## a real kube-apiserver and etcd (envtest, on random ports: it does not touch the
 ## local cluster), with a fake clock, a scripted metrics source and a simulated
-## kubelet. Builds those two binaries first when they are not cached.
+## kubelet, with -race: reconciles and the informers' event mapping share state.
+## Builds those two binaries first when they are not cached.
 ## CONTROLLER_FLAGS passes go test flags, e.g. CONTROLLER_FLAGS='-run Restart -v'.
 CONTROLLER_FLAGS ?=
 controller:
 	hack/cluster.sh build etcd kube-apiserver
 	source hack/lib.sh; \
 	TEST_ASSET_KUBE_APISERVER="$$K8S_BIN/kube-apiserver" TEST_ASSET_ETCD="$$ETCD_BIN/etcd" \
-		$(GO) test -tags controller -count=1 $(CONTROLLER_FLAGS) ./test/controller
+		$(GO) test -race -tags controller -count=1 $(CONTROLLER_FLAGS) ./test/controller
 
 $(GOLANGCI_LINT):
 	mkdir -p $(TOOLS_BIN)

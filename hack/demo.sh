@@ -15,9 +15,9 @@ NS=tailor-demo
 export KUBECONFIG="$KUBECONFIG_PATH"
 export PATH="${K8S_BIN}:${PATH}"
 
-log "installing the TailorPolicy CRD"
+log "installing the TailorPolicy and TailorCheckpoint CRDs"
 kubectl apply --server-side --force-conflicts -f "${ROOT}/config/crd/bases" >/dev/null
-kubectl wait --for=condition=Established crd/tailorpolicies.autoscaling.tailor.dev --timeout=60s >/dev/null
+kubectl wait --for=condition=Established crd/tailorpolicies.autoscaling.tailor.dev crd/tailorcheckpoints.autoscaling.tailor.dev --timeout=60s >/dev/null
 kubectl delete namespace "$NS" --ignore-not-found --wait=true >/dev/null
 
 log "starting tailor manager (logs: ${LOG_DIR}/manager.log)"

@@ -122,8 +122,8 @@ func TestDecidePolicyInvariants(t *testing.T) {
 			t.Fatalf("case %d (seed %d): %s", i, caseSeed, msg)
 		}
 	}
-	t.Logf("%d generated cases (seed %d): %d resizes checked, %d held, %d pod-level, %d requests-only", cases, seed,
-		stats["resizes"], stats["held"], stats["podLevel"], stats["requestsOnly"])
+	t.Logf("%d generated cases (seed %d): %d resizes checked, %d replacements checked, %d held, %d pod-level, %d requests-only", cases, seed,
+		stats["resizes"], stats["replacements"], stats["held"], stats["podLevel"], stats["requestsOnly"])
 	if stats["resizes"] < cases/4 {
 		t.Errorf("only %d resizes in %d cases: the generator no longer exercises the decision", stats["resizes"], cases)
 	}
@@ -194,6 +194,26 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 		if raised[i] > free.MilliValue() {
 			return fmt.Sprintf("raises of %s add %dm to the node's requests, %s was free", r, raised[i], free.String())
 		}
+	}
+	// What a replacement would be created with (InPlaceOrRecreate): the
+	// whole recommendation, no room counted, under the same promises.
+	for _, p := range pods {
+		full, err := autoscale.Decide(autoscale.Input{Pod: p.Pod, Spec: spec, Targets: p.Targets, PodTarget: p.PodTarget,
+			WorkingSet: p.WorkingSet, MemoryFloorHeadroom: input.MemoryFloorHeadroom, Now: input.Now})
+		if err != nil {
+			return fmt.Sprintf("Decide for a replacement of %s: %v", p.Pod.Name, err)
+		}
+		if full.Empty() {
+			continue
+		}
+		plan, err := resize.Plan(resize.Input{Pod: p.Pod, Desired: full.Desired, Server: input.Server})
+		if err != nil {
+			return fmt.Sprintf("Plan for a replacement of %s: %v", p.Pod.Name, err)
+		}
+		if bad := checkAction(spec, p, autoscale.Action{Pod: p.Pod, Decision: full, Plan: plan}, input.MemoryFloorHeadroom); len(bad) > 0 {
+			return fmt.Sprintf("replacement of %s: %s\npod: %s\ndecision: %s", p.Pod.Name, strings.Join(bad, "; "), podText(p.Pod), describeDesired(full))
+		}
+		stats["replacements"]++
 	}
 	stats["held"] += len(d.Held)
 	for _, h := range d.Held {

@@ -293,3 +293,29 @@ func TestPolicyEditKeepsTheMemoryPeak(t *testing.T) {
 		}
 	}
 }
+
+// A new replica starts from its workload's history: what its siblings
+// taught sizes it at its first sync, before it has shown any usage of its
+// own worth a raise.
+func TestNewReplicaStartsFromTheWorkloadsHistory(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("api", builder.Pod("api-0").Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")))
+	e.policy("api", func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
+		}}}
+	})
+	// api-0 peaks at 600Mi: the workload needs 856Mi.
+	e.source.Set(e.ns, "api-0", "app", 0.2, 600*mi)
+	e.syncs("api", 3)
+	if got := requestOf(e.getPod("api-0"), "app", corev1.ResourceMemory); got != "856Mi" {
+		t.Fatalf("api-0 memory request %s, want 856Mi", got)
+	}
+	// A scale-out: api-1 starts at the template's 256Mi and uses 50Mi.
+	e.pod("api", builder.Pod("api-1").Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")))
+	e.source.Set(e.ns, "api-1", "app", 0.2, 50*mi)
+	e.sync("api")
+	if got := requestOf(e.getPod("api-1"), "app", corev1.ResourceMemory); got != "856Mi" {
+		t.Errorf("api-1 memory request %s after its first sync, want 856Mi from its workload's history (its own 50Mi would ask for 306Mi)", got)
+	}
+}

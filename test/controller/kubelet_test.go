@@ -120,8 +120,11 @@ func containerStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
 func (k *kubelet) answer(ctx context.Context, p *corev1.Pod) error {
 	node := &corev1.Node{}
 	if err := k.c.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); err != nil {
-		// A pod whose node is gone has no kubelet to answer.
-		return nil
+		if apierrors.IsNotFound(err) {
+			// A pod whose node is gone has no kubelet to answer.
+			return nil
+		}
+		return err
 	}
 	var onNode corev1.PodList
 	if err := k.c.List(ctx, &onNode, client.MatchingFields{"spec.nodeName": p.Spec.NodeName}); err != nil {

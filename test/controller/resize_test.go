@@ -227,7 +227,7 @@ func TestNodeDeletedUnderPods(t *testing.T) {
 func TestPolicyEditAndDeletion(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
 	e.pod("web", webPod("web-0"))
-	pol := e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
+	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
 		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
 			ContainerName: "app", Mode: ptr.To(v1alpha1.ContainerModeOff),
 		}}}
@@ -238,7 +238,7 @@ func TestPolicyEditAndDeletion(t *testing.T) {
 		t.Fatalf("container mode Off, yet the pod was resized (generation %d)", p.Generation)
 	}
 	// The user turns the container on and caps it.
-	pol = e.getPolicy("web")
+	pol := e.getPolicy("web")
 	pol.Spec.ResourcePolicy.ContainerPolicies[0].Mode = nil
 	pol.Spec.ResourcePolicy.ContainerPolicies[0].MaxAllowed = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1200m")}
 	if err := apiClient.Update(e.ctx, pol); err != nil {
