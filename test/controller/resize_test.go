@@ -140,37 +140,9 @@ func TestConflictIsRetriedNotRefused(t *testing.T) {
 	}
 }
 
-// A pod deleted after the controller listed it: the resize finds it gone,
-// and the next sync carries on without it.
-func TestPodDeletedBetweenListAndResizeRecovers(t *testing.T) {
-	e := newEnv(t, controllerOptions{})
-	e.pod("api", webPod("api-0"))
-	e.pod("api", webPod("api-1"))
-	e.policy("api", func(s *v1alpha1.TailorPolicySpec) {
-		s.Behavior = &v1alpha1.Behavior{MaxConcurrentResizes: ptr.To[int32](2)}
-	})
-	for _, p := range []string{"api-0", "api-1"} {
-		e.source.SetThrottled(e.ns, p, "app", 1.0, 200*mi, 0.5)
-	}
-	e.source.OnNextRead(func() { e.deletePod("api-0") })
-	e.clock.Step(syncPeriod)
-	_, _ = e.tryReconcile("api") // TestPodDeletedMidSyncServesTheOthers holds what it returns.
-	e.sync("api")
-	if p := e.getPod("api-1"); p.Generation != 2 {
-		t.Errorf("api-1 generation %d: not resized on the sync after api-0 went away", p.Generation)
-	}
-	e.sync("api")
-	pol := e.getPolicy("api")
-	if len(pol.Status.Pods) != 1 || pol.Status.Pods[0].PodName != "api-1" || pol.Status.Pods[0].Result != v1alpha1.ResizeResultDone {
-		t.Errorf("status.pods = %+v, want only api-1, Done", pol.Status.Pods)
-	}
-	if n := e.events.count("", "ResizeRefused") + e.events.count("", "ResizeFailed"); n != 0 {
-		t.Errorf("a vanished pod was reported as a refused or failed resize:%s", e.events)
-	}
-}
-
-// The same, within the sync: a pod gone mid-sync is not an error, and the
-// sync still serves the policy's other pods and writes status.
+// A pod deleted after the controller listed it, before its resize: that is
+// not an error, the sync still serves the policy's other pods, and the next
+// syncs carry on without it.
 func TestPodDeletedMidSyncServesTheOthers(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
 	e.pod("api", webPod("api-0"))
@@ -188,6 +160,15 @@ func TestPodDeletedMidSyncServesTheOthers(t *testing.T) {
 	}
 	if p := e.getPod("api-1"); p.Generation != 2 {
 		t.Errorf("api-1 generation %d: the other pod was not resized in the same sync", p.Generation)
+	}
+	// The kubelet answers; the next syncs see it.
+	e.syncs("api", 2)
+	pol := e.getPolicy("api")
+	if len(pol.Status.Pods) != 1 || pol.Status.Pods[0].PodName != "api-1" || pol.Status.Pods[0].Result != v1alpha1.ResizeResultDone {
+		t.Errorf("status.pods = %+v, want only api-1, Done", pol.Status.Pods)
+	}
+	if n := e.events.count("", "ResizeRefused") + e.events.count("", "ResizeFailed"); n != 0 {
+		t.Errorf("a vanished pod was reported as a refused or failed resize:%s", e.events)
 	}
 }
 
