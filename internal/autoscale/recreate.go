@@ -3,8 +3,11 @@ package autoscale
 import (
 	"fmt"
 	"sort"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -174,4 +177,155 @@ func nodeReady(n *corev1.Node) bool {
 // noScheduleTaints are the taints that keep a new pod off a node.
 func noScheduleTaints(t *corev1.Taint) bool {
 	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+}
+
+// RecreateInput is what DecideRecreate needs about a pod whose raise finds
+// no room on its node, in mode InPlaceOrRecreate.
+type RecreateInput struct {
+	Pod    PodInput
+	Spec   *v1alpha1.TailorPolicySpec
+	Server resize.Version
+	// MemoryFloorHeadroom is as for PolicyInput.
+	MemoryFloorHeadroom float64
+	// ShortSince is when the raise first found no room, in a run not since
+	// interrupted.
+	ShortSince time.Time
+	// RecreateAfter is how long that must last before an eviction.
+	RecreateAfter time.Duration
+	// LastEviction is the policy's last eviction (zero: none), which paces
+	// them to one per minResizeInterval.
+	LastEviction time.Time
+	// BlockedUntil is when the pod's last refused eviction may be asked
+	// again; BlockedReason and BlockedMessage say why it was refused.
+	BlockedUntil                  time.Time
+	BlockedReason, BlockedMessage string
+	// Entry is the status.recreations entry already written for the pod's
+	// owner, if any.
+	Entry *v1alpha1.Recreation
+	// Settle is how long an entry must have stood before its pod is
+	// evicted: the apiserver's admission policy reads it from an informer
+	// that trails the status write.
+	Settle time.Duration
+	// Nodes are every node with its pods; nil until the decision asks for
+	// them (RecreateNeedNodes), since listing them costs.
+	Nodes []NodePods
+	Now   time.Time
+}
+
+// RecreateStep is what to do about the pod now.
+type RecreateStep string
+
+const (
+	// RecreateWait: nothing yet; look again after RetryAfter.
+	RecreateWait RecreateStep = "Wait"
+	// RecreateBlocked: the pod cannot be evicted now, for Reason.
+	RecreateBlocked RecreateStep = "Blocked"
+	// RecreateNeedNodes: call again with Nodes.
+	RecreateNeedNodes RecreateStep = "NeedNodes"
+	// RecreateRecord: write the replacement's resources to
+	// status.recreations; the eviction comes a later sync.
+	RecreateRecord RecreateStep = "Record"
+	// RecreateEvict: evict the pod through the Eviction API.
+	RecreateEvict RecreateStep = "Evict"
+)
+
+// RecreateDecision is DecideRecreate's answer.
+type RecreateDecision struct {
+	Step RecreateStep
+	// Reason and Message say why for Blocked and for a paced Wait.
+	Reason, Message string
+	RetryAfter      time.Duration
+	// Owner and Containers are the replacement's maker and resources, for
+	// Record and Evict.
+	Owner      *metav1.OwnerReference
+	Containers []v1alpha1.RecreatedContainer
+}
+
+// DecideRecreate decides, for a pod whose raise has found no room on its
+// node, whether and when to evict it so that its controller recreates it
+// elsewhere at the recommended size: only after RecreateAfter, one pod per
+// policy per minResizeInterval, only a pod a controller recreates, whose
+// replacement's resources pass the same rules as an in-place resize and
+// which some node can hold; the replacement's resources are recorded first
+// and the pod evicted only once they have settled.
+func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
+	p := in.Pod.Pod
+	if wait := in.ShortSince.Add(in.RecreateAfter).Sub(in.Now); wait > 0 {
+		return RecreateDecision{Step: RecreateWait, RetryAfter: wait}, nil
+	}
+	interval := MinResizeInterval(in.Spec)
+	if wait := in.LastEviction.Add(interval).Sub(in.Now); !in.LastEviction.IsZero() && wait > 0 {
+		return RecreateDecision{Step: RecreateWait, RetryAfter: wait, Reason: "EvictionPaced",
+			Message: fmt.Sprintf("another pod was evicted %s ago; minResizeInterval is %s", in.Now.Sub(in.LastEviction).Round(time.Second), interval)}, nil
+	}
+	if wait := in.BlockedUntil.Sub(in.Now); wait > 0 {
+		return RecreateDecision{Step: RecreateWait, RetryAfter: wait, Reason: in.BlockedReason, Message: in.BlockedMessage}, nil
+	}
+	// A refusal is retried after minResizeInterval, not every sync: each
+	// attempt writes status.recreations first, and a PodDisruptionBudget
+	// rarely changes its mind within seconds.
+	blocked := func(reason, msg string) (RecreateDecision, error) {
+		return RecreateDecision{Step: RecreateBlocked, Reason: reason, Message: msg, RetryAfter: interval}, nil
+	}
+	owner, err := Recreatable(p)
+	if err != nil {
+		return blocked("NotRecreatable", err.Error())
+	}
+	if p.Spec.Resources != nil {
+		return blocked("PodLevelResources", "its replacement could not get its pod-level resources: the admission policy sets containers' only")
+	}
+	// The replacement gets the whole recommendation, not what fits here,
+	// shaped by the same rules as an in-place resize and checked by the
+	// planner, so it is never admitted in another QoS class.
+	full, err := Decide(Input{Pod: p, Spec: in.Spec, Targets: in.Pod.Targets, WorkingSet: in.Pod.WorkingSet,
+		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now})
+	if err != nil {
+		return RecreateDecision{}, fmt.Errorf("deciding the replacement's resources: %w", err)
+	}
+	plan, err := resize.Plan(resize.Input{Pod: p, Desired: full.Desired, Server: in.Server})
+	if err != nil {
+		return RecreateDecision{}, fmt.Errorf("planning the replacement's resources: %w", err)
+	}
+	if plan.Outcome == resize.Refused {
+		return blocked("NotPlannable", fmt.Sprintf("its replacement's resources break rule %s: %s", plan.Rule, plan.Message))
+	}
+	containers := RecreatedContainers(p, full.Desired)
+	if len(containers) == 0 {
+		return RecreateDecision{Step: RecreateWait}, nil
+	}
+	if in.Nodes == nil {
+		return RecreateDecision{Step: RecreateNeedNodes}, nil
+	}
+	if _, ok := Placeable(p, containers, in.Nodes); !ok {
+		return blocked("NoNodeFits", fmt.Sprintf("no node could hold it at %s, even counting lower-priority pods as preempted; raised in place as far as its node allows", ContainersText(containers)))
+	}
+	d := RecreateDecision{Owner: owner, Containers: containers}
+	if e := in.Entry; e == nil || e.EvictedPod != p.Name || !apiequality.Semantic.DeepEqual(e.Containers, containers) {
+		d.Step, d.RetryAfter = RecreateRecord, in.Settle
+		return d, nil
+	}
+	if wait := in.Entry.EvictionTime.Add(in.Settle).Sub(in.Now); wait > 0 {
+		d.Step, d.RetryAfter = RecreateWait, wait
+		return d, nil
+	}
+	d.Step = RecreateEvict
+	return d, nil
+}
+
+// ContainersText says what a replacement's containers get, for people.
+func ContainersText(cs []v1alpha1.RecreatedContainer) string {
+	parts := make([]string, 0, len(cs))
+	for _, c := range cs {
+		s := c.Name
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := c.Requests[r]; ok {
+				s += fmt.Sprintf(" %s request %s", r, q.String())
+			}
+			if q, ok := c.Limits[r]; ok {
+				s += fmt.Sprintf(" limit %s", q.String())
+			}
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
 }

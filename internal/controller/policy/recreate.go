@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -18,7 +16,6 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
-	"github.com/tailorhq/tailor/internal/resize"
 )
 
 // Event reasons of InPlaceOrRecreate.
@@ -67,21 +64,33 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 	if u := policy.Spec.UpdatePolicy; u != nil && u.RecreateAfter != nil {
 		after = u.RecreateAfter.Duration
 	}
-	if wait := ps.shortSince.Add(after).Sub(now); wait > 0 {
-		return false, wait, nil
+	rin := autoscale.RecreateInput{
+		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom,
+		ShortSince: ps.shortSince, RecreateAfter: after, LastEviction: state.lastEviction,
+		BlockedUntil: ps.evictionBlocked.until, BlockedReason: ps.evictionBlocked.reason, BlockedMessage: ps.evictionBlocked.message,
+		Settle: AdmissionSettle, Now: now,
+	}
+	for _, candidate := range in.decision.Pods {
+		if candidate.Pod.UID == p.UID {
+			rin.Pod = candidate
+		}
+	}
+	if owner := metav1.GetControllerOf(p); owner != nil {
+		if rc, ok := state.recreations[owner.UID]; ok {
+			rin.Entry = &rc
+		}
+	}
+	d, err := autoscale.DecideRecreate(rin)
+	if err == nil && d.Step == autoscale.RecreateNeedNodes {
+		if rin.Nodes, err = r.nodesWithPods(ctx); err != nil {
+			return false, 0, err
+		}
+		d, err = autoscale.DecideRecreate(rin)
+	}
+	if err != nil {
+		return false, 0, fmt.Errorf("deciding recreation of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	interval := autoscale.MinResizeInterval(&policy.Spec)
-	if wait := state.lastEviction.Add(interval).Sub(now); !state.lastEviction.IsZero() && wait > 0 {
-		blocked["EvictionPaced"] = fmt.Sprintf("another pod was evicted %s ago; minResizeInterval is %s", now.Sub(state.lastEviction).Round(time.Second), interval)
-		return false, wait, nil
-	}
-	if wait := ps.evictionBlocked.until.Sub(now); wait > 0 {
-		blocked[ps.evictionBlocked.reason] = ps.evictionBlocked.message
-		return false, wait, nil
-	}
-	// A refusal is retried after minResizeInterval, not every sync: each
-	// attempt writes status.recreations first, and a PodDisruptionBudget
-	// rarely changes its mind within seconds.
 	block := func(reason, msg string) (bool, time.Duration, error) {
 		state.dropPendingRecreation(p)
 		msg = "pod " + p.Name + " not evicted: " + msg
@@ -90,37 +99,21 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 		r.reportOnce(ps, p, policy, "recreate:"+reason, EventEvictionBlocked, msg)
 		return false, interval, nil
 	}
-
-	owner, err := autoscale.Recreatable(p)
-	if err != nil {
-		return block("NotRecreatable", err.Error())
-	}
-	if p.Spec.Resources != nil {
-		return block("PodLevelResources", "its replacement could not get its pod-level resources: the admission policy sets containers' only")
-	}
-	containers, err := r.recreation(in, p)
-	if err != nil {
-		return block("NotPlannable", err.Error())
-	}
-	if len(containers) == 0 {
-		return false, r.SyncPeriod, nil
-	}
-	nodes, err := r.nodesWithPods(ctx)
-	if err != nil {
-		return false, 0, err
-	}
-	if _, ok := autoscale.Placeable(p, containers, nodes); !ok {
-		return block("NoNodeFits", fmt.Sprintf("no node could hold it at %s, even counting lower-priority pods as preempted; raised in place as far as its node allows", containersText(containers)))
-	}
-
-	// First sync: write the replacement's resources, which it reads from
-	// status at admission. A later one evicts, once they have settled and
-	// only if they are still what the pod needs.
-	rc, pending := state.recreations[owner.UID]
-	if !pending || rc.EvictedPod != p.Name || !apiequality.Semantic.DeepEqual(rc.Containers, containers) {
+	switch d.Step {
+	case autoscale.RecreateWait:
+		if d.Reason != "" {
+			blocked[d.Reason] = d.Message
+		}
+		return false, d.RetryAfter, nil
+	case autoscale.RecreateBlocked:
+		return block(d.Reason, d.Message)
+	case autoscale.RecreateRecord:
+		// The replacement reads its resources from status at admission:
+		// they are written a sync before the eviction.
+		owner := d.Owner
 		state.recreations[owner.UID] = v1alpha1.Recreation{
 			OwnerUID: string(owner.UID), OwnerKind: owner.Kind, OwnerName: owner.Name, EvictedPod: p.Name,
-			EvictionTime: metav1.NewTime(now), Containers: containers,
+			EvictionTime: metav1.NewTime(now), Containers: d.Containers,
 		}
 		st := policy.Status.DeepCopy()
 		st.Recreations = state.recreationList(now)
@@ -128,12 +121,13 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 			delete(state.recreations, owner.UID)
 			return false, 0, err
 		}
-		return false, AdmissionSettle, nil
-	}
-	if wait := rc.EvictionTime.Add(AdmissionSettle).Sub(now); wait > 0 {
-		return false, wait, nil
+		return false, d.RetryAfter, nil
+	case autoscale.RecreateEvict:
+	default:
+		return false, 0, fmt.Errorf("deciding recreation of pod %s/%s: unexpected step %s", p.Namespace, p.Name, d.Step)
 	}
 
+	owner, text := d.Owner, autoscale.ContainersText(d.Containers)
 	uid := p.UID
 	eviction := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
@@ -153,39 +147,11 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 	}
 	state.lastEviction = now
 	ps.lastResize, ps.result, ps.outcome = now, stateEvicted, stateEvicted
-	ps.message = fmt.Sprintf("evicted to be recreated by %s %s with %s: its node has no room in place", owner.Kind, owner.Name, containersText(containers))
+	ps.message = fmt.Sprintf("evicted to be recreated by %s %s with %s: its node has no room in place", owner.Kind, owner.Name, text)
 	evictionsTotal.WithLabelValues(policy.Namespace, policy.Name, "evicted").Inc()
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventEvicted, "Evict", "%s", ps.message)
-	log.FromContext(ctx).Info("pod evicted for recreation", "pod", klog.KObj(p), "owner", owner.Name, "resources", containersText(containers))
+	log.FromContext(ctx).Info("pod evicted for recreation", "pod", klog.KObj(p), "owner", owner.Name, "resources", text)
 	return true, 0, nil
-}
-
-// recreation is what p's replacement is to be created with: the whole
-// recommendation, not what fits on p's node, shaped by the same rules as an
-// in-place resize and checked by the planner, so a replacement is never
-// admitted in another QoS class or with a request above its limit.
-func (r *Reconciler) recreation(in *syncInput, p *corev1.Pod) ([]v1alpha1.RecreatedContainer, error) {
-	var pin autoscale.PodInput
-	for _, candidate := range in.decision.Pods {
-		if candidate.Pod.UID == p.UID {
-			pin = candidate
-		}
-	}
-	full, err := autoscale.Decide(autoscale.Input{
-		Pod: p, Spec: in.decision.Spec, Targets: pin.Targets, WorkingSet: pin.WorkingSet,
-		MemoryFloorHeadroom: MemoryFloorHeadroom, Now: in.decision.Now,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("deciding the replacement's resources: %w", err)
-	}
-	plan, err := resize.Plan(resize.Input{Pod: p, Desired: full.Desired, Server: r.Actuator.Server.Version})
-	if err != nil {
-		return nil, fmt.Errorf("planning the replacement's resources: %w", err)
-	}
-	if plan.Outcome == resize.Refused {
-		return nil, fmt.Errorf("its replacement's resources break rule %s: %s", plan.Rule, plan.Message)
-	}
-	return autoscale.RecreatedContainers(p, full.Desired), nil
 }
 
 // evictionBlock is why a pod was last not evicted, and until when tailor
@@ -244,21 +210,4 @@ func (s *policyState) recreationList(now time.Time) []v1alpha1.Recreation {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].OwnerUID < out[j].OwnerUID })
 	return out
-}
-
-func containersText(cs []v1alpha1.RecreatedContainer) string {
-	parts := make([]string, 0, len(cs))
-	for _, c := range cs {
-		s := c.Name
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if q, ok := c.Requests[r]; ok {
-				s += fmt.Sprintf(" %s request %s", r, q.String())
-			}
-			if q, ok := c.Limits[r]; ok {
-				s += fmt.Sprintf(" limit %s", q.String())
-			}
-		}
-		parts = append(parts, s)
-	}
-	return strings.Join(parts, "; ")
 }
