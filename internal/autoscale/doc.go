@@ -1,8 +1,10 @@
-// Package autoscale decides, for one pod under one TailorPolicy, what to ask
-// Kubernetes for: it turns the recommender's per-container targets into a
-// resize.Desired while keeping tailor's promises (QoS class unchanged, no
-// restart the policy forbids, memory never below what the container uses,
-// bounds and pacing respected), and says why it held anything back. It is
-// pure: the controller gathers the pod, policy, targets and usage, and the
-// resize planner still has the last word on what Kubernetes will accept.
+// Package autoscale decides what tailor asks Kubernetes for. Decide shapes
+// one pod's resize from the recommender's targets while keeping tailor's
+// promises (QoS class unchanged, no restart the policy forbids, no limit
+// added, memory never below what the container uses, bounds and steps
+// respected); DecidePolicy decides a whole policy's sync over all its pods
+// (order, maxConcurrentResizes, each node's room shared between the raises
+// on it, the planner's verdict); DecideRecreate decides when a pod that has
+// no room in place is evicted to be recreated larger. All of it is pure: the
+// controller gathers the input and carries the decision out.
 package autoscale
