@@ -319,3 +319,54 @@ func TestNewReplicaStartsFromTheWorkloadsHistory(t *testing.T) {
 		t.Errorf("api-1 memory request %s after its first sync, want 856Mi from its workload's history (its own 50Mi would ask for 306Mi)", got)
 	}
 }
+
+// A container the workload no longer runs is forgotten once nothing it
+// taught is still within the recommender's windows: not in memory, not in
+// the checkpoint.
+func TestGoneContainerIsForgottenOnceItsWindowsPass(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("api", builder.Pod("api-0").Container(builder.Container("app").Requests("500m", "256Mi")).
+		Container(builder.Container("old").Requests("100m", "64Mi")))
+	e.policy("api", nil)
+	e.source.Set(e.ns, "api-0", "app", 0.2, 100*mi)
+	e.source.Set(e.ns, "api-0", "old", 0.1, 30*mi)
+	e.syncs("api", 3)
+	// A rollout drops the container "old".
+	e.deletePod("api-0")
+	e.pod("api", builder.Pod("api-1").Container(builder.Container("app").Requests("500m", "256Mi")))
+	e.source.Set(e.ns, "api-1", "app", 0.2, 100*mi)
+	names := func() []string {
+		var cp v1alpha1.TailorCheckpoint
+		if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "api"}, &cp); err != nil {
+			t.Fatalf("the checkpoint: %v", err)
+		}
+		var out []string
+		for _, c := range cp.Spec.Containers {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	// A day later "old" is still remembered: its memory peak is within
+	// the 48h window.
+	for range 24 {
+		e.clock.Step(time.Hour)
+		e.sync("api")
+	}
+	if got := names(); len(got) != 2 {
+		t.Fatalf("checkpoint after a day: %v, want app and old", got)
+	}
+	for range 25 {
+		e.clock.Step(time.Hour)
+		e.sync("api")
+	}
+	if got := names(); len(got) != 1 || got[0] != "app" {
+		t.Errorf("checkpoint 49h after the last sample of old: %v, want only app", got)
+	}
+	var recs []string
+	for _, r := range e.getPolicy("api").Status.Recommendation.ContainerRecommendations {
+		recs = append(recs, r.ContainerName)
+	}
+	if len(recs) != 1 || recs[0] != "app" {
+		t.Errorf("status recommendations for %v, want only app", recs)
+	}
+}

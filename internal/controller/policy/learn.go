@@ -240,7 +240,8 @@ func quantityOf(l corev1.ResourceList, r corev1.ResourceName) float64 {
 }
 
 // forgetGone drops the pods that are no longer selected, except an evicted
-// pod whose replacement may still come.
+// pod whose replacement may still come, and the containers nothing has been
+// learnt of for longer than the recommender remembers.
 func (s *policyState) forgetGone(pods []*corev1.Pod, now time.Time) {
 	live := map[types.UID]bool{}
 	for _, p := range pods {
@@ -250,6 +251,16 @@ func (s *policyState) forgetGone(pods []*corev1.Pod, now time.Time) {
 		keep := ps.result == stateEvicted && now.Sub(ps.lastResize) < RecreationTTL
 		if !live[uid] && !keep {
 			delete(s.pods, uid)
+		}
+	}
+	// A container name no pod has fed for longer than both its windows
+	// holds no peak any more: forgetting it loses nothing, and a container
+	// removed from the workload does not stay in memory and checkpoint.
+	for name, wc := range s.workload {
+		cfg := s.configs[name]
+		if !wc.fed.IsZero() && now.Sub(wc.fed) > max(cfg.CPUWindow, cfg.MemoryWindow) {
+			delete(s.workload, name)
+			delete(s.configs, name)
 		}
 	}
 }
