@@ -1,12 +1,10 @@
 package manager
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	promapi "github.com/prometheus/client_golang/api"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -95,6 +93,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
+		Cache:                   CacheOptions(),
 		Metrics:                 crmetrics.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElect,
@@ -106,10 +105,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	// The controller lists pods by node for headroom.
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}); err != nil {
-		return nil, fmt.Errorf("indexing pods by node: %w", err)
+	if err := IndexPods(mgr); err != nil {
+		return nil, err
 	}
 	// Resizes are followed with a watch, which the cached client lacks.
 	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})

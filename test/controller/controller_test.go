@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/manager"
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/recommend"
@@ -78,12 +78,13 @@ var _ reconcile.Reconciler = (*policyctrl.Reconciler)(nil)
 
 // newManagedController runs a controller from newController under a
 // controller-runtime manager watching the apiserver through its cache, set
-// up as internal/manager does (the pods-by-node index, the controller's own
-// watches), and stops it when the test ends.
+// up as internal/manager does (its cache transform, the pods-by-node index,
+// the controller's own watches), and stops it when the test ends.
 func newManagedController(t *testing.T, d deps, opts controllerOptions) *policyctrl.Reconciler {
 	t.Helper()
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
+		Cache:                  manager.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             crconfig.Controller{SkipNameValidation: ptr.To(true)},
@@ -91,10 +92,8 @@ func newManagedController(t *testing.T, d deps, opts controllerOptions) *policyc
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}); err != nil {
-		t.Fatalf("indexing pods by node: %v", err)
+	if err := manager.IndexPods(mgr); err != nil {
+		t.Fatal(err)
 	}
 	opts.Client = mgr.GetClient()
 	r := newController(t, d, opts)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -69,4 +70,36 @@ func TestManagerReactsToAnOOMKillBeforeTheSyncPeriod(t *testing.T) {
 	}
 	t.Logf("memory limit 1Gi -> %s %s after the OOM kill was written (sync period %s)",
 		limitOf(raised, "app", corev1.ResourceMemory), time.Since(start).Round(time.Millisecond), period)
+}
+
+// A manager that starts after a resize reads when it was made from the
+// pod's managedFields, which its cache keeps for tailor's resizes only, and
+// honours minResizeInterval across the restart: the pod is not resized
+// again at once though its usage calls for more.
+func TestRestartedManagerKeepsMinResizeInterval(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{MinResizeInterval: &metav1.Duration{Duration: 10 * time.Minute}}
+	})
+	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 0.5)
+	e.sync("web")
+	if p := e.getPod("web-0"); p.Generation != 2 {
+		t.Fatalf("the first manager did not resize (generation %d)", p.Generation)
+	}
+	// Throttled at the new limit too: a raise is due, but not for 10m.
+	e.source.SetThrottled(e.ns, "web-0", "app", 3.0, 200*mi, 0.9)
+	e.clock.Step(time.Minute)
+	newManagedController(t, e.controllerDeps(), controllerOptions{SyncPeriod: time.Minute})
+	deadline := time.Now().Add(5 * time.Second)
+	for e.source.Reads() < 2 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if e.source.Reads() < 2 {
+		t.Fatalf("the restarted manager never synced the policy")
+	}
+	time.Sleep(time.Second)
+	if p := e.getPod("web-0"); p.Generation != 2 {
+		t.Errorf("the restarted manager resized 1m after the last resize, minResizeInterval 10m (generation %d)", p.Generation)
+	}
 }
