@@ -14,7 +14,7 @@ import (
 
 func TestTrimKeepsOnlyWhatTailorReads(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
-	fields := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}
+	fields := metav1.NewFieldsV1(`{"f:spec":{}}`)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name:        "web",
 		Annotations: map[string]string{lastApplied: `{"big":"copy"}`, "team": "a"},
