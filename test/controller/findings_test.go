@@ -370,3 +370,49 @@ func TestGoneContainerIsForgottenOnceItsWindowsPass(t *testing.T) {
 		t.Errorf("status recommendations for %v, want only app", recs)
 	}
 }
+
+// tailor_resizes_in_flight counts the policy's pods whose resize the
+// kubelet has not finished, whichever finishes first: one pod's resize
+// done does not zero it while the other's is still applied.
+func TestResizesInFlightFollowsThePods(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	e.pod("web", webPod("web-1"))
+	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{MaxConcurrentResizes: ptr.To[int32](2)}
+	})
+	for _, p := range []string{"web-0", "web-1"} {
+		e.source.SetThrottled(e.ns, p, "app", 1.0, 200*mi, 0.5)
+	}
+	inFlight := func() float64 {
+		return metricValue(t, "tailor_resizes_in_flight", map[string]string{"namespace": e.ns, "policy": "web"})
+	}
+	e.clock.Step(syncPeriod)
+	e.reconcile("web")
+	if got := inFlight(); got != 2 {
+		t.Fatalf("in flight after both resizes were sent: %v, want 2", got)
+	}
+	// No longer throttled: nothing more to send.
+	for _, p := range []string{"web-0", "web-1"} {
+		e.source.Set(e.ns, p, "app", 0.8, 200*mi)
+	}
+	// The kubelet finishes web-0 only.
+	done := e.getPod("web-0")
+	if err := e.kubelet.answer(e.ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	if err := apiClient.Status().Update(e.ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Step(syncPeriod)
+	e.reconcile("web")
+	if got := inFlight(); got != 1 {
+		t.Errorf("in flight with web-0 done and web-1 still applying: %v, want 1", got)
+	}
+	e.kubelet.Sync(t, e.ns)
+	e.clock.Step(syncPeriod)
+	e.reconcile("web")
+	if got := inFlight(); got != 0 {
+		t.Errorf("in flight with both done: %v, want 0", got)
+	}
+}

@@ -316,22 +316,36 @@ func (l *eventLog) String() string {
 // the registry the manager serves.
 func resizesTotal(t *testing.T, ns, policy, result string) float64 {
 	t.Helper()
+	return metricValue(t, "tailor_resizes_total", map[string]string{"namespace": ns, "policy": policy, "result": result})
+}
+
+// metricValue is the value of the counter or gauge name whose labels
+// include want, from the controller's registry; 0 when there is none.
+func metricValue(t *testing.T, name string, want map[string]string) float64 {
+	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatalf("gathering metrics: %v", err)
 	}
 	for _, f := range families {
-		if f.GetName() != "tailor_resizes_total" {
+		if f.GetName() != name {
 			continue
 		}
+	next:
 		for _, m := range f.GetMetric() {
 			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["namespace"] == ns && labels["policy"] == policy && labels["result"] == result {
+			for k, v := range want {
+				if labels[k] != v {
+					continue next
+				}
+			}
+			if m.GetCounter() != nil {
 				return m.GetCounter().GetValue()
 			}
+			return m.GetGauge().GetValue()
 		}
 	}
 	return 0
