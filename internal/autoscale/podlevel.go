@@ -102,7 +102,7 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 			continue
 		}
 		if room != nil {
-			fitted, skip, short := in.fit(&ch, r, corev1.PodQOSBurstable, room)
+			fitted, skip, short := in.fit(&ch, r, qosutil.GetPodQOS(in.Pod), room)
 			if short != nil {
 				short.Container = PodLevelName
 				d.Short = append(d.Short, *short)

@@ -228,9 +228,21 @@ func roundUp32(v float64) float64 {
 // RecordOOM records an OOM kill at now under memLimit bytes. The workload
 // needed more than the limit, by an unknown amount, so the limit scaled by
 // OOMBump is remembered as a memory peak for a whole memory window.
+//
+// A kill at or before the last one recorded is already in the state (a
+// restarted controller sees the pods' last terminations again), and one
+// older than a memory window before the newest event is history the window
+// no longer holds: both are ignored, so neither counts twice nor as fresh.
 func (s *State) RecordOOM(now time.Time, memLimit float64) {
+	sec := now.Unix()
+	if s.lastOOM != 0 && sec <= s.lastOOM {
+		return
+	}
+	if latest := max(s.lastSample, s.lastMemAt, s.lastThrottle); latest != 0 && sec < latest-int64(s.r.cfg.MemoryWindow/time.Second) {
+		return
+	}
 	s.mem.add(memLimit*s.r.cfg.OOMBump, now, s.r.memBucket)
-	s.lastOOM = now.Unix()
+	s.lastOOM = sec
 	s.recordNeeded(now)
 }
 

@@ -534,3 +534,30 @@ func idle(from, to time.Duration) func(s *State) time.Time {
 		return at.Add(-step)
 	}
 }
+
+// A controller that restarts sees the pods' last terminations again, each
+// now under the limit tailor raised since: an OOM kill already recorded, or
+// one older than the memory window, must not raise memory once more.
+func TestOOMKillsAreRecordedOnce(t *testing.T) {
+	const gi = 1 << 30
+	s := newState(t, nil)
+	t0 := time.Unix(1_700_000_000, 0)
+	s.AddSample(Sample{CPU: 0.1, Memory: 0.5 * gi}, t0)
+	s.RecordOOM(t0.Add(time.Minute), 1*gi)
+	now := t0.Add(2 * time.Minute)
+	s.AddSample(Sample{CPU: 0.1, Memory: 0.5 * gi}, now)
+	first := s.Recommend(Resources{CPU: 0.2, Memory: 1.2 * gi}, time.Time{}, now)
+	// The same kill again, read under a limit raised to 2Gi since.
+	s.RecordOOM(t0.Add(time.Minute), 2*gi)
+	if again := s.Recommend(Resources{CPU: 0.2, Memory: 1.2 * gi}, time.Time{}, now); again.Memory.Target != first.Memory.Target {
+		t.Errorf("memory target %v after the same kill was seen again, was %v", again.Memory.Target, first.Memory.Target)
+	}
+	// A kill from before the 48h memory window, seen for the first time.
+	later := now.Add(72 * time.Hour)
+	s.AddSample(Sample{CPU: 0.1, Memory: 0.5 * gi}, later)
+	before := s.Recommend(Resources{CPU: 0.2, Memory: 1.2 * gi}, time.Time{}, later)
+	s.RecordOOM(later.Add(-60*time.Hour), 4*gi)
+	if after := s.Recommend(Resources{CPU: 0.2, Memory: 1.2 * gi}, time.Time{}, later); after.Memory.Target != before.Memory.Target {
+		t.Errorf("memory target %v after a kill from 60h ago, was %v", after.Memory.Target, before.Memory.Target)
+	}
+}

@@ -33,6 +33,9 @@ type controllerOptions struct {
 	Client client.Client
 	// SyncPeriod replaces syncPeriod when set.
 	SyncPeriod time.Duration
+	// Resizer replaces the client resizes are sent through (a test
+	// injects apiserver errors with it).
+	Resizer client.WithWatch
 }
 
 // deps are what outlives one controller: the clock, the metrics source and
@@ -63,12 +66,16 @@ func newController(t testing.TB, d deps, opts controllerOptions) *policyctrl.Rec
 	if opts.SyncPeriod > 0 {
 		period = opts.SyncPeriod
 	}
+	resizer := apiClient
+	if opts.Resizer != nil {
+		resizer = opts.Resizer
+	}
 	return &policyctrl.Reconciler{
 		Client:      c,
 		Clock:       d.clock,
 		Events:      d.events,
 		Source:      d.source,
-		Actuator:    &actuator.Actuator{Client: apiClient, Server: server},
+		Actuator:    &actuator.Actuator{Client: resizer, Server: server},
 		SyncPeriod:  period,
 		Recommender: rec,
 	}

@@ -416,3 +416,55 @@ func TestResizesInFlightFollowsThePods(t *testing.T) {
 		t.Errorf("in flight with both done: %v, want 0", got)
 	}
 }
+
+// A kubelet that does not report status.observedGeneration (1.33 without
+// PodObservedGenerationTracking): a resize it has not applied yet is still
+// in flight, so maxConcurrentResizes holds, and its outcome is reported once
+// the containers' reported resources match the spec.
+func TestKubeletWithoutObservedGeneration(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("api", webPod("api-0"))
+	e.pod("api", webPod("api-1"))
+	e.policy("api", nil)
+	for _, p := range []string{"api-0", "api-1"} {
+		e.source.SetThrottled(e.ns, p, "app", 1.0, 200*mi, 0.5)
+	}
+	forget := func() {
+		for _, name := range []string{"api-0", "api-1"} {
+			p := e.getPod(name)
+			p.Status.ObservedGeneration = 0
+			for i := range p.Status.Conditions {
+				p.Status.Conditions[i].ObservedGeneration = 0
+			}
+			if err := apiClient.Status().Update(e.ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	forget()
+	e.clock.Step(syncPeriod)
+	e.reconcile("api")
+	e.clock.Step(syncPeriod)
+	e.reconcile("api")
+	resized := 0
+	for _, name := range []string{"api-0", "api-1"} {
+		if e.getPod(name).Generation > 1 {
+			resized++
+		}
+	}
+	if resized != 1 {
+		t.Fatalf("%d pods resized before the kubelet applied the first, maxConcurrentResizes 1", resized)
+	}
+	// The kubelet applies it, still without observedGeneration.
+	e.kubelet.Sync(t, e.ns)
+	forget()
+	e.clock.Step(syncPeriod)
+	e.reconcile("api")
+	var done bool
+	for _, ps := range e.getPolicy("api").Status.Pods {
+		done = done || ps.Result == v1alpha1.ResizeResultDone
+	}
+	if !done {
+		t.Errorf("status.pods %+v: the applied resize is not reported Done", e.getPolicy("api").Status.Pods)
+	}
+}

@@ -4,12 +4,17 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/test/builder"
@@ -267,5 +272,42 @@ func TestPolicyDeletedMidSync(t *testing.T) {
 	e.clock.Step(syncPeriod)
 	if _, err := e.tryReconcile("web"); err != nil {
 		t.Errorf("reconcile of a policy deleted mid-sync: %v", err)
+	}
+}
+
+// An apiserver error on one pod's resize (a failing webhook, a timeout)
+// holds that pod only: the policy's other pods are resized in the same
+// sync, status says what failed, and the sync is retried.
+func TestOnePodsAPIErrorHoldsOnlyThatPod(t *testing.T) {
+	failing := interceptor.NewClient(apiClient, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if obj.GetName() == "api-0" {
+				return apierrors.NewInternalError(errors.New("webhook tailor-test.example failed"))
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	e := newEnv(t, controllerOptions{Resizer: failing})
+	e.pod("api", webPod("api-0"))
+	e.pod("api", webPod("api-1"))
+	e.policy("api", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{MaxConcurrentResizes: ptr.To[int32](2)}
+	})
+	for _, p := range []string{"api-0", "api-1"} {
+		e.source.SetThrottled(e.ns, p, "app", 1.0, 200*mi, 0.5)
+	}
+	e.clock.Step(syncPeriod)
+	if _, err := e.tryReconcile("api"); err == nil {
+		t.Errorf("the sync hid the apiserver error: it would not be retried")
+	}
+	if p := e.getPod("api-1"); p.Generation != 2 {
+		t.Errorf("api-1 generation %d: not resized in the sync where api-0's resize failed", p.Generation)
+	}
+	c := condition(e.getPolicy("api"), v1alpha1.ConditionResizesBlocked)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "webhook tailor-test.example failed") {
+		t.Errorf("ResizesBlocked = %+v, want True naming the failure", c)
+	}
+	if n := e.events.count("api-0", "ResizeFailed"); n != 1 {
+		t.Errorf("%d ResizeFailed events on api-0, want 1:%s", n, e.events)
 	}
 }

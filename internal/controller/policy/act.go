@@ -22,6 +22,9 @@ import (
 func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.PolicyDecision, now time.Time) (time.Duration, error) {
 	state := in.state
 	blocked := map[string]string{}
+	// Errors one pod meets are collected, not returned at once: the other
+	// pods are still served and status still written.
+	var errs []error
 	requeue := r.SyncPeriod
 	sooner := func(after time.Duration) {
 		if after > 0 && after < requeue {
@@ -58,16 +61,24 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 			r.reportHeld(policy, ps, p, h, blocked)
 		}
 		if len(dec.Short) == 0 {
-			ps.shortSince = time.Time{}
-			if dec.RetryAfter == 0 {
-				state.dropPendingRecreation(p)
+			// A pod waiting its turn was not measured against its node's
+			// room this sync: its shortfall, and the recreation it may have
+			// led to, stand.
+			if _, waiting := held[p.Name]; !waiting {
+				ps.shortSince = time.Time{}
+				if dec.RetryAfter == 0 {
+					state.dropPendingRecreation(p)
+				}
 			}
 			continue
 		}
 		if mode == v1alpha1.UpdateModeInPlaceOrRecreate && !sending[p.Name] {
 			evicted, retry, err := r.considerRecreate(ctx, policy, in, p, now, blocked)
 			if err != nil {
-				return 0, err
+				// One pod's failure holds that pod, not the policy.
+				errs = append(errs, err)
+				r.reportFailure(policy, ps, p, "Evict", err, blocked)
+				continue
 			}
 			if evicted {
 				continue
@@ -87,7 +98,9 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	for _, a := range d.Resizes {
 		retry, err := r.send(ctx, policy, state, a, now, blocked)
 		if err != nil {
-			return 0, err
+			errs = append(errs, err)
+			r.reportFailure(policy, state.pod(a.Pod), a.Pod, "Resize", err, blocked)
+			continue
 		}
 		if retry == 0 {
 			inFlightNow++
@@ -104,7 +117,17 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	}
 	resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
 	in.blocked = blocked
-	return requeue, nil
+	return requeue, errors.Join(errs...)
+}
+
+// reportFailure says, once per standing state, that a pod's resize or
+// eviction failed in a way a retry may fix (an apiserver error, a timeout).
+func (r *Reconciler) reportFailure(policy *v1alpha1.TailorPolicy, ps *podState, p *corev1.Pod, action string, err error, blocked map[string]string) {
+	msg := fmt.Sprintf("pod %s: %v", p.Name, err)
+	blocked["Failed"+action] = msg
+	if r.reportOnce(ps, p, policy, "failed:"+action, EventResizeFailed, msg) {
+		resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "failed").Inc()
+	}
 }
 
 // reportSkips turns a pod's skipped changes into the ResizesBlocked reasons
@@ -193,7 +216,7 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyS
 	if ps.resizeGeneration == 0 {
 		return
 	}
-	obs := actuator.Observe(p)
+	obs := observe(p)
 	if obs.Generation < ps.resizeGeneration {
 		return
 	}

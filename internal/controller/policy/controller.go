@@ -93,8 +93,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // podChangeMatters passes the pod events a sync must not wait for: a pod
 // created, deleted or relabelled, started or stopped, a container restarted
 // or killed, and any step of a resize (spec, observed generation, resize
-// conditions, reported resources). Usage is read on the sync period; the
-// kubelet's routine status updates are not worth a sync each.
+// conditions, reported resources). Each event that passes costs a full sync
+// of the policy, one usage read included; the kubelet's routine status
+// updates are filtered out, since they would cost one each.
 var podChangeMatters = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Pod)
@@ -153,12 +154,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// Its checkpoint goes with it: the apiserver collects it
 			// through its owner reference.
 			r.store.forget("", req.NamespacedName)
+			forgetMetrics(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	if !policy.DeletionTimestamp.IsZero() {
 		r.store.forget(policy.UID, req.NamespacedName)
+		forgetMetrics(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	now := r.Clock.Now()
@@ -185,19 +188,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	decision, err := autoscale.DecidePolicy(in.decision)
 	if err != nil {
-		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("deciding policy %s/%s: %w", policy.Namespace, policy.Name, err))
+		// Malformed input the decision cannot work on: a bug, not the
+		// user's. Say so on the policy and try again next sync.
+		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "DecisionFailed",
+			fmt.Sprintf("deciding this policy's resizes failed: %v", err), policy.Generation)
+		log.FromContext(ctx).Error(err, "deciding policy")
+		return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
 	}
-	requeue, err := r.act(ctx, policy, in, decision, now)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
+	requeue, actErr := r.act(ctx, policy, in, decision, now)
 	if err := r.checkpoint(ctx, policy, in.state, now); err != nil {
 		// Losing a checkpoint costs warm-up after a restart, never a
 		// resize: say so and carry on.
 		log.FromContext(ctx).Error(err, "writing checkpoint")
 	}
+	in.state.forgetGone(in.pods, now)
 	r.fillStatus(status, policy, in, now)
-	return reconcile.Result{RequeueAfter: requeue}, r.writeStatus(ctx, policy, status)
+	if err := errors.Join(actErr, r.writeStatus(ctx, policy, status)); err != nil {
+		// Retried with backoff; what failed is in ResizesBlocked.
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
 func policyMode(policy *v1alpha1.TailorPolicy) v1alpha1.UpdateMode {

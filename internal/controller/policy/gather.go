@@ -36,6 +36,9 @@ type syncInput struct {
 	decision autoscale.PolicyInput
 	// blocked is what held resizes back, by reason, for status.
 	blocked map[string]string
+	// everyNode is every node with its pods, read at most once per sync
+	// and only when a pod may be evicted to be recreated elsewhere.
+	everyNode []autoscale.NodePods
 }
 
 // gather reads what the policy's sync needs: its configuration, its running
@@ -80,7 +83,15 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		})
 	}
 	if policyMode(policy) != v1alpha1.UpdateModeOff {
-		if in.decision.Nodes, err = r.nodes(ctx, pods); err != nil {
+		// Only a pod the recommender wants changed can be resized: the
+		// nodes of the others are not read.
+		var candidates []*corev1.Pod
+		for _, pin := range in.decision.Pods {
+			if len(pin.Targets) > 0 || pin.PodTarget.CPU != nil || pin.PodTarget.Memory != nil {
+				candidates = append(candidates, pin.Pod)
+			}
+		}
+		if in.decision.Nodes, err = r.nodes(ctx, candidates); err != nil {
 			return nil, err
 		}
 	}
@@ -108,9 +119,13 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 			pods:        map[types.UID]*podState{},
 			recreations: map[types.UID]v1alpha1.Recreation{},
 		}
-		// After a restart: replacements may still be on their way.
+		// After a restart: replacements may still be on their way, and the
+		// last eviction (no earlier than its entry) still paces the next.
 		for _, rc := range policy.Status.Recreations {
 			state.recreations[types.UID(rc.OwnerUID)] = rc
+			if rc.EvictionTime.After(state.lastEviction) {
+				state.lastEviction = rc.EvictionTime.Time
+			}
 		}
 		if err := r.restore(ctx, policy, state); err != nil {
 			return nil, err
@@ -249,8 +264,10 @@ func (r *Reconciler) nodes(ctx context.Context, pods []*corev1.Pod) (map[string]
 			}
 			return nil, fmt.Errorf("reading node %s: %w", name, err)
 		}
+		// Read only (the planner copies what it changes): the cache's
+		// objects are not copied for it.
 		var bound corev1.PodList
-		if err := r.Client.List(ctx, &bound, client.MatchingFields{"spec.nodeName": name}); err != nil {
+		if err := r.Client.List(ctx, &bound, client.MatchingFields{"spec.nodeName": name}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing pods on node %s: %w", name, err)
 		}
 		ns := &resize.NodeState{Allocatable: node.Status.Allocatable, Labels: node.Labels, DeclaredFeatures: node.Status.DeclaredFeatures}
@@ -268,18 +285,27 @@ func (r *Reconciler) nodes(ctx context.Context, pods []*corev1.Pod) (map[string]
 }
 
 // inFlight reports whether a resize of p, by tailor or anyone, is not
-// finished: the kubelet has not seen it, is applying it or deferred it. A
-// kubelet that does not report observedGeneration (before 1.34) leaves only
-// the conditions to go by.
+// finished: the kubelet has not seen it, is applying it or deferred it.
 func inFlight(p *corev1.Pod) bool {
-	obs := actuator.Observe(p)
-	switch obs.State {
-	case actuator.StateProposed:
-		return p.Status.ObservedGeneration > 0
-	case actuator.StateInProgress, actuator.StateDeferred:
+	switch observe(p).State {
+	case actuator.StateProposed, actuator.StateInProgress, actuator.StateDeferred:
 		return true
 	}
 	return false
+}
+
+// observe is actuator.Observe, also for a kubelet that does not report
+// status.observedGeneration (1.33, where PodObservedGenerationTracking is
+// off): there what it reports of the containers' resources, against the
+// spec, says whether it has applied a resize, and the conditions say the
+// rest.
+func observe(p *corev1.Pod) actuator.Observation {
+	if p.Status.ObservedGeneration != 0 {
+		return actuator.Observe(p)
+	}
+	q := *p
+	q.Status.ObservedGeneration = p.Generation
+	return actuator.Observe(&q)
 }
 
 // lastResizeOf is when tailor last resized p, from the managedFields entry

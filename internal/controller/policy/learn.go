@@ -3,6 +3,8 @@ package policy
 import (
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -258,9 +260,14 @@ func (s *policyState) forgetGone(pods []*corev1.Pod, now time.Time) {
 	// removed from the workload does not stay in memory and checkpoint.
 	for name, wc := range s.workload {
 		cfg := s.configs[name]
-		if !wc.fed.IsZero() && now.Sub(wc.fed) > max(cfg.CPUWindow, cfg.MemoryWindow) {
+		last := wc.fed
+		if wc.changed.After(last) {
+			last = wc.changed
+		}
+		if !last.IsZero() && now.Sub(last) > max(cfg.CPUWindow, cfg.MemoryWindow) {
 			delete(s.workload, name)
 			delete(s.configs, name)
+			recommendationGauge.DeletePartialMatch(prometheus.Labels{"namespace": s.key.Namespace, "policy": s.key.Name, "container": name})
 		}
 	}
 }

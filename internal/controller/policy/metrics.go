@@ -2,6 +2,7 @@ package policy
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -10,7 +11,7 @@ import (
 var (
 	resizesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tailor_resizes_total",
-		Help: "Resizes tailor decided on, by result: sent, refused (by the planner or the apiserver), deferred (not sent: no room on the node).",
+		Help: "Resizes tailor decided on, by result: sent, refused (by the planner or the apiserver), deferred (not sent: no room on the node), failed (an apiserver error a retry may fix); held states count once, not once per sync.",
 	}, []string{"namespace", "policy", "result"})
 	resizesInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tailor_resizes_in_flight",
@@ -35,4 +36,15 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, recommendationGauge)
+}
+
+// forgetMetrics drops a deleted policy's series, so a gauge such as the
+// resizes in flight does not stand at its last value for ever.
+func forgetMetrics(key types.NamespacedName) {
+	labels := prometheus.Labels{"namespace": key.Namespace, "policy": key.Name}
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, recommendationGauge} {
+		v.DeletePartialMatch(labels)
+	}
 }

@@ -82,9 +82,12 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 	}
 	d, err := autoscale.DecideRecreate(rin)
 	if err == nil && d.Step == autoscale.RecreateNeedNodes {
-		if rin.Nodes, err = r.nodesWithPods(ctx); err != nil {
-			return false, 0, err
+		if in.everyNode == nil {
+			if in.everyNode, err = r.nodesWithPods(ctx); err != nil {
+				return false, 0, err
+			}
 		}
+		rin.Nodes = in.everyNode
 		d, err = autoscale.DecideRecreate(rin)
 	}
 	if err != nil {
@@ -171,7 +174,7 @@ func (r *Reconciler) nodesWithPods(ctx context.Context) ([]autoscale.NodePods, e
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
+		if err := r.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing pods on node %s: %w", n.Name, err)
 		}
 		np := autoscale.NodePods{Node: n}
