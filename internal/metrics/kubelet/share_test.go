@@ -87,7 +87,7 @@ func firstSample(prefix string, nodes ...string) []metrics.Problem {
 	return out
 }
 
-func newSource(t testing.TB, proxy *fakeProxy, o kubelet.Options) *kubelet.Source {
+func newSource(t testing.TB, proxy http.Handler, o kubelet.Options) *kubelet.Source {
 	t.Helper()
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
