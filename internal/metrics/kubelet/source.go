@@ -25,9 +25,9 @@ const (
 // DefaultShareFor is how long one read of a node serves every caller. cAdvisor
 // refreshes container stats every 10-20s (10s housekeeping plus up to 100%
 // jitter), so a read younger than 5s almost always holds the samples a new
-// read would; and 5s is half the manager's default 10s sync period, so the
-// policies synced in one pass share a read while each policy's next sync
-// reads anew.
+// read would; and 5s is half the manager's default 10s sync period, so each
+// policy's next sync reads anew while the policies synced in between share
+// the read: a node is read at most once per 5s, not once per policy.
 const DefaultShareFor = 5 * time.Second
 
 // DefaultConcurrency bounds the node reads in flight: enough to hide the
