@@ -158,7 +158,22 @@ func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		return kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{Throttling: o.KubeletThrottling}), nil
+		return kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{
+			Throttling:  o.KubeletThrottling,
+			ShareFor:    kubeletShareFor(o.SyncPeriod),
+			Concurrency: kubelet.DefaultConcurrency,
+		}), nil
 	}
 	return nil, fmt.Errorf("unknown metrics source %q: use kubelet, metrics-server or prometheus", o.MetricsSource)
+}
+
+// kubeletShareFor is how long one read of a node serves every policy: the
+// kubelet source's default, but at most half the sync period, so a policy's
+// next sync never reuses the read of its last one and a short period (the
+// benchmarks' 2s) keeps its reaction time. 0 is the source's default.
+func kubeletShareFor(syncPeriod time.Duration) time.Duration {
+	if syncPeriod <= 0 {
+		return 0
+	}
+	return min(kubelet.DefaultShareFor, syncPeriod/2)
 }

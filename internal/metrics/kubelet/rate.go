@@ -13,7 +13,8 @@ type counter struct {
 	prev point
 	// last is the rate computed from the two newest distinct samples, reused
 	// while the kubelet keeps serving the same sample (it refreshes container
-	// stats every 10-15s, more slowly than a controller may ask).
+	// stats every 10-15s, more slowly than a controller may ask) and for
+	// every other policy reading the same shared page.
 	last   metrics.Figure
 	window time.Duration
 }

@@ -22,6 +22,18 @@ const (
 	cfsPeriods      = "container_cpu_cfs_periods_total"
 )
 
+// DefaultShareFor is how long one read of a node serves every caller. cAdvisor
+// refreshes container stats every 10-20s (10s housekeeping plus up to 100%
+// jitter), so a read younger than 5s almost always holds the samples a new
+// read would; and 5s is half the manager's default 10s sync period, so each
+// policy's next sync reads anew while the policies synced in between share
+// the read: a node is read at most once per 5s, not once per policy.
+const DefaultShareFor = 5 * time.Second
+
+// DefaultConcurrency bounds the node reads in flight: enough to hide the
+// proxy's round trips, few enough not to crowd the apiserver.
+const DefaultConcurrency = 8
+
 // Options configure a Source.
 type Options struct {
 	// Throttling also reads /metrics/cadvisor for CFS throttling. It is the
@@ -31,6 +43,15 @@ type Options struct {
 	// MaxAge is how old a sample may be before a container is held
 	// (default 1m: the kubelet refreshes container stats every 10-15s).
 	MaxAge time.Duration
+	// ShareFor is how long one read of a node's pages serves every caller
+	// that needs the node, failures included (so a dead node costs one
+	// timeout per window, not one per policy; the first caller after the
+	// window reads it again). 0 is DefaultShareFor; negative reads on every
+	// call, sharing only a read already in flight.
+	ShareFor time.Duration
+	// Concurrency bounds the node reads in flight, across all callers
+	// (0 is DefaultConcurrency).
+	Concurrency int
 	// Clock defaults to the real clock; tests give a fake one.
 	Clock clock.PassiveClock
 }
@@ -39,14 +60,18 @@ type Options struct {
 type Source struct {
 	client rest.Interface
 	opts   Options
+	// slots holds a token per read in flight.
+	slots chan struct{}
+
+	readsMu sync.Mutex
+	reads   map[string]*read // by node
 
 	mu    sync.Mutex
-	state map[metrics.Key]*containerState
+	state map[string]map[metrics.Key]*containerState // by node
 }
 
 // containerState is what the Source remembers of one container.
 type containerState struct {
-	node      string
 	cpu       counter
 	throttled throttling
 }
@@ -60,16 +85,29 @@ func New(client rest.Interface, o Options) *Source {
 	if o.MaxAge <= 0 {
 		o.MaxAge = time.Minute
 	}
+	if o.ShareFor == 0 {
+		o.ShareFor = DefaultShareFor
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &Source{client: client, opts: o, state: map[metrics.Key]*containerState{}}
+	return &Source{
+		client: client,
+		opts:   o,
+		slots:  make(chan struct{}, o.Concurrency),
+		reads:  map[string]*read{},
+		state:  map[string]map[metrics.Key]*containerState{},
+	}
 }
 
 func (s *Source) Name() string { return "kubelet" }
 
-// Usage scrapes each node that runs one of pods once. A node that cannot be
-// read holds its containers; only when no node can be read is it an error.
+// Usage reads each node that runs one of pods, concurrently, or reuses a
+// read another caller made within ShareFor. A node that cannot be read
+// holds its containers; only when no node can be read is it an error.
 func (s *Source) Usage(ctx context.Context, pods []*corev1.Pod) (metrics.Result, error) {
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
@@ -83,23 +121,16 @@ func (s *Source) Usage(ctx context.Context, pods []*corev1.Pod) (metrics.Result,
 	}
 	slices.Sort(nodes)
 
-	type nodeScrape struct {
-		resource, cadvisor scrape
-		reason             metrics.Reason
-		err                error
+	s.dropExpired()
+	got, err := s.readAll(ctx, nodes)
+	if err != nil {
+		return metrics.Result{}, fmt.Errorf("read the kubelets of %d nodes: %w", len(nodes), err)
 	}
-	scrapes := map[string]nodeScrape{}
 	var errs []error
-	for _, node := range nodes {
-		var ns nodeScrape
-		ns.resource, ns.reason, ns.err = s.get(ctx, node, "metrics/resource", cpuUsage, workingSet)
-		if ns.err == nil && s.opts.Throttling {
-			ns.cadvisor, ns.reason, ns.err = s.get(ctx, node, "metrics/cadvisor", throttledPeriod, cfsPeriods)
+	for _, p := range got {
+		if p.err != nil {
+			errs = append(errs, p.err)
 		}
-		if ns.err != nil {
-			errs = append(errs, ns.err)
-		}
-		scrapes[node] = ns
 	}
 	if len(nodes) > 0 && len(errs) == len(nodes) {
 		return metrics.Result{}, errors.Join(errs...)
@@ -109,21 +140,18 @@ func (s *Source) Usage(ctx context.Context, pods []*corev1.Pod) (metrics.Result,
 	readings := map[metrics.Key]metrics.Reading{}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, node := range nodes {
-		sc := scrapes[node]
+	for i, node := range nodes {
+		pg := got[i]
 		for _, p := range byNode[node] {
 			for _, c := range metrics.Containers(p) {
 				key := metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}
-				if sc.err != nil {
-					bad := metrics.Unusable(sc.reason, sc.err.Error())
+				if pg.err != nil {
+					bad := metrics.Unusable(pg.reason, pg.err.Error())
 					readings[key] = metrics.Reading{CPU: bad, Memory: bad}
 					continue
 				}
-				readings[key] = s.reading(node, key, sc.resource, sc.cadvisor)
+				readings[key] = s.reading(node, key, pg.resource, pg.cadvisor)
 			}
-		}
-		if sc.err == nil {
-			s.forget(node, sc.resource)
 		}
 	}
 	return metrics.Assemble(pods, readings, now, s.opts.MaxAge), nil
@@ -131,10 +159,15 @@ func (s *Source) Usage(ctx context.Context, pods []*corev1.Pod) (metrics.Result,
 
 // reading turns one container's samples into rates, updating its state.
 func (s *Source) reading(node string, key metrics.Key, resource, cadvisor scrape) metrics.Reading {
-	st, ok := s.state[key]
+	onNode := s.state[node]
+	if onNode == nil {
+		onNode = map[metrics.Key]*containerState{}
+		s.state[node] = onNode
+	}
+	st, ok := onNode[key]
 	if !ok {
-		st = &containerState{node: node}
-		s.state[key] = st
+		st = &containerState{}
+		onNode[key] = st
 	}
 	var r metrics.Reading
 	if p, ok := resource[cpuUsage][key]; ok {
@@ -159,22 +192,26 @@ func (s *Source) reading(node string, key metrics.Key, resource, cadvisor scrape
 	return r
 }
 
-// forget drops the state of containers that node no longer reports, so
-// deleted pods do not accumulate.
+// forget drops the state of containers that a new read of node no longer
+// reports, so deleted pods do not accumulate. It runs once per read, not per
+// caller: a caller still holding an older read may bring a deleted
+// container's state back, and the node's next read drops it again.
 func (s *Source) forget(node string, resource scrape) {
-	for key, st := range s.state {
-		if st.node != node {
-			continue
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key := range s.state[node] {
 		if _, ok := resource[cpuUsage][key]; !ok {
-			delete(s.state, key)
+			delete(s.state[node], key)
 		}
+	}
+	if len(s.state[node]) == 0 {
+		delete(s.state, node)
 	}
 }
 
-// get reads one metrics page of node; the reason says how a failure should
-// be reported for its containers.
-func (s *Source) get(ctx context.Context, node, path string, names ...string) (scrape, metrics.Reason, error) {
+// getPage reads one metrics page of node; the reason says how a failure
+// should be reported for its containers.
+func (s *Source) getPage(ctx context.Context, node, path string, names ...string) (scrape, metrics.Reason, error) {
 	raw, err := s.client.Get().Resource("nodes").Name(node).SubResource("proxy").Suffix(path).DoRaw(ctx)
 	if err != nil {
 		return nil, metrics.ReasonMissing, fmt.Errorf("read %s of node %s through the apiserver proxy: %w", path, node, err)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,9 +66,40 @@ type step struct {
 }
 
 // fakeProxy serves /api/v1/nodes/<node>/proxy/metrics/{resource,cadvisor}
-// from the current step of each node.
+// from the current step of each node, counting what it is asked.
 type fakeProxy struct {
-	steps map[string]step
+	// delay keeps each request this long, so concurrent callers overlap.
+	delay time.Duration
+	// hold keeps each request until that many are in flight at once (or,
+	// once, 2s pass), so a test sees a concurrency bound reached, not hoped
+	// for.
+	hold int
+
+	mu          sync.Mutex
+	steps       map[string]step
+	gets        map[string]int // by "node page", e.g. "n1 resource"
+	inFlight    int
+	maxInFlight int
+	reached     chan struct{}
+	// arrived, when set, receives each request's "node page" as it comes in.
+	arrived chan string
+}
+
+func (f *fakeProxy) set(steps map[string]step) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.steps = steps
+}
+
+// counts returns the requests served so far, by "node page".
+func (f *fakeProxy) counts() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range f.gets {
+		out[k] = v
+	}
+	return out
 }
 
 func (f *fakeProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +108,48 @@ func (f *fakeProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unexpected path "+r.URL.Path, http.StatusNotFound)
 		return
 	}
+	f.mu.Lock()
+	if f.gets == nil {
+		f.gets = map[string]int{}
+		f.reached = make(chan struct{})
+	}
+	f.gets[parts[0]+" "+parts[3]]++
+	f.inFlight++
+	f.maxInFlight = max(f.maxInFlight, f.inFlight)
+	if f.hold > 0 && f.inFlight >= f.hold {
+		select {
+		case <-f.reached:
+		default:
+			close(f.reached)
+		}
+	}
 	st, ok := f.steps[parts[0]]
+	reached, arrived := f.reached, f.arrived
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.inFlight--
+		f.mu.Unlock()
+	}()
+	if arrived != nil {
+		arrived <- parts[0] + " " + parts[3]
+	}
+	if f.hold > 0 {
+		select {
+		case <-reached:
+		case <-time.After(2 * time.Second):
+			// Never reached: let everything through, once.
+			f.mu.Lock()
+			select {
+			case <-f.reached:
+			default:
+				close(f.reached)
+			}
+			f.mu.Unlock()
+		}
+	}
+	time.Sleep(f.delay)
+
 	if !ok {
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"nodes \"`+parts[0]+`\" not found","reason":"NotFound","code":404}`, http.StatusNotFound)
 		return
@@ -243,7 +316,7 @@ func TestUsage(t *testing.T) {
 			}
 			var got metrics.Result
 			for _, st := range tc.steps {
-				proxy.steps = st
+				proxy.set(st)
 				if n1, ok := st["n1"]; ok && !n1.now.IsZero() {
 					clk.SetTime(n1.now)
 				}
