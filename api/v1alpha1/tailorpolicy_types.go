@@ -58,8 +58,10 @@ type TailorPolicySpec struct {
 
 	// selector picks the pods of this namespace this policy sizes, for pods
 	// that no single workload owns. It must not be empty: an empty selector
-	// would size every pod in the namespace. Exactly one of targetRef and
-	// selector must be set.
+	// would size every pod in the namespace. The pods it picks are sized as
+	// one workload: one recommendation per container name, learnt from all
+	// of them (the busiest sets it), so pods that differ belong in policies
+	// of their own. Exactly one of targetRef and selector must be set.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="selector must set matchLabels or matchExpressions: an empty selector would select every pod in the namespace"
 	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="selector.matchExpressions operator must be In, NotIn, Exists or DoesNotExist"

@@ -468,3 +468,44 @@ func TestKubeletWithoutObservedGeneration(t *testing.T) {
 		t.Errorf("status.pods %+v: the applied resize is not reported Done", e.getPolicy("api").Status.Pods)
 	}
 }
+
+// A restarted manager sees the pods' last terminations again, now under the
+// memory limit raised because of them: an OOM kill its checkpoint already
+// holds must not raise memory a second time.
+func TestRestartDoesNotCountAnOOMKillTwice(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("db", builder.Pod("db-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "1Gi")))
+	e.policy("db", func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
+		}}}
+	})
+	e.source.Set(e.ns, "db-0", "app", 0.3, 300*mi)
+	e.syncs("db", 2)
+	// The kernel kills it at its 1Gi limit.
+	p := e.getPod("db-0")
+	killed := metav1.NewTime(e.clock.Now())
+	cs := &p.Status.ContainerStatuses[0]
+	cs.RestartCount = 1
+	cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 137, Reason: "OOMKilled", StartedAt: cs.State.Running.StartedAt, FinishedAt: killed,
+	}}
+	if err := apiClient.Status().Update(e.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	// Past minResizeInterval (the raise for the usage came a sync ago) and
+	// the checkpoint interval: the kill is answered and checkpointed.
+	e.clock.Step(2 * time.Minute)
+	e.syncs("db", 3)
+	after := requestOf(e.getPod("db-0"), "app", corev1.ResourceMemory)
+	if after == "556Mi" {
+		t.Fatalf("memory request %s: the OOM kill was not answered", after)
+	}
+	e.clock.Step(2 * time.Minute)
+	e.syncs("db", 2)
+	e.restart()
+	e.syncs("db", 6)
+	if got := requestOf(e.getPod("db-0"), "app", corev1.ResourceMemory); got != after {
+		t.Errorf("memory request %s after the restart, was %s after the OOM kill: the kill was counted again under the raised limit", got, after)
+	}
+}
