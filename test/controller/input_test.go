@@ -7,11 +7,14 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/test/builder"
 )
 
 // What a broken metrics source says must never resize a pod, and must show
@@ -109,5 +112,36 @@ func TestSteadyStateDoesNotRewriteStatus(t *testing.T) {
 	e.syncs("web", 20)
 	if got := e.getPolicy("web"); got.ResourceVersion != rv {
 		t.Errorf("policy status rewritten during 20 syncs of a steady state (resourceVersion %s -> %s): %+v", rv, got.ResourceVersion, got.Status)
+	}
+}
+
+// A metrics outage holds everything usage would decide, but not what pod
+// status says: an OOM kill during the outage is still answered with more
+// memory, and Ready says the source is down.
+func TestOOMKillAnsweredDuringAMetricsOutage(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("db", builder.Pod("db-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "1Gi")))
+	e.policy("db", nil)
+	e.source.Set(e.ns, "db-0", "app", 0.3, 200*mi)
+	e.syncs("db", 2)
+	e.clock.Step(2 * time.Minute)
+	e.source.Fail(errors.New("connection refused"))
+	before := requestOf(e.getPod("db-0"), "app", corev1.ResourceMemory)
+	p := e.getPod("db-0")
+	cs := &p.Status.ContainerStatuses[0]
+	cs.RestartCount = 1
+	cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 137, Reason: "OOMKilled", StartedAt: cs.State.Running.StartedAt, FinishedAt: metav1.NewTime(e.clock.Now()),
+	}}
+	if err := apiClient.Status().Update(e.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	e.syncs("db", 2)
+	if got := requestOf(e.getPod("db-0"), "app", corev1.ResourceMemory); got == before {
+		t.Errorf("memory request still %s after an OOM kill during the outage", got)
+	}
+	c := condition(e.getPolicy("db"), v1alpha1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "MetricsUnavailable" || !strings.Contains(c.Message, "connection refused") {
+		t.Errorf("Ready = %+v, want False MetricsUnavailable naming the error", c)
 	}
 }

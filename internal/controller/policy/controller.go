@@ -171,16 +171,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	in, err := r.gather(ctx, policy, now)
 	if err != nil {
 		var invalid *invalidPolicyError
-		var unavailable *metricsUnavailableError
-		switch {
-		case errors.As(err, &invalid):
+		if errors.As(err, &invalid) {
 			r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventInvalidPolicy, "Validate", invalid.Error())
 			setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, invalid.reason, invalid.Error(), policy.Generation)
-			return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
-		case errors.As(err, &unavailable):
-			setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "MetricsUnavailable",
-				fmt.Sprintf("metrics source %s: %v; holding every pod", r.Source.Name(), unavailable.err), policy.Generation)
-			log.FromContext(ctx).Info("metrics source unavailable, holding", "source", r.Source.Name(), "err", unavailable.err.Error())
 			return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
 		}
 		return reconcile.Result{}, err
@@ -223,10 +216,6 @@ type invalidPolicyError struct {
 }
 
 func (e *invalidPolicyError) Error() string { return e.err.Error() }
-
-type metricsUnavailableError struct{ err error }
-
-func (e *metricsUnavailableError) Error() string { return "metrics unavailable: " + e.err.Error() }
 
 // reportOnce emits an event for a pod's state the first time it is seen,
 // and says whether it did, so counters count states, not syncs.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
@@ -57,8 +58,13 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		return nil, err
 	}
 	usage, err := r.usageSource(state).Usage(ctx, pods)
+	state.metricsErr = nil
 	if err != nil {
-		return nil, &metricsUnavailableError{err: err}
+		// No usage: nothing is lowered, since that needs fresh data, but
+		// what pod status says (an OOM kill) is still answered.
+		state.metricsErr = err
+		usage = metrics.Result{}
+		log.FromContext(ctx).Info("metrics source unavailable: holding all but raises from pod status", "source", r.Source.Name(), "err", err.Error())
 	}
 	usage = sane(usage)
 	state.problems = usage.Problems

@@ -142,6 +142,11 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	if state.restoreProblem != "" {
 		ready += "; " + state.restoreProblem
 	}
+	if err := state.metricsErr; err != nil {
+		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "MetricsUnavailable",
+			fmt.Sprintf("metrics source %s: %v; nothing is lowered until usage is back, OOM kills are still answered", r.Source.Name(), err), gen)
+		return
+	}
 	setCondition(status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Active", ready, gen)
 }
 

@@ -53,6 +53,9 @@ type policyState struct {
 	pods     map[types.UID]*podState
 	// problems are why the last read left containers without usage.
 	problems []metrics.Problem
+	// metricsErr is why the last read returned no usage at all, nil when
+	// it did.
+	metricsErr error
 	// recreations are what replacements of evicted pods get, by owner UID.
 	recreations map[types.UID]v1alpha1.Recreation
 	// lastEviction paces evictions: one per minResizeInterval per policy.
