@@ -26,7 +26,6 @@ func (r *Reconciler) learn(state *policyState, pods []*corev1.Pod, usage metrics
 		cpu, mem  float64
 		throttled float64
 		cpuLimit  float64
-		seen      bool
 	}
 	byName := map[string]*agg{}
 	add := func(name string, t time.Time, cpu, mem float64, throttled *float64, cpuLimit float64) {
@@ -39,7 +38,6 @@ func (r *Reconciler) learn(state *policyState, pods []*corev1.Pod, usage metrics
 			a = &agg{}
 			byName[name] = a
 		}
-		a.seen = true
 		if t.After(a.at) {
 			a.at = t
 		}
@@ -86,9 +84,6 @@ func (r *Reconciler) learn(state *policyState, pods []*corev1.Pod, usage metrics
 		}
 	}
 	for name, a := range byName {
-		if !a.seen {
-			continue
-		}
 		wc := state.workload[name]
 		wc.state.AddSample(recommend.Sample{CPU: a.cpu, Memory: a.mem}, a.at)
 		if a.cpuLimit > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -185,7 +186,10 @@ func list(cpu, mem float64) corev1.ResourceList {
 		l[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(cpu*1000+0.5), resource.DecimalSI)
 	}
 	if mem > 0 {
-		l[corev1.ResourceMemory] = *resource.NewQuantity(int64(mem), resource.BinarySI)
+		// Whole MiB, rounded up as requests are: byte-exact figures would
+		// change with every sample and rewrite status every sync.
+		const mi = 1 << 20
+		l[corev1.ResourceMemory] = *resource.NewQuantity(int64(math.Ceil(mem/mi))*mi, resource.BinarySI)
 	}
 	return l
 }

@@ -126,6 +126,14 @@ func (s *store) get(uid types.UID) (*policyState, bool) {
 func (s *store) put(uid types.UID, p *policyState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A policy deleted and created again under its name before the delete
+	// was seen leaves a state under its old UID: the name has one owner.
+	for u, sel := range s.selectors {
+		if u != uid && sel.key == p.key {
+			delete(s.policies, u)
+			delete(s.selectors, u)
+		}
+	}
 	s.policies[uid] = p
 	s.selectors[uid] = policySelector{key: p.key, selector: p.selector}
 }
