@@ -145,9 +145,7 @@ func TestRestartKeepsTheMemoryPeak(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
 	e.pod("db", builder.Pod("db-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "1Gi")))
 	e.policy("db", func(s *v1alpha1.TailorPolicySpec) {
-		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
-			ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
-		}}}
+		onlyResource(corev1.ResourceMemory)(s)
 		s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: 2 * time.Minute}}}
 	})
 	// A 700Mi peak: 956Mi needed (the peak and the 256Mi least margin).
@@ -185,9 +183,7 @@ func TestRestartDoesNotRestartTheStabilizationWindow(t *testing.T) {
 	e.pod("web", webPod("web-0"))
 	window := 5 * time.Minute
 	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
-		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
-			ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
-		}}}
+		onlyResource(corev1.ResourceCPU)(s)
 		s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: window}}}
 	})
 	e.source.Set(e.ns, "web-0", "app", 0.02, 100*mi)
@@ -229,11 +225,7 @@ func TestHeldResizesCountOnce(t *testing.T) {
 				small := e.addNode(e.node+"-small", "2", "8Gi")
 				e.pod("svc", builder.Pod("svc-0").Node(small).Container(builder.Container("app").Requests("1500m", "256Mi").Limits("1500m", "512Mi")))
 				e.pod("other", builder.Pod("other-0").Node(small).Container(builder.Container("app").Requests("500m", "256Mi")))
-				e.policy("svc", func(s *v1alpha1.TailorPolicySpec) {
-					s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
-						ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
-					}}}
-				})
+				e.policy("svc", onlyResource(corev1.ResourceCPU))
 				e.source.SetThrottled(e.ns, "svc-0", "app", 1.5, 200*mi, 0.8)
 				return "svc"
 			},
@@ -300,11 +292,7 @@ func TestPolicyEditKeepsTheMemoryPeak(t *testing.T) {
 func TestNewReplicaStartsFromTheWorkloadsHistory(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
 	e.pod("api", builder.Pod("api-0").Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")))
-	e.policy("api", func(s *v1alpha1.TailorPolicySpec) {
-		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
-			ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
-		}}}
-	})
+	e.policy("api", onlyResource(corev1.ResourceMemory))
 	// api-0 peaks at 600Mi: the workload needs 856Mi.
 	e.source.Set(e.ns, "api-0", "app", 0.2, 600*mi)
 	e.syncs("api", 3)
@@ -475,24 +463,11 @@ func TestKubeletWithoutObservedGeneration(t *testing.T) {
 func TestRestartDoesNotCountAnOOMKillTwice(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
 	e.pod("db", builder.Pod("db-0").Container(builder.Container("app").Requests("500m", "512Mi").Limits("1", "1Gi")))
-	e.policy("db", func(s *v1alpha1.TailorPolicySpec) {
-		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
-			ContainerName: "app", ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
-		}}}
-	})
+	e.policy("db", onlyResource(corev1.ResourceMemory))
 	e.source.Set(e.ns, "db-0", "app", 0.3, 300*mi)
 	e.syncs("db", 2)
 	// The kernel kills it at its 1Gi limit.
-	p := e.getPod("db-0")
-	killed := metav1.NewTime(e.clock.Now())
-	cs := &p.Status.ContainerStatuses[0]
-	cs.RestartCount = 1
-	cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		ExitCode: 137, Reason: "OOMKilled", StartedAt: cs.State.Running.StartedAt, FinishedAt: killed,
-	}}
-	if err := apiClient.Status().Update(e.ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	e.oomKill("db-0")
 	// Past minResizeInterval (the raise for the usage came a sync ago) and
 	// the checkpoint interval: the kill is answered and checkpointed.
 	e.clock.Step(2 * time.Minute)

@@ -351,6 +351,32 @@ func metricValue(t *testing.T, name string, want map[string]string) float64 {
 	return 0
 }
 
+// oomKill writes to a pod's status what the kubelet reports after the
+// kernel killed its first container for memory, now, and restarted it.
+func (e *env) oomKill(name string) {
+	e.t.Helper()
+	p := e.getPod(name)
+	killed := metav1.NewTime(e.clock.Now())
+	cs := &p.Status.ContainerStatuses[0]
+	cs.RestartCount++
+	cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 137, Reason: "OOMKilled", StartedAt: cs.State.Running.StartedAt, FinishedAt: killed,
+	}}
+	cs.State.Running.StartedAt = killed
+	if err := apiClient.Status().Update(e.ctx, p); err != nil {
+		e.t.Fatalf("writing the OOM kill of %s: %v", name, err)
+	}
+}
+
+// onlyResource makes a policy size one resource of container app.
+func onlyResource(r corev1.ResourceName) func(*v1alpha1.TailorPolicySpec) {
+	return func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "app", ControlledResources: []corev1.ResourceName{r},
+		}}}
+	}
+}
+
 // deletePod deletes a pod at once, as a kubelet confirming the kill does.
 func (e *env) deletePod(name string) {
 	e.t.Helper()

@@ -127,15 +127,7 @@ func TestOOMKillAnsweredDuringAMetricsOutage(t *testing.T) {
 	e.clock.Step(2 * time.Minute)
 	e.source.Fail(errors.New("connection refused"))
 	before := requestOf(e.getPod("db-0"), "app", corev1.ResourceMemory)
-	p := e.getPod("db-0")
-	cs := &p.Status.ContainerStatuses[0]
-	cs.RestartCount = 1
-	cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		ExitCode: 137, Reason: "OOMKilled", StartedAt: cs.State.Running.StartedAt, FinishedAt: metav1.NewTime(e.clock.Now()),
-	}}
-	if err := apiClient.Status().Update(e.ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	e.oomKill("db-0")
 	e.syncs("db", 2)
 	if got := requestOf(e.getPod("db-0"), "app", corev1.ResourceMemory); got == before {
 		t.Errorf("memory request still %s after an OOM kill during the outage", got)

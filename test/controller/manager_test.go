@@ -46,17 +46,7 @@ func TestManagerReactsToAnOOMKillBeforeTheSyncPeriod(t *testing.T) {
 
 	// The kubelet reports the kill: exit 137, OOMKilled, restarted.
 	e.clock.Step(5 * time.Second)
-	p := e.getPod("mem-0")
-	killed := metav1.NewTime(e.clock.Now())
-	cs := &p.Status.ContainerStatuses[0]
-	cs.RestartCount = 1
-	cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-		ExitCode: 137, Reason: "OOMKilled", StartedAt: cs.State.Running.StartedAt, FinishedAt: killed,
-	}}
-	cs.State.Running.StartedAt = killed
-	if err := apiClient.Status().Update(e.ctx, p); err != nil {
-		t.Fatalf("writing the OOM kill: %v", err)
-	}
+	e.oomKill("mem-0")
 	start := time.Now()
 	var raised *corev1.Pod
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, period/2, true, func(context.Context) (bool, error) {
