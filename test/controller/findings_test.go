@@ -3,18 +3,22 @@
 package controller
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/test/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The findings of the controller v2 issue, each a scenario that failed on
@@ -482,5 +486,42 @@ func TestRestartDoesNotCountAnOOMKillTwice(t *testing.T) {
 	e.syncs("db", 6)
 	if got := requestOf(e.getPod("db-0"), "app", corev1.ResourceMemory); got != after {
 		t.Errorf("memory request %s after the restart, was %s after the OOM kill: the kill was counted again under the raised limit", got, after)
+	}
+}
+
+// A cluster without the TailorCheckpoint CRD (an upgrade that did not apply
+// it): tailor resizes as ever, and Ready says what it cannot keep.
+func TestWithoutTheCheckpointCRD(t *testing.T) {
+	noKind := func(obj client.Object) error {
+		if _, ok := obj.(*v1alpha1.TailorCheckpoint); ok {
+			return &meta.NoKindMatchError{GroupKind: v1alpha1.GroupVersion.WithKind("TailorCheckpoint").GroupKind(), SearchedVersions: []string{"v1alpha1"}}
+		}
+		return nil
+	}
+	c := interceptor.NewClient(apiClient, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := noKind(obj); err != nil {
+				return err
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := noKind(obj); err != nil {
+				return err
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	e := newEnv(t, controllerOptions{Client: c})
+	e.pod("web", webPod("web-0"))
+	e.policy("web", nil)
+	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 0.5)
+	e.syncs("web", 2)
+	if p := e.getPod("web-0"); p.Generation != 2 {
+		t.Errorf("pod generation %d: not resized without the checkpoint CRD", p.Generation)
+	}
+	r := condition(e.getPolicy("web"), v1alpha1.ConditionReady)
+	if r == nil || r.Status != metav1.ConditionTrue || !strings.Contains(r.Message, "TailorCheckpoint CRD is not installed") {
+		t.Errorf("Ready = %+v, want True and saying the checkpoint CRD is missing", r)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -34,7 +35,13 @@ const EventCheckpointInvalid = "CheckpointInvalid"
 func (r *Reconciler) restore(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState) error {
 	cp := &v1alpha1.TailorCheckpoint{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: policy.Namespace, Name: policy.Name}, cp); err != nil {
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case meta.IsNoMatchError(err):
+			// Resizing does not depend on checkpoints: without the CRD
+			// tailor works, and forgets at a restart, which Ready says.
+			state.restoreProblem = noCheckpointCRD
 			return nil
 		}
 		return fmt.Errorf("reading checkpoint of policy %s/%s: %w", policy.Namespace, policy.Name, err)
@@ -129,12 +136,19 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 		cp.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(policy, v1alpha1.GroupVersion.WithKind("TailorPolicy"))}
 		err = r.Client.Update(ctx, cp)
 	}
+	if meta.IsNoMatchError(err) {
+		state.checkpointed, state.restoreProblem = now, noCheckpointCRD
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("writing checkpoint %s/%s: %w", policy.Namespace, policy.Name, err)
 	}
 	state.checkpointed, state.restoreProblem = now, ""
 	return nil
 }
+
+// noCheckpointCRD is the Ready note of a cluster without the CRD.
+const noCheckpointCRD = "the TailorCheckpoint CRD is not installed: what is learnt is not kept across manager restarts (apply config/crd)"
 
 // maxCheckpointContainers is the CRD's bound on a checkpoint's entries.
 const maxCheckpointContainers = 64
