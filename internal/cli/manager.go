@@ -28,6 +28,11 @@ type ManagerOptions struct {
 
 func newManagerCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ManagerOptions{configFlags: flags, streams: streams}
+	return o.command()
+}
+
+// command is the cobra command whose flags fill o.
+func (o *ManagerOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the autoscaler: watch TailorPolicies and resize their pods in place",
@@ -47,6 +52,9 @@ func newManagerCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 	f.DurationVar(&o.CheckpointInterval, "checkpoint-interval", time.Minute, "how often at most each policy's learnt state is written to its TailorCheckpoint")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica resizes")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "kube-system", "namespace of the leader election lease")
+	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", manager.DefaultLeaseDuration, "how long a leader's lease lasts unrenewed: another replica takes over a dead leader within this plus the retry period")
+	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", manager.DefaultRenewDeadline, "how long the leader keeps trying to renew its lease before it gives leadership up (and exits)")
+	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", manager.DefaultRetryPeriod, "how often candidates try to take the lease and the leader renews it")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables)`)
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	f.BoolVar(&o.Development, "development", false, "human-readable logs")
@@ -60,6 +68,10 @@ func (o *ManagerOptions) Validate() error {
 	}
 	if o.SyncPeriod < time.Second {
 		return usageErrorf("--sync-period must be at least 1s, got %s", o.SyncPeriod)
+	}
+	if o.LeaderElect && !(o.RetryPeriod > 0 && o.RetryPeriod < o.RenewDeadline && o.RenewDeadline < o.LeaseDuration) {
+		return usageErrorf("leader election needs 0 < --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s)",
+			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
 	}
 	if o.CheckpointInterval < time.Second {
 		return usageErrorf("--checkpoint-interval must be at least 1s, got %s", o.CheckpointInterval)

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// The manager's flags are checked before anything connects: a lease timing
+// client-go would reject at start, or would never let a leader renew, is a
+// usage error naming the three flags.
+func TestManagerFlags(t *testing.T) {
+	cases := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"defaults":                 {},
+		"shorter lease":            {args: []string{"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}},
+		"renew past the lease":     {args: []string{"--leader-elect-renew-deadline=20s"}, wantErr: "--leader-elect-renew-deadline (20s) < --leader-elect-lease-duration (10s)"},
+		"retry past the renew":     {args: []string{"--leader-elect-retry-period=8s"}, wantErr: "0 < --leader-elect-retry-period (8s)"},
+		"no retry":                 {args: []string{"--leader-elect-retry-period=0s"}, wantErr: "leader election needs"},
+		"timings unused when solo": {args: []string{"--leader-elect=false", "--leader-elect-retry-period=0s"}},
+		"sync period too short":    {args: []string{"--sync-period=100ms"}, wantErr: "--sync-period must be at least 1s"},
+		"unknown source":           {args: []string{"--metrics-source=statsd"}, wantErr: `unknown --metrics-source "statsd"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := &ManagerOptions{configFlags: genericclioptions.NewConfigFlags(false), streams: genericiooptions.NewTestIOStreamsDiscard()}
+			cmd := o.command()
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatalf("parse %v: %v", tc.args, err)
+			}
+			// Validated directly: RunE would go on to connect.
+			err := o.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			var ee *exitError
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &ee) || ee.code != ExitUsage {
+				t.Fatalf("Validate = %v, want a usage error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
