@@ -2,6 +2,7 @@ package manager
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 
 	promapi "github.com/prometheus/client_golang/api"
@@ -172,17 +173,26 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
+// SourceTimeout bounds one request to metrics-server or Prometheus, as
+// kubelet.DefaultTimeout bounds one kubelet page: past it the policy holds
+// for want of data and says so, and its next sync asks again.
+const SourceTimeout = 10 * time.Second
+
 // NewSource builds the metrics source o names.
 func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 	switch o.MetricsSource {
 	case "metrics-server":
-		mc, err := metricsclient.NewForConfig(cfg)
+		// A metrics-server (or the aggregation layer in front of it) that
+		// hangs must fail the read, not stall the policy's sync for ever.
+		mcfg := rest.CopyConfig(cfg)
+		mcfg.Timeout = SourceTimeout
+		mc, err := metricsclient.NewForConfig(mcfg)
 		if err != nil {
 			return nil, err
 		}
 		return metricsserver.New(mc.MetricsV1beta1(), metricsserver.Options{}), nil
 	case "prometheus":
-		pc, err := promapi.NewClient(promapi.Config{Address: o.PrometheusURL})
+		pc, err := promapi.NewClient(promapi.Config{Address: o.PrometheusURL, Client: &http.Client{Timeout: SourceTimeout}})
 		if err != nil {
 			return nil, fmt.Errorf("prometheus URL %q: %w", o.PrometheusURL, err)
 		}

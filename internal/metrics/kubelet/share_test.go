@@ -250,6 +250,40 @@ func TestUsageFailedNodeIsReadAgainAfterTheWindow(t *testing.T) {
 	}
 }
 
+// A kubelet that hangs costs its own pods their figures after Timeout, not
+// the whole read: the other node's pods are measured, and the read returns.
+func TestUsageHungNodeTimesOut(t *testing.T) {
+	proxy := &fakeProxy{}
+	src := newSource(t, proxy, kubelet.Options{Clock: clocktesting.NewFakePassiveClock(t0), Timeout: 200 * time.Millisecond})
+	pages := nodePages(t0, 100, 0, 0, []string{"a"}, "n1")
+	pages["n2"] = step{hang: true}
+	proxy.set(pages)
+	start := time.Now()
+	got, err := src.Usage(context.Background(), policyPods("a", "n1", "n2"))
+	if err != nil {
+		t.Fatalf("Usage: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Usage took %s with a 200ms timeout", took)
+	}
+	hung := metrics.Key{Namespace: "ns", Pod: "a-n2", Container: "app"}
+	var reasons []string
+	for _, p := range got.Problems {
+		if p.Key != hung && p.Reason != metrics.ReasonWarmingUp {
+			t.Errorf("the answering node's pod: %s", p)
+		}
+		if p.Key == hung {
+			reasons = append(reasons, string(p.Metric)+" "+string(p.Reason))
+			if !strings.Contains(p.Detail, "node n2") || !strings.Contains(p.Detail, "context deadline exceeded") {
+				t.Errorf("problem detail %q: want the node and the timeout named", p.Detail)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"cpu Missing", "memory Missing"}, reasons); diff != "" {
+		t.Errorf("problems of the hung node's pod (-want,+got):\n%s", diff)
+	}
+}
+
 // A caller that gives up on a read it started must not hand its own
 // cancellation to the callers waiting on that read.
 func TestUsageAbandonedReadIsReadAgainByAWaiter(t *testing.T) {

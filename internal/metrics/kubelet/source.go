@@ -30,6 +30,12 @@ const (
 // the read: a node is read at most once per 5s, not once per policy.
 const DefaultShareFor = 5 * time.Second
 
+// DefaultTimeout bounds one page read through the apiserver's proxy: a
+// healthy kubelet answers in well under a second, and metrics-server gives
+// the same reads 10s by default; 5s keeps a hung node from holding a read
+// slot across a whole 10s sync.
+const DefaultTimeout = 5 * time.Second
+
 // DefaultConcurrency bounds the node reads in flight: enough to hide the
 // proxy's round trips, few enough not to crowd the apiserver.
 const DefaultConcurrency = 8
@@ -52,6 +58,10 @@ type Options struct {
 	// Concurrency bounds the node reads in flight, across all callers
 	// (0 is DefaultConcurrency).
 	Concurrency int
+	// Timeout bounds each page read (0 is DefaultTimeout): a kubelet that
+	// hangs costs its own pods their figures, not the whole read, and holds
+	// a slot no longer than this.
+	Timeout time.Duration
 	// Clock defaults to the real clock; tests give a fake one.
 	Clock clock.PassiveClock
 }
@@ -93,6 +103,9 @@ func New(client rest.Interface, o Options) *Source {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
 	}
 	return &Source{
 		client: client,
@@ -212,6 +225,8 @@ func (s *Source) forget(node string, resource scrape) {
 // getPage reads one metrics page of node; the reason says how a failure
 // should be reported for its containers.
 func (s *Source) getPage(ctx context.Context, node, path string, names ...string) (scrape, metrics.Reason, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
 	raw, err := s.client.Get().Resource("nodes").Name(node).SubResource("proxy").Suffix(path).DoRaw(ctx)
 	if err != nil {
 		return nil, metrics.ReasonMissing, fmt.Errorf("read %s of node %s through the apiserver proxy: %w", path, node, err)

@@ -63,6 +63,9 @@ type step struct {
 	resource string
 	cadvisor string
 	status   int
+	// hang: the node never answers (a kubelet stopped with SIGSTOP); the
+	// request waits until its client gives up.
+	hang bool
 }
 
 // fakeProxy serves /api/v1/nodes/<node>/proxy/metrics/{resource,cadvisor}
@@ -149,6 +152,13 @@ func (f *fakeProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	time.Sleep(f.delay)
+	if st.hang {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+		return
+	}
 
 	if !ok {
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"nodes \"`+parts[0]+`\" not found","reason":"NotFound","code":404}`, http.StatusNotFound)
