@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -26,10 +27,13 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 		// wantCondition and wantReason: the condition that must say so.
 		wantCondition, wantReason string
 		wantMessage               string
+		// wantEvent is the event that must mark it, once in 120 syncs.
+		wantEvent string
 	}{
 		"source unreachable": {
 			feed:          func(e *env) { e.source.Fail(errors.New("connection refused")) },
 			wantCondition: v1alpha1.ConditionReady, wantReason: "MetricsUnavailable", wantMessage: "connection refused",
+			wantEvent: policyctrl.EventMetricsUnavailable,
 		},
 		"invalid values reported as a problem": {
 			feed: func(e *env) {
@@ -37,6 +41,7 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 				e.source.Problems(metrics.Problem{Key: key(e), Metric: metrics.MetricCPU, Reason: metrics.ReasonInvalid, Detail: "NaN"})
 			},
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "Invalid",
+			wantEvent: policyctrl.EventMetricsRejected,
 		},
 		"stale samples reported as a problem": {
 			feed: func(e *env) {
@@ -50,14 +55,29 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 		"NaN cpu and memory passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", math.NaN(), math.NaN()) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
+			wantEvent: policyctrl.EventMetricsRejected,
 		},
 		"negative cpu and memory passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", -1, -1) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
+			wantEvent: policyctrl.EventMetricsRejected,
 		},
 		"infinite cpu passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", math.Inf(1), 200*mi) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
+			wantEvent: policyctrl.EventMetricsRejected,
+		},
+		// More than the pod's node has (the harness's node: 8 cores,
+		// 32Gi): a counter that wrapped, or a unit mistake.
+		"cpu beyond the node passed as usage": {
+			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", 1e6, 200*mi) },
+			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "more than its node's capacity",
+			wantEvent: policyctrl.EventMetricsRejected,
+		},
+		"memory beyond the node passed as usage": {
+			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", 0.2, 1<<50) },
+			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "more than its node's capacity",
+			wantEvent: policyctrl.EventMetricsRejected,
 		},
 	}
 	for name, tc := range cases {
@@ -77,6 +97,11 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 			c := condition(pol, tc.wantCondition)
 			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.wantReason || !strings.Contains(c.Message, tc.wantMessage) {
 				t.Errorf("%s condition = %+v, want False, reason %s, message naming %q", tc.wantCondition, c, tc.wantReason, tc.wantMessage)
+			}
+			if tc.wantEvent != "" {
+				if n := e.events.count("web", tc.wantEvent); n != 1 {
+					t.Errorf("%d %s event(s) in 120 syncs, want 1 (once per standing state); events:%s", n, tc.wantEvent, e.events)
+				}
 			}
 		})
 	}
@@ -135,5 +160,16 @@ func TestOOMKillAnsweredDuringAMetricsOutage(t *testing.T) {
 	c := condition(e.getPolicy("db"), v1alpha1.ConditionReady)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "MetricsUnavailable" || !strings.Contains(c.Message, "connection refused") {
 		t.Errorf("Ready = %+v, want False MetricsUnavailable naming the error", c)
+	}
+	// Back: Ready again, and one event each marks when it went and came.
+	e.source.Fail(nil)
+	e.syncs("db", 2)
+	if c := condition(e.getPolicy("db"), v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready = %+v after the source answered again, want True", c)
+	}
+	for _, reason := range []string{policyctrl.EventMetricsUnavailable, policyctrl.EventMetricsRestored} {
+		if n := e.events.count("db", reason); n != 1 {
+			t.Errorf("%d %s event(s), want 1; events:%s", n, reason, e.events)
+		}
 	}
 }

@@ -38,6 +38,11 @@ const (
 	EventResizeSkipped  = "ResizeSkipped"
 	EventResizeFailed   = "ResizeFailed"
 	EventInvalidPolicy  = "InvalidPolicy"
+	// The metrics source: down (no usage at all), back, or giving figures
+	// no container can have (NaN, negative, beyond its node).
+	EventMetricsUnavailable = "MetricsUnavailable"
+	EventMetricsRestored    = "MetricsRestored"
+	EventMetricsRejected    = "MetricsRejected"
 	// EventResizeCapped: a raise was cut to what the node has room for.
 	EventResizeCapped = "ResizeCapped"
 )

@@ -58,6 +58,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		return nil, err
 	}
 	usage, err := r.usageSource(state).Usage(ctx, pods)
+	wasDown, wasRejecting := state.metricsErr != nil, state.rejecting
 	state.metricsErr = nil
 	if err != nil {
 		// No usage: nothing is lowered, since that needs fresh data, but
@@ -66,8 +67,13 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		usage = metrics.Result{}
 		log.FromContext(ctx).Info("metrics source unavailable: holding all but raises from pod status", "source", r.Source.Name(), "err", err.Error())
 	}
-	usage = sane(usage)
+	capacity, err := r.nodeCapacities(ctx, pods)
+	if err != nil {
+		return nil, err
+	}
+	usage = sane(usage, capacity)
 	state.problems = usage.Problems
+	r.reportMetrics(policy, state, wasDown, wasRejecting)
 	r.learn(state, pods, usage, now)
 
 	in := &syncInput{state: state, pods: pods, usage: usage, advice: map[types.UID]podAdvice{}}
@@ -327,9 +333,10 @@ func lastResizeOf(p *corev1.Pod) time.Time {
 }
 
 // sane drops what no container can use (NaN, infinite or negative figures,
-// a throttled share outside [0, 1]) and says so among the problems: a
-// source that lets one through must not make a peak of it.
-func sane(u metrics.Result) metrics.Result {
+// more CPU or memory than the container's node has, a throttled share
+// outside [0, 1]) and says so among the problems: a source that lets one
+// through must not make a peak of it. capacity is by pod.
+func sane(u metrics.Result, capacity map[podKey]corev1.ResourceList) metrics.Result {
 	out := metrics.Result{Usage: make(map[metrics.Key]metrics.Usage, len(u.Usage)), Problems: u.Problems}
 	keys := make([]metrics.Key, 0, len(u.Usage))
 	for k := range u.Usage {
@@ -345,7 +352,24 @@ func sane(u metrics.Result) metrics.Result {
 			out.Problems = append(out.Problems, metrics.Problem{Key: k, Metric: m, Reason: metrics.ReasonInvalid, Detail: fmt.Sprintf("value %v", x)})
 			return true
 		}
-		if bad(metrics.MetricCPU, v.CPU) || bad(metrics.MetricMemory, v.Memory) {
+		absurd := func(m metrics.Metric, x float64, r corev1.ResourceName) bool {
+			c, ok := capacity[podKey{k.Namespace, k.Pod}][r]
+			// CPU is a rate over a window and may read a little high
+			// when the window's ends are sampled unevenly; twice the node
+			// is no such jitter.
+			limit := c.AsApproximateFloat64()
+			if r == corev1.ResourceCPU {
+				limit *= 2
+			}
+			if !ok || c.IsZero() || x <= limit {
+				return false
+			}
+			out.Problems = append(out.Problems, metrics.Problem{Key: k, Metric: m, Reason: metrics.ReasonInvalid,
+				Detail: fmt.Sprintf("value %v is more than its node's capacity (%s)", x, c.String())})
+			return true
+		}
+		if bad(metrics.MetricCPU, v.CPU) || bad(metrics.MetricMemory, v.Memory) ||
+			absurd(metrics.MetricCPU, v.CPU, corev1.ResourceCPU) || absurd(metrics.MetricMemory, v.Memory, corev1.ResourceMemory) {
 			continue
 		}
 		if t := v.Throttled; t != nil && !bad(metrics.MetricThrottling, *t) && *t > 1 {
@@ -357,4 +381,55 @@ func sane(u metrics.Result) metrics.Result {
 		out.Usage[k] = v
 	}
 	return out
+}
+
+// podKey names a pod.
+type podKey struct{ namespace, name string }
+
+// nodeCapacities is each pod's node's capacity, from the cache; a pod whose
+// node is gone has none (its figures are not checked against one).
+func (r *Reconciler) nodeCapacities(ctx context.Context, pods []*corev1.Pod) (map[podKey]corev1.ResourceList, error) {
+	byNode := map[string]corev1.ResourceList{}
+	out := make(map[podKey]corev1.ResourceList, len(pods))
+	for _, p := range pods {
+		c, seen := byNode[p.Spec.NodeName]
+		if !seen {
+			node := &corev1.Node{}
+			switch err := r.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return nil, fmt.Errorf("reading node %s: %w", p.Spec.NodeName, err)
+			default:
+				c = node.Status.Capacity
+			}
+			byNode[p.Spec.NodeName] = c
+		}
+		out[podKey{p.Namespace, p.Name}] = c
+	}
+	return out, nil
+}
+
+// reportMetrics says, once when it starts and once when it ends, that the
+// metrics source is down or that it gave figures no container can have:
+// the Ready condition says so on every sync, an event marks when.
+func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *policyState, wasDown, wasRejecting bool) {
+	switch down := state.metricsErr != nil; {
+	case down && !wasDown:
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsUnavailable, "Read",
+			"metrics source %s: %v; nothing is lowered until usage is back, OOM kills are still answered", r.Source.Name(), state.metricsErr)
+	case !down && wasDown:
+		r.Events.Eventf(policy, nil, corev1.EventTypeNormal, EventMetricsRestored, "Read", "metrics source %s answers again", r.Source.Name())
+	}
+	var invalid []metrics.Problem
+	for _, p := range state.problems {
+		if p.Reason == metrics.ReasonInvalid {
+			invalid = append(invalid, p)
+		}
+	}
+	state.rejecting = len(invalid) > 0
+	if state.rejecting && !wasRejecting {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsRejected, "Read",
+			"metrics source %s gave %d figure(s) no container can have, first %s; those containers are held (never lowered) until their figures are sane",
+			r.Source.Name(), len(invalid), invalid[0].String())
+	}
 }
