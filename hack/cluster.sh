@@ -10,6 +10,10 @@
 #   hack/cluster.sh status   what runs, node and pods
 #   hack/cluster.sh logs [component]
 #   hack/cluster.sh kubeconfig   print the admin kubeconfig path
+#   hack/cluster.sh stop|start COMPONENT   stop or start one component of a
+#                            cluster that is up (the chaos tests' outages);
+#                            start waits until it is ready again
+#   hack/cluster.sh pid COMPONENT   its process id (to SIGSTOP it, say)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -361,6 +365,29 @@ cmd_status() {
   if running kube-apiserver; then kc get nodes -o wide 2>/dev/null || true; kc get pods -A 2>/dev/null || true; fi
 }
 
+component() { # name: fails unless it is one of COMPONENTS
+  local c
+  for c in "${COMPONENTS[@]}"; do [[ "$c" == "${1:-}" ]] && return 0; done
+  die "unknown component '${1:-}': one of ${COMPONENTS[*]}"
+}
+
+cmd_start_one() {
+  component "$1"
+  case "$1" in
+    etcd) start_etcd ;;
+    kube-apiserver) start_apiserver "$(node_ip)" ;;
+    kube-controller-manager|kube-scheduler) start_controllers ;;
+    containerd) start_containerd ;;
+    kubelet) start_kubelet "$(node_ip)" ;;
+  esac
+}
+
+cmd_pid() {
+  component "$1"
+  running "$1" || die "$1 is not running"
+  cat "$(pidfile "$1")"
+}
+
 cmd_logs() {
   if [[ $# -gt 0 ]]; then exec tail -n 200 "${LOG_DIR}/$1.log"; fi
   ls -la "$LOG_DIR"
@@ -373,5 +400,8 @@ case "${1:-}" in
   status) cmd_status ;;
   logs) shift; cmd_logs "$@" ;;
   kubeconfig) echo "$KUBECONFIG_PATH" ;;
-  *) echo "usage: $0 up|build [binary...]|down|status|logs [component]|kubeconfig" >&2; exit 2 ;;
+  stop) component "${2:-}"; stop "$2" ;;
+  start) cmd_start_one "${2:-}" ;;
+  pid) cmd_pid "${2:-}" ;;
+  *) echo "usage: $0 up|build [binary...]|down|status|logs [component]|kubeconfig|stop COMPONENT|start COMPONENT|pid COMPONENT" >&2; exit 2 ;;
 esac

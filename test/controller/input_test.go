@@ -41,7 +41,7 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 				e.source.Problems(metrics.Problem{Key: key(e), Metric: metrics.MetricCPU, Reason: metrics.ReasonInvalid, Detail: "NaN"})
 			},
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "Invalid",
-			wantEvent: policyctrl.EventMetricsRejected,
+			wantEvent: policyctrl.EventMetricsIncomplete,
 		},
 		"stale samples reported as a problem": {
 			feed: func(e *env) {
@@ -49,35 +49,36 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 				e.source.Problems(metrics.Problem{Key: key(e), Metric: metrics.MetricMemory, Reason: metrics.ReasonStale, Detail: "10m old"})
 			},
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "Stale",
+			wantEvent: policyctrl.EventMetricsIncomplete,
 		},
 		// A source that breaks its contract and passes garbage through as
 		// usage: the controller must still not act on it.
 		"NaN cpu and memory passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", math.NaN(), math.NaN()) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
-			wantEvent: policyctrl.EventMetricsRejected,
+			wantEvent: policyctrl.EventMetricsIncomplete,
 		},
 		"negative cpu and memory passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", -1, -1) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
-			wantEvent: policyctrl.EventMetricsRejected,
+			wantEvent: policyctrl.EventMetricsIncomplete,
 		},
 		"infinite cpu passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", math.Inf(1), 200*mi) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
-			wantEvent: policyctrl.EventMetricsRejected,
+			wantEvent: policyctrl.EventMetricsIncomplete,
 		},
 		// More than the pod's node has (the harness's node: 8 cores,
 		// 32Gi): a counter that wrapped, or a unit mistake.
 		"cpu beyond the node passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", 1e6, 200*mi) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "more than its node's capacity",
-			wantEvent: policyctrl.EventMetricsRejected,
+			wantEvent: policyctrl.EventMetricsIncomplete,
 		},
 		"memory beyond the node passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", 0.2, 1<<50) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "more than its node's capacity",
-			wantEvent: policyctrl.EventMetricsRejected,
+			wantEvent: policyctrl.EventMetricsIncomplete,
 		},
 	}
 	for name, tc := range cases {

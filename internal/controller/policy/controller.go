@@ -38,11 +38,12 @@ const (
 	EventResizeSkipped  = "ResizeSkipped"
 	EventResizeFailed   = "ResizeFailed"
 	EventInvalidPolicy  = "InvalidPolicy"
-	// The metrics source: down (no usage at all), back, or giving figures
-	// no container can have (NaN, negative, beyond its node).
+	// The metrics source: down (no usage at all), back, or leaving some
+	// containers without usable figures (missing, stale, or none a
+	// container can have: NaN, negative, beyond its node).
 	EventMetricsUnavailable = "MetricsUnavailable"
 	EventMetricsRestored    = "MetricsRestored"
-	EventMetricsRejected    = "MetricsRejected"
+	EventMetricsIncomplete  = "MetricsIncomplete"
 	// EventResizeCapped: a raise was cut to what the node has room for.
 	EventResizeCapped = "ResizeCapped"
 )

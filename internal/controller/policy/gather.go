@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -410,8 +411,9 @@ func (r *Reconciler) nodeCapacities(ctx context.Context, pods []*corev1.Pod) (ma
 }
 
 // reportMetrics says, once when it starts and once when it ends, that the
-// metrics source is down or that it gave figures no container can have:
-// the Ready condition says so on every sync, an event marks when.
+// metrics source is down, and once when it starts that some containers have
+// no usable figures (missing, stale, malformed, or none a container can
+// have): the Ready condition says so on every sync, an event marks when.
 func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *policyState, wasDown, wasRejecting bool) {
 	switch down := state.metricsErr != nil; {
 	case down && !wasDown:
@@ -420,16 +422,40 @@ func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *policyS
 	case !down && wasDown:
 		r.Events.Eventf(policy, nil, corev1.EventTypeNormal, EventMetricsRestored, "Read", "metrics source %s answers again", r.Source.Name())
 	}
-	var invalid []metrics.Problem
-	for _, p := range state.problems {
-		if p.Reason == metrics.ReasonInvalid {
-			invalid = append(invalid, p)
+	held := heldFor(state.problems)
+	state.rejecting = held != ""
+	if state.rejecting && !wasRejecting {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsIncomplete, "Read",
+			"metrics source %s: %s; those containers are held (never lowered, raised only on OOM kills) until their figures are back", r.Source.Name(), held)
+	}
+}
+
+// heldFor says which containers have no usable figures and why, counted by
+// reason with the first problem; "" when all have (warming up, the first
+// read of a counter, and not running are not a source's fault).
+func heldFor(problems []metrics.Problem) string {
+	byReason := map[metrics.Reason]int{}
+	containers := map[metrics.Key]bool{}
+	var first *metrics.Problem
+	for i, p := range problems {
+		if p.Reason == metrics.ReasonWarmingUp || p.Reason == metrics.ReasonNotRunning {
+			continue
+		}
+		byReason[p.Reason]++
+		containers[p.Key] = true
+		// The least by name, not the first in order: sources list
+		// problems in map order, and status must not change with it.
+		if first == nil || p.String() < first.String() {
+			first = &problems[i]
 		}
 	}
-	state.rejecting = len(invalid) > 0
-	if state.rejecting && !wasRejecting {
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsRejected, "Read",
-			"metrics source %s gave %d figure(s) no container can have, first %s; those containers are held (never lowered) until their figures are sane",
-			r.Source.Name(), len(invalid), invalid[0].String())
+	if first == nil {
+		return ""
 	}
+	reasons := make([]string, 0, len(byReason))
+	for r, n := range byReason {
+		reasons = append(reasons, fmt.Sprintf("%s %d", r, n))
+	}
+	sort.Strings(reasons)
+	return fmt.Sprintf("%d container(s) without usable figures (%s), first %s", len(containers), strings.Join(reasons, ", "), first.String())
 }

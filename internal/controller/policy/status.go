@@ -140,6 +140,9 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	if state.metricsIgnored != "" {
 		ready += "; " + state.metricsIgnored
 	}
+	if held := heldFor(state.problems); held != "" {
+		ready += "; " + held + ": held"
+	}
 	if state.restoreProblem != "" {
 		ready += "; " + state.restoreProblem
 	}

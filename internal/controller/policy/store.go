@@ -56,8 +56,8 @@ type policyState struct {
 	// metricsErr is why the last read returned no usage at all, nil when
 	// it did.
 	metricsErr error
-	// rejecting: the last read had figures sane() threw out, which an
-	// event has said.
+	// rejecting: the last read left some containers without usable
+	// figures, which an event has said.
 	rejecting bool
 	// recreations are what replacements of evicted pods get, by owner UID.
 	recreations map[types.UID]v1alpha1.Recreation
