@@ -18,9 +18,9 @@ func TestManagerFlags(t *testing.T) {
 		wantErr string
 	}{
 		"defaults":                 {},
-		"shorter lease":            {args: []string{"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}},
-		"renew past the lease":     {args: []string{"--leader-elect-renew-deadline=20s"}, wantErr: "--leader-elect-renew-deadline (20s) < --leader-elect-lease-duration (10s)"},
-		"retry past the renew":     {args: []string{"--leader-elect-retry-period=8s"}, wantErr: "0 < --leader-elect-retry-period (8s)"},
+		"longer lease":             {args: []string{"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"}},
+		"renew past the lease":     {args: []string{"--leader-elect-renew-deadline=20s"}, wantErr: "--leader-elect-renew-deadline (20s) < --leader-elect-lease-duration (8s)"},
+		"retry past the renew":     {args: []string{"--leader-elect-retry-period=7s"}, wantErr: "0 < --leader-elect-retry-period (7s)"},
 		"no retry":                 {args: []string{"--leader-elect-retry-period=0s"}, wantErr: "leader election needs"},
 		"timings unused when solo": {args: []string{"--leader-elect=false", "--leader-elect-retry-period=0s"}},
 		"sync period too short":    {args: []string{"--sync-period=100ms"}, wantErr: "--sync-period must be at least 1s"},

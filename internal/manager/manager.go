@@ -62,16 +62,20 @@ type Options struct {
 	SkipNameValidation bool
 }
 
-// The leader lease's defaults: a replica takes over from a leader that died
-// without releasing its lease within 12 s (LeaseDuration plus RetryPeriod);
-// controller-runtime's 15 s / 10 s / 2 s would take 17 s. The leader gives
-// its lease up when it cannot renew it for RenewDeadline (an apiserver
-// outage that long), and exits so that its Deployment restarts it as a
+// The leader lease's defaults. A replica takes over from a leader that died
+// without releasing its lease once the lease has gone unrenewed for
+// LeaseDuration by its own clock; it notices a renewal, and tries to take
+// the lease, every RetryPeriod plus up to 120% jitter (client-go's). So the
+// takeover comes within LeaseDuration plus twice 2.2 RetryPeriods of the
+// death: 12.4 s here, where controller-runtime's 15 s / 10 s / 2 s would
+// allow 23.8 s. The leader renews every RetryPeriod (one small write a
+// second) and, unable to renew for RenewDeadline (an apiserver outage that
+// long), gives up and exits, so that its Deployment restarts it as a
 // candidate.
 const (
-	DefaultLeaseDuration = 10 * time.Second
-	DefaultRenewDeadline = 7 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
+	DefaultLeaseDuration = 8 * time.Second
+	DefaultRenewDeadline = 6 * time.Second
+	DefaultRetryPeriod   = 1 * time.Second
 )
 
 // ptrOr is a pointer to d, or to d's default when d is 0.
