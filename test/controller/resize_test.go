@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -207,6 +208,59 @@ func TestNodeDeletedUnderPods(t *testing.T) {
 	}
 	if c := condition(e.getPolicy("api"), v1alpha1.ConditionReady); c == nil {
 		t.Errorf("no status written while a pod's node is gone")
+	}
+}
+
+// An edit of a policy's bounds moves the pods outside them at the next
+// sync, even when usage alone would hold them where they are: a raised
+// minAllowed raises, a lowered maxAllowed lowers (on fresh usage).
+func TestBoundsEditMovesPodsOutsideThem(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{MinResizeInterval: &metav1.Duration{Duration: time.Second}}
+	})
+	// Usage that 500m/256Mi holds (lowering memory waits for its window).
+	e.source.Set(e.ns, "web-0", "app", 0.45, 10*mi)
+	e.syncs("web", 3)
+	if p := e.getPod("web-0"); p.Generation != 1 {
+		t.Fatalf("a pod that fits its usage was resized: %s", e.events)
+	}
+	edit := func(mutate func(*v1alpha1.ContainerPolicy)) {
+		t.Helper()
+		pol := e.getPolicy("web")
+		if pol.Spec.ResourcePolicy == nil {
+			pol.Spec.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{ContainerName: "*"}}}
+		}
+		mutate(&pol.Spec.ResourcePolicy.ContainerPolicies[0])
+		if err := apiClient.Update(e.ctx, pol); err != nil {
+			t.Fatalf("edit policy: %v", err)
+		}
+		// Past minResizeInterval: the bound, not the pace, is tested.
+		e.clock.Step(2 * time.Second)
+		e.sync("web")
+	}
+	edit(func(c *v1alpha1.ContainerPolicy) {
+		c.MinAllowed = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("400Mi")}
+	})
+	if got := requestOf(e.getPod("web-0"), "app", corev1.ResourceMemory); got != "400Mi" {
+		t.Errorf("after minAllowed.memory 400Mi: memory request %s, want 400Mi; events:%s", got, e.events)
+	}
+	edit(func(c *v1alpha1.ContainerPolicy) {
+		c.MaxAllowed = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("450m")}
+	})
+	if got := requestOf(e.getPod("web-0"), "app", corev1.ResourceCPU); got != "450m" {
+		t.Errorf("after maxAllowed.cpu 450m: cpu request %s, want 450m; events:%s", got, e.events)
+	}
+	// No fresh usage: memory is not lowered to a new maxAllowed, since
+	// nothing says what the container uses now.
+	e.source.Fail(errors.New("connection refused"))
+	edit(func(c *v1alpha1.ContainerPolicy) {
+		c.MinAllowed = nil
+		c.MaxAllowed = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("300Mi")}
+	})
+	if got := requestOf(e.getPod("web-0"), "app", corev1.ResourceMemory); got != "400Mi" {
+		t.Errorf("memory lowered to a new maxAllowed without usage: request %s, want 400Mi still", got)
 	}
 }
 

@@ -88,7 +88,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 			// restarted: the pod's own record says when.
 			ps.lastResize = last
 		}
-		a := r.recommend(state, p, usage, now)
+		a := r.recommend(state, &policy.Spec, p, usage, now)
 		in.advice[p.UID] = a
 		in.decision.Pods = append(in.decision.Pods, autoscale.PodInput{
 			Pod: p, Targets: a.targets, PodTarget: a.podTarget, WorkingSet: a.workingSet,

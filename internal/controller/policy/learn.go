@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"k8s.io/utils/ptr"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -139,7 +141,7 @@ type podAdvice struct {
 }
 
 // recommend asks the workload's state about one pod's current values.
-func (r *Reconciler) recommend(state *policyState, p *corev1.Pod, usage metrics.Result, now time.Time) podAdvice {
+func (r *Reconciler) recommend(state *policyState, spec *v1alpha1.TailorPolicySpec, p *corev1.Pod, usage metrics.Result, now time.Time) podAdvice {
 	a := podAdvice{targets: map[string]autoscale.Target{}, workingSet: map[string]resource.Quantity{}, recs: map[string]recommend.Recommendation{}}
 	ps := state.pod(p)
 	allFresh := true
@@ -160,7 +162,23 @@ func (r *Reconciler) recommend(state *policyState, p *corev1.Pod, usage metrics.
 		if rec.Memory.Decision == recommend.Raise || (fresh && rec.Memory.Decision == recommend.Lower) {
 			t.Memory = resource.NewQuantity(int64(rec.Memory.Target), resource.BinarySI)
 		}
-		if rec.CPU.Decision == recommend.Raise || rec.Memory.Decision == recommend.Raise {
+		// A value outside the policy's bounds (an edit of minAllowed or
+		// maxAllowed, a pod created outside them) moves to the bound even
+		// when usage alone would hold it; lowering still needs fresh data.
+		bounded := false
+		if name != autoscale.PodLevelName {
+			if pol, err := spec.PolicyFor(name); err == nil {
+				if t.CPU == nil {
+					t.CPU = outOfBounds(pol, corev1.ResourceCPU, cur.CPU, fresh)
+					bounded = bounded || t.CPU != nil
+				}
+				if t.Memory == nil {
+					t.Memory = outOfBounds(pol, corev1.ResourceMemory, cur.Memory, fresh)
+					bounded = bounded || t.Memory != nil
+				}
+			}
+		}
+		if rec.CPU.Decision == recommend.Raise || rec.Memory.Decision == recommend.Raise || bounded {
 			since := now
 			if fresh && at.Before(now) {
 				since = at
@@ -213,6 +231,22 @@ func requested(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
 		return 0
 	}
 	return quantityOf(c.Resources.Requests, r)
+}
+
+// outOfBounds is the bound of pol that cur (cores or bytes, the request)
+// breaks, nil when it is within them or not requested at all. A value above
+// maxAllowed moves down only on fresh usage, as any lowering does.
+func outOfBounds(pol v1alpha1.ContainerPolicy, r corev1.ResourceName, cur float64, fresh bool) *resource.Quantity {
+	if cur <= 0 {
+		return nil
+	}
+	if lo, ok := pol.MinAllowed[r]; ok && cur < lo.AsApproximateFloat64() {
+		return ptr.To(lo.DeepCopy())
+	}
+	if hi, ok := pol.MaxAllowed[r]; ok && fresh && cur > hi.AsApproximateFloat64() {
+		return ptr.To(hi.DeepCopy())
+	}
+	return nil
 }
 
 // limited is the container's limit in cores or bytes (0 when unset): the
