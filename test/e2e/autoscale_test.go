@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -403,24 +402,7 @@ func TestAutoscaleRaisesMemoryAheadOfGrowth(t *testing.T) {
 // setMemory asks the pod's load generator to hold size of memory.
 func setMemory(t *testing.T, p *corev1.Pod, size string) {
 	t.Helper()
-	// A container counts as running before the load generator listens:
-	// give it a few seconds to start.
-	var code int
-	var status string
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		resp, err := http.Get("http://" + p.Status.PodIP + ":8080/memory?size=" + size)
-		if err != nil {
-			// Not listening yet: ask again.
-			return false, nil //nolint:nilerr
-		}
-		code, status = resp.StatusCode, resp.Status
-		_ = resp.Body.Close()
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("driving %s: the load generator never answered: %v", p.Name, err)
-	}
-	if code != http.StatusOK {
-		t.Fatalf("load generator of %s answered %s", p.Name, status)
+	if err := cluster.Drive(context.Background(), p, "/memory?size="+size); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -29,7 +29,7 @@ import (
 
 const (
 	nodeName      = "tailor-dev"
-	loadgenImage  = "tailor.local/loadgen:dev"
+	loadgenImage  = cluster.LoadgenImage
 	cgroupRoot    = "/sys/fs/cgroup"
 	podStartLimit = 90 * time.Second
 	resizeLimit   = 60 * time.Second

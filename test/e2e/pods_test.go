@@ -11,22 +11,15 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // app is a load generator container, reachable on port 8080 by pod IP.
-func app() *builder.ContainerWrapper {
-	return builder.Container("app").Image(loadgenImage).Args("--listen=:8080")
-}
+func app() *builder.ContainerWrapper { return cluster.Loadgen() }
 
 // loadgenPod is a pod that is quick to delete and carries no token.
 func loadgenPod(ns, name string, containers ...*builder.ContainerWrapper) *corev1.Pod {
-	p := builder.Pod(name).Namespace(ns).TerminationGracePeriod(0)
-	for _, c := range containers {
-		p.Container(c)
-	}
-	pod := p.Obj()
-	pod.Spec.AutomountServiceAccountToken = new(bool)
-	return pod
+	return cluster.LoadgenPod(ns, name, containers...)
 }
 
 func podCPURequestMillis(p *corev1.Pod) int64 {

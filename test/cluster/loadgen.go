@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+// LoadgenImage is test/images/loadgen as hack/images.sh imports it.
+const LoadgenImage = "tailor.local/loadgen:dev"
+
+// Loadgen is a container "app" running the load generator, listening on
+// :8080 for Drive.
+func Loadgen() *builder.ContainerWrapper {
+	return builder.Container("app").Image(LoadgenImage).Args("--listen=:8080")
+}
+
+// LoadgenPod is a pod of containers that is quick to delete and carries no
+// token.
+func LoadgenPod(ns, name string, containers ...*builder.ContainerWrapper) *corev1.Pod {
+	p := builder.Pod(name).Namespace(ns).TerminationGracePeriod(0)
+	for _, c := range containers {
+		p.Container(c)
+	}
+	pod := p.Obj()
+	pod.Spec.AutomountServiceAccountToken = new(bool)
+	return pod
+}
+
+// Drive asks the load generator of a running pod for a load, e.g.
+// "/memory?size=200Mi" or "/cpu?millicores=800". A container counts as
+// running before the load generator listens, so it asks again for a few
+// seconds while nothing answers.
+func Drive(ctx context.Context, p *corev1.Pod, path string) error {
+	var code int
+	var status string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		resp, err := http.Get("http://" + p.Status.PodIP + ":8080" + path)
+		if err != nil {
+			// Not listening yet: ask again.
+			return false, nil //nolint:nilerr
+		}
+		code, status = resp.StatusCode, resp.Status
+		_ = resp.Body.Close()
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("driving %s: the load generator never answered: %w", p.Name, err)
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("load generator of %s answered %s to %s", p.Name, status, path)
+	}
+	return nil
+}
