@@ -154,6 +154,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	r := &policyctrl.Reconciler{
 		Client:             mgr.GetClient(),
+		APIReader:          mgr.GetAPIReader(),
 		Clock:              clock.RealClock{},
 		Events:             mgr.GetEventRecorder("tailor"),
 		Source:             source,

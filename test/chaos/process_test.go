@@ -3,7 +3,6 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -119,10 +118,19 @@ func (m *managerProcess) tail(n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// logHas reports whether its log holds s.
-func (m *managerProcess) logHas(s string) bool {
+// lastLine is the last line of its log holding s, or "".
+func lastLine(m *managerProcess, s string) string {
 	b, err := os.ReadFile(m.log)
-	return err == nil && bytes.Contains(b, []byte(s))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], s) {
+			return lines[i]
+		}
+	}
+	return ""
 }
 
 // metric is the sum of the samples of a counter or gauge on its /metrics

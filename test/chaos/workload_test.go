@@ -185,6 +185,9 @@ func waitEvent(t *testing.T, ns, object, reason string, timeout time.Duration) c
 	return found
 }
 
+// metav1Condition is a policy's condition.
+type metav1Condition = metav1.Condition
+
 // resize is one change of a pod's spec the recorder saw: a new generation.
 type resize struct {
 	pod        string

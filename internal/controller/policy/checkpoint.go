@@ -127,6 +127,14 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 		cp = &v1alpha1.TailorCheckpoint{ObjectMeta: metav1.ObjectMeta{Namespace: policy.Namespace, Name: policy.Name}, Spec: spec}
 		cp.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(policy, v1alpha1.GroupVersion.WithKind("TailorPolicy"))}
 		err = r.Client.Create(ctx, cp)
+		if apierrors.IsAlreadyExists(err) && r.APIReader != nil {
+			// The cache is behind the apiserver (its watch is catching up
+			// after an outage): update what the apiserver has.
+			if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(cp), cp); err == nil {
+				cp.Spec = spec
+				err = r.Client.Update(ctx, cp)
+			}
+		}
 	case err == nil:
 		if equality.Semantic.DeepEqual(cp.Spec.Containers, spec.Containers) {
 			state.checkpointed = now

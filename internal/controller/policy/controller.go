@@ -7,16 +7,19 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -58,6 +61,10 @@ type Reconciler struct {
 	Events   events.EventRecorder
 	Source   metrics.Source
 	Actuator *actuator.Actuator
+	// APIReader reads from the apiserver, past the cache, where the cache
+	// may be behind (a checkpoint the cache has not seen yet); nil reads
+	// only through Client.
+	APIReader client.Reader
 	// SyncPeriod is how often usage is read for each policy.
 	SyncPeriod time.Duration
 	// Recommender is the configuration policies override.
@@ -93,7 +100,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.TailorPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.policiesForPod), builder.WithPredicates(podChangeMatters)).
 		Named("tailorpolicy").
+		WithOptions(controller.Options{RateLimiter: retryLimiter(r.SyncPeriod)}).
 		Complete(r)
+}
+
+// retryLimiter paces the retries of a failed sync: controller-runtime's
+// default backs off exponentially to 1000s, so a policy whose syncs failed
+// through a 10s apiserver outage would next be tried about 10s after the
+// apiserver came back, and one failing for minutes, minutes later. Here the
+// backoff stops at the sync period: a failing policy is retried no less
+// often than a healthy one syncs. The overall token bucket stays, so a burst
+// of failures cannot flood the apiserver.
+func retryLimiter(syncPeriod time.Duration) workqueue.TypedRateLimiter[reconcile.Request] {
+	if syncPeriod <= 0 {
+		return workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]()
+	}
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, syncPeriod),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
 }
 
 // podChangeMatters passes the pod events a sync must not wait for: a pod
