@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +36,7 @@ func run() error {
 	output := flag.String("o", "table", "output format on stdout: table or json")
 	seriesTable := flag.Bool("series-table", false, "also print every series under every policy")
 	vpaOOM := flag.Bool("vpa-oom", false, "also replay VPA fed with an OOM kill whenever memory went over its target")
+	vms := flag.String("vms", "all", "which VMs to replay by the parity of their number: all, odd or even (tune on one half, score on the other)")
 	flag.Parse()
 	if *output != "table" && *output != "json" {
 		return fmt.Errorf("-o %q is not one of table, json", *output)
@@ -46,6 +49,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if series, err = byParity(series, *vms); err != nil {
+		return err
+	}
 	read := time.Since(start)
 	tailor, err := replay.NewTailor("tailor", recommend.DefaultConfig())
 	if err != nil {
@@ -53,6 +59,12 @@ func run() error {
 	}
 	opts := replay.DefaultOptions()
 	opts.Chart = splitList(*charts)
+	if *vms != "all" {
+		// A half holds only some of the charted series.
+		opts.Chart = slices.DeleteFunc(opts.Chart, func(c string) bool {
+			return !slices.ContainsFunc(series, func(s replay.Series) bool { return s.Name == c })
+		})
+	}
 	policies := []replay.Policy{tailor, vpa.New(), replay.NewDouble(), replay.Oracle{}}
 	if *vpaOOM {
 		v := vpa.New()
@@ -115,6 +127,28 @@ func run() error {
 	}
 	fmt.Fprintf(os.Stderr, "all figures within the ranges in %s\n", *ranges)
 	return nil
+}
+
+// byParity keeps the series whose name is an odd or an even number; "all"
+// keeps every series.
+func byParity(series []replay.Series, vms string) ([]replay.Series, error) {
+	if vms == "all" {
+		return series, nil
+	}
+	if vms != "odd" && vms != "even" {
+		return nil, fmt.Errorf("--vms %q is not one of all, odd, even", vms)
+	}
+	var kept []replay.Series
+	for _, s := range series {
+		n, err := strconv.Atoi(s.Name)
+		if err != nil {
+			return nil, fmt.Errorf("--vms %s: series %q is not named by a number", vms, s.Name)
+		}
+		if (n%2 == 1) == (vms == "odd") {
+			kept = append(kept, s)
+		}
+	}
+	return kept, nil
 }
 
 func splitList(s string) []string {
