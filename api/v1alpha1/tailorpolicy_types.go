@@ -369,7 +369,9 @@ type RecommenderOverrides struct {
 
 	// memoryWindow is how far back the memory peak looks: between 1m and
 	// 720h (30 days), as a duration such as 48h. Memory below a peak is an
-	// OOM kill, so this is usually long.
+	// OOM kill, so this is usually long. Unset, the peak of the last 48h is
+	// held until three days are seen, then the last 4h's or the same hours'
+	// on past days; set, the peak of the whole window is always held.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32

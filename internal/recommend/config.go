@@ -53,6 +53,32 @@ type Config struct {
 	// is remembered as a memory peak for a whole MemoryWindow.
 	OOMBump float64
 
+	// MemoryProfile learns each container's memory by hour of day: the
+	// highest working set seen in each hour on past days, fading by
+	// ProfileFade a day. Once trusted, the memory peak is what the last
+	// MemoryHold saw or what the profile holds for the hours around now,
+	// whichever is higher, instead of the peak of the whole MemoryWindow:
+	// lower between a daily peak's hours, raised ahead of them, and a
+	// one-off peak held for MemoryHold, then only at its hour of the day
+	// while it fades. Off, the MemoryWindow's peak is held as before.
+	MemoryProfile bool
+	// MemoryHold is how long a memory peak is held once the profile is
+	// trusted (rounded up to the memory window's buckets, at most the
+	// MemoryWindow).
+	MemoryHold time.Duration
+	// ProfileDays is how many days the profile must have seen to be fully
+	// trusted. Trust grows with each day: with half as many, the peak used
+	// is halfway between the profile's and the MemoryWindow's.
+	ProfileDays float64
+	// ProfileFade is the factor each hour's peak in the profile fades by a
+	// day, unless that hour sees as much again.
+	ProfileFade float64
+	// ProfileBehind and ProfileAhead are how many hours before and after
+	// now's hour of the day the profile looks: ahead raises memory before
+	// a daily peak's hour comes, behind allows for its time of day moving.
+	ProfileBehind int
+	ProfileAhead  int
+
 	// Stabilization is how long a lower recommendation must hold, without
 	// interruption, before it is applied.
 	Stabilization time.Duration
@@ -110,6 +136,23 @@ func DefaultConfig() Config {
 		JitterHalfLife:     6 * time.Hour,
 		// VPA's own bump after an OOM kill.
 		OOMBump: 1.2,
+		// Memory, once three days are seen: the peak of the last 4 hours
+		// or what the same hours of the day (one either side of now's)
+		// reached on past days, fading by 2% a day. A daily peak is
+		// raised for an hour ahead and held through its hours; memory is
+		// lowered between them; a one-off peak is held 4 hours and then
+		// only at its hour of the day, for weeks. Measured on the traces
+		// tuned on one half of the VMs and scored on the other
+		// (docs/benchmark.md): memory 5.69x -> 5.45x provisioned/used at
+		// fewer samples over, p90 across series 0.18% -> 0.14%, about 4
+		// memory changes a day. The fade is what matters most: 0.95 a day
+		// costs as much as the 48-hour window for the same kills.
+		MemoryProfile: true,
+		MemoryHold:    4 * time.Hour,
+		ProfileDays:   3,
+		ProfileFade:   0.98,
+		ProfileBehind: 1,
+		ProfileAhead:  1,
 		// Lowering waits 15 minutes of a recommendation at least 20%
 		// below what is in force, and then goes down at most by 75%: about
 		// 9 CPU changes and under 1 memory change per day on the traces,
@@ -165,6 +208,14 @@ func (c Config) Validate() error {
 	fraction("maxThrottleBump", c.MaxThrottleBump, 1, 10)
 	if c.MaxThrottleBump < c.ThrottleBump {
 		errs = append(errs, fmt.Errorf("maxThrottleBump (%v) must not be below throttleBump (%v)", c.MaxThrottleBump, c.ThrottleBump))
+	}
+	if c.MemoryProfile {
+		positive("memoryHold", c.MemoryHold)
+		fraction("profileDays", c.ProfileDays, 0, 1000)
+		fraction("profileFade", c.ProfileFade, 0, 1)
+		if c.ProfileBehind < 0 || c.ProfileBehind > 12 || c.ProfileAhead < 0 || c.ProfileAhead > 12 {
+			errs = append(errs, fmt.Errorf("profileBehind and profileAhead must be within [0, 12] hours, got %d and %d", c.ProfileBehind, c.ProfileAhead))
+		}
 	}
 	fraction("hysteresis", c.Hysteresis, 0, 0.99)
 	fraction("maxStepDown", c.MaxStepDown, 0.01, 1)

@@ -10,14 +10,20 @@ import (
 )
 
 // encodingVersion is the first byte of every encoded state. A change of
-// layout takes a new version; Restore refuses versions it does not know
-// rather than guess.
-const encodingVersion = 1
+// layout takes a new version; Restore reads every version written so far
+// (checkpoints outlive the manager that wrote them) and refuses versions it
+// does not know rather than guess.
+const encodingVersion = 2
 
-// encodedSize is the length of a version 1 state: the version, three
+// encodedSizeV1 is the length of a version 1 state: the version, three
 // bucket sizes (uint32 seconds), four windows (int64 head start and
 // peakBuckets float32s, newest first), six int64 times and five float32s.
-const encodedSize = 1 + 3*4 + 4*(8+4*peakBuckets) + 6*8 + 5*4
+const encodedSizeV1 = 1 + 3*4 + 4*(8+4*peakBuckets) + 6*8 + 5*4
+
+// encodedSize is the length of a version 2 state: version 1's fields, then
+// the daily memory profile (int64 day, float32 days seen, profileHours
+// float32s from midnight UTC).
+const encodedSize = encodedSizeV1 + 8 + 4 + 4*profileHours
 
 // maxEncodedTime bounds every time in an encoded state (Unix seconds, year
 // 2242), so that converting to nanoseconds and subtracting whole windows
@@ -27,7 +33,7 @@ const maxEncodedTime = 1 << 33
 var _ encoding.BinaryMarshaler = (*State)(nil)
 
 // MarshalBinary encodes s for a checkpoint, in a fixed little-endian
-// layout of encodedSize bytes that Restore reads back. It records the
+// layout of encodedSize bytes (version 2) that Restore reads back. It records the
 // bucket sizes, so a recommender configured with other windows can still
 // restore it.
 func (s *State) MarshalBinary() ([]byte, error) {
@@ -48,6 +54,11 @@ func (s *State) MarshalBinary() ([]byte, error) {
 	for _, f := range []float32{s.throttled, s.lastCPU, s.lastMemory, s.cpuJitter, s.memJitter} {
 		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
 	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.memDaily.day))
+	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(s.memDaily.days))
+	for _, f := range s.memDaily.peaks {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(f))
+	}
 	return b, nil
 }
 
@@ -62,16 +73,26 @@ type encodedWindow struct {
 // bucket's peak goes into the new bucket holding the old bucket's latest
 // moment, so no peak leaves the window earlier than it would have, and
 // lowering waits until r's whole stabilization window is known again.
-// Input that is not a whole, valid encoding is an error.
+// A version 1 state (written before the daily memory profile) restores
+// with an empty profile: until it has seen Config.ProfileDays again the
+// memory window's peak is held, as version 1 did. The profile is dropped
+// when r does not use one, so a stale one is never used later. Input that
+// is not a whole, valid encoding is an error.
 func (r *Recommender) Restore(b []byte) (*State, error) {
 	if len(b) == 0 {
 		return nil, errors.New("restoring recommender state: empty input")
 	}
-	if b[0] != encodingVersion {
-		return nil, fmt.Errorf("restoring recommender state: unsupported encoding version %d, want %d", b[0], encodingVersion)
+	var want int
+	switch b[0] {
+	case 1:
+		want = encodedSizeV1
+	case encodingVersion:
+		want = encodedSize
+	default:
+		return nil, fmt.Errorf("restoring recommender state: unsupported encoding version %d, want 1 or %d", b[0], encodingVersion)
 	}
-	if len(b) != encodedSize {
-		return nil, fmt.Errorf("restoring recommender state: %d bytes, want %d for version %d", len(b), encodedSize, encodingVersion)
+	if len(b) != want {
+		return nil, fmt.Errorf("restoring recommender state: %d bytes, want %d for version %d", len(b), want, b[0])
 	}
 	d := decoder{b: b[1:]}
 	var buckets [3]int64
@@ -96,10 +117,24 @@ func (r *Recommender) Restore(b []byte) (*State, error) {
 	if err := validateEncoded(buckets, windows, times, floats); err != nil {
 		return nil, fmt.Errorf("restoring recommender state: %w", err)
 	}
+	var daily dailyProfile
+	if b[0] >= 2 {
+		daily.day = int64(d.uint64())
+		daily.days = d.float32()
+		for i := range daily.peaks {
+			daily.peaks[i] = d.float32()
+		}
+		if err := validateProfile(daily); err != nil {
+			return nil, fmt.Errorf("restoring recommender state: %w", err)
+		}
+	}
 
 	s := r.NewState()
 	s.lastSample, s.lastMemAt, s.lastThrottle, s.lastOOM, s.runStart, s.lastRestart = times[0], times[1], times[2], times[3], times[4], times[5]
 	s.throttled, s.lastCPU, s.lastMemory, s.cpuJitter, s.memJitter = floats[0], floats[1], floats[2], floats[3], floats[4]
+	if r.cfg.MemoryProfile {
+		s.memDaily = daily
+	}
 	latest := max(s.lastSample, s.lastMemAt, s.lastThrottle, s.lastOOM)
 	restoreWindow(&s.cpu, windows[0], buckets[0], r.cpuBucket, latest)
 	restoreWindow(&s.mem, windows[1], buckets[1], r.memBucket, latest)
@@ -190,8 +225,30 @@ func validateEncoded(buckets [3]int64, windows [4]encodedWindow, times [6]int64,
 	return nil
 }
 
+// validateProfile reports a daily profile no State could have held.
+func validateProfile(p dailyProfile) error {
+	if p.day < 0 || p.day > maxEncodedTime/daySeconds {
+		return fmt.Errorf("daily profile's day %d is outside 0..%d", p.day, int64(maxEncodedTime/daySeconds))
+	}
+	if !(p.days >= 0) || p.days > maxProfileDays || p.days != float32(math.Trunc(float64(p.days))) {
+		return fmt.Errorf("daily profile has seen %v days, want a whole number within 0..%d", p.days, maxProfileDays)
+	}
+	for h, v := range p.peaks {
+		if !(v >= 0) || math.IsInf(float64(v), 1) {
+			return fmt.Errorf("daily profile hour %d holds %v, want a finite value of at least 0", h, v)
+		}
+		if p.day == 0 && v != 0 {
+			return fmt.Errorf("empty daily profile holds %v at hour %d", v, h)
+		}
+	}
+	if p.day == 0 && p.days != 0 {
+		return fmt.Errorf("empty daily profile has seen %v days", p.days)
+	}
+	return nil
+}
+
 // decoder reads little-endian fields from a buffer whose length was
-// checked against encodedSize.
+// checked against its version's size.
 type decoder struct{ b []byte }
 
 func (d *decoder) uint32() uint32 {

@@ -194,16 +194,24 @@ func TestRestoreErrors(t *testing.T) {
 		in      []byte
 		wantErr string
 	}{
-		"empty":              {in: nil, wantErr: "empty input"},
-		"wrong version":      {in: with(func(b []byte) []byte { b[0] = 2; return b }), wantErr: "unsupported encoding version 2"},
-		"truncated":          {in: valid[:len(valid)-1], wantErr: "bytes, want 497"},
-		"oversized":          {in: append(bytes.Clone(valid), 0), wantErr: "498 bytes, want 497"},
-		"NaN peak":           {in: with(f32(firstBucket, float32(math.NaN()))), wantErr: "want a finite value"},
-		"infinite peak":      {in: with(f32(firstBucket, float32(math.Inf(1)))), wantErr: "want a finite value"},
-		"negative peak":      {in: with(f32(firstBucket, -1)), wantErr: "want a finite value"},
-		"zero bucket size":   {in: with(func(b []byte) []byte { copy(b[1:5], []byte{0, 0, 0, 0}); return b }), wantErr: "bucket sizes"},
-		"negative time":      {in: with(func(b []byte) []byte { b[1+12+4*(8+96)+7] = 0x80; return b }), wantErr: "time 0 is"},
-		"negative jitter":    {in: with(f32(len(valid)-4, -1)), wantErr: "value 4 is -1"},
+		"empty":            {in: nil, wantErr: "empty input"},
+		"wrong version":    {in: with(func(b []byte) []byte { b[0] = 3; return b }), wantErr: "unsupported encoding version 3"},
+		"truncated":        {in: valid[:len(valid)-1], wantErr: "604 bytes, want 605 for version 2"},
+		"oversized":        {in: append(bytes.Clone(valid), 0), wantErr: "606 bytes, want 605"},
+		"version 1 length": {in: with(func(b []byte) []byte { b[0] = 1; return b }), wantErr: "605 bytes, want 497 for version 1"},
+		"NaN peak":         {in: with(f32(firstBucket, float32(math.NaN()))), wantErr: "want a finite value"},
+		"infinite peak":    {in: with(f32(firstBucket, float32(math.Inf(1)))), wantErr: "want a finite value"},
+		"negative peak":    {in: with(f32(firstBucket, -1)), wantErr: "want a finite value"},
+		"zero bucket size": {in: with(func(b []byte) []byte { copy(b[1:5], []byte{0, 0, 0, 0}); return b }), wantErr: "bucket sizes"},
+		"negative time":    {in: with(func(b []byte) []byte { b[1+12+4*(8+96)+7] = 0x80; return b }), wantErr: "time 0 is"},
+		"negative jitter":  {in: with(f32(encodedSizeV1-4, -1)), wantErr: "value 4 is -1"},
+		"NaN profile hour": {in: with(f32(len(valid)-4, float32(math.NaN()))), wantErr: "daily profile hour 23"},
+		"profile days":     {in: with(f32(encodedSizeV1+8, 1.5)), wantErr: "want a whole number"},
+		"empty profile, days": {in: with(func(b []byte) []byte {
+			clear(b[encodedSizeV1 : encodedSizeV1+8])
+			clear(b[encodedSizeV1+12:])
+			return f32(encodedSizeV1+8, 2)(b)
+		}), wantErr: "empty daily profile has seen 2 days"},
 		"window start":       {in: with(func(b []byte) []byte { b[1+12+7] = 0x80; return b }), wantErr: "window 0 starts at"},
 		"needed, no buckets": {in: with(func(b []byte) []byte { copy(b[9:13], []byte{0, 0, 0, 0}); return b }), wantErr: "without a stabilization bucket"},
 	}

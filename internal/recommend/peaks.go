@@ -104,3 +104,21 @@ func (w *peakWindow) oldest(now time.Time, bucket time.Duration) int64 {
 }
 
 func (w *peakWindow) empty() bool { return w.headStart == 0 }
+
+// recent is the highest value in the newest n buckets still in the window
+// at now (the head bucket counts as one, however little of it has passed):
+// the peak over the last (n-1) to n buckets.
+func (w *peakWindow) recent(now time.Time, bucket time.Duration, n int64) float64 {
+	if w.headStart == 0 {
+		return 0
+	}
+	size := int64(bucket / time.Second)
+	expired := max((now.Unix()-w.headStart)/size, 0)
+	var m float32
+	for i := int64(0); i < min(n-expired, w.live(now, size)); i++ {
+		if b := w.buckets[(int64(w.head)-i+peakBuckets)%peakBuckets]; b > m {
+			m = b
+		}
+	}
+	return float64(m)
+}

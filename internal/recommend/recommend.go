@@ -75,6 +75,8 @@ type Recommender struct {
 	cpuBucket  time.Duration
 	memBucket  time.Duration
 	stabBucket time.Duration
+	// holdBuckets is MemoryHold in memory window buckets.
+	holdBuckets int64
 }
 
 // New validates cfg and returns a recommender.
@@ -89,6 +91,11 @@ func New(cfg Config) (*Recommender, error) {
 	}
 	if cfg.Stabilization > 0 {
 		r.stabBucket = stabilizationBucket(cfg.Stabilization)
+	}
+	if cfg.MemoryProfile {
+		// The newest bucket may have only just begun: one more than
+		// MemoryHold spans covers it whole.
+		r.holdBuckets = min(int64((cfg.MemoryHold+r.memBucket-1)/r.memBucket)+1, peakBuckets)
 	}
 	return r, nil
 }
@@ -122,12 +129,15 @@ func (r *Recommender) Config() Config { return r.cfg }
 func (r *Recommender) NewState() *State { return &State{r: r} }
 
 // State is what the recommender remembers about one container, or about
-// all the containers of one name in a workload's pods: a fixed 528 bytes
+// all the containers of one name in a workload's pods: a fixed 640 bytes
 // (TestStateSize holds it under 1 KiB) whatever the number of samples.
 type State struct {
 	r   *Recommender
 	cpu peakWindow
 	mem peakWindow
+	// memDaily is the memory profile by hour of day; empty unless
+	// Config.MemoryProfile.
+	memDaily dailyProfile
 	// cpuNeed and memNeed are the highest needed value (what a raise would
 	// set) computed at each event over the last stabilization window. A
 	// lowering needs every one of them below the hysteresis band, which is
@@ -193,6 +203,9 @@ func (s *State) AddSample(smp Sample, now time.Time) {
 			s.memJitter = s.r.decay(s.memJitter, smp.Memory-float64(s.lastMemory), sec-s.lastMemAt)
 		}
 		s.mem.add(smp.Memory, now, s.r.memBucket)
+		if s.r.cfg.MemoryProfile {
+			s.memDaily.add(smp.Memory, now, s.r.cfg.ProfileFade)
+		}
 		s.lastMemory = float32(smp.Memory)
 		s.lastMemAt = sec
 	}
@@ -242,6 +255,9 @@ func (s *State) RecordOOM(now time.Time, memLimit float64) {
 		return
 	}
 	s.mem.add(memLimit*s.r.cfg.OOMBump, now, s.r.memBucket)
+	if s.r.cfg.MemoryProfile {
+		s.memDaily.add(memLimit*s.r.cfg.OOMBump, now, s.r.cfg.ProfileFade)
+	}
 	s.lastOOM = sec
 	s.recordNeeded(now)
 }
@@ -313,6 +329,20 @@ func (s *State) resources(current Resources, now time.Time) (cpu, mem resource) 
 	if s.lastOOM != 0 && sec-s.lastOOM <= int64(cfg.MemoryWindow/time.Second) {
 		mem.oom, mem.oomAgo = true, time.Duration(sec-s.lastOOM)*time.Second
 	}
+	if cfg.MemoryProfile && !mem.empty {
+		mem.trust = min(float64(s.memDaily.days)/cfg.ProfileDays, 1)
+		if cfg.ProfileDays == 0 {
+			mem.trust = 1
+		}
+		if mem.trust > 0 {
+			// The profile holds today's hours too: the hours just past
+			// are in it whatever MemoryHold is.
+			short := max(s.mem.recent(now, s.r.memBucket, s.r.holdBuckets),
+				s.memDaily.predict(now, cfg.ProfileBehind, cfg.ProfileAhead))
+			mem.peak = short + (1-mem.trust)*max(mem.peak-short, 0)
+			mem.profiled, mem.hold = true, cfg.MemoryHold
+		}
+	}
 	return cpu, mem
 }
 
@@ -329,6 +359,11 @@ type resource struct {
 	throttled         float32
 	oom               bool
 	oomAgo            time.Duration
+	// profiled says peak is the daily profile's and the last hold's,
+	// trusted as much as trust says, rather than the whole window's.
+	profiled bool
+	trust    float64
+	hold     time.Duration
 }
 
 // needed is what the resource should have: the peak plus its margin,
@@ -399,7 +434,15 @@ func (a Advice) Reason() string {
 		return r.name + ": no usage seen yet"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s peak over last %s is %s", r.name, shortDuration(r.window), r.amount(r.peak))
+	switch {
+	case r.profiled && r.trust >= 1:
+		fmt.Fprintf(&b, "%s peak over last %s and at this time of day on past days is %s", r.name, shortDuration(r.hold), r.amount(r.peak))
+	case r.profiled:
+		fmt.Fprintf(&b, "%s peak over last %s and at this time of day on past days, %.0f%% of the way to the peak over last %s, is %s",
+			r.name, shortDuration(r.hold), 100*(1-r.trust), shortDuration(r.window), r.amount(r.peak))
+	default:
+		fmt.Fprintf(&b, "%s peak over last %s is %s", r.name, shortDuration(r.window), r.amount(r.peak))
+	}
 	if r.current > 0 {
 		fmt.Fprintf(&b, ", %.2f of the %s in force", r.peak/r.current, r.amount(r.current))
 	}

@@ -435,7 +435,7 @@ func TestRecommendAdvisesManyPods(t *testing.T) {
 			}
 		})
 	}
-	if diff := cmp.Diff(before, *s, cmp.AllowUnexported(State{}, peakWindow{}), cmp.Comparer(func(a, b *Recommender) bool { return a == b })); diff != "" {
+	if diff := cmp.Diff(before, *s, cmp.AllowUnexported(State{}, peakWindow{}, dailyProfile{}), cmp.Comparer(func(a, b *Recommender) bool { return a == b })); diff != "" {
 		t.Errorf("Recommend changed the state (-before,+after):\n%s", diff)
 	}
 }

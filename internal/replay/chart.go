@@ -228,30 +228,41 @@ func fmtTick(v float64) string {
 type Curve struct {
 	Name   string
 	Points []CurvePoint
+	// MemoryOnly leaves the curve out of the CPU panel, for a sweep of a
+	// memory parameter whose points all share one CPU figure.
+	MemoryOnly bool
 }
 
 // CurvePoint is one setting of the swept parameter and its figures.
 type CurvePoint struct {
+	// Label is written beside the point; empty for none.
 	Label  string
 	Result PolicyResult
+	// Highlight draws the point larger and ringed: the setting in use.
+	Highlight bool
 }
 
 // WriteTradeoff draws provisioned/used against the share of samples over,
 // for CPU and memory side by side: lower and further left is better, so a
 // curve that lies below and left of another dominates it.
 func WriteTradeoff(w io.Writer, curves []Curve) error {
-	const pw, ph, left, top, gap = 400, 320, 70, 60, 90
+	const pw, ph, left, gap = 400, 320, 70, 90
 	width := 2*left + 2*pw + gap
-	height := top + ph + 60
+	// The legend may take a second line; the height allows for it.
+	height := 60 + 16 + ph + 60
 	var b strings.Builder
 	svgOpen(&b, width, height)
 	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">Trade-off: fleet provisioned/used against share of samples over (lower left is better)</text>`+"\n", left)
-	x := left
+	x, y := left, 37
 	for i, c := range curves {
 		col := chartColors[i%len(chartColors)]
-		fmt.Fprintf(&b, `<circle cx="%d" cy="37" r="4" fill="%s"/><text x="%d" y="41">%s</text>`+"\n", x+5, col, x+14, html.EscapeString(c.Name))
+		if w := 30 + 7*len(c.Name); x > left && x+w > width {
+			x, y = left, y+16
+		}
+		fmt.Fprintf(&b, `<circle cx="%d" cy="%d" r="4" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", x+5, y, col, x+14, y+4, html.EscapeString(c.Name))
 		x += 30 + 7*len(c.Name)
 	}
+	top := y + 23
 	pick := []struct {
 		title string
 		fig   func(PolicyResult) Figures
@@ -262,10 +273,13 @@ func WriteTradeoff(w io.Writer, curves []Curve) error {
 	for pi, p := range pick {
 		x0 := left + pi*(pw+gap)
 		var xmax, ymax float64
+		drawn := func(c Curve) bool { return pi == 1 || !c.MemoryOnly }
 		for _, c := range curves {
 			for _, pt := range c.Points {
 				f := p.fig(pt.Result)
-				xmax, ymax = max(xmax, f.OverPct), max(ymax, f.ProvisionedOverUsed)
+				if drawn(c) {
+					xmax, ymax = max(xmax, f.OverPct), max(ymax, f.ProvisionedOverUsed)
+				}
 			}
 		}
 		xmax, xstep := niceAxis(xmax)
@@ -285,6 +299,9 @@ func WriteTradeoff(w io.Writer, curves []Curve) error {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">samples over provisioned</text>`+"\n", x0+pw/2, top+ph+34)
 		fmt.Fprintf(&b, `<text transform="translate(%d,%d) rotate(-90)" text-anchor="middle" fill="#555">provisioned / used</text>`+"\n", x0-48, top+ph/2)
 		for ci, c := range curves {
+			if !drawn(c) {
+				continue
+			}
 			col := chartColors[ci%len(chartColors)]
 			var pts strings.Builder
 			for _, pt := range c.Points {
@@ -294,8 +311,17 @@ func WriteTradeoff(w io.Writer, curves []Curve) error {
 			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", strings.TrimSpace(pts.String()), col)
 			for _, pt := range c.Points {
 				f := p.fig(pt.Result)
-				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/><text x="%.1f" y="%.1f" font-size="10" fill="%s">%s</text>`+"\n",
-					sx(f.OverPct), sy(f.ProvisionedOverUsed), col, sx(f.OverPct)+5, sy(f.ProvisionedOverUsed)-5, col, html.EscapeString(pt.Label))
+				if pt.Highlight {
+					fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="6" fill="none" stroke="#000" stroke-width="1.5"/>`+"\n", sx(f.OverPct), sy(f.ProvisionedOverUsed))
+				}
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`, sx(f.OverPct), sy(f.ProvisionedOverUsed), col)
+				if pt.Label != "" {
+					// Points too close to label each may leave it to the
+					// curve's name.
+					fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="%s">%s</text>`,
+						sx(f.OverPct)+5, sy(f.ProvisionedOverUsed)-5, col, html.EscapeString(pt.Label))
+				}
+				b.WriteString("\n")
 			}
 		}
 	}

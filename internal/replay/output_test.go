@@ -74,6 +74,34 @@ func TestWriteTradeoff(t *testing.T) {
 	}
 }
 
+// A memory-only curve is drawn in the memory panel alone; a highlighted
+// point is ringed.
+func TestWriteTradeoffMemoryOnly(t *testing.T) {
+	rep := smallReport(t)
+	var b bytes.Buffer
+	err := WriteTradeoff(&b, []Curve{
+		{Name: "both", Points: []CurvePoint{{Label: "b1", Result: rep.Policies[0]}}},
+		{Name: "mem", MemoryOnly: true, Points: []CurvePoint{{Label: "m1", Result: rep.Policies[1], Highlight: true}, {Result: rep.Policies[0]}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	wellFormed(t, svg)
+	if got := strings.Count(svg, ">b1<"); got != 2 {
+		t.Errorf("a curve of both panels labelled %d times, want 2", got)
+	}
+	if got := strings.Count(svg, ">m1<"); got != 1 {
+		t.Errorf("a memory-only curve labelled %d times, want 1", got)
+	}
+	if !strings.Contains(svg, `r="6" fill="none" stroke="#000"`) {
+		t.Errorf("the highlighted point is not ringed")
+	}
+	if strings.Contains(svg, "></text>") {
+		t.Errorf("an unlabelled point has an empty label")
+	}
+}
+
 func TestWriteJSONSchema(t *testing.T) {
 	rep := smallReport(t)
 	var b bytes.Buffer

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,11 +31,12 @@ func run() error {
 	traces := flag.String("traces", "", "directory (or comma-separated files) of Bitbrains traces")
 	ranges := flag.String("ranges", "ranges.json", "recorded figure ranges to check; empty to skip the check")
 	out := flag.String("out", "out", "directory for charts and the JSON report")
-	charts := flag.String("chart-series", "60,253", "comma-separated series to chart: 60 runs batch jobs, 253 is steady")
+	charts := flag.String("chart-series", "60,253,231", "comma-separated series to chart: 60 runs batch jobs, 253 is steady, 231 peaks every day at 20:00 UTC")
 	curve := flag.Bool("curve", false, "also sweep tailor's look-back windows and VPA's safety margin and chart the trade-off (about 3x the run time)")
 	output := flag.String("o", "table", "output format on stdout: table or json")
 	seriesTable := flag.Bool("series-table", false, "also print every series under every policy")
 	vpaOOM := flag.Bool("vpa-oom", false, "also replay VPA fed with an OOM kill whenever memory went over its target")
+	vms := flag.String("vms", "all", "which VMs to replay by the parity of their number: all, odd or even (tune on one half, score on the other)")
 	flag.Parse()
 	if *output != "table" && *output != "json" {
 		return fmt.Errorf("-o %q is not one of table, json", *output)
@@ -46,6 +49,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if series, err = byParity(series, *vms); err != nil {
+		return err
+	}
 	read := time.Since(start)
 	tailor, err := replay.NewTailor("tailor", recommend.DefaultConfig())
 	if err != nil {
@@ -53,7 +59,21 @@ func run() error {
 	}
 	opts := replay.DefaultOptions()
 	opts.Chart = splitList(*charts)
-	policies := []replay.Policy{tailor, vpa.New(), replay.NewDouble(), replay.Oracle{}}
+	if *vms != "all" {
+		// A half holds only some of the charted series.
+		opts.Chart = slices.DeleteFunc(opts.Chart, func(c string) bool {
+			return !slices.ContainsFunc(series, func(s replay.Series) bool { return s.Name == c })
+		})
+	}
+	// tailor as it was before the daily memory profile (issue 14): the
+	// 48-hour memory peak held whatever the hour.
+	noProfile := recommend.DefaultConfig()
+	noProfile.MemoryProfile = false
+	tailor48h, err := replay.NewTailor("tailor-48h", noProfile)
+	if err != nil {
+		return err
+	}
+	policies := []replay.Policy{tailor, tailor48h, vpa.New(), replay.NewDouble(), replay.Oracle{}}
 	if *vpaOOM {
 		v := vpa.New()
 		v.OOMs = true
@@ -117,6 +137,28 @@ func run() error {
 	return nil
 }
 
+// byParity keeps the series whose name is an odd or an even number; "all"
+// keeps every series.
+func byParity(series []replay.Series, vms string) ([]replay.Series, error) {
+	if vms == "all" {
+		return series, nil
+	}
+	if vms != "odd" && vms != "even" {
+		return nil, fmt.Errorf("--vms %q is not one of all, odd, even", vms)
+	}
+	var kept []replay.Series
+	for _, s := range series {
+		n, err := strconv.Atoi(s.Name)
+		if err != nil {
+			return nil, fmt.Errorf("--vms %s: series %q is not named by a number", vms, s.Name)
+		}
+		if (n%2 == 1) == (vms == "odd") {
+			kept = append(kept, s)
+		}
+	}
+	return kept, nil
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -143,9 +185,28 @@ func writeFile(path string, write func(*os.File) error) error {
 // and charts both curves, for where the goal's single point is not reached.
 func tradeoff(series []replay.Series, out string, w io.Writer) error {
 	var policies []replay.Policy
-	// The look-back windows are tailor's main knob between cost and
-	// safety: a longer window remembers more peaks.
-	tailorCurve := replay.Curve{Name: "tailor (cpu/memory look-back)"}
+	// With the daily profile, how fast it forgets (and how long a peak is
+	// held whatever the hour) is tailor's main memory knob between cost
+	// and safety; the default is one of these points.
+	def := recommend.DefaultConfig()
+	fades := []float64{0.95, 0.97, 0.975, def.ProfileFade, 0.99}
+	profileCurve := replay.Curve{
+		Name:       fmt.Sprintf("tailor: memory profile fading %v a day, right to left (ringed: default)", fades),
+		MemoryOnly: true,
+	}
+	for _, fade := range fades {
+		cfg := recommend.DefaultConfig()
+		cfg.ProfileFade = fade
+		pol, err := replay.NewTailor(fmt.Sprintf("tailor profile fade %g", fade), cfg)
+		if err != nil {
+			return err
+		}
+		policies = append(policies, pol)
+		profileCurve.Points = append(profileCurve.Points, replay.CurvePoint{Highlight: fade == def.ProfileFade})
+	}
+	// Without the profile the look-back windows are the knob: a longer
+	// window remembers more peaks. This is the curve before issue 14.
+	tailorCurve := replay.Curve{Name: "tailor-48h: no profile (cpu/memory look-back)"}
 	for _, w := range []struct{ cpu, mem time.Duration }{
 		{15 * time.Minute, 24 * time.Hour},
 		{20 * time.Minute, 36 * time.Hour},
@@ -154,6 +215,7 @@ func tradeoff(series []replay.Series, out string, w io.Writer) error {
 		{2 * time.Hour, 96 * time.Hour},
 	} {
 		cfg := recommend.DefaultConfig()
+		cfg.MemoryProfile = false
 		cfg.CPUWindow, cfg.MemoryWindow = w.cpu, w.mem
 		label := fmt.Sprintf("%gm/%gh", w.cpu.Minutes(), w.mem.Hours())
 		p, err := replay.NewTailor("tailor "+label, cfg)
@@ -179,20 +241,18 @@ func tradeoff(series []replay.Series, out string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for i := range hindCurve.Points {
-		hindCurve.Points[i].Result = rep.Policies[len(tailorCurve.Points)+len(vpaCurve.Points)+i]
-	}
-	for i := range tailorCurve.Points {
-		tailorCurve.Points[i].Result = rep.Policies[i]
-	}
-	for i := range vpaCurve.Points {
-		vpaCurve.Points[i].Result = rep.Policies[len(tailorCurve.Points)+i]
+	next := 0
+	for _, c := range []*replay.Curve{&profileCurve, &tailorCurve, &vpaCurve, &hindCurve} {
+		for i := range c.Points {
+			c.Points[i].Result = rep.Policies[next]
+			next++
+		}
 	}
 	fmt.Fprintf(w, "\ntrade-off sweep:\n")
 	if err := replay.WriteTable(w, rep); err != nil {
 		return err
 	}
 	return writeFile(filepath.Join(out, "tradeoff.svg"), func(f *os.File) error {
-		return replay.WriteTradeoff(f, []replay.Curve{tailorCurve, vpaCurve, hindCurve})
+		return replay.WriteTradeoff(f, []replay.Curve{profileCurve, tailorCurve, vpaCurve, hindCurve})
 	})
 }

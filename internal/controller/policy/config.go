@@ -21,7 +21,11 @@ func recommenderConfig(base recommend.Config, spec *v1alpha1.TailorPolicySpec, c
 			cfg.CPUWindow = o.CPUWindow.Duration
 		}
 		if o.MemoryWindow != nil {
+			// A policy that names a memory window asks for the memory peak
+			// to be held that long; the daily memory profile, which holds
+			// a peak 4 hours once trusted, would not honour that.
 			cfg.MemoryWindow = o.MemoryWindow.Duration
+			cfg.MemoryProfile = false
 		}
 		if o.JitterHalfLife != nil {
 			cfg.JitterHalfLife = o.JitterHalfLife.Duration

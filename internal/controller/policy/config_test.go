@@ -30,8 +30,16 @@ func TestRecommenderConfigAppliesOverrides(t *testing.T) {
 		t.Errorf("overrides not applied: window %s, cpu headroom %v, memory headroom %v, stabilization %s",
 			got.CPUWindow, got.CPUHeadroom, got.MemoryHeadroom, got.Stabilization)
 	}
-	if got.MemoryWindow != base.MemoryWindow {
-		t.Errorf("memory window changed without an override: %s", got.MemoryWindow)
+	if got.MemoryWindow != base.MemoryWindow || !got.MemoryProfile {
+		t.Errorf("memory window changed without an override: %s, daily profile %v", got.MemoryWindow, got.MemoryProfile)
+	}
+	spec.ResourcePolicy.ContainerPolicies[1].Recommender.MemoryWindow = &metav1.Duration{Duration: 7 * 24 * time.Hour}
+	long, err := recommenderConfig(base, spec, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if long.MemoryWindow != 7*24*time.Hour || long.MemoryProfile {
+		t.Errorf("a policy's memoryWindow of 7 days gives window %s and daily profile %v, want the window held, without the profile", long.MemoryWindow, long.MemoryProfile)
 	}
 	other, err := recommenderConfig(base, spec, "sidecar")
 	if err != nil {
