@@ -21,7 +21,7 @@ HELM_LDFLAGS  := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 TAILOR_KUBECONFIG ?= /var/lib/tailor-dev/admin.kubeconfig
 E2E_TIMEOUT   ?= 40m
 
-.PHONY: demo demo-resize test unit controller lint e2e build install cluster-up cluster-down cluster-status bench bench-e2e generate verify-generated verify-deploy clean
+.PHONY: demo demo-resize test unit controller lint e2e build install cluster-up cluster-down cluster-status bench bench-e2e soak generate verify-generated verify-deploy clean
 
 ## demo: local cluster + the tailor manager autoscaling a workload in place.
 demo: build
@@ -127,6 +127,15 @@ lint: $(GOLANGCI_LINT) $(HELM) verify-generated
 ## e2e: brings the cluster up (building what is missing), runs the suite, tears down.
 e2e: build $(HELM)
 	TAILOR_HELM=$(HELM) hack/e2e.sh
+
+## soak: one hour (SOAK=1h) of 20 pods replaying the traces under tailor on the
+## local cluster, with a chaos event every 4 minutes; prints what it counted
+## (test/chaos TestSoak). On demand: not part of make test.
+SOAK ?= 1h
+soak: build
+	hack/cluster.sh up
+	TAILOR_SOAK=$(SOAK) TAILOR_KUBECONFIG=$(TAILOR_KUBECONFIG) PATH="$$(source hack/lib.sh && echo $$K8S_BIN):$$PATH" \
+		$(GO) test -tags e2e -count=1 -v -timeout 3h -run TestSoak ./test/chaos
 
 ## bench: replay a month of real VM usage (../shared/traces beside the clone)
 ## through tailor, the upstream VPA recommender, the seeds' rule and an oracle;
