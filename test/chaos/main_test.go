@@ -72,7 +72,7 @@ func setUp(m *testing.M) (int, error) {
 	build := exec.Command("go", "build", "-o", tailorBin, "./cmd/tailor")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("building tailor: %v\n%s", err, out)
+		return 0, fmt.Errorf("building tailor: %w\n%s", err, out)
 	}
 	return m.Run(), nil
 }

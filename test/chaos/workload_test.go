@@ -217,7 +217,7 @@ func record(t *testing.T, ns string) *recorder {
 	for _, p := range list.Items {
 		r.last[p.Name] = p.Generation
 	}
-	lw := &cache.ListWatch{WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return clientset.CoreV1().Pods(ns).Watch(ctx, o)
 	}}
 	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, lw)
