@@ -89,16 +89,7 @@ func drive(t *testing.T, pods []*corev1.Pod, path string) {
 // createPolicy creates a TailorPolicy selecting app=<name> in ns.
 func createPolicy(t *testing.T, ns, name string, mutate func(*v1alpha1.TailorPolicySpec)) {
 	t.Helper()
-	p := &v1alpha1.TailorPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.TailorPolicySpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Behavior: &v1alpha1.Behavior{MinResizeInterval: &metav1.Duration{Duration: 5 * time.Second}},
-		},
-	}
-	if mutate != nil {
-		mutate(&p.Spec)
-	}
+	p := cluster.Policy(ns, name, mutate)
 	if err := apiClient.Create(context.Background(), p); err != nil {
 		t.Fatalf("create policy %s: %v", name, err)
 	}

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -57,4 +59,21 @@ func Drive(ctx context.Context, p *corev1.Pod, path string) error {
 		return fmt.Errorf("load generator of %s answered %s to %s", p.Name, status, path)
 	}
 	return nil
+}
+
+// Policy is a TailorPolicy named name selecting the pods labelled
+// app=<name> in ns, resizing each at most every 5s (the tests' pace), as
+// mutate then changes it.
+func Policy(ns, name string, mutate func(*v1alpha1.TailorPolicySpec)) *v1alpha1.TailorPolicy {
+	p := &v1alpha1.TailorPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.TailorPolicySpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Behavior: &v1alpha1.Behavior{MinResizeInterval: &metav1.Duration{Duration: 5 * time.Second}},
+		},
+	}
+	if mutate != nil {
+		mutate(&p.Spec)
+	}
+	return p
 }

@@ -105,16 +105,7 @@ func ptr[T any](v T) *T { return &v }
 // applyPolicy creates a TailorPolicy selecting app=<name> in ns.
 func applyPolicy(t *testing.T, c client.Client, ns, name string, mutate func(*v1alpha1.TailorPolicySpec)) *v1alpha1.TailorPolicy {
 	t.Helper()
-	p := &v1alpha1.TailorPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.TailorPolicySpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Behavior: &v1alpha1.Behavior{MinResizeInterval: &metav1.Duration{Duration: 5 * time.Second}},
-		},
-	}
-	if mutate != nil {
-		mutate(&p.Spec)
-	}
+	p := cluster.Policy(ns, name, mutate)
 	if err := c.Create(context.Background(), p); err != nil {
 		t.Fatalf("create policy: %v", err)
 	}
