@@ -45,6 +45,8 @@ func newManagerCommand(flags *genericclioptions.ConfigFlags, streams genericioop
 	f.BoolVar(&o.KubeletThrottling, "kubelet-throttling", true, "with --metrics-source=kubelet, also read CFS throttling from /metrics/cadvisor")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Second, "how often each policy's usage is read and its pods reconsidered")
 	f.DurationVar(&o.CheckpointInterval, "checkpoint-interval", time.Minute, "how often at most each policy's learnt state is written to its TailorCheckpoint")
+	f.Float32Var(&o.KubeAPIQPS, "kube-api-qps", manager.DefaultKubeAPIQPS, "requests per second the manager may send the apiserver (resizes, status, checkpoints, events); the kubelet source's proxied reads are bounded by their concurrency instead")
+	f.IntVar(&o.KubeAPIBurst, "kube-api-burst", manager.DefaultKubeAPIBurst, "requests the manager may send the apiserver in a burst above --kube-api-qps")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica resizes")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "kube-system", "namespace of the leader election lease")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables)`)
