@@ -95,13 +95,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // or killed, and any step of a resize (spec, observed generation, resize
 // conditions, reported resources). Each event that passes costs a full sync
 // of the policy, one usage read included; the kubelet's routine status
-// updates are filtered out, since they would cost one each.
+// updates are filtered out, since they would cost one each, and so is
+// tailor's own resize: the sync that sent it knows it, and the kubelet's
+// answer is the next event that matters.
 var podChangeMatters = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Pod)
 		n, ok2 := e.ObjectNew.(*corev1.Pod)
 		if !ok1 || !ok2 {
 			return true
+		}
+		if ownResize(o, n) {
+			return false
 		}
 		return o.Generation != n.Generation ||
 			o.Status.ObservedGeneration != n.Status.ObservedGeneration ||
@@ -111,6 +116,23 @@ var podChangeMatters = predicate.Funcs{
 			!equality.Semantic.DeepEqual(resizeConditions(o), resizeConditions(n)) ||
 			!equality.Semantic.DeepEqual(containerStates(o), containerStates(n))
 	},
+}
+
+// ownResize says whether the update from o to n is a resize tailor sent:
+// the spec's generation moved and so did the time of tailor's managedFields
+// entry for pods/resize, while nothing else a sync reacts to changed. Each
+// write is its own watch event, so another writer's change does not hide in
+// it; two of tailor's resizes of one pod within a second (the entry's
+// precision) are not told apart, and pass.
+func ownResize(o, n *corev1.Pod) bool {
+	return o.Generation != n.Generation &&
+		!lastResizeOf(n).Equal(lastResizeOf(o)) &&
+		o.Status.ObservedGeneration == n.Status.ObservedGeneration &&
+		o.Status.Phase == n.Status.Phase &&
+		n.DeletionTimestamp.IsZero() &&
+		equality.Semantic.DeepEqual(o.Labels, n.Labels) &&
+		equality.Semantic.DeepEqual(resizeConditions(o), resizeConditions(n)) &&
+		equality.Semantic.DeepEqual(containerStates(o), containerStates(n))
 }
 
 func resizeConditions(p *corev1.Pod) []corev1.PodCondition {
