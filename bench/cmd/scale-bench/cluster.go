@@ -30,6 +30,7 @@ type cluster struct {
 	cfg        *rest.Config
 	cs         kubernetes.Interface
 	c          client.Client
+	wc         client.WithWatch
 	kubeconfig string
 }
 
@@ -57,9 +58,10 @@ func startCluster(repo, workDir string) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cl.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	if cl.wc, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
 		return nil, err
 	}
+	cl.c = cl.wc
 	if cl.cs, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -134,7 +136,7 @@ func (c *cluster) populate(ctx context.Context, l layout, f *fleet, shapes []*sh
 		sp := &simPod{
 			ns: l.namespace(pol), node: i % l.Nodes, name: fmt.Sprintf("%s-%05d", l.workload(pol), i),
 			shape: shapes[i%len(shapes)], offset: (i * 37) % 288,
-			cpuBase: 0.4, memBase: 360 * (1 << 20), cpuLimit: 0.5, upTo: benchStart,
+			cpuBase: 0.4, memBase: 360 * (1 << 20), cpuLimit: 0.8, upTo: benchStart,
 		}
 		pods[i] = sp
 		if err := c.createPod(ctx, sp, l.workload(pol), node.name); err != nil {
@@ -170,11 +172,14 @@ func (c *cluster) populate(ctx context.Context, l layout, f *fleet, shapes []*sh
 }
 
 // createPod creates a Burstable one-container pod bound to node and posts
-// the status its kubelet would once it runs.
+// the status its kubelet would once it runs. Its requests are its usage's
+// peak (0.4 cores, 360Mi), so a run starts near where tailor would size it
+// and reaches a steady state: raises at the traces' peaks, lowerings after
+// the stabilization window (15m, longer than a run).
 func (c *cluster) createPod(ctx context.Context, sp *simPod, app, node string) error {
 	res := corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("400m"), corev1.ResourceMemory: resource.MustParse("400Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("800m"), corev1.ResourceMemory: resource.MustParse("800Mi")},
 	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: sp.ns, Name: sp.name, Labels: map[string]string{"app": app}},

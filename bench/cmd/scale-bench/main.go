@@ -63,6 +63,7 @@ type options struct {
 	syncPeriod                                time.Duration
 	syncs                                     int
 	keep                                      bool
+	managerFlags                              []string
 }
 
 func main() {
@@ -79,9 +80,11 @@ func main() {
 	flag.DurationVar(&o.syncPeriod, "sync-period", 10*time.Second, "the manager's --sync-period (10s is its default)")
 	flag.IntVar(&o.syncs, "syncs", 6, "sync periods measured per run")
 	flag.BoolVar(&o.keep, "keep", false, "keep each run's work directory (manager log) under out/")
+	managerFlags := flag.String("manager-flags", "", "more flags for tailor manager, space-separated")
 	chartOnly := flag.String("chart", "", "only draw the growth chart from this JSON report into out/scale.svg")
 	flag.Parse()
 
+	o.managerFlags = strings.Fields(*managerFlags)
 	if *chartOnly != "" {
 		if err := chartFromFile(*chartOnly, filepath.Join(o.out, "scale.svg")); err != nil {
 			fatal(err)
@@ -224,7 +227,10 @@ type result struct {
 	// sync, whoever asked (the proxy, metrics-server, Prometheus).
 	FleetPagesPerSync   float64 `json:"fleetPagesPerSync"`
 	StatusWritesPerSync float64 `json:"statusWritesPerSync"`
-	ResizesSentPerSync  float64 `json:"resizesSentPerSync"`
+	// StatusChangesPerSync: of the status writes seen by a watch, how
+	// many changed each part (recommendation, pods, each condition).
+	StatusChangesPerSync map[string]float64 `json:"statusChangesPerSync"`
+	ResizesSentPerSync   float64            `json:"resizesSentPerSync"`
 	// StepPods pods (1%) had their CPU usage stepped to 97% of their
 	// limit; StepResized of them were resized within the wait.
 	StepPods                int            `json:"stepPods"`
@@ -283,7 +289,7 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	if err := rz.run(ctx); err != nil {
 		return nil, err
 	}
-	var extra []string
+	extra := append([]string(nil), o.managerFlags...)
 	switch source {
 	case "kubelet":
 	case "metrics-server":
@@ -320,12 +326,26 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	}
 	res.FirstPassSeconds = time.Since(started).Seconds()
 	fmt.Printf("first pass: every policy's status written %.1fs after the manager started\n", res.FirstPassSeconds)
-	// A period for the first resizes to settle, then the window.
-	if err := sleep(ctx, o.syncPeriod); err != nil {
+	// The first resizes settle (fewer than 2% of the pods resized in a
+	// sync period, at most 6 periods: the traces' peaks keep raising some
+	// pods), then the window.
+	settled, err := settle(ctx, rz, s, o.syncPeriod)
+	if err != nil {
 		return nil, err
 	}
+	fmt.Printf("settled after %.0fs\n", settled.Seconds())
+	sw, err := watchStatus(ctx, cl.wc)
+	if err != nil {
+		return nil, err
+	}
+	sw.window(true)
 	if err := measureWindow(ctx, o, cl, mgr, f, res); err != nil {
 		return nil, err
+	}
+	changes, _ := sw.window(false)
+	res.StatusChangesPerSync = map[string]float64{}
+	for k, v := range changes {
+		res.StatusChangesPerSync[k] = round2(float64(v) / float64(o.syncs))
 	}
 	if err := measureStep(ctx, o, pods, rz, s, res); err != nil {
 		return nil, err
@@ -337,6 +357,20 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	res.RSSPeakBytes = st.hwm
 	res.SimulatedKubeletAnswers = rz.resultCounts()
 	return res, nil
+}
+
+func settle(ctx context.Context, rz *resizer, s size, period time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for i := 0; i < 6; i++ {
+		before := rz.bumps.Load()
+		if err := sleep(ctx, period); err != nil {
+			return 0, err
+		}
+		if rz.bumps.Load()-before < int64(max(1, s.Pods/50)) {
+			break
+		}
+	}
+	return time.Since(start), nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -551,6 +585,12 @@ func printRequests(w *os.File, rs []*result) {
 			parts = append(parts, fmt.Sprintf("%s %.1f", k, r.APIRequestsByVerbResource[k]))
 		}
 		fmt.Fprintf(w, "  %dx%dx%d %s: %s\n", r.Pods, r.Nodes, r.Policies, r.Source, strings.Join(parts, ", "))
+		var changed []string
+		for k, v := range r.StatusChangesPerSync {
+			changed = append(changed, fmt.Sprintf("%s %.1f", k, v))
+		}
+		sort.Strings(changed)
+		fmt.Fprintf(w, "    status writes per sync that changed: %s\n", strings.Join(changed, ", "))
 	}
 }
 

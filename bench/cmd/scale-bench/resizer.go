@@ -47,6 +47,7 @@ type resizer struct {
 	deferred map[string]int64     // key -> generation deferred once
 	bumped   map[string]time.Time // key -> when the generation last moved
 	writes   atomic.Int64
+	bumps    atomic.Int64 // generation moves seen
 	results  map[string]int
 }
 
@@ -80,6 +81,7 @@ func (r *resizer) run(ctx context.Context) error {
 				r.mu.Lock()
 				r.bumped[np.Namespace+"/"+np.Name] = time.Now()
 				r.mu.Unlock()
+				r.bumps.Add(1)
 			}
 			r.consider(np)
 		},
