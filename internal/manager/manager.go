@@ -47,6 +47,9 @@ type Options struct {
 
 	LeaderElect             bool
 	LeaderElectionNamespace string
+	// ConcurrentSyncs is how many policies are synced at once; 0 is the
+	// controller's default.
+	ConcurrentSyncs int
 	// KubeAPIQPS and KubeAPIBurst bound the manager's requests to the
 	// apiserver (resizes, status, checkpoints, events) where the config
 	// does not set its own; 0 is DefaultKubeAPIQPS and DefaultKubeAPIBurst.
@@ -57,6 +60,8 @@ type Options struct {
 	// MetricsAddr and ProbeAddr: "0" disables.
 	MetricsAddr string
 	ProbeAddr   string
+	// PprofAddr serves Go's /debug/pprof profiles; "" or "0" disables.
+	PprofAddr string
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
 }
@@ -123,6 +128,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:                   CacheOptions(),
 		Metrics:                 crmetrics.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "tailor-manager",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
@@ -149,6 +155,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		SyncPeriod:         o.SyncPeriod,
 		Recommender:        rec,
 		CheckpointInterval: o.CheckpointInterval,
+		ConcurrentSyncs:    o.ConcurrentSyncs,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the policy controller: %w", err)
