@@ -136,7 +136,7 @@ func (c *cluster) populate(ctx context.Context, l layout, f *fleet, shapes []*sh
 		sp := &simPod{
 			ns: l.namespace(pol), node: i % l.Nodes, name: fmt.Sprintf("%s-%05d", l.workload(pol), i),
 			shape: shapes[i%len(shapes)], offset: (i * 37) % 288,
-			cpuBase: 0.4, memBase: 360 * (1 << 20), cpuLimit: 0.8, upTo: benchStart,
+			cpuBase: 0.4, memBase: 360 * (1 << 20), cpuLimit: 1, upTo: benchStart,
 		}
 		pods[i] = sp
 		if err := c.createPod(ctx, sp, l.workload(pol), node.name); err != nil {
@@ -172,14 +172,15 @@ func (c *cluster) populate(ctx context.Context, l layout, f *fleet, shapes []*sh
 }
 
 // createPod creates a Burstable one-container pod bound to node and posts
-// the status its kubelet would once it runs. Its requests are its usage's
-// peak (0.4 cores, 360Mi), so a run starts near where tailor would size it
-// and reaches a steady state: raises at the traces' peaks, lowerings after
-// the stabilization window (15m, longer than a run).
+// the status its kubelet would once it runs. Its requests are a quarter
+// above its usage's peak (0.4 cores, 360Mi), about where tailor would size
+// it, so a run measures a steady state rather than a first wave of raises:
+// lowerings wait for the stabilization window (15m, longer than a run),
+// raises come with the step.
 func (c *cluster) createPod(ctx context.Context, sp *simPod, app, node string) error {
 	res := corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("400m"), corev1.ResourceMemory: resource.MustParse("400Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("800m"), corev1.ResourceMemory: resource.MustParse("800Mi")},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("480Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("960Mi")},
 	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: sp.ns, Name: sp.name, Labels: map[string]string{"app": app}},

@@ -34,7 +34,7 @@ func (s size) String() string { return fmt.Sprintf("%dx%dx%d", s.Pods, s.Nodes, 
 
 // The CI size runs in a few minutes; the full sizes run on demand.
 var (
-	ciSizes   = []size{{1000, 50, 20}}
+	ciSizes   = []size{{1000, 50, 10}}
 	fullSizes = []size{{1000, 50, 10}, {2000, 100, 100}, {5000, 250, 500}, {10000, 500, 1000}}
 )
 
@@ -208,9 +208,11 @@ type result struct {
 	FirstPassSeconds float64 `json:"firstPassSeconds"`
 	// FullPassSeconds: the reconciler's busy time per sync period (the sum
 	// of controller_runtime_reconcile_time_seconds over the window, over
-	// the periods): the time one pass over every policy and so every pod
-	// takes. At or above the sync period, the manager cannot keep up.
+	// the periods and the workers): the time one pass over every policy
+	// and so every pod takes. At or above the sync period, the manager
+	// cannot keep up.
 	FullPassSeconds   float64 `json:"fullPassSeconds"`
+	Workers           int     `json:"workers"`
 	SyncPeriodSeconds float64 `json:"syncPeriodSeconds"`
 	ReconcilesPerSync float64 `json:"reconcilesPerSync"`
 	// APIRequestsPerSync: the apiserver's apiserver_request_total over the
@@ -342,6 +344,9 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	if err := measureWindow(ctx, o, cl, mgr, f, res); err != nil {
 		return nil, err
 	}
+	if err := mgr.saveHeapProfile(ctx, filepath.Join(work, "heap.pprof")); err != nil {
+		fmt.Printf("no heap profile: %v\n", err)
+	}
 	changes, _ := sw.window(false)
 	res.StatusChangesPerSync = map[string]float64{}
 	for k, v := range changes {
@@ -464,7 +469,9 @@ func measureWindow(ctx context.Context, o options, cl *cluster, mgr *managerProc
 	res.HeapSteadyBytes = int64(heapSum / float64(n))
 	res.CPUSecondsPerSync = (pAfter.cpu - pBefore.cpu) / syncs
 	ctrl := map[string]string{"controller": "tailorpolicy"}
-	res.FullPassSeconds = (mAfter.sum("controller_runtime_reconcile_time_seconds", ctrl) - mBefore.sum("controller_runtime_reconcile_time_seconds", ctrl)) / syncs
+	workers := max(1, mAfter.sum("controller_runtime_max_concurrent_reconciles", ctrl))
+	res.Workers = int(workers)
+	res.FullPassSeconds = (mAfter.sum("controller_runtime_reconcile_time_seconds", ctrl) - mBefore.sum("controller_runtime_reconcile_time_seconds", ctrl)) / syncs / workers
 	res.ReconcilesPerSync = (mAfter.sum("controller_runtime_reconcile_total", ctrl) - mBefore.sum("controller_runtime_reconcile_total", ctrl)) / syncs
 	res.ResizesSentPerSync = (mAfter.sum("tailor_resizes_total", map[string]string{"result": "sent"}) - mBefore.sum("tailor_resizes_total", map[string]string{"result": "sent"})) / syncs
 	res.FleetPagesPerSync = float64(f.resource.Load()+f.cadvisor.Load()-pagesBefore) / syncs

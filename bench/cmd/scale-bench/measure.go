@@ -28,6 +28,7 @@ import (
 type managerProc struct {
 	cmd         *exec.Cmd
 	metricsAddr string
+	pprofAddr   string
 	log         *os.File
 }
 
@@ -49,20 +50,24 @@ func startManager(bin, kubeconfig, source, logPath string, syncPeriod time.Durat
 	if err != nil {
 		return nil, err
 	}
+	pprofAddr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"manager", "--kubeconfig", kubeconfig, "--metrics-source", source,
 		"--sync-period", syncPeriod.String(), "--leader-elect=false",
-		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr}, extra...)
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr, "--pprof-bind-address", pprofAddr}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	return &managerProc{cmd: cmd, metricsAddr: metricsAddr, log: logf}, nil
+	return &managerProc{cmd: cmd, metricsAddr: metricsAddr, pprofAddr: pprofAddr, log: logf}, nil
 }
 
 func (m *managerProc) stop() {
@@ -76,6 +81,26 @@ func (m *managerProc) stop() {
 		<-done
 	}
 	m.log.Close()
+}
+
+// saveHeapProfile writes the manager's heap profile to path.
+func (m *managerProc) saveHeapProfile(ctx context.Context, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.pprofAddr+"/debug/pprof/heap", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
 }
 
 // procStats are the manager's resident memory (now and its peak) and CPU
