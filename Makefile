@@ -142,9 +142,10 @@ bench:
 ## random ports (not the local cluster), simulated nodes, pods and kubelets (usage
 ## pages through the node proxy, resizes answered), the manager as its own process.
 ## Prints the figures, writes bench/out/scale.json (and scale.svg with more than one
-## size), checks bench/scale-ranges.json. SCALE=ci (default: 1k pods, 50 nodes, 20
-## policies, each metrics source) or SCALE=full (1k to 10k pods, 50 to 500 nodes,
-## 10 to 1,000 policies). BENCH_SCALE_FLAGS passes more flags (e.g. --sizes).
+## size), checks bench/scale-ranges.json. SCALE=ci (default: 1k pods, 50 nodes, 10
+## policies, kubelet source) or SCALE=full (1k to 10k pods, 50 to 500 nodes, 10 to
+## 1,000 policies; the smallest also with metrics-server and Prometheus).
+## BENCH_SCALE_FLAGS passes more flags (e.g. --sizes, --sources, --keep).
 SCALE ?= ci
 BENCH_SCALE_FLAGS ?=
 bench-scale: build

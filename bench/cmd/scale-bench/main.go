@@ -68,7 +68,7 @@ type options struct {
 
 func main() {
 	var o options
-	scale := flag.String("scale", "ci", "ci (one reduced size, every source) or full (every size up to 10k pods with the kubelet source, the smallest with every source)")
+	scale := flag.String("scale", "ci", "ci (1k pods, 50 nodes, 10 policies, kubelet source: a few minutes) or full (every size up to 10k pods with the kubelet source, the smallest also with metrics-server and Prometheus)")
 	sizesFlag := flag.String("sizes", "", "sizes to run instead, as PODSxNODESxPOLICIES[,...]")
 	sourcesFlag := flag.String("sources", "", "metrics sources instead of the scale's (kubelet,metrics-server,prometheus)")
 	flag.StringVar(&o.repo, "repo", "..", "the tailor repository (for the CRDs)")
@@ -95,7 +95,7 @@ func main() {
 	sources := map[string][]string{}
 	switch *scale {
 	case "ci":
-		sources[ciSizes[0].String()] = []string{"kubelet", "metrics-server", "prometheus"}
+		sources[ciSizes[0].String()] = []string{"kubelet"}
 	case "full":
 		sizes = fullSizes
 		for _, s := range fullSizes {
