@@ -134,10 +134,6 @@ func (n *simNode) page(t time.Time, cadvisor bool) []byte {
 	n.mu.Unlock()
 	ms := strconv.FormatInt(t.UnixMilli(), 10)
 	b := make([]byte, 0, 256+len(pods)*(200+boolInt(cadvisor)*2400))
-	type sample struct {
-		name string
-		v    float64
-	}
 	var help []string
 	if cadvisor {
 		help = []string{"container_cpu_usage_seconds_total", "container_cpu_cfs_periods_total", "container_cpu_cfs_throttled_periods_total",

@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -608,5 +607,3 @@ func writeJSON(path string, rs []*result) error {
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
-
-var errNotImplemented = errors.New("not implemented")

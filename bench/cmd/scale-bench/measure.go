@@ -37,7 +37,7 @@ func freePort() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return ln.Addr().String(), nil
 }
 
@@ -64,7 +64,7 @@ func startManager(bin, kubeconfig, source, logPath string, syncPeriod time.Durat
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		logf.Close()
+		_ = logf.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	return &managerProc{cmd: cmd, metricsAddr: metricsAddr, pprofAddr: pprofAddr, log: logf}, nil
@@ -80,7 +80,7 @@ func (m *managerProc) stop() {
 		_ = m.cmd.Process.Kill()
 		<-done
 	}
-	m.log.Close()
+	_ = m.log.Close()
 }
 
 // saveHeapProfile writes the manager's heap profile to path.
@@ -93,12 +93,12 @@ func (m *managerProc) saveHeapProfile(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	_, err = io.Copy(f, resp.Body)
 	return err
 }
@@ -164,7 +164,7 @@ func (m *managerProc) scrape(ctx context.Context) (metricSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	return parseMetrics(resp.Body)
 }
 
@@ -196,20 +196,6 @@ func (s metricSet) sum(name string, want map[string]string) float64 {
 			total += m.GetHistogram().GetSampleSum()
 		case m.GetUntyped() != nil:
 			total += m.GetUntyped().GetValue()
-		}
-	}
-	return total
-}
-
-func (s metricSet) count(name string, want map[string]string) float64 {
-	fam := s[name]
-	if fam == nil {
-		return 0
-	}
-	var total float64
-	for _, m := range fam.GetMetric() {
-		if matches(m, want) && m.GetHistogram() != nil {
-			total += float64(m.GetHistogram().GetSampleCount())
 		}
 	}
 	return total

@@ -133,7 +133,7 @@ func startMetricsAPI(ctx context.Context, cl *cluster, f *fleet) (*metricsAPI, e
 			break
 		}
 		if time.Now().After(deadline) {
-			srv.Close()
+			_ = srv.Close()
 			return nil, fmt.Errorf("metrics.k8s.io not served through the apiserver after a minute: %w", err)
 		}
 		if err := sleep(ctx, time.Second); err != nil {
@@ -207,7 +207,7 @@ scrape_configs:
 	for {
 		resp, err := http.Get(p.url + "/-/ready")
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				break
 			}
