@@ -21,7 +21,7 @@ HELM_LDFLAGS  := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 TAILOR_KUBECONFIG ?= /var/lib/tailor-dev/admin.kubeconfig
 E2E_TIMEOUT   ?= 40m
 
-.PHONY: demo demo-resize test unit controller lint e2e build install cluster-up cluster-down cluster-status bench bench-e2e soak generate verify-generated verify-deploy clean
+.PHONY: demo demo-resize test unit controller lint e2e build install cluster-up cluster-down cluster-status bench bench-scale bench-e2e soak generate verify-generated verify-deploy clean
 
 ## demo: local cluster + the tailor manager autoscaling a workload in place.
 demo: build
@@ -146,6 +146,23 @@ BENCH_TRACES ?= ../../shared/traces/bitbrains-rnd/2013-7
 BENCH_FLAGS   ?=
 bench:
 	cd bench && $(GO) run ./cmd/replay-bench --traces $(BENCH_TRACES) --ranges ranges.json --out out $(BENCH_FLAGS)
+
+## bench-scale: the manager at scale (issue #10): a real kube-apiserver and etcd on
+## random ports (not the local cluster), simulated nodes, pods and kubelets (usage
+## pages through the node proxy, resizes answered), the manager as its own process.
+## Prints the figures, writes bench/out/scale.json (and scale.svg with more than one
+## size), checks bench/scale-ranges.json. SCALE=ci (default: 1k pods, 50 nodes, 10
+## policies, kubelet source) or SCALE=full (1k to 10k pods, 50 to 500 nodes, 10 to
+## 1,000 policies; the smallest also with metrics-server and Prometheus).
+## BENCH_SCALE_FLAGS passes more flags (e.g. --sizes, --sources, --keep).
+SCALE ?= ci
+BENCH_SCALE_FLAGS ?=
+bench-scale: build
+	hack/cluster.sh build etcd kube-apiserver
+	source hack/lib.sh; \
+	cd bench && TEST_ASSET_KUBE_APISERVER="$$K8S_BIN/kube-apiserver" TEST_ASSET_ETCD="$$ETCD_BIN/etcd" \
+		$(GO) run ./cmd/scale-bench --scale $(SCALE) --tailor ../$(BIN)/tailor --traces $(BENCH_TRACES) \
+		--ranges scale-ranges.json --out out $(BENCH_SCALE_FLAGS)
 
 cluster-up:
 	hack/cluster.sh up

@@ -156,6 +156,16 @@ func MinResizeInterval(spec *v1alpha1.TailorPolicySpec) time.Duration {
 	return DefaultMinResizeInterval
 }
 
+// wantsChange says whether the recommender asks for any change of the pod.
+func (in Input) wantsChange() bool {
+	for _, t := range in.Targets {
+		if t.CPU != nil || t.Memory != nil {
+			return true
+		}
+	}
+	return in.PodTarget.CPU != nil || in.PodTarget.Memory != nil
+}
+
 // Decide turns recommendations into a resize for one pod, keeping every rule
 // tailor promises: the QoS class stays, no restart the policy does not allow,
 // no limit added, memory never set below the working set plus headroom,
@@ -170,7 +180,11 @@ func Decide(in Input) (Decision, error) {
 		d.Skips = append(d.Skips, Skip{Reason: SkipPolicyOff, Message: "updateMode is Off: recommendations only"})
 		return d, nil
 	}
-	if !in.LastResize.IsZero() {
+	// A pod resized lately waits for minResizeInterval only when there
+	// is something to change: one the recommender holds does not bring
+	// its policy back when the interval ends (at 1,000 pods a policy was
+	// synced again at every pod's expiry, most of them for nothing).
+	if !in.LastResize.IsZero() && in.wantsChange() {
 		interval := MinResizeInterval(in.Spec)
 		if wait := in.LastResize.Add(interval).Sub(in.Now); wait > 0 {
 			d.RetryAfter = wait

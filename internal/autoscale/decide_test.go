@@ -197,6 +197,13 @@ func TestDecide(t *testing.T) {
 			wantSkips:  []SkipReason{SkipTooSoon},
 			wantRetry:  40 * time.Second,
 		},
+		"resized recently, nothing to change: no retry that would bring the policy back": {
+			pod:        builder.Pod("p").Container(burstable()).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{},
+			lastResize: now.Add(-20 * time.Second),
+			want:       map[string]string{},
+		},
 		"container mode Off": {
 			pod:       builder.Pod("p").Container(burstable()).Obj(),
 			spec:      spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "app", Mode: ptr(v1alpha1.ContainerModeOff)})),

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/manager"
 )
 
@@ -50,6 +51,9 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.BoolVar(&o.KubeletThrottling, "kubelet-throttling", true, "with --metrics-source=kubelet, also read CFS throttling from /metrics/cadvisor")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Second, "how often each policy's usage is read and its pods reconsidered")
 	f.DurationVar(&o.CheckpointInterval, "checkpoint-interval", time.Minute, "how often at most each policy's learnt state is written to its TailorCheckpoint")
+	f.IntVar(&o.ConcurrentSyncs, "concurrent-syncs", policyctrl.DefaultConcurrentSyncs, "how many policies are synced at once (a policy is never synced twice at once)")
+	f.Float32Var(&o.KubeAPIQPS, "kube-api-qps", manager.DefaultKubeAPIQPS, "requests per second the manager may send the apiserver (resizes, status, checkpoints, events); the kubelet source's proxied reads are bounded by their concurrency instead")
+	f.IntVar(&o.KubeAPIBurst, "kube-api-burst", manager.DefaultKubeAPIBurst, "requests the manager may send the apiserver in a burst above --kube-api-qps")
 	f.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader so only one replica resizes")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "kube-system", "namespace of the leader election lease")
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", manager.DefaultLeaseDuration, "how long a leader's lease lasts unrenewed: another replica takes over a dead leader within this plus the retry period")
@@ -57,6 +61,7 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", manager.DefaultRetryPeriod, "how often candidates try to take the lease and the leader renews it")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables)`)
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	f.StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, for looking into the manager's memory and CPU ("0" disables)`)
 	f.BoolVar(&o.Development, "development", false, "human-readable logs")
 	return cmd
 }

@@ -49,15 +49,26 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	// LeaseDuration, RenewDeadline and RetryPeriod are the leader lease's
-	// timing; 0 takes the defaults below. After a leader dies without
-	// releasing its lease, another replica takes over within LeaseDuration
-	// plus RetryPeriod.
+	// timing; 0 takes the defaults below, which say how soon a standby
+	// takes over a leader that died.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
+	// ConcurrentSyncs is how many policies are synced at once; 0 is the
+	// controller's default.
+	ConcurrentSyncs int
+	// KubeAPIQPS and KubeAPIBurst bound the manager's requests to the
+	// apiserver (resizes, status, checkpoints, events) where the config
+	// does not set its own; 0 is DefaultKubeAPIQPS and DefaultKubeAPIBurst.
+	// The kubelet source's proxied reads are not counted here: at most
+	// kubelet.DefaultConcurrency of them are in flight, which bounds them.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// MetricsAddr and ProbeAddr: "0" disables.
 	MetricsAddr string
 	ProbeAddr   string
+	// PprofAddr serves Go's /debug/pprof profiles; "" or "0" disables.
+	PprofAddr string
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
 }
@@ -86,6 +97,16 @@ func ptrOr(d, def time.Duration) *time.Duration {
 	return &d
 }
 
+// The manager's default client-side rate limit. client-go's own default
+// (5 per second, bursts of 10) held a 1,000-pod, 20-policy manager's
+// pass over its policies to the whole 10s sync period (the scale
+// benchmark, bench/cmd/scale-bench); kube-controller-manager's (20, 30) is
+// for a process with many controllers sharing it.
+const (
+	DefaultKubeAPIQPS   = 50
+	DefaultKubeAPIBurst = 100
+)
+
 // Scheme knows the core types and TailorPolicy.
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
@@ -100,6 +121,16 @@ func Scheme() (*runtime.Scheme, error) {
 
 // New builds a manager running the TailorPolicy controller.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+		if cfg.QPS == 0 {
+			cfg.QPS = DefaultKubeAPIQPS
+		}
+		if cfg.Burst == 0 {
+			cfg.Burst = DefaultKubeAPIBurst
+		}
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -128,6 +159,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:                   CacheOptions(),
 		Metrics:                 crmetrics.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "tailor-manager",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
@@ -162,6 +194,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		SyncPeriod:         o.SyncPeriod,
 		Recommender:        rec,
 		CheckpointInterval: o.CheckpointInterval,
+		ConcurrentSyncs:    o.ConcurrentSyncs,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the policy controller: %w", err)
@@ -203,7 +236,12 @@ func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 		}
 		return prometheus.New(pc, prometheus.Options{})
 	case "kubelet", "":
-		cs, err := kubernetes.NewForConfig(cfg)
+		// The proxied reads are bounded by the source's concurrency, not
+		// by a rate: a rate low enough to protect the apiserver would hold
+		// a 500-node pass for minutes.
+		kc := rest.CopyConfig(cfg)
+		kc.QPS, kc.Burst, kc.RateLimiter = -1, 0, nil
+		cs, err := kubernetes.NewForConfig(kc)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,609 @@
+// Command scale-bench measures the tailor manager at scale (issue #10): a
+// real kube-apiserver and etcd, simulated nodes and pods, a simulated
+// kubelet fleet serving usage pages through the apiserver's node proxy and
+// answering resizes, and the manager as a separate process. It prints a
+// table of figures per size, writes them as JSON and checks them against
+// recorded ranges.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+)
+
+type size struct {
+	Pods, Nodes, Policies int
+}
+
+func (s size) String() string { return fmt.Sprintf("%dx%dx%d", s.Pods, s.Nodes, s.Policies) }
+
+// The CI size runs in a few minutes; the full sizes run on demand.
+var (
+	ciSizes   = []size{{1000, 50, 10}}
+	fullSizes = []size{{1000, 50, 10}, {2000, 100, 100}, {5000, 250, 500}, {10000, 500, 1000}}
+)
+
+func parseSizes(s string) ([]size, error) {
+	var out []size
+	for _, f := range strings.Split(s, ",") {
+		parts := strings.Split(strings.TrimSpace(f), "x")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("size %q: want PODSxNODESxPOLICIES, e.g. 1000x50x20", f)
+		}
+		var n [3]int
+		for i, p := range parts {
+			v, err := strconv.Atoi(p)
+			if err != nil || v <= 0 {
+				return nil, fmt.Errorf("size %q: %q is not a positive number", f, p)
+			}
+			n[i] = v
+		}
+		out = append(out, size{n[0], n[1], n[2]})
+	}
+	return out, nil
+}
+
+type options struct {
+	repo, tailor, traces, out, ranges, nodeIP string
+	syncPeriod                                time.Duration
+	syncs                                     int
+	keep                                      bool
+	managerFlags                              []string
+}
+
+func main() {
+	var o options
+	scale := flag.String("scale", "ci", "ci (1k pods, 50 nodes, 10 policies, kubelet source: a few minutes) or full (every size up to 10k pods with the kubelet source, the smallest also with metrics-server and Prometheus)")
+	sizesFlag := flag.String("sizes", "", "sizes to run instead, as PODSxNODESxPOLICIES[,...]")
+	sourcesFlag := flag.String("sources", "", "metrics sources instead of the scale's (kubelet,metrics-server,prometheus)")
+	flag.StringVar(&o.repo, "repo", "..", "the tailor repository (for the CRDs)")
+	flag.StringVar(&o.tailor, "tailor", "../bin/tailor", "the tailor binary")
+	flag.StringVar(&o.traces, "traces", "../../shared/traces/bitbrains-rnd/2013-7", "Bitbrains month the usage shapes come from")
+	flag.StringVar(&o.out, "out", "out", "directory for scale.json and scale.svg")
+	flag.StringVar(&o.ranges, "ranges", "scale-ranges.json", "recorded ranges to check; empty skips the check")
+	flag.StringVar(&o.nodeIP, "node-ip", "", "the address the simulated kubelets listen on (default: the host's first non-loopback IPv4; the apiserver does not proxy to loopback)")
+	flag.DurationVar(&o.syncPeriod, "sync-period", 10*time.Second, "the manager's --sync-period (10s is its default)")
+	flag.IntVar(&o.syncs, "syncs", 6, "sync periods measured per run")
+	flag.BoolVar(&o.keep, "keep", false, "keep each run's work directory (manager log) under out/")
+	managerFlags := flag.String("manager-flags", "", "more flags for tailor manager, space-separated")
+	chartOnly := flag.String("chart", "", "only draw the growth chart from this JSON report into out/scale.svg")
+	flag.Parse()
+
+	o.managerFlags = strings.Fields(*managerFlags)
+	if *chartOnly != "" {
+		if err := chartFromFile(*chartOnly, filepath.Join(o.out, "scale.svg")); err != nil {
+			fatal(err)
+		}
+		return
+	}
+	sizes := ciSizes
+	sources := map[string][]string{}
+	switch *scale {
+	case "ci":
+		sources[ciSizes[0].String()] = []string{"kubelet"}
+	case "full":
+		sizes = fullSizes
+		for _, s := range fullSizes {
+			sources[s.String()] = []string{"kubelet"}
+		}
+		sources[fullSizes[0].String()] = []string{"kubelet", "metrics-server", "prometheus"}
+	default:
+		fatal(fmt.Errorf("--scale %q: use ci or full", *scale))
+	}
+	if *sizesFlag != "" {
+		var err error
+		if sizes, err = parseSizes(*sizesFlag); err != nil {
+			fatal(err)
+		}
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+
+	shapes, kinds, err := loadShapes(o.traces, 120, 20)
+	if err != nil {
+		fatal(err)
+	}
+	if o.nodeIP == "" {
+		if o.nodeIP, err = hostIP(); err != nil {
+			fatal(err)
+		}
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		fatal(err)
+	}
+	mach := machine()
+	fmt.Printf("machine: %s\n", mach)
+	fmt.Printf("usage shapes: %d Bitbrains series (%d steady, %d diurnal, %d batch spikes), one 5-minute sample per %s\n",
+		len(shapes), kinds[kindSteady], kinds[kindDiurnal], kinds[kindSpiky], segment)
+
+	var results []*result
+	for _, s := range sizes {
+		srcs := sources[s.String()]
+		if *sourcesFlag != "" {
+			srcs = strings.Split(*sourcesFlag, ",")
+		} else if len(srcs) == 0 {
+			srcs = []string{"kubelet"}
+		}
+		for _, src := range srcs {
+			fmt.Printf("\n=== %d pods, %d nodes, %d policies, source %s\n", s.Pods, s.Nodes, s.Policies, src)
+			res, err := runOne(ctx, o, s, src, shapes)
+			if err != nil {
+				fatal(fmt.Errorf("run %s %s: %w", s, src, err))
+			}
+			res.Machine = mach
+			results = append(results, res)
+			printTable(os.Stdout, results[len(results)-1:])
+		}
+	}
+	fmt.Printf("\nmachine: %s\n", mach)
+	printTable(os.Stdout, results)
+	printRequests(os.Stdout, results)
+	path := filepath.Join(o.out, "scale.json")
+	if err := writeJSON(path, results); err != nil {
+		fatal(err)
+	}
+	fmt.Printf("wrote %s\n", path)
+	if len(results) > 1 {
+		svg := filepath.Join(o.out, "scale.svg")
+		if err := chartFromFile(path, svg); err != nil {
+			fatal(err)
+		}
+		fmt.Printf("wrote %s\n", svg)
+	}
+	if o.ranges == "" {
+		return
+	}
+	spec, err := loadRanges(o.ranges)
+	if err != nil {
+		fatal(err)
+	}
+	if errs := spec.check(results); len(errs) > 0 {
+		fmt.Fprintf(os.Stderr, "\nfigures out of their recorded range (%s):\n", o.ranges)
+		for _, e := range errs {
+			fmt.Fprintf(os.Stderr, "  %s\n", e)
+		}
+		os.Exit(1)
+	}
+	fmt.Printf("all figures within the ranges in %s\n", o.ranges)
+}
+
+func fatal(err error) {
+	fmt.Fprintf(os.Stderr, "scale-bench: %v\n", err)
+	os.Exit(1)
+}
+
+// result is one run's figures. Per-sync figures are counts over the
+// measured window divided by the sync periods in it.
+type result struct {
+	Pods     int    `json:"pods"`
+	Nodes    int    `json:"nodes"`
+	Policies int    `json:"policies"`
+	Source   string `json:"source"`
+	// RSSPeakBytes is the manager's peak resident memory (VmHWM) over the
+	// whole run, start included; RSSSteadyBytes its mean over the window.
+	RSSPeakBytes   int64 `json:"rssPeakBytes"`
+	RSSSteadyBytes int64 `json:"rssSteadyBytes"`
+	// HeapPeakBytes and HeapSteadyBytes: go_memstats_heap_alloc_bytes,
+	// the most and the mean seen over the window.
+	HeapPeakBytes     int64   `json:"heapPeakBytes"`
+	HeapSteadyBytes   int64   `json:"heapSteadyBytes"`
+	CPUSecondsPerSync float64 `json:"cpuSecondsPerSync"`
+	// FirstPassSeconds: from the manager's start to every policy's status
+	// written once (cache fill, checkpoint reads and one sync each).
+	FirstPassSeconds float64 `json:"firstPassSeconds"`
+	// FullPassSeconds: the reconciler's busy time per sync period (the sum
+	// of controller_runtime_reconcile_time_seconds over the window, over
+	// the periods and the workers): the time one pass over every policy
+	// and so every pod takes. At or above the sync period, the manager
+	// cannot keep up.
+	FullPassSeconds   float64 `json:"fullPassSeconds"`
+	Workers           int     `json:"workers"`
+	SyncPeriodSeconds float64 `json:"syncPeriodSeconds"`
+	ReconcilesPerSync float64 `json:"reconcilesPerSync"`
+	// APIRequestsPerSync: the apiserver's apiserver_request_total over the
+	// window, without the simulated kubelets' own requests (PUT
+	// pods/status, and their GET pods before it); by verb and resource in
+	// APIRequestsByVerbResource.
+	APIRequestsPerSync        float64            `json:"apiRequestsPerSync"`
+	APIRequestsByVerbResource map[string]float64 `json:"apiRequestsByVerbResource"`
+	// ScrapesPerSync: proxied kubelet pages read per sync (CONNECT
+	// nodes/proxy, as the apiserver counts a proxied GET; two per node
+	// read with the cAdvisor page).
+	ScrapesPerSync float64 `json:"scrapesPerSync"`
+	// FleetPagesPerSync: metrics pages the simulated kubelets served per
+	// sync, whoever asked (the proxy, metrics-server, Prometheus).
+	FleetPagesPerSync   float64 `json:"fleetPagesPerSync"`
+	StatusWritesPerSync float64 `json:"statusWritesPerSync"`
+	// StatusChangesPerSync: of the status writes seen by a watch, how
+	// many changed each part (recommendation, pods, each condition).
+	StatusChangesPerSync map[string]float64 `json:"statusChangesPerSync"`
+	ResizesSentPerSync   float64            `json:"resizesSentPerSync"`
+	// StepPods pods (1%) had their CPU usage stepped to 97% of their
+	// limit; StepResized of them were resized within the wait.
+	StepPods                int            `json:"stepPods"`
+	StepResized             int            `json:"stepResized"`
+	StepToResizeP50Seconds  float64        `json:"stepToResizeP50Seconds"`
+	StepToResizeMaxSeconds  float64        `json:"stepToResizeMaxSeconds"`
+	SetupSeconds            float64        `json:"setupSeconds"`
+	SimulatedKubeletAnswers map[string]int `json:"simulatedKubeletAnswers"`
+	Machine                 string         `json:"machine"`
+}
+
+func runOne(parent context.Context, o options, s size, source string, shapes []*shape) (res *result, err error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	work, err := os.MkdirTemp("", "scale-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if o.keep {
+			dst := filepath.Join(o.out, fmt.Sprintf("run-%s-%s", s, source))
+			_ = os.RemoveAll(dst)
+			_ = os.Rename(work, dst)
+			return
+		}
+		_ = os.RemoveAll(work)
+	}()
+	res = &result{Pods: s.Pods, Nodes: s.Nodes, Policies: s.Policies, Source: source, SyncPeriodSeconds: o.syncPeriod.Seconds()}
+	setupStart := time.Now()
+	repo, err := filepath.Abs(o.repo)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := startCluster(repo, work)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// The resizer's watch ends first, or the apiserver waits for it.
+		cancel()
+		if e := cl.stop(); e != nil {
+			fmt.Printf("stopping the apiserver: %v\n", e)
+		}
+	}()
+	f, err := newFleet(o.nodeIP, s.Nodes, benchStart)
+	if err != nil {
+		return nil, err
+	}
+	defer f.stop()
+	l := layout{size: s, namespaces: max(1, (s.Policies+19)/20)}
+	pods, err := cl.populate(ctx, l, f, shapes)
+	if err != nil {
+		return nil, err
+	}
+	rz := newResizer(cl.cs, pods)
+	if err := rz.run(ctx); err != nil {
+		return nil, err
+	}
+	extra := append([]string(nil), o.managerFlags...)
+	switch source {
+	case "kubelet":
+	case "metrics-server":
+		ms, err := startMetricsAPI(ctx, cl, f)
+		if err != nil {
+			return nil, err
+		}
+		defer ms.stop()
+	case "prometheus":
+		prom, err := startPrometheus(ctx, f, work)
+		if err != nil {
+			return nil, err
+		}
+		defer prom.stop()
+		extra = append(extra, "--prometheus-url", prom.url)
+	default:
+		return nil, fmt.Errorf("unknown source %q", source)
+	}
+	res.SetupSeconds = time.Since(setupStart).Seconds()
+	fmt.Printf("setup: %d nodes, %d pods, %d policies in %.0fs\n", s.Nodes, s.Pods, s.Policies, res.SetupSeconds)
+
+	tailor, err := filepath.Abs(o.tailor)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := startManager(tailor, cl.kubeconfig, source, filepath.Join(work, "manager.log"), o.syncPeriod, extra)
+	if err != nil {
+		return nil, err
+	}
+	defer mgr.stop()
+	started := time.Now()
+	if err := waitFirstPass(ctx, cl, s.Policies, 10*time.Minute); err != nil {
+		return nil, fmt.Errorf("%w (manager log: %s)", err, filepath.Join(work, "manager.log"))
+	}
+	res.FirstPassSeconds = time.Since(started).Seconds()
+	fmt.Printf("first pass: every policy's status written %.1fs after the manager started\n", res.FirstPassSeconds)
+	// The first resizes settle (fewer than 2% of the pods resized in a
+	// sync period, at most 6 periods: the traces' peaks keep raising some
+	// pods), then the window.
+	settled, err := settle(ctx, rz, s, o.syncPeriod)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("settled after %.0fs\n", settled.Seconds())
+	sw, err := watchStatus(ctx, cl.wc)
+	if err != nil {
+		return nil, err
+	}
+	sw.window(true)
+	if err := measureWindow(ctx, o, cl, mgr, f, res); err != nil {
+		return nil, err
+	}
+	if err := mgr.saveHeapProfile(ctx, filepath.Join(work, "heap.pprof")); err != nil {
+		fmt.Printf("no heap profile: %v\n", err)
+	}
+	changes, _ := sw.window(false)
+	res.StatusChangesPerSync = map[string]float64{}
+	for k, v := range changes {
+		res.StatusChangesPerSync[k] = round2(float64(v) / float64(o.syncs))
+	}
+	if err := measureStep(ctx, o, pods, rz, s, res); err != nil {
+		return nil, err
+	}
+	st, err := mgr.stats()
+	if err != nil {
+		return nil, err
+	}
+	res.RSSPeakBytes = st.hwm
+	res.SimulatedKubeletAnswers = rz.resultCounts()
+	return res, nil
+}
+
+func settle(ctx context.Context, rz *resizer, s size, period time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for i := 0; i < 6; i++ {
+		before := rz.bumps.Load()
+		if err := sleep(ctx, period); err != nil {
+			return 0, err
+		}
+		if rz.bumps.Load()-before < int64(max(1, s.Pods/50)) {
+			break
+		}
+	}
+	return time.Since(start), nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// waitFirstPass waits until every policy has a status for its generation.
+func waitFirstPass(ctx context.Context, cl *cluster, policies int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var list v1alpha1.TailorPolicyList
+		if err := cl.c.List(ctx, &list); err != nil {
+			return err
+		}
+		done := 0
+		for _, p := range list.Items {
+			if p.Status.ObservedGeneration == p.Generation && len(p.Status.Conditions) > 0 {
+				done++
+			}
+		}
+		if done == policies {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s only %d of %d policies have a status", timeout, done, policies)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+// measureWindow runs o.syncs sync periods and turns the counters' growth
+// over them into per-sync figures.
+func measureWindow(ctx context.Context, o options, cl *cluster, mgr *managerProc, f *fleet, res *result) error {
+	apiBefore, err := scrapeAPIServer(ctx, cl.cs)
+	if err != nil {
+		return err
+	}
+	mBefore, err := mgr.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	pBefore, err := mgr.stats()
+	if err != nil {
+		return err
+	}
+	pagesBefore := f.resource.Load() + f.cadvisor.Load()
+	start := time.Now()
+	end := start.Add(time.Duration(o.syncs) * o.syncPeriod)
+	var rssSum, heapSum float64
+	var n int
+	for time.Now().Before(end) {
+		if err := sleep(ctx, 2*time.Second); err != nil {
+			return err
+		}
+		st, err := mgr.stats()
+		if err != nil {
+			return fmt.Errorf("manager gone: %w", err)
+		}
+		m, err := mgr.scrape(ctx)
+		if err != nil {
+			return err
+		}
+		heap := m.sum("go_memstats_heap_alloc_bytes", nil)
+		rssSum += float64(st.rss)
+		heapSum += heap
+		res.HeapPeakBytes = max(res.HeapPeakBytes, int64(heap))
+		n++
+	}
+	elapsed := time.Since(start)
+	apiAfter, err := scrapeAPIServer(ctx, cl.cs)
+	if err != nil {
+		return err
+	}
+	mAfter, err := mgr.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	pAfter, err := mgr.stats()
+	if err != nil {
+		return err
+	}
+	syncs := elapsed.Seconds() / o.syncPeriod.Seconds()
+	res.RSSSteadyBytes = int64(rssSum / float64(n))
+	res.HeapSteadyBytes = int64(heapSum / float64(n))
+	res.CPUSecondsPerSync = (pAfter.cpu - pBefore.cpu) / syncs
+	ctrl := map[string]string{"controller": "tailorpolicy"}
+	workers := max(1, mAfter.sum("controller_runtime_max_concurrent_reconciles", ctrl))
+	res.Workers = int(workers)
+	res.FullPassSeconds = (mAfter.sum("controller_runtime_reconcile_time_seconds", ctrl) - mBefore.sum("controller_runtime_reconcile_time_seconds", ctrl)) / syncs / workers
+	res.ReconcilesPerSync = (mAfter.sum("controller_runtime_reconcile_total", ctrl) - mBefore.sum("controller_runtime_reconcile_total", ctrl)) / syncs
+	res.ResizesSentPerSync = (mAfter.sum("tailor_resizes_total", map[string]string{"result": "sent"}) - mBefore.sum("tailor_resizes_total", map[string]string{"result": "sent"})) / syncs
+	res.FleetPagesPerSync = float64(f.resource.Load()+f.cadvisor.Load()-pagesBefore) / syncs
+	before, after := apiBefore.requests(), apiAfter.requests()
+	res.APIRequestsByVerbResource = map[string]float64{}
+	for k, v := range after {
+		d := (v - before[k]) / syncs
+		if d <= 0 || simulatedKubelets[k] {
+			continue
+		}
+		res.APIRequestsByVerbResource[k] = round2(d)
+		res.APIRequestsPerSync += d
+	}
+	res.APIRequestsPerSync = round2(res.APIRequestsPerSync)
+	res.ScrapesPerSync = round2(res.APIRequestsByVerbResource["CONNECT nodes/proxy"] + res.APIRequestsByVerbResource["GET nodes/proxy"])
+	res.StatusWritesPerSync = round2(res.APIRequestsByVerbResource["PATCH tailorpolicies/status"] + res.APIRequestsByVerbResource["PUT tailorpolicies/status"])
+	return nil
+}
+
+// simulatedKubelets are the requests only the simulated kubelets make in
+// the window: the manager never reads single pods from the apiserver (its
+// cache serves it) nor writes pod status.
+var simulatedKubelets = map[string]bool{"PUT pods/status": true, "GET pods": true}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// measureStep steps the CPU usage of 1% of the pods (one per policy, over
+// as many policies as that takes) to 97% of their limit and times until
+// each one's resize is sent (its generation moves).
+func measureStep(ctx context.Context, o options, pods []*simPod, rz *resizer, s size, res *result) error {
+	want := max(1, s.Pods/100)
+	var chosen []*simPod
+	byPolicy := map[int][]*simPod{}
+	for i, p := range pods {
+		byPolicy[i%s.Policies] = append(byPolicy[i%s.Policies], p)
+	}
+	for k := 0; len(chosen) < want && k < 4*want; k++ {
+		pol := (k * s.Policies / want) % s.Policies
+		if k >= want {
+			pol = (k*7 + 3) % s.Policies
+		}
+		for _, p := range byPolicy[pol] {
+			key := p.ns + "/" + p.name
+			// Not resized within the policies' minResizeInterval (1m), which
+			// would hold the step's raise for the rest of it.
+			if !rz.inFlight(key) && time.Since(rz.bumpedAt(key)) > 70*time.Second && !containsPod(chosen, p) {
+				chosen = append(chosen, p)
+				break
+			}
+		}
+	}
+	at := time.Now()
+	gens := map[*simPod]int64{}
+	for _, p := range chosen {
+		gens[p] = rz.generation(p.ns + "/" + p.name)
+		p.step(at, 0.97*p.limit())
+	}
+	res.StepPods = len(chosen)
+	deadline := at.Add(8 * o.syncPeriod)
+	var took []float64
+	for time.Now().Before(deadline) {
+		took = took[:0]
+		for _, p := range chosen {
+			key := p.ns + "/" + p.name
+			if rz.generation(key) > gens[p] {
+				took = append(took, rz.bumpedAt(key).Sub(at).Seconds())
+			}
+		}
+		if len(took) == len(chosen) {
+			break
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	res.StepResized = len(took)
+	res.StepToResizeP50Seconds = round2(percentile(took, 0.5))
+	res.StepToResizeMaxSeconds = round2(percentile(took, 1))
+	return nil
+}
+
+func containsPod(ps []*simPod, p *simPod) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
+
+func printTable(w *os.File, rs []*result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "pods\tnodes\tpolicies\tsource\tRSS peak MiB\tRSS steady MiB\theap MiB\tCPU s/sync\tfirst pass s\tfull pass s\tsync s\treconciles/sync\tAPI req/sync\tscrapes/sync\tstatus writes/sync\tresizes/sync\tstep->resize p50/max s\t")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.2f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f/%.1f (%d/%d)\t\n",
+			r.Pods, r.Nodes, r.Policies, r.Source, mib(r.RSSPeakBytes), mib(r.RSSSteadyBytes), mib(r.HeapSteadyBytes),
+			r.CPUSecondsPerSync, r.FirstPassSeconds, r.FullPassSeconds, r.SyncPeriodSeconds, r.ReconcilesPerSync,
+			r.APIRequestsPerSync, r.ScrapesPerSync, r.StatusWritesPerSync, r.ResizesSentPerSync,
+			r.StepToResizeP50Seconds, r.StepToResizeMaxSeconds, r.StepResized, r.StepPods)
+	}
+	_ = tw.Flush()
+}
+
+func printRequests(w *os.File, rs []*result) {
+	fmt.Fprintln(w, "\nAPI requests per sync by verb and resource (apiserver_request_total, the simulated kubelets' own left out):")
+	for _, r := range rs {
+		keys := make([]string, 0, len(r.APIRequestsByVerbResource))
+		for k := range r.APIRequestsByVerbResource {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			return r.APIRequestsByVerbResource[keys[i]] > r.APIRequestsByVerbResource[keys[j]]
+		})
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %.1f", k, r.APIRequestsByVerbResource[k]))
+		}
+		fmt.Fprintf(w, "  %dx%dx%d %s: %s\n", r.Pods, r.Nodes, r.Policies, r.Source, strings.Join(parts, ", "))
+		var changed []string
+		for k, v := range r.StatusChangesPerSync {
+			changed = append(changed, fmt.Sprintf("%s %.1f", k, v))
+		}
+		sort.Strings(changed)
+		fmt.Fprintf(w, "    status writes per sync that changed: %s\n", strings.Join(changed, ", "))
+	}
+}
+
+func writeJSON(path string, rs []*result) error {
+	b, err := json.MarshalIndent(rs, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
