@@ -17,33 +17,36 @@ import (
 // the object, and never read by tailor.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// CacheOptions are what the manager's informers keep of each object: no
-// managedFields, which are often most of a pod's size, except the entries of
+// mirrorPod marks a static pod, which cannot be resized (the planner reads
+// it).
+const mirrorPod = "kubernetes.io/config.mirror"
+
+// CacheOptions are what the manager's informers keep of each object. The
+// manager caches every pod and node of the cluster, so what one keeps is
+// multiplied by tens of thousands: pods are cut down to what tailor reads
+// (slimPod), nodes lose their image lists, and no object keeps its
+// managedFields, which are often most of its size, except the entries of
 // tailor's own resizes, whose time says when tailor last resized the pod
-// (the controller reads it back after a restart); and no kubectl
+// (the controller reads it back after a restart), or kubectl's
 // last-applied copy.
 func CacheOptions() cache.Options {
 	return cache.Options{DefaultTransform: trim}
 }
 
 func trim(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return slimPod(o), nil
+	case *corev1.Node:
+		o.Status.Images = nil
+		o.Status.VolumesInUse, o.Status.VolumesAttached = nil, nil
+	}
 	o, ok := obj.(metav1.Object)
 	if !ok {
 		// Tombstones of deleted objects pass as they are.
 		return obj, nil
 	}
-	if _, isPod := obj.(*corev1.Pod); isPod {
-		var kept []metav1.ManagedFieldsEntry
-		for _, mf := range o.GetManagedFields() {
-			if mf.Manager == actuator.FieldManager && mf.Subresource == "resize" {
-				mf.FieldsV1 = nil
-				kept = append(kept, mf)
-			}
-		}
-		o.SetManagedFields(kept)
-	} else {
-		o.SetManagedFields(nil)
-	}
+	o.SetManagedFields(nil)
 	if a := o.GetAnnotations(); a[lastApplied] != "" {
 		trimmed := make(map[string]string, len(a)-1)
 		for k, v := range a {
@@ -54,6 +57,168 @@ func trim(obj any) (any, error) {
 		o.SetAnnotations(trimmed)
 	}
 	return obj, nil
+}
+
+// slimPod is the part of p that tailor reads, in a new object: identity,
+// labels and owners; every container's name, resources, resize and restart
+// policies; what places the pod (node, priority, tolerations, required node
+// affinity, overhead, OS); the phase, QoS class, observed generation,
+// pod-level resources, the Ready and resize conditions, and each
+// container's state, restarts, allocated and actual resources. It drops
+// what real pods are mostly made of and tailor never reads: images, env,
+// commands, probes, volumes and mounts, security contexts, other
+// annotations, IPs, termination messages. At 10,000 pods the cache is most
+// of the manager's memory (the scale benchmark, docs/scale.md).
+//
+// Whatever a sync, the planner or a pod predicate starts to read must be
+// kept here: TestSlimPodDecidesAlike checks that the decision over
+// generated pods is the same on the slim pods.
+func slimPod(p *corev1.Pod) *corev1.Pod {
+	s := &corev1.Pod{TypeMeta: p.TypeMeta}
+	s.ObjectMeta = metav1.ObjectMeta{
+		Name:              p.Name,
+		Namespace:         p.Namespace,
+		UID:               p.UID,
+		ResourceVersion:   p.ResourceVersion,
+		Generation:        p.Generation,
+		CreationTimestamp: p.CreationTimestamp,
+		DeletionTimestamp: p.DeletionTimestamp,
+		Labels:            p.Labels,
+		OwnerReferences:   p.OwnerReferences,
+	}
+	if v, ok := p.Annotations[mirrorPod]; ok {
+		s.Annotations = map[string]string{mirrorPod: v}
+	}
+	for _, mf := range p.ManagedFields {
+		if mf.Manager == actuator.FieldManager && mf.Subresource == "resize" {
+			mf.FieldsV1 = nil
+			s.ManagedFields = append(s.ManagedFields, mf)
+		}
+	}
+
+	s.Spec = corev1.PodSpec{
+		InitContainers:    slimContainers(p.Spec.InitContainers),
+		Containers:        slimContainers(p.Spec.Containers),
+		RestartPolicy:     p.Spec.RestartPolicy,
+		NodeSelector:      p.Spec.NodeSelector,
+		NodeName:          p.Spec.NodeName,
+		Tolerations:       p.Spec.Tolerations,
+		Priority:          p.Spec.Priority,
+		PreemptionPolicy:  p.Spec.PreemptionPolicy,
+		Overhead:          p.Spec.Overhead,
+		OS:                p.Spec.OS,
+		Resources:         p.Spec.Resources,
+		PriorityClassName: p.Spec.PriorityClassName,
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		s.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+		}}
+	}
+	// Ephemeral containers have no resources; their names are reported
+	// when a resize names one.
+	for _, e := range p.Spec.EphemeralContainers {
+		s.Spec.EphemeralContainers = append(s.Spec.EphemeralContainers, corev1.EphemeralContainer{
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: e.Name},
+		})
+	}
+
+	s.Status = corev1.PodStatus{
+		ObservedGeneration:    p.Status.ObservedGeneration,
+		Phase:                 p.Status.Phase,
+		Reason:                p.Status.Reason,
+		QOSClass:              p.Status.QOSClass,
+		StartTime:             p.Status.StartTime,
+		Resources:             p.Status.Resources,
+		InitContainerStatuses: slimStatuses(p.Status.InitContainerStatuses, s.Spec.InitContainers),
+		ContainerStatuses:     slimStatuses(p.Status.ContainerStatuses, s.Spec.Containers),
+	}
+	if r := s.Status.Resources; r != nil && s.Spec.Resources != nil {
+		r.Requests = same(r.Requests, s.Spec.Resources.Requests)
+		r.Limits = same(r.Limits, s.Spec.Resources.Limits)
+	}
+	for _, c := range p.Status.Conditions {
+		switch c.Type {
+		case corev1.PodReady, corev1.PodResizePending, corev1.PodResizeInProgress:
+			s.Status.Conditions = append(s.Status.Conditions, c)
+		}
+	}
+	return s
+}
+
+func slimContainers(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, ResizePolicy: c.ResizePolicy, RestartPolicy: c.RestartPolicy}
+	}
+	return out
+}
+
+// slimStatuses keeps what tailor reads of each container's status. The
+// resources a container reports and has allocated are, but for a resize
+// under way, its spec's: they share the spec's lists instead of holding
+// three more copies (a ResourceList is a map of about 500 bytes; with five
+// per container they were half of a cached pod).
+func slimStatuses(ss []corev1.ContainerStatus, spec []corev1.Container) []corev1.ContainerStatus {
+	if ss == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(ss))
+	for i, c := range ss {
+		out[i] = corev1.ContainerStatus{
+			Name:                 c.Name,
+			State:                slimState(c.State),
+			LastTerminationState: slimState(c.LastTerminationState),
+			Ready:                c.Ready,
+			RestartCount:         c.RestartCount,
+			Started:              c.Started,
+			AllocatedResources:   c.AllocatedResources,
+			Resources:            c.Resources,
+		}
+		for j := range spec {
+			if spec[j].Name != c.Name {
+				continue
+			}
+			want := spec[j].Resources
+			out[i].AllocatedResources = same(c.AllocatedResources, want.Requests)
+			if r := out[i].Resources; r != nil {
+				r.Requests = same(r.Requests, want.Requests)
+				r.Limits = same(r.Limits, want.Limits)
+			}
+		}
+	}
+	return out
+}
+
+// same is spec when l holds the same quantities, else l.
+func same(l, spec corev1.ResourceList) corev1.ResourceList {
+	if len(l) != len(spec) || len(l) == 0 {
+		return l
+	}
+	for k, q := range l {
+		if sq, ok := spec[k]; !ok || sq.Cmp(q) != 0 {
+			return l
+		}
+	}
+	return spec
+}
+
+// slimState drops the messages (a terminated container's is its
+// termination message, up to 4 KiB) and keeps the reasons (OOMKilled).
+func slimState(st corev1.ContainerState) corev1.ContainerState {
+	out := corev1.ContainerState{Running: st.Running}
+	if w := st.Waiting; w != nil {
+		out.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason}
+	}
+	if t := st.Terminated; t != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{
+			ExitCode: t.ExitCode, Signal: t.Signal, Reason: t.Reason, StartedAt: t.StartedAt, FinishedAt: t.FinishedAt,
+		}
+	}
+	return out
 }
 
 // IndexPods adds the index the controller lists a node's pods by.

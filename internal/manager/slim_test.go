@@ -1,0 +1,279 @@
+package manager
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubectl/pkg/util/qos"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/resize"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+// dress gives a generated pod what a real one carries beside its
+// resources: what a Deployment's template adds (image, env, probes,
+// volumes, annotations) and the status the kubelet posts (running or
+// restarted containers, their resources, conditions, IPs). The draw
+// depends on seed; the generated resources are left as they are.
+func dress(p *corev1.Pod, seed uint64) {
+	started := metav1.NewTime(time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC))
+	p.UID = "uid-" + "p"
+	p.Generation = 1 + int64(seed%3)
+	p.Labels = map[string]string{"app": "web", "pod-template-hash": "abc"}
+	p.Annotations = map[string]string{"prometheus.io/scrape": "true", lastApplied: "{}"}
+	if seed%7 == 0 {
+		p.Annotations[mirrorPod] = "hash"
+	}
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-abc", UID: "rs", Controller: ptr(true)}}
+	p.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	if seed%5 == 0 {
+		p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}
+	if seed%11 == 0 {
+		p.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
+	}
+	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	p.Spec.Tolerations = []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range list {
+			c := &list[i]
+			c.Image = "registry.example/app:1.2.3"
+			c.Env = []corev1.EnvVar{{Name: "JAVA_OPTS", Value: "-Xmx1g"}}
+			c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready"}}}
+			c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		}
+	}
+	p.Status.Phase = corev1.PodRunning
+	p.Status.PodIP = "10.0.0.7"
+	p.Status.QOSClass = qos.ComputePodQOS(p)
+	p.Status.ObservedGeneration = p.Generation
+	if seed%4 == 0 {
+		p.Status.ObservedGeneration = p.Generation - 1
+	}
+	p.Status.Conditions = []corev1.PodCondition{
+		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+	}
+	switch seed % 6 {
+	case 1:
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred, ObservedGeneration: p.Generation})
+	case 2:
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue, ObservedGeneration: p.Generation})
+	}
+	status := func(c corev1.Container, i int) corev1.ContainerStatus {
+		s := corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: "sha256:0123", ContainerID: "containerd://0123",
+			State:              corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
+			Ready:              true,
+			AllocatedResources: c.Resources.Requests,
+			Resources:          c.Resources.DeepCopy(),
+		}
+		if (seed+uint64(i))%3 == 0 {
+			s.RestartCount = 2
+			s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137, Message: "killed", FinishedAt: started}
+		}
+		if (seed+uint64(i))%9 == 0 {
+			// A kubelet without in-place resize reports no resources.
+			s.Resources = nil
+		}
+		return s
+	}
+	for i, c := range p.Spec.InitContainers {
+		p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, status(c, i))
+	}
+	for i, c := range p.Spec.Containers {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, status(c, i))
+	}
+	if p.Spec.Resources != nil {
+		p.Status.Resources = p.Spec.Resources.DeepCopy()
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func with(p *corev1.Pod, f func(*corev1.Pod)) *corev1.Pod {
+	f(p)
+	return p
+}
+
+// TestSlimPodDecidesAlike: a sync decides the same over the cache's slim
+// pods as over whole ones, on thousands of generated policies and pods of
+// every shape (sidecars, init containers, pod-level resources, every
+// resize policy), dressed as real pods. A field the decision reads and
+// slimPod drops shows up as a different decision.
+func TestSlimPodDecidesAlike(t *testing.T) {
+	const cases = 3000
+	resizes, held := 0, 0
+	for seed := range uint64(cases) {
+		whole := autoscaletest.Case(seed)
+		slim := whole
+		slim.Pods = append([]autoscale.PodInput(nil), whole.Pods...)
+		slim.Nodes = map[string]*resize.NodeState{}
+		for name, n := range whole.Nodes {
+			c := *n
+			c.Pods = nil
+			slim.Nodes[name] = &c
+		}
+		bySlim := map[*corev1.Pod]*corev1.Pod{}
+		for i := range whole.Pods {
+			dress(whole.Pods[i].Pod, seed+uint64(i))
+			s := slimPod(whole.Pods[i].Pod.DeepCopy())
+			bySlim[whole.Pods[i].Pod] = s
+			// The controller's own reading of a pod: is a resize in flight?
+			if w, g := actuator.Observe(whole.Pods[i].Pod), actuator.Observe(s); !cmp.Equal(w, g) {
+				t.Fatalf("seed %d: pod %s observed otherwise (-whole,+slim):\n%s", seed, s.Name, cmp.Diff(w, g))
+			}
+			slim.Pods[i].Pod = s
+		}
+		for name, n := range whole.Nodes {
+			for _, p := range n.Pods {
+				slim.Nodes[name].Pods = append(slim.Nodes[name].Pods, bySlim[p])
+			}
+		}
+		want, err := autoscale.DecidePolicy(whole)
+		if err != nil {
+			t.Fatalf("seed %d: whole pods: %v", seed, err)
+		}
+		got, err := autoscale.DecidePolicy(slim)
+		if err != nil {
+			t.Fatalf("seed %d: slim pods: %v", seed, err)
+		}
+		if diff := cmp.Diff(summary(want), summary(got)); diff != "" {
+			t.Fatalf("seed %d: slim pods decide otherwise (-whole,+slim):\n%s", seed, diff)
+		}
+		resizes += len(want.Resizes)
+		held += len(want.Held)
+	}
+	// The cases must exercise both outcomes, or the comparison shows little.
+	if resizes < cases/4 || held < cases/20 {
+		t.Fatalf("%d cases gave %d resizes and %d holds: too few to compare", cases, resizes, held)
+	}
+	t.Logf("%d cases: %d resizes, %d held, decided alike", cases, resizes, held)
+}
+
+// summary is a PolicyDecision without its pod pointers: what was sent
+// (the patch) and held, and why.
+func summary(d autoscale.PolicyDecision) []string {
+	var out []string
+	for _, a := range d.Resizes {
+		out = append(out, fmt.Sprintf("resize %s: %s", a.Pod.Name, a.Plan.Patch))
+	}
+	for _, h := range d.Held {
+		out = append(out, fmt.Sprintf("held %s: %s %s %s", h.Pod.Name, h.Reason, h.Rule, h.Message))
+	}
+	for name, dec := range d.Decisions {
+		out = append(out, fmt.Sprintf("decided %s: %+v", name, dec))
+	}
+	sort.Strings(out)
+	return append(out, fmt.Sprintf("retry after %s", d.RetryAfter))
+}
+
+// TestSlimPodPlacesAlike: what recreation reads of a pod (its controller,
+// priority, preemption policy, tolerations, node selector and required
+// node affinity, overhead) survives slimming.
+func TestSlimPodPlacesAlike(t *testing.T) {
+	node := func(name string) *builder.NodeWrapper {
+		return builder.Node(name).Allocatable("2", "4Gi").Ready(corev1.ConditionTrue)
+	}
+	other := builder.Pod("other").UID("o").Node("a").Priority(50).Container(builder.Container("c").Requests("1", "1Gi")).Obj()
+	nodes := []autoscale.NodePods{
+		{Node: node("a").Label("pool", "big").Obj(), Pods: []*corev1.Pod{other}},
+		{Node: node("tainted").Label("pool", "big").Taint("gpu", "yes", corev1.TaintEffectNoSchedule).Obj()},
+		{Node: node("zone-b").Label("pool", "big").Label("zone", "b").Obj()},
+		{Node: node("small").Obj()},
+	}
+	bigger := []v1alpha1.RecreatedContainer{{Name: "app", Requests: builder.List("1500m", "256Mi")}}
+	base := func() *builder.PodWrapper {
+		return builder.Pod("me").UID("me").Node("a").Owner("ReplicaSet", "web-abc", "rs").Container(builder.Container("app").Requests("500m", "256Mi"))
+	}
+	zoneB := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}}}},
+	}}}
+	pods := map[string]*corev1.Pod{
+		"plain":           base().Obj(),
+		"may preempt":     base().Priority(100).Obj(),
+		"may not preempt": base().Priority(100).PreemptionPolicy(corev1.PreemptNever).Obj(),
+		"selects a pool":  base().NodeSelector("pool", "big").Obj(),
+		"tolerates":       base().Toleration("gpu").Obj(),
+		"requires zone b": with(base().Obj(), func(p *corev1.Pod) { p.Spec.Affinity = zoneB }),
+		"heavy overhead":  with(base().Obj(), func(p *corev1.Pod) { p.Spec.Overhead = builder.List("1", "0") }),
+		"no controller":   builder.Pod("me").UID("me").Node("a").Container(builder.Container("app").Requests("500m", "256Mi")).Obj(),
+		"of a daemon set": base().Owner("DaemonSet", "agent", "ds").Obj(),
+	}
+	for name, p := range pods {
+		t.Run(name, func(t *testing.T) {
+			dress(p, 1)
+			s := slimPod(p.DeepCopy())
+			wn, wok := autoscale.Placeable(p, bigger, nodes)
+			gn, gok := autoscale.Placeable(s, bigger, nodes)
+			if wn != gn || wok != gok {
+				t.Errorf("placed %q %v whole, %q %v slim", wn, wok, gn, gok)
+			}
+			_, werr := autoscale.Recreatable(p)
+			_, gerr := autoscale.Recreatable(s)
+			if fmt.Sprint(werr) != fmt.Sprint(gerr) {
+				t.Errorf("recreatable: %v whole, %v slim", werr, gerr)
+			}
+		})
+	}
+}
+
+// TestSlimPodDropsWhatTailorDoesNotRead: the slim pod is much smaller than
+// a real one, and keeps tailor's resize managedFields entry (without its
+// field set) and nothing else of them.
+func TestSlimPodDropsWhatTailorDoesNotRead(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
+	fields := metav1.NewFieldsV1(`{"f:spec":{}}`)
+	p := builder.Pod("web").Node("a").Owner("ReplicaSet", "web-abc", "rs").
+		Container(builder.Container("app").Requests("500m", "256Mi")).
+		Container(builder.Container("proxy").Requests("100m", "64Mi")).Obj()
+	dress(p, 3)
+	p.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: &at, FieldsV1: fields},
+		{Manager: "tailor", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "resize", Time: &at, FieldsV1: fields},
+	}
+	got, err := trim(p.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := got.(*corev1.Pod)
+	want := []metav1.ManagedFieldsEntry{{Manager: "tailor", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "resize", Time: &at}}
+	if diff := cmp.Diff(want, s.ManagedFields); diff != "" {
+		t.Errorf("managedFields (-want,+got):\n%s", diff)
+	}
+	if s.Annotations != nil || s.Spec.Volumes != nil || s.Spec.Containers[0].Image != "" || s.Spec.Containers[0].Env != nil ||
+		s.Status.PodIP != "" || s.Status.ContainerStatuses[0].ImageID != "" || len(s.Status.Conditions) != 1 {
+		t.Errorf("slim pod kept what tailor does not read: %+v", s)
+	}
+	if whole, slim := p.Size(), s.Size(); slim >= whole {
+		t.Errorf("slim pod is %d bytes encoded, whole %d", slim, whole)
+	}
+	if s.Status.ContainerStatuses[1].Resources.Requests.Cpu().Cmp(resource.MustParse("100m")) != 0 {
+		t.Errorf("container status resources lost: %+v", s.Status.ContainerStatuses[1])
+	}
+
+	// A settled container's reported and allocated resources share its
+	// spec's lists; one mid-resize keeps its own.
+	mapOf := func(l corev1.ResourceList) uintptr { return reflect.ValueOf(l).Pointer() }
+	st, spec := s.Status.ContainerStatuses[0], s.Spec.Containers[0].Resources
+	if mapOf(st.AllocatedResources) != mapOf(spec.Requests) || mapOf(st.Resources.Requests) != mapOf(spec.Requests) {
+		t.Errorf("a settled container's status holds its own copies of the spec's requests")
+	}
+	p.Spec.Containers[0].Resources.Requests = builder.List("600m", "256Mi")
+	s = slimPod(p)
+	st, spec = s.Status.ContainerStatuses[0], s.Spec.Containers[0].Resources
+	if mapOf(st.Resources.Requests) == mapOf(spec.Requests) || st.Resources.Requests.Cpu().String() != "500m" {
+		t.Errorf("mid-resize, the reported requests %v were replaced by the spec's %v", st.Resources.Requests, spec.Requests)
+	}
+}
