@@ -3,14 +3,19 @@
 package controller
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/test/builder"
@@ -96,5 +101,58 @@ func TestHundredIdleReplicasLoweredWithinOneWindow(t *testing.T) {
 	t.Logf("%d idle replicas: %d lowered after %d syncs (want all within %d)", n, lowered, syncs, limit)
 	if lowered < n {
 		t.Errorf("only %d of %d replicas lowered after %d syncs (one %s window + %d round trips + 10%%)", lowered, n, syncs, window, n)
+	}
+}
+
+// A targetRef policy reads its target's selector from the apiserver once a
+// minute, not at every sync (one GET per policy per sync at 1,000
+// policies), and still notices the target deleted.
+func TestTargetReadOncePerMinute(t *testing.T) {
+	var reads atomic.Int32
+	c := interceptor.NewClient(apiClient, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if u, ok := obj.(*unstructured.Unstructured); ok && u.GetKind() == "Deployment" {
+				reads.Add(1)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	e := newEnv(t, controllerOptions{Client: c})
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: builder.DefaultImage}}},
+			},
+		},
+	}
+	if err := apiClient.Create(e.ctx, d); err != nil {
+		t.Fatalf("create deployment: %v", err)
+	}
+	e.pod("web", webPod("web-0"))
+	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
+		s.Selector = nil
+		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	})
+	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 0.5)
+	e.syncs("web", 12)
+	// 12 syncs over 120s: the first read and one per minute after it.
+	if n := reads.Load(); n < 2 || n > 3 {
+		t.Errorf("target read %d times in 12 syncs over 2 minutes, want 2 or 3", n)
+	}
+	if p := e.getPod("web-0"); p.Generation < 2 {
+		t.Errorf("pod not resized through its target's selector (generation %d)", p.Generation)
+	}
+
+	if err := apiClient.Delete(e.ctx, d); err != nil {
+		t.Fatalf("delete deployment: %v", err)
+	}
+	e.syncs("web", 6)
+	r := condition(e.getPolicy("web"), v1alpha1.ConditionReady)
+	if r == nil || r.Reason != v1alpha1.ReasonTargetNotFound {
+		t.Errorf("a minute after its target was deleted, Ready = %+v, want reason %s", r, v1alpha1.ReasonTargetNotFound)
 	}
 }

@@ -118,11 +118,14 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 	if err := policy.Spec.Validate(); err != nil {
 		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
 	}
-	sel, err := r.selector(ctx, policy)
-	if err != nil {
-		return nil, err
-	}
 	state, known := r.store.get(policy.UID)
+	sel, cached := cachedSelector(policy, state, now)
+	if !cached {
+		var err error
+		if sel, err = r.selector(ctx, policy); err != nil {
+			return nil, err
+		}
+	}
 	if !known {
 		state = &policyState{
 			key:         types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name},
@@ -149,6 +152,9 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 			return nil, err
 		}
 		state.generation = policy.Generation
+	}
+	if !cached {
+		state.targetRead = now
 	}
 	state.selector = sel
 	r.store.put(policy.UID, state)
@@ -202,6 +208,26 @@ func (r *Reconciler) configure(policy *v1alpha1.TailorPolicy, state *policyState
 		wc.state = st
 	}
 	return nil
+}
+
+// targetRefresh is how long a targetRef's selector is reused before the
+// target is read again. The workloads' selectors are immutable (apps/v1),
+// so a read only notices a target deleted, or recreated with another
+// selector. Targets are read from the apiserver, not a cache (any kind
+// with a spec.selector may be one, and caching it would mean watching
+// every object of that kind in the cluster), so reading at every sync cost
+// one GET per policy per sync period.
+const targetRefresh = 0
+
+// cachedSelector is the target's selector as last read, while it is newer
+// than targetRefresh and the policy's spec is unchanged; ok is false when
+// it must be read.
+func cachedSelector(policy *v1alpha1.TailorPolicy, state *policyState, now time.Time) (labels.Selector, bool) {
+	if state != nil && policy.Spec.Selector == nil && state.selector != nil &&
+		state.generation == policy.Generation && now.Sub(state.targetRead) < targetRefresh {
+		return state.selector, true
+	}
+	return nil, false
 }
 
 // selector is the policy's own selector or its target's.

@@ -41,6 +41,9 @@ type policyState struct {
 	key        types.NamespacedName
 	uid        types.UID
 	selector   labels.Selector
+	// targetRead is when the selector was last read from the policy's
+	// target (targetRef).
+	targetRead time.Time
 	// configs is each container's recommender configuration, with the
 	// policy's overrides applied, by container name (PodLevelName for the
 	// pod-level resources).
