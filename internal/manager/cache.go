@@ -30,13 +30,15 @@ const mirrorPod = "kubernetes.io/config.mirror"
 // (the controller reads it back after a restart), or kubectl's
 // last-applied copy.
 func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: trim}
+	lists := newListTable(listTableSize)
+	return cache.Options{DefaultTransform: func(obj any) (any, error) { return trim(obj, lists) }}
 }
 
-func trim(obj any) (any, error) {
+// trim cuts obj down; pods' resource lists are shared through lists.
+func trim(obj any, lists *listTable) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		return slimPod(o), nil
+		return slimPod(o, lists), nil
 	case *corev1.Node:
 		o.Status.Images = nil
 		o.Status.VolumesInUse, o.Status.VolumesAttached = nil, nil
@@ -72,8 +74,9 @@ func trim(obj any) (any, error) {
 //
 // Whatever a sync, the planner or a pod predicate starts to read must be
 // kept here: TestSlimPodDecidesAlike checks that the decision over
-// generated pods is the same on the slim pods.
-func slimPod(p *corev1.Pod) *corev1.Pod {
+// generated pods is the same on the slim pods. Resource lists equal to
+// another cached pod's are shared through lists (nil: none are).
+func slimPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
 	s := &corev1.Pod{TypeMeta: p.TypeMeta}
 	s.ObjectMeta = metav1.ObjectMeta{
 		Name:              p.Name,
@@ -97,8 +100,8 @@ func slimPod(p *corev1.Pod) *corev1.Pod {
 	}
 
 	s.Spec = corev1.PodSpec{
-		InitContainers:    slimContainers(p.Spec.InitContainers),
-		Containers:        slimContainers(p.Spec.Containers),
+		InitContainers:    slimContainers(p.Spec.InitContainers, lists),
+		Containers:        slimContainers(p.Spec.Containers, lists),
 		RestartPolicy:     p.Spec.RestartPolicy,
 		NodeSelector:      p.Spec.NodeSelector,
 		NodeName:          p.Spec.NodeName,
@@ -107,7 +110,7 @@ func slimPod(p *corev1.Pod) *corev1.Pod {
 		PreemptionPolicy:  p.Spec.PreemptionPolicy,
 		Overhead:          p.Spec.Overhead,
 		OS:                p.Spec.OS,
-		Resources:         p.Spec.Resources,
+		Resources:         internRequirements(p.Spec.Resources, lists),
 		PriorityClassName: p.Spec.PriorityClassName,
 	}
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
@@ -129,13 +132,9 @@ func slimPod(p *corev1.Pod) *corev1.Pod {
 		Reason:                p.Status.Reason,
 		QOSClass:              p.Status.QOSClass,
 		StartTime:             p.Status.StartTime,
-		Resources:             p.Status.Resources,
-		InitContainerStatuses: slimStatuses(p.Status.InitContainerStatuses, s.Spec.InitContainers),
-		ContainerStatuses:     slimStatuses(p.Status.ContainerStatuses, s.Spec.Containers),
-	}
-	if r := s.Status.Resources; r != nil && s.Spec.Resources != nil {
-		r.Requests = same(r.Requests, s.Spec.Resources.Requests)
-		r.Limits = same(r.Limits, s.Spec.Resources.Limits)
+		Resources:             internRequirements(p.Status.Resources, lists),
+		InitContainerStatuses: slimStatuses(p.Status.InitContainerStatuses, lists),
+		ContainerStatuses:     slimStatuses(p.Status.ContainerStatuses, lists),
 	}
 	for _, c := range p.Status.Conditions {
 		switch c.Type {
@@ -146,23 +145,27 @@ func slimPod(p *corev1.Pod) *corev1.Pod {
 	return s
 }
 
-func slimContainers(cs []corev1.Container) []corev1.Container {
+func slimContainers(cs []corev1.Container, lists *listTable) []corev1.Container {
 	if cs == nil {
 		return nil
 	}
 	out := make([]corev1.Container, len(cs))
 	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, ResizePolicy: c.ResizePolicy, RestartPolicy: c.RestartPolicy}
+		out[i] = corev1.Container{Name: c.Name, ResizePolicy: c.ResizePolicy, RestartPolicy: c.RestartPolicy,
+			Resources: corev1.ResourceRequirements{
+				Requests: lists.intern(c.Resources.Requests),
+				Limits:   lists.intern(c.Resources.Limits),
+				Claims:   c.Resources.Claims,
+			}}
 	}
 	return out
 }
 
 // slimStatuses keeps what tailor reads of each container's status. The
 // resources a container reports and has allocated are, but for a resize
-// under way, its spec's: they share the spec's lists instead of holding
-// three more copies (a ResourceList is a map of about 500 bytes; with five
-// per container they were half of a cached pod).
-func slimStatuses(ss []corev1.ContainerStatus, spec []corev1.Container) []corev1.ContainerStatus {
+// under way, its spec's: shared through lists, they cost nothing more
+// (with five lists per container, they were half of a cached pod).
+func slimStatuses(ss []corev1.ContainerStatus, lists *listTable) []corev1.ContainerStatus {
 	if ss == nil {
 		return nil
 	}
@@ -175,35 +178,18 @@ func slimStatuses(ss []corev1.ContainerStatus, spec []corev1.Container) []corev1
 			Ready:                c.Ready,
 			RestartCount:         c.RestartCount,
 			Started:              c.Started,
-			AllocatedResources:   c.AllocatedResources,
-			Resources:            c.Resources,
-		}
-		for j := range spec {
-			if spec[j].Name != c.Name {
-				continue
-			}
-			want := spec[j].Resources
-			out[i].AllocatedResources = same(c.AllocatedResources, want.Requests)
-			if r := out[i].Resources; r != nil {
-				r.Requests = same(r.Requests, want.Requests)
-				r.Limits = same(r.Limits, want.Limits)
-			}
+			AllocatedResources:   lists.intern(c.AllocatedResources),
+			Resources:            internRequirements(c.Resources, lists),
 		}
 	}
 	return out
 }
 
-// same is spec when l holds the same quantities, else l.
-func same(l, spec corev1.ResourceList) corev1.ResourceList {
-	if len(l) != len(spec) || len(l) == 0 {
-		return l
+func internRequirements(r *corev1.ResourceRequirements, lists *listTable) *corev1.ResourceRequirements {
+	if r == nil {
+		return nil
 	}
-	for k, q := range l {
-		if sq, ok := spec[k]; !ok || sq.Cmp(q) != 0 {
-			return l
-		}
-	}
-	return spec
+	return &corev1.ResourceRequirements{Requests: lists.intern(r.Requests), Limits: lists.intern(r.Limits), Claims: r.Claims}
 }
 
 // slimState drops the messages (a terminated container's is its

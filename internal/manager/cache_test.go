@@ -25,7 +25,7 @@ func TestTrimKeepsOnlyWhatTailorReads(t *testing.T) {
 		Name: "web", ManagedFields: managed,
 		Annotations: map[string]string{lastApplied: `{"big":"copy"}`, "team": "a"},
 	}}
-	if _, err := trim(policy); err != nil {
+	if _, err := trim(policy, nil); err != nil {
 		t.Fatal(err)
 	}
 	if policy.ManagedFields != nil {
@@ -47,7 +47,7 @@ func TestTrimKeepsOnlyWhatTailorReads(t *testing.T) {
 	}
 	want := node.DeepCopy()
 	want.ManagedFields, want.Status.Images, want.Status.VolumesInUse = nil, nil, nil
-	if _, err := trim(node); err != nil {
+	if _, err := trim(node, nil); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, node); diff != "" {
@@ -56,7 +56,7 @@ func TestTrimKeepsOnlyWhatTailorReads(t *testing.T) {
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 	tombstone := cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: pod}
-	if got, err := trim(tombstone); err != nil || got != any(tombstone) {
+	if got, err := trim(tombstone, nil); err != nil || got != any(tombstone) {
 		t.Errorf("a tombstone is changed: %v, %v", got, err)
 	}
 }

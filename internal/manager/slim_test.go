@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
@@ -115,6 +116,8 @@ func with(p *corev1.Pod, f func(*corev1.Pod)) *corev1.Pod {
 func TestSlimPodDecidesAlike(t *testing.T) {
 	const cases = 3000
 	resizes, held := 0, 0
+	// One table for every case, small enough to turn over many times.
+	lists := newListTable(64)
 	for seed := range uint64(cases) {
 		whole := autoscaletest.Case(seed)
 		slim := whole
@@ -128,7 +131,7 @@ func TestSlimPodDecidesAlike(t *testing.T) {
 		bySlim := map[*corev1.Pod]*corev1.Pod{}
 		for i := range whole.Pods {
 			dress(whole.Pods[i].Pod, seed+uint64(i))
-			s := slimPod(whole.Pods[i].Pod.DeepCopy())
+			s := slimPod(whole.Pods[i].Pod.DeepCopy(), lists)
 			bySlim[whole.Pods[i].Pod] = s
 			// The controller's own reading of a pod: is a resize in flight?
 			if w, g := actuator.Observe(whole.Pods[i].Pod), actuator.Observe(s); !cmp.Equal(w, g) {
@@ -173,7 +176,12 @@ func summary(d autoscale.PolicyDecision) []string {
 		out = append(out, fmt.Sprintf("held %s: %s %s %s", h.Pod.Name, h.Reason, h.Rule, h.Message))
 	}
 	for name, dec := range d.Decisions {
-		out = append(out, fmt.Sprintf("decided %s: %+v", name, dec))
+		// JSON writes quantities by value, not by how they were parsed.
+		b, err := json.Marshal(dec)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, fmt.Sprintf("decided %s: %s", name, b))
 	}
 	sort.Strings(out)
 	return append(out, fmt.Sprintf("retry after %s", d.RetryAfter))
@@ -214,7 +222,7 @@ func TestSlimPodPlacesAlike(t *testing.T) {
 	for name, p := range pods {
 		t.Run(name, func(t *testing.T) {
 			dress(p, 1)
-			s := slimPod(p.DeepCopy())
+			s := slimPod(p.DeepCopy(), newListTable(listTableSize))
 			wn, wok := autoscale.Placeable(p, bigger, nodes)
 			gn, gok := autoscale.Placeable(s, bigger, nodes)
 			if wn != gn || wok != gok {
@@ -243,7 +251,7 @@ func TestSlimPodDropsWhatTailorDoesNotRead(t *testing.T) {
 		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: &at, FieldsV1: fields},
 		{Manager: "tailor", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "resize", Time: &at, FieldsV1: fields},
 	}
-	got, err := trim(p.DeepCopy())
+	got, err := trim(p.DeepCopy(), newListTable(listTableSize))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,9 +279,44 @@ func TestSlimPodDropsWhatTailorDoesNotRead(t *testing.T) {
 		t.Errorf("a settled container's status holds its own copies of the spec's requests")
 	}
 	p.Spec.Containers[0].Resources.Requests = builder.List("600m", "256Mi")
-	s = slimPod(p)
+	s = slimPod(p, newListTable(listTableSize))
 	st, spec = s.Status.ContainerStatuses[0], s.Spec.Containers[0].Resources
 	if mapOf(st.Resources.Requests) == mapOf(spec.Requests) || st.Resources.Requests.Cpu().String() != "500m" {
 		t.Errorf("mid-resize, the reported requests %v were replaced by the spec's %v", st.Resources.Requests, spec.Requests)
+	}
+}
+
+// TestListTableSharesAndForgets: equal lists are one map; a list no pod
+// asked for in a whole generation is forgotten, one asked for is kept.
+func TestListTableSharesAndForgets(t *testing.T) {
+	mapOf := func(l corev1.ResourceList) uintptr { return reflect.ValueOf(l).Pointer() }
+	table := newListTable(2)
+	a := table.intern(builder.List("500m", "256Mi"))
+	if b := table.intern(builder.List("500m", "256Mi")); mapOf(a) != mapOf(b) {
+		t.Errorf("equal lists not shared")
+	}
+	if c := table.intern(builder.List("500m", "257Mi")); mapOf(a) == mapOf(c) {
+		t.Errorf("different lists shared")
+	}
+	// The generation is full: a third list starts a new one, where a is
+	// found again in the old one and carried over.
+	table.intern(builder.List("1", "1Gi"))
+	if b := table.intern(builder.List("500m", "256Mi")); mapOf(a) != mapOf(b) {
+		t.Errorf("a list of the previous generation is not found")
+	}
+	// Two more turns without asking for 257Mi: it is forgotten.
+	c := table.intern(builder.List("500m", "257Mi"))
+	for _, cpu := range []string{"2", "3", "4", "5"} {
+		table.intern(builder.List(cpu, "1Gi"))
+	}
+	if d := table.intern(builder.List("500m", "257Mi")); mapOf(c) == mapOf(d) {
+		t.Errorf("a list nobody asked for in two generations is still held")
+	}
+	if n := len(table.cur) + len(table.prev); n > 4 {
+		t.Errorf("table holds %d lists, more than two generations of 2", n)
+	}
+	var nilTable *listTable
+	if l := builder.List("1", "1Gi"); mapOf(nilTable.intern(l)) != mapOf(l) {
+		t.Errorf("a nil table changed a list")
 	}
 }
