@@ -159,6 +159,8 @@ SCALE ?= ci
 BENCH_SCALE_FLAGS ?=
 bench-scale: build
 	hack/cluster.sh build etcd kube-apiserver
+	@# The full size (or a --sources naming it) runs a real Prometheus.
+	if [ "$(SCALE)" = full ] || echo '$(BENCH_SCALE_FLAGS)' | grep -q prometheus; then hack/addons/prometheus.sh install; fi
 	source hack/lib.sh; \
 	cd bench && TEST_ASSET_KUBE_APISERVER="$$K8S_BIN/kube-apiserver" TEST_ASSET_ETCD="$$ETCD_BIN/etcd" \
 		$(GO) run ./cmd/scale-bench --scale $(SCALE) --tailor ../$(BIN)/tailor --traces $(BENCH_TRACES) \

@@ -7,8 +7,9 @@
 # under the same labels, and every sum() would count them twice (tailor's
 # kubelet source reads /metrics/resource directly).
 #
-#   hack/addons/prometheus.sh up     install (apt, once), configure, start, wait for the targets
-#   hack/addons/prometheus.sh down   stop and remove its config and data
+#   hack/addons/prometheus.sh up       install (apt, once), configure, start, wait for the targets
+#   hack/addons/prometheus.sh down     stop and remove its config and data
+#   hack/addons/prometheus.sh install  only install (the scale benchmark runs its own)
 #
 # The URL is http://127.0.0.1:9090 (PROMETHEUS_PORT to change it).
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -110,5 +111,6 @@ cmd_down() {
 case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  install) install ;;
+  *) echo "usage: $0 up|down|install" >&2; exit 2 ;;
 esac

@@ -22,6 +22,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/tailorhq/tailor/api/v1alpha1"
 )
 
@@ -63,6 +65,9 @@ type options struct {
 	syncs                                     int
 	keep                                      bool
 	managerFlags                              []string
+	// memoryLimit: run the manager in a memory cgroup with this limit, as
+	// a container's limits.memory; 0: no limit.
+	memoryLimit int64
 }
 
 func main() {
@@ -81,7 +86,16 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep each run's work directory (manager log) under out/")
 	managerFlags := flag.String("manager-flags", "", "more flags for tailor manager, space-separated")
 	chartOnly := flag.String("chart", "", "only draw the growth chart from this JSON report into out/scale.svg")
+	memLimit := flag.String("memory-limit", "", "run the manager in a memory cgroup with this limit (e.g. 150Mi), as a pod with limits.memory runs: the kernel enforces it and the manager sets GOMEMLIMIT to 90% of it (needs root)")
 	flag.Parse()
+
+	if *memLimit != "" {
+		q, err := resource.ParseQuantity(*memLimit)
+		if err != nil || q.Value() <= 0 {
+			fatal(fmt.Errorf("--memory-limit %q: a positive quantity, e.g. 150Mi", *memLimit))
+		}
+		o.memoryLimit = q.Value()
+	}
 
 	o.managerFlags = strings.Fields(*managerFlags)
 	if *chartOnly != "" {
@@ -197,6 +211,9 @@ type result struct {
 	// whole run, start included; RSSSteadyBytes its mean over the window.
 	RSSPeakBytes   int64 `json:"rssPeakBytes"`
 	RSSSteadyBytes int64 `json:"rssSteadyBytes"`
+	// RSSFileSteadyBytes is the part of RSSSteadyBytes that maps files:
+	// the binary's pages, shared with the page cache and reclaimable.
+	RSSFileSteadyBytes int64 `json:"rssFileSteadyBytes"`
 	// HeapPeakBytes and HeapSteadyBytes: go_memstats_heap_alloc_bytes,
 	// the most and the mean seen over the window.
 	HeapPeakBytes     int64   `json:"heapPeakBytes"`
@@ -240,7 +257,13 @@ type result struct {
 	StepToResizeMaxSeconds  float64        `json:"stepToResizeMaxSeconds"`
 	SetupSeconds            float64        `json:"setupSeconds"`
 	SimulatedKubeletAnswers map[string]int `json:"simulatedKubeletAnswers"`
-	Machine                 string         `json:"machine"`
+	// MemoryLimitBytes is the limit of the memory cgroup the manager ran
+	// in (--memory-limit; 0: none), CgroupPeakBytes the cgroup's peak use
+	// (page cache included) and OOMKills the kernel's kills in it.
+	MemoryLimitBytes int64  `json:"memoryLimitBytes,omitempty"`
+	CgroupPeakBytes  int64  `json:"cgroupPeakBytes,omitempty"`
+	OOMKills         int64  `json:"oomKills"`
+	Machine          string `json:"machine"`
 }
 
 func runOne(parent context.Context, o options, s size, source string, shapes []*shape) (res *result, err error) {
@@ -316,7 +339,21 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := startManager(tailor, cl.kubeconfig, source, filepath.Join(work, "manager.log"), o.syncPeriod, extra)
+	var cg *memCgroup
+	if o.memoryLimit > 0 {
+		if cg, err = newMemCgroup(fmt.Sprintf("tailor-scale-bench-%d", os.Getpid()), o.memoryLimit); err != nil {
+			return nil, err
+		}
+		defer cg.remove()
+		res.MemoryLimitBytes = o.memoryLimit
+		uncached := filepath.Join(work, "tailor")
+		if err := uncachedCopy(tailor, uncached); err != nil {
+			return nil, err
+		}
+		defer func() { _ = os.Remove(uncached) }()
+		tailor = uncached
+	}
+	mgr, err := startManager(tailor, cl.kubeconfig, source, filepath.Join(work, "manager.log"), o.syncPeriod, extra, cg)
 	if err != nil {
 		return nil, err
 	}
@@ -359,6 +396,13 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 		return nil, err
 	}
 	res.RSSPeakBytes = st.hwm
+	if cg != nil {
+		res.CgroupPeakBytes, res.OOMKills = cg.stats()
+		fmt.Printf("memory limit %s MiB: the cgroup's peak use %s MiB (page cache included), %d OOM kills\n",
+			mib(o.memoryLimit), mib(res.CgroupPeakBytes), res.OOMKills)
+	}
+	fmt.Printf("RSS steady %s MiB: %s MiB the process's own, %s MiB the binary's pages\n",
+		mib(res.RSSSteadyBytes), mib(res.RSSSteadyBytes-res.RSSFileSteadyBytes), mib(res.RSSFileSteadyBytes))
 	res.SimulatedKubeletAnswers = rz.resultCounts()
 	return res, nil
 }
@@ -430,7 +474,7 @@ func measureWindow(ctx context.Context, o options, cl *cluster, mgr *managerProc
 	pagesBefore := f.resource.Load() + f.cadvisor.Load()
 	start := time.Now()
 	end := start.Add(time.Duration(o.syncs) * o.syncPeriod)
-	var rssSum, heapSum float64
+	var rssSum, fileSum, heapSum float64
 	var n int
 	for time.Now().Before(end) {
 		if err := sleep(ctx, 2*time.Second); err != nil {
@@ -446,6 +490,7 @@ func measureWindow(ctx context.Context, o options, cl *cluster, mgr *managerProc
 		}
 		heap := m.sum("go_memstats_heap_alloc_bytes", nil)
 		rssSum += float64(st.rss)
+		fileSum += float64(st.rssFile)
 		heapSum += heap
 		res.HeapPeakBytes = max(res.HeapPeakBytes, int64(heap))
 		n++
@@ -465,6 +510,7 @@ func measureWindow(ctx context.Context, o options, cl *cluster, mgr *managerProc
 	}
 	syncs := elapsed.Seconds() / o.syncPeriod.Seconds()
 	res.RSSSteadyBytes = int64(rssSum / float64(n))
+	res.RSSFileSteadyBytes = int64(fileSum / float64(n))
 	res.HeapSteadyBytes = int64(heapSum / float64(n))
 	res.CPUSecondsPerSync = (pAfter.cpu - pBefore.cpu) / syncs
 	ctrl := map[string]string{"controller": "tailorpolicy"}

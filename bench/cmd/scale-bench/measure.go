@@ -41,7 +41,10 @@ func freePort() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func startManager(bin, kubeconfig, source, logPath string, syncPeriod time.Duration, extra []string) (*managerProc, error) {
+// startManager starts the manager; with cg, inside it (a shell joins the
+// cgroup and execs the manager, so that the manager reads its limit from
+// its first instruction).
+func startManager(bin, kubeconfig, source, logPath string, syncPeriod time.Duration, extra []string, cg *memCgroup) (*managerProc, error) {
 	metricsAddr, err := freePort()
 	if err != nil {
 		return nil, err
@@ -62,6 +65,9 @@ func startManager(bin, kubeconfig, source, logPath string, syncPeriod time.Durat
 		"--sync-period", syncPeriod.String(), "--leader-elect=false",
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr, "--pprof-bind-address", pprofAddr}, extra...)
 	cmd := exec.Command(bin, args...)
+	if cg != nil {
+		cmd = exec.Command("/bin/sh", append([]string{"-c", `echo $$ > "$0" && exec "$@"`, cg.procs(), bin}, args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
@@ -107,7 +113,10 @@ func (m *managerProc) saveHeapProfile(ctx context.Context, path string) error {
 // seconds so far, from /proc.
 type procStats struct {
 	rss, hwm int64
-	cpu      float64
+	// rssFile is the part of rss that maps files (the binary's pages, in
+	// the page cache and reclaimable), the rest being the process's own.
+	rssFile int64
+	cpu     float64
 }
 
 func (m *managerProc) stats() (procStats, error) {
@@ -128,6 +137,8 @@ func (m *managerProc) stats() (procStats, error) {
 			s.rss = kb << 10
 		case "VmHWM:":
 			s.hwm = kb << 10
+		case "RssFile:":
+			s.rssFile = kb << 10
 		}
 	}
 	b, err = os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
