@@ -1,0 +1,84 @@
+package deploy
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/tailorhq/tailor/internal/cli"
+)
+
+// TestManagerArgsParse runs the manager container's args of each install
+// through tailor's own flag parsing: an install that passes a flag the
+// manager does not know, or a value it cannot parse, fails here instead
+// of in a crash-looping pod; values set on the chart reach the flags.
+func TestManagerArgsParse(t *testing.T) {
+	const namespace, release = "deploy-args", "deploy-test-args"
+	cases := map[string]struct {
+		objs func(t *testing.T) []*unstructured.Unstructured
+		want map[string]string
+	}{
+		"kustomize": {objs: func(t *testing.T) []*unstructured.Unstructured { return renderKustomize(t, namespace, release+"-") }},
+		"helm default": {
+			objs: func(t *testing.T) []*unstructured.Unstructured { return renderHelm(t, release, namespace) },
+			want: map[string]string{"kube-api-qps": "100", "concurrent-syncs": "4", "leader-elect-lease-duration": "8s"},
+		},
+		"helm with values": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderHelm(t, release, namespace, "kubeAPI.qps=150", "kubeAPI.burst=300", "concurrentSyncs=8",
+					"checkpointInterval=2m", "leaderElection.leaseDuration=15s", "leaderElection.renewDeadline=10s",
+					"leaderElection.retryPeriod=2s", "metricsSource=prometheus")
+			},
+			want: map[string]string{"kube-api-qps": "150", "kube-api-burst": "300", "concurrent-syncs": "8", "checkpoint-interval": "2m0s",
+				"leader-elect-lease-duration": "15s", "leader-elect-renew-deadline": "10s", "leader-elect-retry-period": "2s",
+				"metrics-source": "prometheus"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := managerArgs(t, tc.objs(t))
+			if len(args) == 0 || args[0] != "manager" {
+				t.Fatalf("manager container args %q do not start with the manager verb", args)
+			}
+			root := cli.NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
+			cmd, rest, err := root.Find(args)
+			if err != nil || cmd.Name() != "manager" {
+				t.Fatalf("args %q find no manager command: %v", args, err)
+			}
+			if err := cmd.ParseFlags(rest); err != nil {
+				t.Fatalf("the manager refuses the install's args %q: %v", args, err)
+			}
+			if extra := cmd.Flags().Args(); len(extra) > 0 {
+				t.Errorf("args the manager takes no flag for: %q", extra)
+			}
+			for flag, want := range tc.want {
+				f := cmd.Flags().Lookup(flag)
+				if f == nil || !f.Changed || f.Value.String() != want {
+					t.Errorf("--%s = %v, want %s set by the install", flag, f.Value, want)
+				}
+			}
+		})
+	}
+}
+
+// managerArgs are the args of the manager Deployment's container.
+func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			m, _ := c.(map[string]any)
+			if m["name"] != "manager" {
+				continue
+			}
+			args, _, _ := unstructured.NestedStringSlice(m, "args")
+			return args
+		}
+	}
+	t.Fatal("no manager Deployment container rendered")
+	return nil
+}
