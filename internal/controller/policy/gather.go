@@ -217,7 +217,7 @@ func (r *Reconciler) configure(policy *v1alpha1.TailorPolicy, state *policyState
 // with a spec.selector may be one, and caching it would mean watching
 // every object of that kind in the cluster), so reading at every sync cost
 // one GET per policy per sync period.
-const targetRefresh = 0
+const targetRefresh = time.Minute
 
 // cachedSelector is the target's selector as last read, while it is newer
 // than targetRefresh and the policy's spec is unchanged; ok is false when
