@@ -18,7 +18,10 @@ import (
 )
 
 var (
-	kubeconfig = flag.String("kubeconfig", envOr("TAILOR_KUBECONFIG", "/var/lib/tailor-dev/admin.kubeconfig"), "admin kubeconfig of the cluster the manifests are checked against")
+	// Not -kubeconfig: controller-runtime registers that flag on the
+	// command line, and this package imports it (through internal/cli, in
+	// TestManagerArgsParse).
+	kubeconfig = flag.String("deploy-kubeconfig", envOr("TAILOR_KUBECONFIG", "/var/lib/tailor-dev/admin.kubeconfig"), "admin kubeconfig of the cluster the manifests are checked against")
 
 	restConfig *rest.Config
 	clientset  kubernetes.Interface
