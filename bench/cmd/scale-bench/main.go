@@ -86,13 +86,13 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep each run's work directory (manager log) under out/")
 	managerFlags := flag.String("manager-flags", "", "more flags for tailor manager, space-separated")
 	chartOnly := flag.String("chart", "", "only draw the growth chart from this JSON report into out/scale.svg")
-	memLimit := flag.String("memory-limit", "", "run the manager in a memory cgroup with this limit (e.g. 150Mi), as a pod with limits.memory runs: the kernel enforces it and the manager sets GOMEMLIMIT to 90% of it (needs root)")
+	memLimit := flag.String("memory-limit", "", "run the manager in a memory cgroup with this limit (e.g. 200Mi), as a pod with limits.memory runs: the kernel enforces it and the manager sets GOMEMLIMIT to 90% of it (needs root)")
 	flag.Parse()
 
 	if *memLimit != "" {
 		q, err := resource.ParseQuantity(*memLimit)
 		if err != nil || q.Value() <= 0 {
-			fatal(fmt.Errorf("--memory-limit %q: a positive quantity, e.g. 150Mi", *memLimit))
+			fatal(fmt.Errorf("--memory-limit %q: a positive quantity, e.g. 200Mi", *memLimit))
 		}
 		o.memoryLimit = q.Value()
 	}
