@@ -226,6 +226,18 @@ type UpdatePolicy struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) <= duration('24h')",message="recreateAfter must be a duration such as 30s, 5m or 1h, at most 24h"
 	RecreateAfter *metav1.Duration `json:"recreateAfter,omitempty"`
+
+	// applyOnCreate sizes the new pods of the target workload (a rollout,
+	// a scale-out, a replacement after an eviction or a node's loss) at
+	// the current recommendation when they are created, through the
+	// MutatingAdmissionPolicy tailor-admission, instead of at their
+	// template's size. The template itself is never changed, so GitOps
+	// tools see no drift. Default true; ignored in mode Off, which never
+	// changes a pod. It needs a targetRef of kind Deployment, StatefulSet,
+	// DaemonSet, ReplicaSet or Job; status.admission says what new pods
+	// get, or why they get nothing.
+	// +optional
+	ApplyOnCreate *bool `json:"applyOnCreate,omitempty"`
 }
 
 // ResourcePolicy holds the per-container policies.
@@ -551,6 +563,14 @@ type TailorPolicyStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	Recreations []Recreation `json:"recreations,omitempty"`
 
+	// admission is what new pods of the target workload are created with:
+	// the MutatingAdmissionPolicy tailor-admission applies it to a pod
+	// whose controller is the target (or, for a Deployment, one of its
+	// ReplicaSets) and whose containers have exactly the requests and
+	// limits the entry was planned from. Absent in mode Off.
+	// +optional
+	Admission *Admission `json:"admission,omitempty"`
+
 	// conditions are Ready, RecommendationProvided and ResizesBlocked.
 	// +optional
 	// +listType=map
@@ -663,6 +683,68 @@ type RecreatedContainer struct {
 	// +optional
 	Limits corev1.ResourceList `json:"limits,omitempty"`
 }
+
+// Admission is what new pods of a workload are created with, planned from
+// its pod template and the recommendation by the rules of an in-place
+// resize: the QoS class is kept, each limit keeps its ratio to its request
+// (or stays, under RequestsOnly), no limit is added, and minAllowed and
+// maxAllowed hold. A new pod is changed all or not at all: when any of its
+// containers differs from the template the entry was planned from (the
+// template changed since), it is created as its template says, and sized
+// in place once it runs.
+type Admission struct {
+	// targetKind and targetName name the workload whose new pods match;
+	// empty for a selector policy, which names none.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	TargetKind string `json:"targetKind,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	TargetName string `json:"targetName,omitempty"`
+	// containers are the resources to create each controlled container
+	// (and sidecar) with. Empty when new pods are not sized: message says
+	// why.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Containers []AdmittedContainer `json:"containers,omitempty"`
+	// summary is what a new pod gets, for people; the admission policy
+	// copies it to the pod's annotation autoscaling.tailor.dev/admitted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Summary string `json:"summary,omitempty"`
+	// message says why new pods are created at their template's size,
+	// when they are.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// AdmittedContainer is one container's resources in an Admission.
+type AdmittedContainer struct {
+	// name is the container's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// templateRequests and templateLimits are the container's cpu and
+	// memory in the template this entry was planned from; a new pod's
+	// container must have exactly these for the entry to apply.
+	// +optional
+	TemplateRequests corev1.ResourceList `json:"templateRequests,omitempty"`
+	// +optional
+	TemplateLimits corev1.ResourceList `json:"templateLimits,omitempty"`
+	// requests and limits are the cpu and memory the container is created
+	// with.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+}
+
+// AdmittedAnnotation is set on a pod created at a size tailor chose: the
+// policy's name and what it applied.
+const AdmittedAnnotation = "autoscaling.tailor.dev/admitted"
 
 // PodResizeStatus is the last resize tailor made to one pod.
 type PodResizeStatus struct {

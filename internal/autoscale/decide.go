@@ -54,6 +54,10 @@ type Input struct {
 	// LastResize is when tailor last resized this pod (zero: never).
 	LastResize time.Time
 	Now        time.Time
+	// Creating sizes a pod that does not run yet, at admission: it goes
+	// straight to its target (no step limits, no tolerance), has no
+	// working set to keep memory above, and restarts nothing.
+	Creating bool
 }
 
 // Skip explains a change Decide chose not to make.
@@ -422,7 +426,7 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 	if ch.RequestNow.Cmp(req) == 0 && (lim == nil || ch.LimitNow.Cmp(*lim) == 0) {
 		return nil, nil
 	}
-	if restartsFor(c, r) && (pol.AllowRestart == nil || !*pol.AllowRestart) {
+	if !in.Creating && restartsFor(c, r) && (pol.AllowRestart == nil || !*pol.AllowRestart) {
 		return nil, skip(SkipRestartNotAllowed, "%s resizePolicy is RestartContainer and the policy does not allow restarts", r)
 	}
 	return ch, nil
@@ -451,6 +455,12 @@ func (in Input) shape(r corev1.ResourceName, cur, v float64, minAllowed, maxAllo
 	if hi, ok := maxAllowed[r]; ok && v > toFloat(r, hi) {
 		v = toFloat(r, hi)
 		*notes = append(*notes, "capped at maxAllowed "+hi.String())
+	}
+	if in.Creating {
+		if v == cur {
+			return nil
+		}
+		return &v
 	}
 	v = in.step(cur, v, notes)
 	tolerance := DefaultTolerance
@@ -497,7 +507,7 @@ func (in Input) apply(r corev1.ResourceName, v, req float64, lim *resource.Quant
 	if lim != nil {
 		oldLim = toFloat(r, *lim)
 	}
-	if r == corev1.ResourceMemory {
+	if r == corev1.ResourceMemory && !in.Creating {
 		w, known := ws[name]
 		if !known && newReq < req {
 			return -1, 0

@@ -1,0 +1,143 @@
+package autoscale
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/resize"
+)
+
+// AdmitInput is what Admit plans a workload's new pods from.
+type AdmitInput struct {
+	// Template is the workload's pod template, as its controller creates
+	// pods from it.
+	Template *corev1.PodTemplateSpec
+	Spec     *v1alpha1.TailorPolicySpec
+	// Targets are the workload's recommendations by container name
+	// (status.recommendation's target); a container without one keeps its
+	// template's resources.
+	Targets map[string]Target
+	Server  resize.Version
+	Now     time.Time
+}
+
+// Admitted is what a new pod of the workload is created with.
+type Admitted struct {
+	// Containers are the containers that differ from the template, all of
+	// them or none (a pod part-changed could land in another QoS class).
+	Containers []v1alpha1.AdmittedContainer
+	// Summary says what changes, for the pod's annotation.
+	Summary string
+	// Held says why new pods keep their template's size; empty when they
+	// do not, or when the template already matches the recommendation.
+	Held string
+}
+
+// ApplyOnCreate reports whether the policy sizes new pods at admission.
+func ApplyOnCreate(spec *v1alpha1.TailorPolicySpec) bool {
+	u := spec.UpdatePolicy
+	if u != nil && u.UpdateMode == v1alpha1.UpdateModeOff {
+		return false
+	}
+	return u == nil || u.ApplyOnCreate == nil || *u.ApplyOnCreate
+}
+
+// Admit plans the resources a new pod of the template is created with: the
+// recommendation, shaped by the same rules as an in-place resize (bounds,
+// QoS class kept, limits at the ratio the template has or left alone, no
+// limit added), with what only a running pod needs left out: no step
+// limits or tolerance (the pod starts at its target), no working-set floor
+// (nothing runs yet), and no resize policy (nothing is restarted). The
+// result is then checked by the resize planner, as a resize from the
+// template's size would be.
+func Admit(in AdmitInput) (Admitted, error) {
+	var out Admitted
+	if in.Template == nil || in.Spec == nil {
+		return out, fmt.Errorf("admit: template and policy are required")
+	}
+	if !ApplyOnCreate(in.Spec) {
+		out.Held = "new pods are not sized at creation: updateMode is Off or applyOnCreate is false"
+		return out, nil
+	}
+	pod := &corev1.Pod{ObjectMeta: *in.Template.ObjectMeta.DeepCopy(), Spec: *in.Template.Spec.DeepCopy()}
+	if hasPodLevel(pod) {
+		out.Held = "the template has pod-level resources: new pods start at its size and are resized in place once running"
+		return out, nil
+	}
+	targets := map[string]Target{}
+	for name, t := range in.Targets {
+		// A container the template no longer has (renamed, removed) is
+		// not one a new pod needs sizing for.
+		if findContainer(pod, name) != nil {
+			targets[name] = t
+		}
+	}
+	if len(targets) == 0 {
+		return out, nil
+	}
+	d, err := Decide(Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true})
+	if err != nil {
+		return out, fmt.Errorf("admit: %w", err)
+	}
+	if len(d.Changes) == 0 {
+		return out, nil
+	}
+	plan, err := resize.Plan(resize.Input{Pod: pod, Desired: d.Desired, Server: in.Server})
+	if err != nil {
+		return out, fmt.Errorf("admit: %w", err)
+	}
+	if plan.Outcome == resize.Refused {
+		out.Held = fmt.Sprintf("new pods start at their template's size: the recommended size breaks rule %s (%s)", plan.Rule, plan.Message)
+		return out, nil
+	}
+	names := make([]string, 0, len(d.Desired.Containers))
+	for n := range d.Desired.Containers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var summary []string
+	for _, n := range names {
+		c := findContainer(pod, n)
+		want := d.Desired.Containers[n]
+		ac := v1alpha1.AdmittedContainer{Name: n}
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			setEntry(&ac.TemplateRequests, r, c.Resources.Requests)
+			setEntry(&ac.TemplateLimits, r, c.Resources.Limits)
+			setEntry(&ac.Requests, r, want.Requests, c.Resources.Requests)
+			setEntry(&ac.Limits, r, want.Limits, c.Resources.Limits)
+		}
+		out.Containers = append(out.Containers, ac)
+		var parts []string
+		for _, ch := range d.Changes {
+			if ch.Container != n {
+				continue
+			}
+			s := fmt.Sprintf("%s %s->%s", ch.Resource, ch.RequestBefore.String(), ch.RequestNow.String())
+			if ch.LimitNow != nil && ch.LimitBefore != nil && ch.LimitNow.Cmp(*ch.LimitBefore) != 0 {
+				s += fmt.Sprintf(" (limit %s->%s)", ch.LimitBefore.String(), ch.LimitNow.String())
+			}
+			parts = append(parts, s)
+		}
+		summary = append(summary, n+": "+strings.Join(parts, ", "))
+	}
+	out.Summary = strings.Join(summary, "; ")
+	return out, nil
+}
+
+// setEntry copies resource r into *dst from the first list that has it.
+func setEntry(dst *corev1.ResourceList, r corev1.ResourceName, from ...corev1.ResourceList) {
+	for _, l := range from {
+		if q, ok := l[r]; ok {
+			if *dst == nil {
+				*dst = corev1.ResourceList{}
+			}
+			(*dst)[r] = q.DeepCopy()
+			return
+		}
+	}
+}
