@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -104,50 +105,70 @@ func keys(m map[string][]any) []string {
 	return out
 }
 
-// TestRecreateAdmissionRender requires both installs to render the same
-// admission policy for InPlaceOrRecreate, with its binding pointing at it
-// under the install's name prefix, and neither to render it without the
-// eviction opt-in.
-func TestRecreateAdmissionRender(t *testing.T) {
+// TestAdmissionRender requires both installs to render the same admission
+// policies, each binding pointing at its policy under the install's name
+// prefix: tailor-admission (new pods at the recommendation) by default and
+// not when turned off, tailor-recreate (replacements of evicted pods) only
+// with the eviction opt-in.
+func TestAdmissionRender(t *testing.T) {
 	const namespace, release = "deploy-render", "deploy-test-render"
+	// By kind and the name's last word: admission or recreate.
 	admission := func(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
 		out := map[string]*unstructured.Unstructured{}
 		for _, o := range objs {
 			if o.GetKind() == "MutatingAdmissionPolicy" || o.GetKind() == "MutatingAdmissionPolicyBinding" {
-				out[o.GetKind()] = o
+				name := o.GetName()
+				out[o.GetKind()+"/"+name[strings.LastIndex(name, "-")+1:]] = o
 			}
 		}
 		return out
 	}
-	if got := admission(renderKustomize(t, namespace, release+"-")); len(got) != 0 {
-		t.Errorf("kustomize without the eviction component renders %d admission objects", len(got))
+	keys := func(m map[string]*unstructured.Unstructured) []string {
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
 	}
-	if got := admission(renderHelm(t, release, namespace)); len(got) != 0 {
-		t.Errorf("helm without evictions.enabled renders %d admission objects", len(got))
-	}
-	if got := admission(renderHelm(t, release, namespace, "evictions.enabled=true", "evictions.admissionPolicy=false")); len(got) != 0 {
-		t.Errorf("helm with evictions.admissionPolicy=false renders %d admission objects", len(got))
+	newPods := []string{"MutatingAdmissionPolicy/admission", "MutatingAdmissionPolicyBinding/admission"}
+	both := []string{"MutatingAdmissionPolicy/admission", "MutatingAdmissionPolicy/recreate", "MutatingAdmissionPolicyBinding/admission", "MutatingAdmissionPolicyBinding/recreate"}
+	for name, tc := range map[string]struct {
+		objs []*unstructured.Unstructured
+		want []string
+	}{
+		"kustomize default":                       {renderKustomize(t, namespace, release+"-"), newPods},
+		"helm default":                            {renderHelm(t, release, namespace), newPods},
+		"helm admission.enabled=false":            {renderHelm(t, release, namespace, "admission.enabled=false"), nil},
+		"helm evictions, admissionPolicy=false":   {renderHelm(t, release, namespace, "evictions.enabled=true", "evictions.admissionPolicy=false"), newPods},
+		"helm evictions, admission.enabled=false": {renderHelm(t, release, namespace, "evictions.enabled=true", "admission.enabled=false"), []string{"MutatingAdmissionPolicy/recreate", "MutatingAdmissionPolicyBinding/recreate"}},
+	} {
+		if diff := cmp.Diff(tc.want, keys(admission(tc.objs)), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s renders (-want,+got):\n%s", name, diff)
+		}
 	}
 	kust := admission(renderKustomize(t, namespace, release+"-", "eviction"))
 	chart := admission(renderHelm(t, release, namespace, "evictions.enabled=true"))
 	for name, objs := range map[string]map[string]*unstructured.Unstructured{"kustomize": kust, "helm": chart} {
-		policy, binding := objs["MutatingAdmissionPolicy"], objs["MutatingAdmissionPolicyBinding"]
-		if policy == nil || binding == nil {
-			t.Fatalf("%s renders policy %v and binding %v; want both", name, policy != nil, binding != nil)
+		if diff := cmp.Diff(both, keys(objs)); diff != "" {
+			t.Fatalf("%s with evictions renders (-want,+got):\n%s", name, diff)
 		}
-		if !strings.HasPrefix(policy.GetName(), release+"-") {
-			t.Errorf("%s policy %s lacks the install's prefix %s-", name, policy.GetName(), release)
-		}
-		ref, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName")
-		if ref != policy.GetName() {
-			t.Errorf("%s binding refers to policy %q; the policy is %q", name, ref, policy.GetName())
+		for _, which := range []string{"admission", "recreate"} {
+			policy, binding := objs["MutatingAdmissionPolicy/"+which], objs["MutatingAdmissionPolicyBinding/"+which]
+			if !strings.HasPrefix(policy.GetName(), release+"-") {
+				t.Errorf("%s policy %s lacks the install's prefix %s-", name, policy.GetName(), release)
+			}
+			ref, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName")
+			if ref != policy.GetName() {
+				t.Errorf("%s binding refers to policy %q; the policy is %q", name, ref, policy.GetName())
+			}
 		}
 	}
-	for _, kind := range []string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"} {
-		k, _, _ := unstructured.NestedMap(kust[kind].Object, "spec")
-		h, _, _ := unstructured.NestedMap(chart[kind].Object, "spec")
+	for _, key := range both {
+		k, _, _ := unstructured.NestedMap(kust[key].Object, "spec")
+		h, _, _ := unstructured.NestedMap(chart[key].Object, "spec")
 		if diff := cmp.Diff(k, h); diff != "" {
-			t.Errorf("%s spec, kustomize vs helm (-kustomize,+helm):\n%s", kind, diff)
+			t.Errorf("%s spec, kustomize vs helm (-kustomize,+helm):\n%s", key, diff)
 		}
 	}
 }

@@ -230,7 +230,14 @@ func TestRecreateAdmissionPolicy(t *testing.T) {
 
 func installRecreateAdmission(t *testing.T) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "components", "eviction", "recreate_admission.yaml"))
+	installAdmissionPolicy(t, filepath.Join("..", "..", "config", "components", "eviction", "recreate_admission.yaml"))
+}
+
+// installAdmissionPolicy applies a file of MutatingAdmissionPolicies and
+// their bindings for the test's duration.
+func installAdmissionPolicy(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,9 +120,10 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 	}
 	state, known := r.store.get(policy.UID)
 	sel, cached := cachedSelector(policy, state, now)
+	var template *corev1.PodTemplateSpec
 	if !cached {
 		var err error
-		if sel, err = r.selector(ctx, policy); err != nil {
+		if sel, template, err = r.selector(ctx, policy); err != nil {
 			return nil, err
 		}
 	}
@@ -155,6 +156,7 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 	}
 	if !cached {
 		state.targetRead = now
+		state.template = template
 	}
 	state.selector = sel
 	r.store.put(policy.UID, state)
@@ -230,43 +232,69 @@ func cachedSelector(policy *v1alpha1.TailorPolicy, state *policyState, now time.
 	return nil, false
 }
 
-// selector is the policy's own selector or its target's.
-func (r *Reconciler) selector(ctx context.Context, policy *v1alpha1.TailorPolicy) (labels.Selector, error) {
+// selector is the policy's own selector or its target's, with the target's
+// pod template when it has one (what new pods are sized from at admission).
+func (r *Reconciler) selector(ctx context.Context, policy *v1alpha1.TailorPolicy) (labels.Selector, *corev1.PodTemplateSpec, error) {
 	if policy.Spec.Selector != nil {
 		sel, err := metav1.LabelSelectorAsSelector(policy.Spec.Selector)
 		if err != nil {
-			return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidSelector, err: fmt.Errorf("selector: %w", err)}
+			return nil, nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidSelector, err: fmt.Errorf("selector: %w", err)}
 		}
-		return sel, nil
+		return sel, nil, nil
 	}
 	ref := policy.Spec.TargetRef
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: fmt.Errorf("targetRef.apiVersion: %w", err)}
+		return nil, nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: fmt.Errorf("targetRef.apiVersion: %w", err)}
 	}
 	target := &unstructured.Unstructured{}
 	target.SetGroupVersionKind(gv.WithKind(ref.Kind))
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: policy.Namespace, Name: ref.Name}, target); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return nil, &invalidPolicyError{reason: v1alpha1.ReasonTargetNotFound,
+			return nil, nil, &invalidPolicyError{reason: v1alpha1.ReasonTargetNotFound,
 				err: fmt.Errorf("targetRef %s %s/%s: %w", ref.Kind, policy.Namespace, ref.Name, err)}
 		}
-		return nil, fmt.Errorf("reading targetRef %s %s/%s: %w", ref.Kind, policy.Namespace, ref.Name, err)
+		return nil, nil, fmt.Errorf("reading targetRef %s %s/%s: %w", ref.Kind, policy.Namespace, ref.Name, err)
 	}
 	raw, found, err := unstructured.NestedMap(target.Object, "spec", "selector")
 	if err != nil || !found {
-		return nil, &invalidPolicyError{reason: v1alpha1.ReasonTargetNotFound,
+		return nil, nil, &invalidPolicyError{reason: v1alpha1.ReasonTargetNotFound,
 			err: fmt.Errorf("targetRef %s %s/%s has no spec.selector", ref.Kind, policy.Namespace, ref.Name)}
 	}
 	ls := &metav1.LabelSelector{}
 	if err := runtimeConvert(raw, ls); err != nil {
-		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidSelector, err: fmt.Errorf("targetRef %s/%s selector: %w", ref.Kind, ref.Name, err)}
+		return nil, nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidSelector, err: fmt.Errorf("targetRef %s/%s selector: %w", ref.Kind, ref.Name, err)}
 	}
 	sel, err := metav1.LabelSelectorAsSelector(ls)
 	if err != nil {
-		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidSelector, err: fmt.Errorf("targetRef %s/%s selector: %w", ref.Kind, ref.Name, err)}
+		return nil, nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidSelector, err: fmt.Errorf("targetRef %s/%s selector: %w", ref.Kind, ref.Name, err)}
 	}
-	return sel, nil
+	return sel, podTemplate(target), nil
+}
+
+// podTemplate is the target's spec.template cut to what sizing a new pod
+// reads (at 1,000 policies a whole template each would weigh on the
+// manager), or nil when the target has none that parses.
+func podTemplate(target *unstructured.Unstructured) *corev1.PodTemplateSpec {
+	raw, found, err := unstructured.NestedMap(target.Object, "spec", "template")
+	if err != nil || !found {
+		return nil
+	}
+	full := &corev1.PodTemplateSpec{}
+	if err := runtimeConvert(raw, full); err != nil {
+		return nil
+	}
+	slim := func(cs []corev1.Container) []corev1.Container {
+		out := make([]corev1.Container, len(cs))
+		for i, c := range cs {
+			out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, ResizePolicy: c.ResizePolicy, RestartPolicy: c.RestartPolicy}
+		}
+		return out
+	}
+	return &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: slim(full.Spec.Containers), InitContainers: slim(full.Spec.InitContainers),
+		Resources: full.Spec.Resources, OS: full.Spec.OS,
+	}}
 }
 
 // pods lists the running pods a policy selects, sorted by name.

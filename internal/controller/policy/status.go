@@ -100,6 +100,8 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, "NoUsageYet", msg, gen)
 	}
 
+	status.Admission = r.admission(policy, state, status.Recommendation, now)
+
 	status.Pods = nil
 	for _, ps := range state.pods {
 		if ps.lastResize.IsZero() || ps.result == "" {

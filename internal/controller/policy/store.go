@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -44,6 +45,10 @@ type policyState struct {
 	// targetRead is when the selector was last read from the policy's
 	// target (targetRef).
 	targetRead time.Time
+	// template is the target's pod template as last read, cut to what
+	// sizing new pods needs; nil for a selector policy or a target with
+	// none.
+	template *corev1.PodTemplateSpec
 	// configs is each container's recommender configuration, with the
 	// policy's overrides applied, by container name (PodLevelName for the
 	// pod-level resources).
