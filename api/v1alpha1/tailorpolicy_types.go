@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -83,11 +84,60 @@ type TailorPolicySpec struct {
 	// +kubebuilder:default={}
 	Behavior *Behavior `json:"behavior,omitempty"`
 
+	// startupBoost gives the pods' containers more CPU while they start,
+	// for slow starters such as JVMs: from the pod's creation (applied at
+	// admission; in place for a pod created without it, and again when a
+	// container restarts) until the pod has been Ready for duration, or
+	// until condition is True; then it is removed in place, with no
+	// restart. Only containers whose cpu resizePolicy is NotRequired are
+	// boosted (removing it must not restart them). Usage seen while a pod
+	// is boosted is not learnt as steady CPU usage.
+	// +optional
+	StartupBoost *StartupBoost `json:"startupBoost,omitempty"`
+
 	// metrics changes how this policy's usage is read. Leave it unset
 	// unless the manager's queries do not fit the series your metrics
 	// system keeps.
 	// +optional
 	Metrics *MetricsOverrides `json:"metrics,omitempty"`
+}
+
+// StartupBoost is how much more CPU a starting pod gets, and for how long.
+// The boosted request is within maxAllowed; a container's limit, if it has
+// one, keeps its ratio to the request (Guaranteed pods stay Guaranteed);
+// the node's room bounds a boost applied in place.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.factorPercent) != has(self.cpu)",message="set exactly one of factorPercent and cpu"
+type StartupBoost struct {
+	// factorPercent is the boosted CPU request in percent of the request
+	// the container would have (the recommendation, or its template's
+	// before there is one): 200 doubles it (101-1000).
+	// +optional
+	// +kubebuilder:validation:Minimum=101
+	// +kubebuilder:validation:Maximum=1000
+	FactorPercent *int32 `json:"factorPercent,omitempty"`
+
+	// cpu is the boosted CPU request as an amount, such as "1" or 1500m;
+	// a container that would ask more anyway keeps its own.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="isQuantity(string(self)) && quantity(string(self)).compareTo(quantity('0')) > 0",message="cpu must be a positive quantity such as 500m or 2"
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// duration is how long the boost lasts after the pod is Ready (or
+	// condition is True), between 0s and 1h; default 30s, for the warm-up
+	// that follows readiness.
+	// +optional
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) <= duration('1h')",message="duration must be a duration such as 30s or 2m, at most 1h"
+	Duration *metav1.Duration `json:"duration,omitempty"`
+
+	// condition names a pod condition type (such as a readiness gate) that
+	// ends the boost, duration after it turns True, instead of Ready.
+	// +optional
+	// +kubebuilder:validation:MaxLength=316
+	Condition string `json:"condition,omitempty"`
 }
 
 // MetricsOverrides changes how one policy's usage is read.
@@ -517,6 +567,11 @@ const (
 	// ConditionResizesBlocked is True when a recommended change is not
 	// applied, with the reason why (e.g. RestartNotAllowed, Infeasible).
 	ConditionResizesBlocked = "ResizesBlocked"
+	// ConditionRequestsHeldForHPA is True when a HorizontalPodAutoscaler
+	// of the target scales on the utilization of a resource: usage divided
+	// by the request, which tailor then keeps as it is, sizing only that
+	// resource's limits. The message names the HPA and the resources.
+	ConditionRequestsHeldForHPA = "RequestsHeldForHPA"
 )
 
 // Condition reasons for what the apiserver cannot check. Each comes with an
@@ -571,7 +626,8 @@ type TailorPolicyStatus struct {
 	// +optional
 	Admission *Admission `json:"admission,omitempty"`
 
-	// conditions are Ready, RecommendationProvided and ResizesBlocked.
+	// conditions are Ready, RecommendationProvided, ResizesBlocked and
+	// RequestsHeldForHPA.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -714,8 +770,15 @@ type Admission struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Summary string `json:"summary,omitempty"`
+	// boost is each container's CPU request while a new pod is boosted
+	// (spec.startupBoost), as "app=800m"; the admission policy copies it to
+	// the pod's annotation autoscaling.tailor.dev/startup-boost, from which
+	// tailor removes the boost in place once the pod has started.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Boost string `json:"boost,omitempty"`
 	// message says why new pods are created at their template's size,
-	// when they are.
+	// when they are, and which containers a startup boost leaves alone.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
@@ -745,6 +808,11 @@ type AdmittedContainer struct {
 // AdmittedAnnotation is set on a pod created at a size tailor chose: the
 // policy's name and what it applied.
 const AdmittedAnnotation = "autoscaling.tailor.dev/admitted"
+
+// BoostAnnotation is set on a pod created with a startup boost: each
+// boosted container's CPU request while boosted, as "app=800m,proxy=200m".
+// tailor reads it to remove the boost in place once the pod has started.
+const BoostAnnotation = "autoscaling.tailor.dev/startup-boost"
 
 // PodResizeStatus is the last resize tailor made to one pod.
 type PodResizeStatus struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -24,6 +25,10 @@ type AdmitInput struct {
 	Targets map[string]Target
 	Server  resize.Version
 	Now     time.Time
+	// Holds are the requests an HPA divides by: new pods keep them too.
+	Holds Holds
+	// Boost is the policy's startupBoost: new pods start boosted.
+	Boost *v1alpha1.StartupBoost
 }
 
 // Admitted is what a new pod of the workload is created with.
@@ -36,6 +41,11 @@ type Admitted struct {
 	// Held says why new pods keep their template's size; empty when they
 	// do not, or when the template already matches the recommendation.
 	Held string
+	// Boost is the value of the pod's BoostAnnotation: each boosted
+	// container's CPU request. Empty without a boost.
+	Boost string
+	// NotBoosted says which containers a boost leaves alone, and why.
+	NotBoosted []string
 }
 
 // ApplyOnCreate reports whether the policy sizes new pods at admission.
@@ -77,10 +87,12 @@ func Admit(in AdmitInput) (Admitted, error) {
 			targets[name] = t
 		}
 	}
+	boosted := in.boost(pod, targets)
+	out.NotBoosted = boosted.not
 	if len(targets) == 0 {
 		return out, nil
 	}
-	d, err := Decide(Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true})
+	d, err := Decide(Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true, Holds: in.Holds, Boost: boosted.names})
 	if err != nil {
 		return out, fmt.Errorf("admit: %w", err)
 	}
@@ -126,7 +138,63 @@ func Admit(in AdmitInput) (Admitted, error) {
 		summary = append(summary, n+": "+strings.Join(parts, ", "))
 	}
 	out.Summary = strings.Join(summary, "; ")
+	if len(boosted.names) > 0 {
+		// What each boosted container is created with, as the decision
+		// shaped it (maxAllowed, QoS): the value to take back once started.
+		values := map[string]resource.Quantity{}
+		for n := range boosted.names {
+			c := findContainer(pod, n)
+			q := c.Resources.Requests[corev1.ResourceCPU]
+			if want, ok := d.Desired.Containers[n].Requests[corev1.ResourceCPU]; ok {
+				q = want
+			}
+			values[n] = q
+		}
+		out.Boost = BoostText(values)
+		out.Summary += " (startup boost: " + out.Boost + ")"
+	}
 	return out, nil
+}
+
+type boosted struct {
+	names map[string]bool
+	not   []string
+}
+
+// boost raises the cpu targets of the pod's boostable containers to the
+// boost, from the recommendation or, before there is one, the template's
+// request.
+func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]Target) boosted {
+	var out boosted
+	if in.Boost == nil {
+		return out
+	}
+	out.names = map[string]bool{}
+	for _, c := range runningContainers(pod) {
+		pol, err := in.Spec.PolicyFor(c.Name)
+		if err != nil {
+			continue
+		}
+		if why := Boostable(c, pol); why != "" {
+			out.not = append(out.not, fmt.Sprintf("container %s is not boosted: %s", c.Name, why))
+			continue
+		}
+		if in.Holds.Holds(c.Name, corev1.ResourceCPU) {
+			out.not = append(out.not, fmt.Sprintf("container %s is not boosted: a HorizontalPodAutoscaler divides by its cpu request", c.Name))
+			continue
+		}
+		t := targets[c.Name]
+		base := c.Resources.Requests[corev1.ResourceCPU]
+		if t.CPU != nil {
+			base = *t.CPU
+		}
+		q := BoostedCPU(base, in.Boost)
+		t.CPU = &q
+		targets[c.Name] = t
+		out.names[c.Name] = true
+	}
+	sort.Strings(out.not)
+	return out
 }
 
 // setEntry copies resource r into *dst from the first list that has it.

@@ -54,6 +54,13 @@ type Input struct {
 	// LastResize is when tailor last resized this pod (zero: never).
 	LastResize time.Time
 	Now        time.Time
+	// Holds are the requests a HorizontalPodAutoscaler divides usage by:
+	// they stay, and only their limits are sized.
+	Holds Holds
+	// Boost names the containers whose cpu target is a startup boost being
+	// applied or removed: it goes straight to its value, with no step
+	// limits or tolerance.
+	Boost map[string]bool
 	// Creating sizes a pod that does not run yet, at admission: it goes
 	// straight to its target (no step limits, no tolerance), has no
 	// working set to keep memory above, and restarts nothing.
@@ -89,6 +96,9 @@ const (
 	// SkipPodLevelLimit: a container's raise the pod-level limit, which
 	// the policy does not control, cannot hold.
 	SkipPodLevelLimit SkipReason = "PodLevelLimit"
+	// SkipHPA: the request is held for a HorizontalPodAutoscaler and there
+	// is no limit tailor may size instead.
+	SkipHPA SkipReason = "HPAUtilization"
 )
 
 // Change is one resource of one container, before and after.
@@ -100,6 +110,9 @@ type Change struct {
 	LimitBefore, LimitNow *resource.Quantity
 	// Notes say which rule shaped the value (bounds, step, floor).
 	Notes []string
+	// RequestHeld: the request stays for a HorizontalPodAutoscaler; only
+	// the limit moves.
+	RequestHeld bool
 }
 
 // Decision is what to ask Kubernetes for, and what was held back and why.
@@ -317,6 +330,13 @@ func (in Input) keepQoS(d *Decision, before corev1.PodQOSClass) {
 			if ch.LimitNow == nil || ch.RequestNow.Cmp(*ch.LimitNow) < 0 {
 				return
 			}
+			if ch.RequestHeld {
+				// The request may not move: the limit stays just above.
+				q := justAbove(ch.Resource, ch.RequestNow)
+				ch.LimitNow = &q
+				ch.Notes = append(ch.Notes, "limit kept just above the held request: at the request the pod would become Guaranteed")
+				return
+			}
 			ch.RequestNow = justBelow(ch.Resource, *ch.LimitNow)
 			ch.Notes = append(ch.Notes, fmt.Sprintf("request kept just below the %s limit: at the limit the pod would become Guaranteed", ch.LimitNow.String()))
 		}
@@ -370,6 +390,16 @@ func (in Input) after(d *Decision) corev1.PodQOSClass {
 	return qosutil.ComputePodQOS(p)
 }
 
+// justAbove is the smallest value of the resource's resolution above v: a
+// millicore for cpu, a MiB for memory.
+func justAbove(r corev1.ResourceName, v resource.Quantity) resource.Quantity {
+	if r == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(v.MilliValue()+1, resource.DecimalSI)
+	}
+	const mi = 1 << 20
+	return *resource.NewQuantity((v.Value()/mi+1)*mi, resource.BinarySI)
+}
+
 // justBelow is the largest value of the resource's resolution under limit:
 // a millicore for cpu, a MiB for memory (a byte when the limit is smaller).
 func justBelow(r corev1.ResourceName, limit resource.Quantity) resource.Quantity {
@@ -406,13 +436,24 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		lim = &l
 	}
 	ch := &Change{Container: c.Name, Resource: r, RequestBefore: req, LimitBefore: lim}
-	v := in.shape(r, toFloat(r, req), toFloat(r, target), pol.MinAllowed, pol.MaxAllowed, &ch.Notes)
+	direct := in.Creating || (r == corev1.ResourceCPU && in.Boost[c.Name])
+	v := in.shape(r, toFloat(r, req), toFloat(r, target), pol.MinAllowed, pol.MaxAllowed, direct, &ch.Notes)
 	if v == nil {
 		return nil, in.withinTolerance(c.Name, r, toFloat(r, req), toFloat(r, target), pol)
 	}
 	newReq, newLim := in.apply(r, *v, toFloat(r, req), lim, controlsLimits(pol), in.WorkingSet, c.Name, bound(r, pol.MaxAllowed), &ch.Notes)
 	if newReq < 0 {
 		return nil, skip(SkipNoWorkingSet, "memory not lowered: the container's working set is unknown")
+	}
+	if in.Holds.Holds(c.Name, r) {
+		if lim == nil || !controlsLimits(pol) {
+			return nil, skip(SkipHPA, "%s request kept for the HorizontalPodAutoscaler, which scales on its utilization, and no %s limit to size instead", r, r)
+		}
+		// The limit follows the recommendation as it would have, but
+		// never below the request it must stay above.
+		newReq, newLim = toFloat(r, req), max(newLim, toFloat(r, req))
+		ch.RequestHeld = true
+		ch.Notes = append(ch.Notes, "request kept for the HorizontalPodAutoscaler: only the limit is sized")
 	}
 	ch.RequestNow = fromFloat(r, newReq)
 	if lim != nil {
@@ -447,7 +488,8 @@ func controlsLimits(pol v1alpha1.ContainerPolicy) bool {
 
 // shape applies bounds, step limits and tolerance to a target request v
 // against the current request cur. Nil means the change is not worth making.
-func (in Input) shape(r corev1.ResourceName, cur, v float64, minAllowed, maxAllowed corev1.ResourceList, notes *[]string) *float64 {
+// A direct change (a pod being created, a startup boost) takes bounds only.
+func (in Input) shape(r corev1.ResourceName, cur, v float64, minAllowed, maxAllowed corev1.ResourceList, direct bool, notes *[]string) *float64 {
 	if lo, ok := minAllowed[r]; ok && v < toFloat(r, lo) {
 		v = toFloat(r, lo)
 		*notes = append(*notes, "raised to minAllowed "+lo.String())
@@ -456,7 +498,7 @@ func (in Input) shape(r corev1.ResourceName, cur, v float64, minAllowed, maxAllo
 		v = toFloat(r, hi)
 		*notes = append(*notes, "capped at maxAllowed "+hi.String())
 	}
-	if in.Creating {
+	if direct {
 		if v == cur {
 			return nil
 		}

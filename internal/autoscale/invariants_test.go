@@ -122,8 +122,11 @@ func TestDecidePolicyInvariants(t *testing.T) {
 			t.Fatalf("case %d (seed %d): %s", i, caseSeed, msg)
 		}
 	}
-	t.Logf("%d generated cases (seed %d): %d resizes checked, %d replacements checked, %d held, %d pod-level, %d requests-only", cases, seed,
-		stats["resizes"], stats["replacements"], stats["held"], stats["podLevel"], stats["requestsOnly"])
+	t.Logf("%d generated cases (seed %d): %d resizes checked, %d replacements checked, %d held, %d pod-level, %d requests-only, %d limits sized under an HPA's held request", cases, seed,
+		stats["resizes"], stats["replacements"], stats["held"], stats["podLevel"], stats["requestsOnly"], stats["heldRequests"])
+	if stats["heldRequests"] == 0 {
+		t.Errorf("no limit sized under a held request: the generator no longer exercises HPA holds")
+	}
 	if stats["resizes"] < cases/4 {
 		t.Errorf("only %d resizes in %d cases: the generator no longer exercises the decision", stats["resizes"], cases)
 	}
@@ -170,7 +173,9 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 		if in.InFlight {
 			return fmt.Sprintf("pod %s resized while in flight", a.Pod.Name)
 		}
-		if bad := checkAction(spec, in, a, input.MemoryFloorHeadroom); len(bad) > 0 {
+		bad := checkAction(spec, in, a, input.MemoryFloorHeadroom)
+		bad = append(bad, checkHolds(input.Holds, a)...)
+		if len(bad) > 0 {
 			return fmt.Sprintf("pod %s: %s\npod: %s\ndecision: %s", a.Pod.Name, strings.Join(bad, "; "), podText(a.Pod), describeDesired(a.Decision))
 		}
 		need := a.Plan.Headroom.Needed
@@ -182,6 +187,11 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 			}
 		}
 		stats["resizes"]++
+		for _, ch := range a.Decision.All() {
+			if ch.RequestHeld {
+				stats["heldRequests"]++
+			}
+		}
 		if a.Pod.Spec.Resources != nil {
 			stats["podLevel"]++
 		}
@@ -199,7 +209,7 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 	// whole recommendation, no room counted, under the same promises.
 	for _, p := range pods {
 		full, err := autoscale.Decide(autoscale.Input{Pod: p.Pod, Spec: spec, Targets: p.Targets, PodTarget: p.PodTarget,
-			WorkingSet: p.WorkingSet, MemoryFloorHeadroom: input.MemoryFloorHeadroom, Now: input.Now})
+			WorkingSet: p.WorkingSet, MemoryFloorHeadroom: input.MemoryFloorHeadroom, Now: input.Now, Holds: input.Holds})
 		if err != nil {
 			return fmt.Sprintf("Decide for a replacement of %s: %v", p.Pod.Name, err)
 		}
@@ -210,7 +220,8 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 		if err != nil {
 			return fmt.Sprintf("Plan for a replacement of %s: %v", p.Pod.Name, err)
 		}
-		if bad := checkAction(spec, p, autoscale.Action{Pod: p.Pod, Decision: full, Plan: plan}, input.MemoryFloorHeadroom); len(bad) > 0 {
+		action := autoscale.Action{Pod: p.Pod, Decision: full, Plan: plan}
+		if bad := append(checkAction(spec, p, action, input.MemoryFloorHeadroom), checkHolds(input.Holds, action)...); len(bad) > 0 {
 			return fmt.Sprintf("replacement of %s: %s\npod: %s\ndecision: %s", p.Pod.Name, strings.Join(bad, "; "), podText(p.Pod), describeDesired(full))
 		}
 		stats["replacements"]++
@@ -292,4 +303,27 @@ func allowsRestart(pol v1alpha1.ContainerPolicy) bool {
 
 func controlsLimits(pol v1alpha1.ContainerPolicy) bool {
 	return pol.ControlledValues == nil || *pol.ControlledValues == v1alpha1.ControlledValuesRequestsAndLimits
+}
+
+// checkHolds: a request an HPA divides by never moves, in a container or
+// at the pod level.
+func checkHolds(h autoscale.Holds, a autoscale.Action) []string {
+	var bad []string
+	for _, cc := range a.Plan.Containers {
+		for r := range cc.Before.Requests {
+			b, n := cc.Before.Requests[r], cc.After.Requests[r]
+			if h.Holds(cc.Name, r) && b.Cmp(n) != 0 {
+				bad = append(bad, fmt.Sprintf("container %s %s request %s -> %s is held for the HPA", cc.Name, r, b.String(), n.String()))
+			}
+		}
+	}
+	if pl := a.Plan.PodLevel; pl != nil && pl.Before != nil && pl.After != nil {
+		for r := range h.All {
+			b, n := pl.Before.Requests[r], pl.After.Requests[r]
+			if b.Cmp(n) != 0 {
+				bad = append(bad, fmt.Sprintf("pod-level %s request %s -> %s is held for the HPA", r, b.String(), n.String()))
+			}
+		}
+	}
+	return bad
 }

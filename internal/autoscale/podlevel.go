@@ -48,6 +48,21 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 		if !ok {
 			continue
 		}
+		if in.Holds.All[r] {
+			// The HPA divides by the pod's request: it stays, and with it
+			// the pod-level limit, which decides alongside it; the
+			// containers' changes only as far as they still fit inside.
+			why := fmt.Sprintf("pod-level %s kept for the HorizontalPodAutoscaler, which scales on its utilization", r)
+			d.Skips = append(d.Skips, Skip{Container: PodLevelName, Resource: r, Reason: SkipHPA, Message: why})
+			var lim *resource.Quantity
+			if l, ok := pr.Limits[r]; ok {
+				lim = &l
+			}
+			if !in.podHolds(d, r, req, lim) {
+				in.dropContainerRaises(d, r, SkipHPA, why)
+			}
+			continue
+		}
 		var lim *resource.Quantity
 		if l, ok := pr.Limits[r]; ok {
 			lim = &l
@@ -61,7 +76,7 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 		}
 		if t := in.PodTarget.of(r); t != nil && controls(star, r) {
 			minAllowed, maxAllowed := in.podBounds(r)
-			if v := in.shape(r, cur, toFloat(r, *t), minAllowed, maxAllowed, &ch.Notes); v != nil {
+			if v := in.shape(r, cur, toFloat(r, *t), minAllowed, maxAllowed, in.Creating, &ch.Notes); v != nil {
 				ws := map[string]resource.Quantity{}
 				if w, ok := in.podWorkingSet(); ok {
 					ws[PodLevelName] = w

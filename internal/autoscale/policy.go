@@ -26,6 +26,9 @@ type PodInput struct {
 	// RaiseSince is when the evidence for a pending raise was first seen;
 	// the oldest is served first.
 	RaiseSince time.Time
+	// Boost names the containers whose cpu target is a startup boost
+	// applied or removed (Input.Boost).
+	Boost map[string]bool
 }
 
 // PolicyInput is everything one sync of a policy decides on; the controller
@@ -39,6 +42,9 @@ type PolicyInput struct {
 	Server              resize.Version
 	MemoryFloorHeadroom float64
 	Now                 time.Time
+	// Holds are the requests HorizontalPodAutoscalers of the workload
+	// divide usage by (HPAHolds).
+	Holds Holds
 }
 
 // Action is a resize to send now.
@@ -213,6 +219,6 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 func (in PolicyInput) podInput(p PodInput, room corev1.ResourceList) Input {
 	return Input{
 		Pod: p.Pod, Spec: in.Spec, Targets: p.Targets, PodTarget: p.PodTarget, WorkingSet: p.WorkingSet,
-		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Room: room, LastResize: p.LastResize, Now: in.Now,
+		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Room: room, LastResize: p.LastResize, Now: in.Now, Holds: in.Holds, Boost: p.Boost,
 	}
 }

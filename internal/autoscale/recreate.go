@@ -210,6 +210,8 @@ type RecreateInput struct {
 	// them (RecreateNeedNodes), since listing them costs.
 	Nodes []NodePods
 	Now   time.Time
+	// Holds are as for PolicyInput: the replacement keeps those requests.
+	Holds Holds
 }
 
 // RecreateStep is what to do about the pod now.
@@ -278,7 +280,7 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	// shaped by the same rules as an in-place resize and checked by the
 	// planner, so it is never admitted in another QoS class.
 	full, err := Decide(Input{Pod: p, Spec: in.Spec, Targets: in.Pod.Targets, WorkingSet: in.Pod.WorkingSet,
-		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now})
+		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now, Holds: in.Holds})
 	if err != nil {
 		return RecreateDecision{}, fmt.Errorf("deciding the replacement's resources: %w", err)
 	}

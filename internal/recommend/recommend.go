@@ -69,6 +69,16 @@ type Advice struct {
 	stabilization time.Duration
 }
 
+// Needed is what the usage seen needs (its peak plus margin, within the
+// configured range) whatever the current value, and false when nothing has
+// been seen: the value a container goes back to from a temporary one.
+func (a Advice) Needed() (float64, bool) {
+	if a.why.empty {
+		return 0, false
+	}
+	return a.why.needed(), true
+}
+
 // Recommender holds the validated configuration shared by many states.
 type Recommender struct {
 	cfg        Config

@@ -52,7 +52,26 @@ func Case(seed uint64) autoscale.PolicyInput {
 		Server:              server,
 		MemoryFloorHeadroom: 0.1,
 		Now:                 now,
+		Holds:               g.holds(),
 	}
+}
+
+// holds draws what a HorizontalPodAutoscaler scaling on utilization would
+// hold: nothing in most cases, else a resource in every container, or in
+// one container.
+func (g gen) holds() autoscale.Holds {
+	var h autoscale.Holds
+	r := corev1.ResourceCPU
+	if g.chance(0.3) {
+		r = corev1.ResourceMemory
+	}
+	switch g.r.IntN(4) {
+	case 0:
+		h.All = map[corev1.ResourceName]bool{r: true}
+	case 1:
+		h.Containers = map[string]map[corev1.ResourceName]bool{fmt.Sprintf("c%d", g.r.IntN(2)): {r: true}}
+	}
+	return h
 }
 
 var (
