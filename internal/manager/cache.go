@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
 )
 
@@ -89,8 +90,13 @@ func slimPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
 		Labels:            p.Labels,
 		OwnerReferences:   p.OwnerReferences,
 	}
-	if v, ok := p.Annotations[mirrorPod]; ok {
-		s.Annotations = map[string]string{mirrorPod: v}
+	for _, k := range []string{mirrorPod, v1alpha1.BoostAnnotation} {
+		if v, ok := p.Annotations[k]; ok {
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations[k] = v
+		}
 	}
 	for _, mf := range p.ManagedFields {
 		if mf.Manager == actuator.FieldManager && mf.Subresource == "resize" {
@@ -136,11 +142,15 @@ func slimPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
 		InitContainerStatuses: slimStatuses(p.Status.InitContainerStatuses, lists),
 		ContainerStatuses:     slimStatuses(p.Status.ContainerStatuses, lists),
 	}
+	// The kubelet's own conditions but Ready and the resize ones say
+	// nothing tailor reads; any other (a readiness gate's) may end a
+	// startup boost.
 	for _, c := range p.Status.Conditions {
 		switch c.Type {
-		case corev1.PodReady, corev1.PodResizePending, corev1.PodResizeInProgress:
-			s.Status.Conditions = append(s.Status.Conditions, c)
+		case corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReadyToStartContainers, corev1.DisruptionTarget:
+			continue
 		}
+		s.Status.Conditions = append(s.Status.Conditions, c)
 	}
 	return s
 }

@@ -251,11 +251,22 @@ func TestSlimPodDropsWhatTailorDoesNotRead(t *testing.T) {
 		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: &at, FieldsV1: fields},
 		{Manager: "tailor", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "resize", Time: &at, FieldsV1: fields},
 	}
+	// What ends a startup boost, and what it was: kept.
+	p.Annotations[v1alpha1.BoostAnnotation] = "app=400m"
+	gate := corev1.PodCondition{Type: "example.com/warm", Status: corev1.ConditionTrue, LastTransitionTime: at}
+	p.Status.Conditions = append(p.Status.Conditions, gate)
 	got, err := trim(p.DeepCopy(), newListTable(listTableSize))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := got.(*corev1.Pod)
+	if diff := cmp.Diff(map[string]string{v1alpha1.BoostAnnotation: "app=400m"}, s.Annotations); diff != "" {
+		t.Errorf("annotations (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(gate, s.Status.Conditions[len(s.Status.Conditions)-1]); diff != "" {
+		t.Errorf("readiness gate condition (-want,+got):\n%s", diff)
+	}
+	s.Annotations, s.Status.Conditions = nil, s.Status.Conditions[:len(s.Status.Conditions)-1]
 	want := []metav1.ManagedFieldsEntry{{Manager: "tailor", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "resize", Time: &at}}
 	if diff := cmp.Diff(want, s.ManagedFields); diff != "" {
 		t.Errorf("managedFields (-want,+got):\n%s", diff)

@@ -205,6 +205,24 @@ func TestRejected(t *testing.T) {
 			},
 		},
 
+		// Startup boost.
+		"startupBoost with both a factor and an amount": {
+			spec: withTarget(`startupBoost: {factorPercent: 200, cpu: "1"}`),
+			want: []string{`spec.startupBoost: Invalid value: set exactly one of factorPercent and cpu`},
+		},
+		"startupBoost with neither": {
+			spec: withTarget(`startupBoost: {duration: 30s}`),
+			want: []string{`spec.startupBoost: Invalid value: set exactly one of factorPercent and cpu`},
+		},
+		"startupBoost factor that is no boost": {
+			spec: withTarget(`startupBoost: {factorPercent: 100}`),
+			want: []string{`spec.startupBoost.factorPercent: Invalid value: 100: spec.startupBoost.factorPercent in body should be greater than or equal to 101`},
+		},
+		"startupBoost duration above 1h": {
+			spec: withTarget(`startupBoost: {cpu: "2", duration: 2h}`),
+			want: []string{`spec.startupBoost.duration: Invalid value: "2h": duration must be a duration such as 30s or 2m, at most 1h`},
+		},
+
 		// Behavior.
 		"recreateAfter is not a duration": {
 			spec: withTarget(`updatePolicy: {updateMode: InPlaceOrRecreate, recreateAfter: soon}`),

@@ -75,6 +75,8 @@ var always = slices.Concat(
 	accesses([]string{"get"}, "apps", "daemonsets", "", otherNamespace),
 	accesses([]string{"get"}, "apps", "replicasets", "", otherNamespace),
 	accesses([]string{"get"}, "batch", "jobs", "", otherNamespace),
+	// HorizontalPodAutoscalers, from the cache: which requests they divide by.
+	accesses([]string{"get", "list", "watch"}, "autoscaling", "horizontalpodautoscalers", "", otherNamespace),
 )
 
 // leaderElection is the Lease and its events in the install's namespace.
@@ -111,6 +113,8 @@ var never = slices.Concat(
 	accesses([]string{"list", "update", "patch", "delete"}, "apps", "deployments", "", otherNamespace),
 	accesses([]string{"update", "patch"}, "apps", "deployments", "scale", otherNamespace),
 	accesses([]string{"list", "delete"}, "batch", "jobs", "", otherNamespace),
+	// HPAs are read, never changed.
+	accesses([]string{"create", "update", "patch", "delete"}, "autoscaling", "horizontalpodautoscalers", "", otherNamespace),
 	// Nodes are read only.
 	accesses([]string{"update", "patch", "delete"}, "", "nodes", "", ""),
 	accesses([]string{"patch"}, "", "nodes", "status", ""),

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
@@ -17,7 +18,7 @@ var admittedKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "Da
 // created with, planned from the target's template as last read and the
 // workload's recommendation. Nil in mode Off, so the admission policy has
 // nothing to apply.
-func (r *Reconciler) admission(policy *v1alpha1.TailorPolicy, state *policyState, rec *v1alpha1.Recommendation, now time.Time) *v1alpha1.Admission {
+func (r *Reconciler) admission(policy *v1alpha1.TailorPolicy, state *policyState, rec *v1alpha1.Recommendation, holds autoscale.Holds, now time.Time) *v1alpha1.Admission {
 	spec := &policy.Spec
 	if policyMode(policy) == v1alpha1.UpdateModeOff {
 		return nil
@@ -37,12 +38,14 @@ func (r *Reconciler) admission(policy *v1alpha1.TailorPolicy, state *policyState
 	case state.template == nil:
 		out.Message = fmt.Sprintf("%s %s has no pod template", ref.Kind, ref.Name)
 		return out
-	case rec == nil:
+	case rec == nil && spec.StartupBoost == nil:
 		out.Message = "no recommendation yet: new pods start at their template's size"
 		return out
 	}
+	// Before a recommendation, a startup boost still applies, to the
+	// template's requests.
 	targets := map[string]autoscale.Target{}
-	for _, cr := range rec.ContainerRecommendations {
+	for _, cr := range recommendations(rec) {
 		if cr.ContainerName == autoscale.PodLevelName {
 			continue
 		}
@@ -55,14 +58,27 @@ func (r *Reconciler) admission(policy *v1alpha1.TailorPolicy, state *policyState
 		}
 		targets[cr.ContainerName] = t
 	}
-	got, err := autoscale.Admit(autoscale.AdmitInput{Template: state.template, Spec: spec, Targets: targets, Server: r.Actuator.Server.Version, Now: now})
+	got, err := autoscale.Admit(autoscale.AdmitInput{Template: state.template, Spec: spec, Targets: targets,
+		Server: r.Actuator.Server.Version, Now: now, Holds: holds, Boost: spec.StartupBoost})
 	if err != nil {
 		out.Message = truncate("new pods start at their template's size: "+err.Error(), 1024)
 		return out
 	}
-	out.Containers, out.Summary, out.Message = got.Containers, truncate(got.Summary, 1024), truncate(got.Held, 1024)
-	if len(out.Containers) == 0 && out.Message == "" {
-		out.Message = "the template's resources match the recommendation"
+	out.Containers, out.Summary, out.Boost = got.Containers, truncate(got.Summary, 1024), got.Boost
+	msg := got.Held
+	if len(out.Containers) == 0 && msg == "" {
+		msg = "the template's resources match the recommendation"
 	}
+	if len(got.NotBoosted) > 0 {
+		msg = strings.TrimPrefix(msg+"; "+strings.Join(got.NotBoosted, "; "), "; ")
+	}
+	out.Message = truncate(msg, 1024)
 	return out
+}
+
+func recommendations(rec *v1alpha1.Recommendation) []v1alpha1.RecommendedContainerResources {
+	if rec == nil {
+		return nil
+	}
+	return rec.ContainerRecommendations
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,6 +42,12 @@ type syncInput struct {
 	// everyNode is every node with its pods, read at most once per sync
 	// and only when a pod may be evicted to be recreated elsewhere.
 	everyNode []autoscale.NodePods
+	// hpa describes the HorizontalPodAutoscalers of the target, for the
+	// RequestsHeldForHPA condition; empty when there are none.
+	hpa string
+	// notBoosted says which containers the startup boost leaves alone, and
+	// why, for the Ready condition.
+	notBoosted map[string]bool
 }
 
 // gather reads what the policy's sync needs: its configuration, its running
@@ -75,11 +82,14 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	usage = sane(usage, capacity)
 	state.problems = usage.Problems
 	r.reportMetrics(policy, state, wasDown, wasRejecting)
-	r.learn(state, pods, usage, now)
+	r.learn(state, &policy.Spec, pods, usage, now)
 
-	in := &syncInput{state: state, pods: pods, usage: usage, advice: map[types.UID]podAdvice{}}
+	in := &syncInput{state: state, pods: pods, usage: usage, advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}}
 	in.decision = autoscale.PolicyInput{
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
+	}
+	if in.decision.Holds, in.hpa, err = r.hpaHolds(ctx, policy); err != nil {
+		return nil, err
 	}
 	for _, p := range pods {
 		ps := state.pod(p)
@@ -89,10 +99,14 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 			ps.lastResize = last
 		}
 		a := r.recommend(state, &policy.Spec, p, usage, now)
+		boost, notBoosted := r.startupBoost(state, &policy.Spec, p, &a, in.decision.Holds, now)
+		for _, n := range notBoosted {
+			in.notBoosted[n] = true
+		}
 		in.advice[p.UID] = a
 		in.decision.Pods = append(in.decision.Pods, autoscale.PodInput{
 			Pod: p, Targets: a.targets, PodTarget: a.podTarget, WorkingSet: a.workingSet,
-			LastResize: ps.lastResize, InFlight: inFlight(p), RaiseSince: ps.raiseSince,
+			LastResize: ps.lastResize, InFlight: inFlight(p), RaiseSince: ps.raiseSince, Boost: boost,
 		})
 	}
 	if policyMode(policy) != v1alpha1.UpdateModeOff {
@@ -312,6 +326,21 @@ func (r *Reconciler) pods(ctx context.Context, state *policyState) ([]*corev1.Po
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// hpaHolds reads the HorizontalPodAutoscalers of the policy's namespace
+// from the cache (an informer of every HPA in the cluster: there are few)
+// and says which requests those scaling its target hold.
+func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy) (autoscale.Holds, string, error) {
+	if policy.Spec.TargetRef == nil {
+		return autoscale.Holds{}, "", nil
+	}
+	var list autoscalingv2.HorizontalPodAutoscalerList
+	if err := r.Client.List(ctx, &list, client.InNamespace(policy.Namespace)); err != nil {
+		return autoscale.Holds{}, "", fmt.Errorf("listing HorizontalPodAutoscalers of namespace %s: %w", policy.Namespace, err)
+	}
+	holds, text := autoscale.HPAHolds(policy.Spec.TargetRef, list.Items)
+	return holds, text, nil
 }
 
 // nodes reads each node the pods run on once, with the pods bound to it. A

@@ -22,7 +22,10 @@ import (
 // must hold what its busiest sibling does; sample-to-sample jitter is then
 // measured on that one series, not across pods. The pod-level state learns
 // the largest pod's total.
-func (r *Reconciler) learn(state *policyState, pods []*corev1.Pod, usage metrics.Result, now time.Time) {
+//
+// A pod in its startup boost teaches memory but not CPU: what it burns while
+// starting, on lent CPU, is not what it needs once running.
+func (r *Reconciler) learn(state *policyState, spec *v1alpha1.TailorPolicySpec, pods []*corev1.Pod, usage metrics.Result, now time.Time) {
 	type agg struct {
 		at        time.Time
 		cpu, mem  float64
@@ -37,7 +40,8 @@ func (r *Reconciler) learn(state *policyState, pods []*corev1.Pod, usage metrics
 		}
 		a, ok := byName[name]
 		if !ok {
-			a = &agg{}
+			// -1: no CPU reading yet, which AddSample skips.
+			a = &agg{cpu: -1}
 			byName[name] = a
 		}
 		if t.After(a.at) {
@@ -69,19 +73,29 @@ func (r *Reconciler) learn(state *policyState, pods []*corev1.Pod, usage metrics
 		var podAt time.Time
 		complete := true
 		names := metrics.Containers(p)
+		starting, ends := autoscale.Starting(p, spec.StartupBoost, now)
 		for _, c := range names {
 			u, ok := usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
 			if !ok {
 				complete = false
 				continue
 			}
-			add(c, u.Time, u.CPU, u.Memory, u.Throttled, limited(p, c, corev1.ResourceCPU))
+			// A sample taken while boosted may arrive after the boost
+			// ended (cAdvisor's figures trail by 10-20s): its time says.
+			cpu, throttled := u.CPU, u.Throttled
+			if starting || (!ends.IsZero() && !u.Time.After(ends)) {
+				cpu, throttled = -1, nil
+			}
+			add(c, u.Time, cpu, u.Memory, throttled, limited(p, c, corev1.ResourceCPU))
 			podCPU, podMem = podCPU+u.CPU, podMem+u.Memory
 			if u.Time.After(podAt) {
 				podAt = u.Time
 			}
 		}
 		if p.Spec.Resources != nil && complete && len(names) > 0 {
+			if starting || (!ends.IsZero() && !podAt.After(ends)) {
+				podCPU = -1
+			}
 			add(autoscale.PodLevelName, podAt, podCPU, podMem, nil, 0)
 		}
 	}

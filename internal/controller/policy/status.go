@@ -64,7 +64,11 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 				}
 				continue
 			}
-			cur.CPU = max(cur.CPU, requested(p, n, corev1.ResourceCPU))
+			// A starting pod's CPU is lent by the startup boost: it is not
+			// what new pods are sized from.
+			if starting, _ := autoscale.Starting(p, policy.Spec.StartupBoost, now); !starting {
+				cur.CPU = max(cur.CPU, requested(p, n, corev1.ResourceCPU))
+			}
 			cur.Memory = max(cur.Memory, requested(p, n, corev1.ResourceMemory))
 		}
 		last := state.workload[n].state.Recommend(cur, time.Time{}, now)
@@ -100,7 +104,19 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, "NoUsageYet", msg, gen)
 	}
 
-	status.Admission = r.admission(policy, state, status.Recommendation, now)
+	status.Admission = r.admission(policy, state, status.Recommendation, in.decision.Holds, now)
+	if in.hpa != "" && !in.decision.Holds.Empty() {
+		setCondition(status, v1alpha1.ConditionRequestsHeldForHPA, metav1.ConditionTrue, "HPAUtilization", in.hpa, gen)
+	} else {
+		msg := "no HorizontalPodAutoscaler scales the target"
+		if policy.Spec.TargetRef == nil {
+			msg = "a selector policy names no workload a HorizontalPodAutoscaler could scale"
+		}
+		if in.hpa != "" {
+			msg = in.hpa
+		}
+		setCondition(status, v1alpha1.ConditionRequestsHeldForHPA, metav1.ConditionFalse, "NoUtilizationHPA", msg, gen)
+	}
 
 	status.Pods = nil
 	for _, ps := range state.pods {
@@ -141,6 +157,14 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	ready := fmt.Sprintf("%d pod(s) selected; usage from %s", len(pods), r.Source.Name())
 	if state.metricsIgnored != "" {
 		ready += "; " + state.metricsIgnored
+	}
+	if len(in.notBoosted) > 0 {
+		notes := make([]string, 0, len(in.notBoosted))
+		for n := range in.notBoosted {
+			notes = append(notes, n)
+		}
+		sort.Strings(notes)
+		ready += "; startup boost: " + strings.Join(notes, "; ")
 	}
 	if held := heldFor(state.problems); held != "" {
 		ready += "; " + held + ": held"

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -125,6 +126,16 @@ type podState struct {
 	// still stand, so one state gives one event and one count, not one per
 	// sync; standing are those seen in the current sync.
 	reported, standing map[string]bool
+	// boosts are the containers boosted in place (a pod created without a
+	// boost, a restarted container), to take back once the pod has
+	// started; a boost given at admission is read from the pod's
+	// annotation instead.
+	boosts map[string]boostRecord
+}
+
+// boostRecord is a CPU request boosted in place: to what, and from what.
+type boostRecord struct {
+	to, from resource.Quantity
 }
 
 func (s *store) get(uid types.UID) (*policyState, bool) {
