@@ -163,9 +163,12 @@ func TestAdmissionPolicy(t *testing.T) {
 
 // deployment creates a Deployment of replicas loadgen pods labelled
 // app=<name>, with c's args and resources.
-func deployment(t *testing.T, ns, name string, replicas int32, c *builder.ContainerWrapper) *appsv1.Deployment {
+func deployment(t *testing.T, ns, name string, replicas int32, c *builder.ContainerWrapper, mutate ...func(*corev1.PodSpec)) *appsv1.Deployment {
 	t.Helper()
 	template := labelled(ns, name, c)
+	for _, m := range mutate {
+		m(&template.Spec)
+	}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1.DeploymentSpec{

@@ -5,6 +5,11 @@
 //	GET /cpu?millicores=1500     burn 1.5 cores (0 stops)
 //	GET /memory?size=300Mi       hold 300 MiB of touched memory (0 frees it)
 //	GET /status                  current settings as JSON
+//	GET /healthz                 200 once started (see --start-work)
+//
+// --start-work makes it a slow starter, as a JVM warming up is: it burns that
+// much CPU time (on two threads) before /healthz answers 200, so how fast it
+// becomes Ready depends on the CPU its cgroup allows.
 package main
 
 import (
@@ -21,6 +26,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -113,6 +119,7 @@ func main() {
 	listen := flag.String("listen", ":8080", "HTTP address for load control")
 	cpu := flag.String("cpu", "0", "initial CPU to burn, as a quantity (500m, 1.5)")
 	mem := flag.String("memory", "0", "initial memory to hold, as a quantity (64Mi)")
+	startWork := flag.Duration("start-work", 0, "CPU time to burn before reporting healthy, as a slow starter does (e.g. 3s)")
 	flag.Parse()
 
 	l := &load{}
@@ -147,7 +154,22 @@ func main() {
 		writeStatus(w, l)
 	})
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) { writeStatus(w, l) })
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	var started atomic.Bool
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !started.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	go func() {
+		t0 := time.Now()
+		if err := warmUp(*startWork); err != nil {
+			log.Printf("start work: %v", err)
+		}
+		started.Store(true)
+		log.Printf("started after %s (%s of CPU time)", time.Since(t0).Round(time.Millisecond), *startWork)
+	}()
 
 	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -160,6 +182,48 @@ func main() {
 	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Print(err)
 		os.Exit(1)
+	}
+}
+
+// warmUp burns work of CPU time on two threads, measured by the process's
+// own CPU clock, so a throttled cgroup stretches it in wall time.
+func warmUp(work time.Duration) error {
+	if work <= 0 {
+		return nil
+	}
+	cpuTime := func() (time.Duration, error) {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			return 0, err
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+	}
+	start, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := 0
+			for !done.Load() {
+				for range 100000 {
+					x++
+				}
+			}
+		}()
+	}
+	for {
+		time.Sleep(20 * time.Millisecond)
+		now, err := cpuTime()
+		if err != nil || now-start >= work {
+			done.Store(true)
+			wg.Wait()
+			return err
+		}
 	}
 }
 

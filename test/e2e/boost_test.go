@@ -1,0 +1,148 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+// slowStarter is the load generator burning 3s of CPU time (on two
+// threads) before its readiness probe passes: 15s at its 200m limit.
+func slowStarter() *builder.ContainerWrapper {
+	return app().Args("--listen=:8080", "--start-work=3s").Requests("100m", "64Mi").Limits("200m", "128Mi")
+}
+
+func readinessProbe(spec *corev1.PodSpec) {
+	spec.Containers[0].ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
+		PeriodSeconds: 1,
+	}
+}
+
+// startOne scales the Deployment from 0 to 1 and returns its pod once
+// Ready, with the time from the scale-up to Ready as the test saw it.
+func startOne(t *testing.T, ns, name string) (*corev1.Pod, time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	if _, err := clientset.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pod *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil || len(list.Items) != 1 {
+			return false, err
+		}
+		pod = &list.Items[0]
+		return podReady(pod), nil
+	})
+	if err != nil {
+		t.Fatalf("%s: no Ready pod: %v", name, err)
+	}
+	return pod, time.Since(start)
+}
+
+// A slow starter (3s of CPU time before it is Ready, at a 200m limit) is
+// started once at its template's size (a policy in mode Off), then under a
+// policy with a 4x startup boost for 10s after Ready: the boosted pod is
+// admitted at 400m/800m, becomes Ready in well under half the time, and the
+// boost is taken back in place once it has been Ready for 10s, with no
+// restart, the cgroup's CPU quota back at the unboosted limit. Both times
+// to Ready are logged.
+func TestStartupBoost(t *testing.T) {
+	ns := newNamespace(t)
+	c := startManager(t)
+	installAdmission(t)
+	ctx := context.Background()
+
+	run := func(name string, mode v1alpha1.UpdateMode, boost *v1alpha1.StartupBoost) (*corev1.Pod, time.Duration, func(string) *corev1.Pod) {
+		deployment(t, ns, name, 0, slowStarter(), readinessProbe)
+		applyPolicy(t, c, ns, name, func(s *v1alpha1.TailorPolicySpec) {
+			s.Selector = nil
+			s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
+			s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+				ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
+			}}}
+			s.StartupBoost = boost
+			s.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: mode}
+		})
+		waitPolicy(t, c, ns, name, time.Minute, "the policy read, and any boost in status.admission", func(p *v1alpha1.TailorPolicy) bool {
+			return p.Status.ObservedGeneration > 0 && (boost == nil || (p.Status.Admission != nil && p.Status.Admission.Boost != ""))
+		})
+		admitted := watchAdmitted(t, ns, name)
+		pod, d := startOne(t, ns, name)
+		return pod, d, admitted
+	}
+
+	// Without a boost, and without tailor acting (mode Off): the start at
+	// the template's size. (tailor's own raise on throttling would shorten
+	// it, by a margin that depends on when the kubelet's figures come.)
+	_, plain, _ := run("plain", v1alpha1.UpdateModeOff, nil)
+	boosted, fast, admitted := run("boosted", v1alpha1.UpdateModeInPlace, &v1alpha1.StartupBoost{FactorPercent: ptr(int32(400)), Duration: &metav1.Duration{Duration: 10 * time.Second}})
+	t.Logf("time to Ready: %s at the template's 100m/200m, %s with a 4x startup boost", plain.Round(100*time.Millisecond), fast.Round(100*time.Millisecond))
+
+	created := admitted(boosted.Name)
+	res := created.Spec.Containers[0].Resources
+	if res.Requests.Cpu().String() != "400m" || res.Limits.Cpu().String() != "800m" {
+		t.Errorf("boosted pod created with cpu %s/%s; want 400m/800m (the template's 100m/200m, 4x)", res.Requests.Cpu(), res.Limits.Cpu())
+	}
+	if got := created.Annotations[v1alpha1.BoostAnnotation]; got != "app=400m" {
+		t.Errorf("boosted pod annotation %s=%q; want app=400m", v1alpha1.BoostAnnotation, got)
+	}
+	if fast >= plain/2 {
+		t.Errorf("boosted pod Ready after %s, unboosted after %s: the boost did not speed the start", fast, plain)
+	}
+
+	// Taken back in place once Ready for 10s.
+	readySince := time.Now()
+	after := waitPod(t, boosted, 90*time.Second, "the boost taken back", func(p *corev1.Pod) bool {
+		return p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() < 400 && resizeSettled(p)
+	})
+	if held := time.Since(readySince); held < 8*time.Second {
+		t.Errorf("boost taken back %s after Ready; the policy lends it for 10s", held)
+	}
+	req, lim := after.Spec.Containers[0].Resources.Requests.Cpu(), after.Spec.Containers[0].Resources.Limits.Cpu()
+	t.Logf("boost taken back %s after the pod was seen Ready: cpu %s/%s", time.Since(readySince).Round(time.Second), req, lim)
+	if lim.MilliValue() != 2*req.MilliValue() {
+		t.Errorf("cpu %s/%s after the boost: the template's 1:2 ratio is lost", req, lim)
+	}
+	if after.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("container restarted %d times", after.Status.ContainerStatuses[0].RestartCount)
+	}
+	waitCgroup(t, after, "app", "cpu", "cpu.cfs_quota_us", lim.MilliValue()*100)
+	p := &v1alpha1.TailorPolicy{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "boosted"}, p); err != nil {
+		t.Fatal(err)
+	}
+	if ready := apimeta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady); ready == nil || strings.Contains(ready.Message, "not boosted") {
+		t.Errorf("Ready condition %s", mustJSON(ready))
+	}
+}
+
+// resizeSettled: the kubelet has applied the pod's spec (no resize
+// pending or in progress).
+func resizeSettled(p *corev1.Pod) bool {
+	if p.Status.ObservedGeneration < p.Generation {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress {
+			return false
+		}
+	}
+	return true
+}
