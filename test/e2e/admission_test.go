@@ -132,27 +132,13 @@ func TestAdmissionPolicy(t *testing.T) {
 			want: asCreated,
 		},
 	}
-	text := func(r corev1.ResourceRequirements) string {
-		return fmt.Sprintf("%s/%s %s/%s", r.Requests.Cpu(), r.Requests.Memory(), r.Limits.Cpu(), r.Limits.Memory())
-	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got want
-			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
-				created, err := clientset.CoreV1().Pods(ns).Create(ctx, tc.pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-				if err != nil {
-					return false, err
-				}
-				got = want{app: text(created.Spec.Containers[0].Resources), note: created.Annotations[v1alpha1.AdmittedAnnotation]}
-				for _, ic := range created.Spec.InitContainers {
-					switch ic.Name {
-					case "proxy":
-						got.proxy = text(ic.Resources)
-					case "setup":
-						got.setup = text(ic.Resources)
-					}
-				}
-				return got == tc.want, nil
+			err := admitUntil(ctx, tc.pod, func(created *corev1.Pod) bool {
+				cs := containersText(created)
+				got = want{app: cs["app"], proxy: cs["proxy"], setup: cs["setup"], note: created.Annotations[v1alpha1.AdmittedAnnotation]}
+				return got == tc.want
 			})
 			if err != nil {
 				t.Errorf("admitted with %+v, want %+v: %v", got, tc.want, err)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	podutil "k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/test/builder"
@@ -48,7 +49,7 @@ func startOne(t *testing.T, ns, name string) (*corev1.Pod, time.Duration) {
 			return false, err
 		}
 		pod = &list.Items[0]
-		return podReady(pod), nil
+		return podutil.IsPodReady(pod), nil
 	})
 	if err != nil {
 		t.Fatalf("%s: no Ready pod: %v", name, err)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	podutil "k8s.io/kubectl/pkg/util/podutils"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
@@ -135,7 +136,7 @@ func runHPARamp(t *testing.T, c client.Client, ns, name string, withPolicy bool)
 				run.cpuRequests[ctr.Resources.Requests.Cpu().String()] = true
 			}
 			generations[p.Name] = max(generations[p.Name], p.Generation)
-			if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" && podReady(p) {
+			if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" && podutil.IsPodReady(p) {
 				ready = append(ready, p)
 			}
 		}
@@ -188,15 +189,6 @@ func runHPARamp(t *testing.T, c client.Client, ns, name string, withPolicy bool)
 		return err == nil && len(list.Items) == 0, nil
 	})
 	return run
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // A Deployment with an HPA on cpu utilization, under the same shared load

@@ -194,38 +194,44 @@ func TestRecreateAdmissionPolicy(t *testing.T) {
 			want: asCreated,
 		},
 	}
-	text := func(r corev1.ResourceRequirements) string {
-		return fmt.Sprintf("%s/%s %s/%s", r.Requests.Cpu(), r.Requests.Memory(), r.Limits.Cpu(), r.Limits.Memory())
-	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got want
-			// The apiserver reads the policy from its own informer: the
-			// status written above reaches admission within moments.
-			err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
-				created, err := clientset.CoreV1().Pods(ns).Create(ctx, tc.pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-				if err != nil {
-					return false, err
-				}
-				if len(created.Spec.Containers) != 1 || len(created.Spec.InitContainers) != 2 {
-					return false, fmt.Errorf("admitted with %d containers and %d init containers, want 1 and 2", len(created.Spec.Containers), len(created.Spec.InitContainers))
-				}
-				got = want{app: text(created.Spec.Containers[0].Resources)}
-				for _, ic := range created.Spec.InitContainers {
-					switch ic.Name {
-					case "proxy":
-						got.proxy = text(ic.Resources)
-					case "setup":
-						got.setup = text(ic.Resources)
-					}
-				}
-				return got == tc.want, nil
+			err := admitUntil(ctx, tc.pod, func(created *corev1.Pod) bool {
+				cs := containersText(created)
+				got = want{app: cs["app"], proxy: cs["proxy"], setup: cs["setup"]}
+				return got == tc.want
 			})
 			if err != nil {
 				t.Errorf("admitted with %+v, want %+v: %v", got, tc.want, err)
 			}
 		})
 	}
+}
+
+// admitUntil creates pod with dryRun=All, which runs mutating admission and
+// stores nothing, until check accepts the pod admission made, for up to
+// 15s: the apiserver reads the policies from its own informer, which the
+// status written by a test reaches within moments.
+func admitUntil(ctx context.Context, pod *corev1.Pod, check func(*corev1.Pod) bool) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		created, err := clientset.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		return check(created), nil
+	})
+}
+
+// containersText is each container's and init container's requests and
+// limits, as "cpu/memory cpu/memory", by name.
+func containersText(p *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.Containers...), p.Spec.InitContainers...) {
+		r := c.Resources
+		out[c.Name] = fmt.Sprintf("%s/%s %s/%s", r.Requests.Cpu(), r.Requests.Memory(), r.Limits.Cpu(), r.Limits.Memory())
+	}
+	return out
 }
 
 func installRecreateAdmission(t *testing.T) {
