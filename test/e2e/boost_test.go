@@ -125,6 +125,12 @@ func TestStartupBoost(t *testing.T) {
 		t.Errorf("container restarted %d times", after.Status.ContainerStatuses[0].RestartCount)
 	}
 	waitCgroup(t, after, "app", "cpu", "cpu.cfs_quota_us", lim.MilliValue()*100)
+	// What it burnt while boosted was not learnt: no raise follows once
+	// the kubelet's figures covering the boost have come and gone.
+	time.Sleep(30 * time.Second)
+	if later := reread(t, after); later.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() >= 400 {
+		t.Errorf("cpu raised again to %s after the boost: the CPU burnt while starting was learnt", later.Spec.Containers[0].Resources.Requests.Cpu())
+	}
 	p := &v1alpha1.TailorPolicy{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "boosted"}, p); err != nil {
 		t.Fatal(err)
@@ -146,4 +152,14 @@ func resizeSettled(p *corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// reread is the pod as the apiserver has it now.
+func reread(t *testing.T, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	got, err := clientset.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,6 +116,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// they do not trigger another sync.
 		For(&v1alpha1.TailorPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.policiesForPod), builder.WithPredicates(podChangeMatters)).
+		// An HPA created, changed or deleted changes which requests are
+		// held at once; watching also starts its informer with the
+		// manager, so missing RBAC stops the start instead of a sync.
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.policiesForHPA), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("tailorpolicy").
 		Complete(r)
 }
@@ -206,6 +211,26 @@ func (r *Reconciler) policiesForPod(_ context.Context, o client.Object) []reconc
 	var out []reconcile.Request
 	for _, key := range r.store.selecting(o.GetNamespace(), labels.Set(o.GetLabels())) {
 		out = append(out, reconcile.Request{NamespacedName: key})
+	}
+	return out
+}
+
+// policiesForHPA maps an HPA to the policies of its namespace whose
+// targetRef is the workload it scales.
+func (r *Reconciler) policiesForHPA(ctx context.Context, o client.Object) []reconcile.Request {
+	hpa, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
+	if !ok {
+		return nil
+	}
+	var list v1alpha1.TailorPolicyList
+	if err := r.Client.List(ctx, &list, client.InNamespace(hpa.Namespace)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, p := range list.Items {
+		if ref := p.Spec.TargetRef; ref != nil && ref.Kind == hpa.Spec.ScaleTargetRef.Kind && ref.Name == hpa.Spec.ScaleTargetRef.Name {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+		}
 	}
 	return out
 }

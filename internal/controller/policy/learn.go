@@ -80,10 +80,11 @@ func (r *Reconciler) learn(state *policyState, spec *v1alpha1.TailorPolicySpec, 
 				complete = false
 				continue
 			}
-			// A sample taken while boosted may arrive after the boost
-			// ended (cAdvisor's figures trail by 10-20s): its time says.
+			// A sample covering any of the boost may arrive after it
+			// ended (cAdvisor's figures trail by 10-20s, and a rate spans
+			// two of them): where its window began says.
 			cpu, throttled := u.CPU, u.Throttled
-			if starting || (!ends.IsZero() && !u.Time.After(ends)) {
+			if starting || (!ends.IsZero() && !u.Time.Add(-u.Window).After(ends)) {
 				cpu, throttled = -1, nil
 			}
 			add(c, u.Time, cpu, u.Memory, throttled, limited(p, c, corev1.ResourceCPU))
