@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/internal/report"
+)
+
+func init() { verbs = append(verbs, newReportCommand) }
+
+// ReportAPIVersion versions the JSON form of `tailor report`; a change that
+// renames or removes a field bumps it.
+const ReportAPIVersion = "report.tailor.dev/v1"
+
+// ReportOptions holds `tailor report` flags and state.
+type ReportOptions struct {
+	configFlags   *genericclioptions.ConfigFlags
+	streams       genericiooptions.IOStreams
+	Selector      string
+	AllNamespaces bool
+	Output        string
+	PrometheusURL string
+	Window        string
+
+	window  time.Duration
+	clients *clients
+	client  client.Client
+	now     func() time.Time
+}
+
+func newReportCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ReportOptions{configFlags: flags, streams: streams, now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "report [-n NS | -A] [-l selector] [-o table|json|csv]",
+		Short: "Show each workload's requests against tailor's recommendation, and what moving to it would save",
+		Long: `Show, for every workload's containers, the requests and limits they have,
+tailor's recommendation, the difference across the replicas, and why.
+
+A workload a TailorPolicy selects (in any mode, Off included) takes the
+policy's recommendation. With --prometheus-url, every workload's usage over
+--window is read too: workloads without a policy get what tailor's
+recommender makes of it, so the value shows before anything is installed,
+and every row's reason gives the p95 and peak CPU, throttling and peak
+memory. -o json and -o csv are stable schemas (docs/report.md).`,
+		Example: `  tailor report -n shop
+  tailor report -A -o csv > sizes.csv
+  tailor report -n shop --prometheus-url http://localhost:9090 --window 7d`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "label selector for the pods to report on")
+	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "report on every namespace")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "output format: table, json or csv")
+	cmd.Flags().StringVar(&o.PrometheusURL, "prometheus-url", "", "a Prometheus scraping the kubelets' cAdvisor: read each workload's usage history from it")
+	cmd.Flags().StringVar(&o.Window, "window", "7d", "how much history to read from Prometheus, as a Prometheus duration (7d, 48h)")
+	return cmd
+}
+
+// Complete fills in what the flags imply.
+func (o *ReportOptions) Complete(_ []string) error {
+	c, err := newClients(o.configFlags)
+	if err != nil {
+		return err
+	}
+	o.clients = c
+	cfg, err := o.configFlags.ToRESTConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	scheme, err := manager.Scheme()
+	if err != nil {
+		return err
+	}
+	if o.client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return fmt.Errorf("creating client for %s: %w", cfg.Host, err)
+	}
+	return nil
+}
+
+// Validate checks flag values.
+func (o *ReportOptions) Validate() error {
+	switch o.Output {
+	case "table", "json", "csv":
+	default:
+		return usageErrorf("unknown output format %q: use table, json or csv", o.Output)
+	}
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return usageErrorf("invalid selector %q: %v", o.Selector, err)
+	}
+	d, err := model.ParseDuration(o.Window)
+	if err != nil || d <= 0 {
+		return usageErrorf("invalid --window %q: use a Prometheus duration such as 7d or 48h", o.Window)
+	}
+	o.window = time.Duration(d)
+	if o.window < report.Step {
+		return usageErrorf("--window %s is shorter than one %s step of history", o.Window, report.Step)
+	}
+	return nil
+}
+
+// Run reads pods, policies and, if asked, the history; then prints.
+func (o *ReportOptions) Run(ctx context.Context) error {
+	ns := o.clients.namespace
+	var opts []client.ListOption
+	if !o.AllNamespaces {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	var pods corev1.PodList
+	podOpts := opts
+	if o.Selector != "" {
+		sel, _ := labels.Parse(o.Selector)
+		podOpts = append(append([]client.ListOption(nil), opts...), client.MatchingLabelsSelector{Selector: sel})
+	}
+	if err := o.client.List(ctx, &pods, podOpts...); err != nil {
+		return explainAPIError(err, "list", "pods", ns)
+	}
+	var policies v1alpha1.TailorPolicyList
+	if err := o.client.List(ctx, &policies, opts...); err != nil && !meta.IsNoMatchError(err) {
+		// Without the CRD there are no policies: the report still works
+		// from the history.
+		return explainAPIError(err, "list", "tailorpolicies", ns)
+	}
+	workloads := report.Group(pods.Items)
+	report.Match(workloads, policies.Items)
+	now := o.now()
+	if o.PrometheusURL != "" {
+		c, err := api.NewClient(api.Config{Address: o.PrometheusURL})
+		if err != nil {
+			return fmt.Errorf("--prometheus-url %q: %w", o.PrometheusURL, err)
+		}
+		if err := report.ReadHistory(ctx, promv1.NewAPI(c), workloads, o.window, now); err != nil {
+			return fmt.Errorf("prometheus at %s: %w", o.PrometheusURL, err)
+		}
+	}
+	rows, err := report.Build(workloads, recommend.DefaultConfig(), o.window, now)
+	if err != nil {
+		return err
+	}
+	return printReport(o.streams.Out, rows, o.Output, o.AllNamespaces)
+}
+
+// ReportList is the JSON form of `tailor report`.
+type ReportList struct {
+	APIVersion string       `json:"apiVersion"`
+	Items      []report.Row `json:"items"`
+}
+
+// reportColumns is the CSV header; each row follows it.
+var reportColumns = []string{"namespace", "kind", "workload", "container", "replicas",
+	"cpu_request", "cpu_limit", "cpu_recommended", "memory_request_bytes", "memory_limit_bytes", "memory_recommended_bytes",
+	"savings_cpu_cores", "savings_memory_bytes", "source", "reason"}
+
+func printReport(w io.Writer, rows []report.Row, output string, allNamespaces bool) error {
+	switch output {
+	case "json":
+		if rows == nil {
+			rows = []report.Row{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(ReportList{APIVersion: ReportAPIVersion, Items: rows})
+	case "csv":
+		cw := csv.NewWriter(w)
+		if err := cw.Write(reportColumns); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			rec := []string{r.Namespace, r.Kind, r.Workload, r.Container, strconv.Itoa(r.Replicas),
+				cores(r.Requests), cores(r.Limits), cores(r.Recommended),
+				bytesOf(r.Requests), bytesOf(r.Limits), bytesOf(r.Recommended),
+				strconv.FormatFloat(r.SavingsCPU, 'f', 3, 64), strconv.FormatFloat(r.SavingsMemory, 'f', 0, 64), r.Source, r.Reason}
+			if err := cw.Write(rec); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	tw := printers.GetNewTabWriter(w)
+	header := "WORKLOAD\tCONTAINER\tREPLICAS\tCPU\tCPU REC\tMEMORY\tMEMORY REC\tSAVES\tSOURCE\tREASON"
+	if allNamespaces {
+		header = "NAMESPACE\t" + header
+	}
+	fmt.Fprintln(tw, header)
+	var cpu, mem float64
+	for _, r := range rows {
+		line := fmt.Sprintf("%s/%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", strings.ToLower(r.Kind), r.Workload, r.Container, r.Replicas,
+			quantity(r.Requests, corev1.ResourceCPU), quantity(r.Recommended, corev1.ResourceCPU),
+			quantity(r.Requests, corev1.ResourceMemory), quantity(r.Recommended, corev1.ResourceMemory),
+			savingsText(r.SavingsCPU, r.SavingsMemory, r.Recommended), orDash(r.Source), r.Reason)
+		if allNamespaces {
+			line = r.Namespace + "\t" + line
+		}
+		fmt.Fprintln(tw, line)
+		cpu, mem = cpu+r.SavingsCPU, mem+r.SavingsMemory
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rows) > 0 {
+		fmt.Fprintf(w, "\nmoving every request to its recommendation would free %s\n", savingsText(cpu, mem, corev1.ResourceList{"": resource.Quantity{}}))
+	}
+	return nil
+}
+
+func quantity(l corev1.ResourceList, r corev1.ResourceName) string {
+	if q, ok := l[r]; ok {
+		return q.String()
+	}
+	return "-"
+}
+
+func cores(l corev1.ResourceList) string {
+	if q, ok := l[corev1.ResourceCPU]; ok {
+		return strconv.FormatFloat(float64(q.MilliValue())/1000, 'f', 3, 64)
+	}
+	return ""
+}
+
+func bytesOf(l corev1.ResourceList) string {
+	if q, ok := l[corev1.ResourceMemory]; ok {
+		return strconv.FormatInt(q.Value(), 10)
+	}
+	return ""
+}
+
+// savingsText is "0.6 cores, 424Mi"; a negative figure is what the
+// recommendation would take more.
+func savingsText(cpu, mem float64, rec corev1.ResourceList) string {
+	if len(rec) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f cores, %s", cpu, resource.NewQuantity(int64(mem), resource.BinarySI).String())
+}

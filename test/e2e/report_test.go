@@ -1,0 +1,126 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/cli"
+	"github.com/tailorhq/tailor/internal/report"
+)
+
+// runReport runs `tailor report` in-process against the local cluster.
+func runReport(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	args = append([]string{"report", "--kubeconfig", *kubeconfig}, args...)
+	code := cli.Execute("tailor", args, nil, &out, &errOut)
+	if code != 0 {
+		t.Logf("tailor %v -> exit %d; stderr: %s", args, code, errOut.String())
+	}
+	return out.String(), code
+}
+
+// `tailor report` on the local cluster: a Deployment a TailorPolicy in mode
+// Off selects shows the policy's recommendation and what moving to it
+// saves; with Prometheus (the add-on), a Deployment without a policy gets
+// what tailor's recommender makes of its history, with its p95 and peak.
+// The table, JSON and CSV say the same.
+func TestReport(t *testing.T) {
+	ns := newNamespace(t)
+	c := startManager(t)
+	deployment(t, ns, "sized", 2, app().Args("--listen=:8080", "--cpu=150m", "--memory=24Mi").Requests("500m", "256Mi").Limits("1", "512Mi"))
+	deployment(t, ns, "bare", 1, app().Args("--listen=:8080", "--cpu=100m", "--memory=24Mi").Requests("1", "512Mi"))
+	applyPolicy(t, c, ns, "sized", func(s *v1alpha1.TailorPolicySpec) {
+		s.Selector = nil
+		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "sized"}
+		s.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: v1alpha1.UpdateModeOff}
+	})
+	p := waitPolicy(t, c, ns, "sized", 3*time.Minute, "a recommendation in mode Off", func(p *v1alpha1.TailorPolicy) bool {
+		rec := p.Status.Recommendation
+		if rec == nil || len(rec.ContainerRecommendations) == 0 {
+			return false
+		}
+		_, cpu := rec.ContainerRecommendations[0].Target[corev1.ResourceCPU]
+		_, mem := rec.ContainerRecommendations[0].Target[corev1.ResourceMemory]
+		return cpu && mem
+	})
+	args := []string{"-n", ns}
+	prom := os.Getenv("TAILOR_PROMETHEUS_URL")
+	if prom != "" {
+		args = append(args, "--prometheus-url", prom, "--window", "15m")
+	}
+
+	var rows map[string]report.Row
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Second, 4*time.Minute, true, func(context.Context) (bool, error) {
+		out, code := runReport(t, append(args, "-o", "json")...)
+		if code != 0 {
+			return false, nil
+		}
+		var list cli.ReportList
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatalf("report -o json: %v\n%s", err, out)
+		}
+		if list.APIVersion != cli.ReportAPIVersion {
+			t.Fatalf("apiVersion %q", list.APIVersion)
+		}
+		rows = map[string]report.Row{}
+		for _, r := range list.Items {
+			rows[r.Workload] = r
+		}
+		// The policy's recommendation may move between reads: wait for
+		// the report to show the one the policy holds, and Prometheus's
+		// history to reach the report when it runs.
+		return rows["bare"].Source == "history" || prom == "", nil
+	})
+	if err != nil {
+		t.Fatalf("report never showed the history of bare: %v; rows %s", err, mustJSON(rows))
+	}
+	sized := rows["sized"]
+	t.Logf("sized: %s", mustJSON(sized))
+	if sized.Source != "policy sized (Off)" || sized.Replicas != 2 || sized.Kind != "Deployment" {
+		t.Errorf("sized: source %q, %d replicas, kind %s", sized.Source, sized.Replicas, sized.Kind)
+	}
+	target := p.Status.Recommendation.ContainerRecommendations[0].Target
+	recCPU, want := sized.Recommended[corev1.ResourceCPU], target[corev1.ResourceCPU]
+	if recCPU.MilliValue() < 150 || recCPU.MilliValue() >= 500 {
+		t.Errorf("sized cpu recommended %s (the policy said %s moments before); want above the 150m used, below the 500m asked", recCPU.String(), want.String())
+	}
+	if got := 2 * float64(500-recCPU.MilliValue()) / 1000; sized.SavingsCPU < got-0.001 || sized.SavingsCPU > got+0.001 {
+		t.Errorf("sized saves %.3f cores; two replicas at 500m moved to %s free %.3f", sized.SavingsCPU, recCPU.String(), got)
+	}
+	if prom != "" {
+		bare := rows["bare"]
+		t.Logf("bare: %s", mustJSON(bare))
+		cpu := bare.Recommended[corev1.ResourceCPU]
+		if cpu.MilliValue() <= 100 || cpu.MilliValue() >= 1000 {
+			t.Errorf("bare cpu recommended %s from a history of 100m", cpu.String())
+		}
+		if !strings.Contains(bare.Reason, "p95 CPU") || !strings.Contains(bare.Reason, "memory peak") {
+			t.Errorf("bare reason %q; want the p95 and peaks", bare.Reason)
+		}
+		if bare.SavingsCPU <= 0 {
+			t.Errorf("bare saves %.3f cores asking 1 core for 100m", bare.SavingsCPU)
+		}
+	}
+	table, code := runReport(t, args...)
+	if code != 0 || !strings.Contains(table, "deployment/sized") || !strings.Contains(table, "policy sized (Off)") || !strings.Contains(table, "would free") {
+		t.Errorf("report table (exit %d):\n%s", code, table)
+	}
+	t.Logf("report:\n%s", table)
+	csvOut, code := runReport(t, append(args, "-o", "csv")...)
+	lines := strings.Split(strings.TrimSpace(csvOut), "\n")
+	if code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "namespace,kind,workload,container,replicas,") {
+		t.Errorf("report csv (exit %d):\n%s", code, csvOut)
+	}
+}
