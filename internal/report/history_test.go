@@ -41,7 +41,9 @@ func TestPodPattern(t *testing.T) {
 // At each step the busiest pod's value counts; broken readings are dropped.
 func TestMaxMerge(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	at := func(m int) model.Time { return model.TimeFromUnixNano(t0.Add(time.Duration(m) * time.Minute).UnixNano()) }
+	at := func(m int) model.Time {
+		return model.TimeFromUnixNano(t0.Add(time.Duration(m) * time.Minute).UnixNano())
+	}
 	got := maxMerge(nil, []model.SamplePair{{Timestamp: at(0), Value: 0.1}, {Timestamp: at(5), Value: 0.3}})
 	got = maxMerge(got, []model.SamplePair{{Timestamp: at(0), Value: 0.2}, {Timestamp: at(5), Value: 0.1}, {Timestamp: at(10), Value: model.SampleValue(-1)}, {Timestamp: at(15), Value: 0.4}})
 	want := []Sample{{Time: t0, Value: 0.2}, {Time: t0.Add(5 * time.Minute), Value: 0.3}, {Time: t0.Add(15 * time.Minute), Value: 0.4}}
