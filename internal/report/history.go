@@ -61,7 +61,7 @@ func ReadHistory(ctx context.Context, api promv1.API, workloads []*Workload, win
 			}
 			return nil, ""
 		}
-		merge := func(v model.Value, into func(h *History) *[]Sample) {
+		merge := func(v model.Value, rate bool, into func(h *History) *[]Sample) {
 			matrix, ok := v.(model.Matrix)
 			if !ok {
 				return
@@ -71,12 +71,16 @@ func ReadHistory(ctx context.Context, api promv1.API, workloads []*Workload, win
 				if w == nil {
 					continue
 				}
+				points := s.Values
+				if rate {
+					points = matureRates(points, r.Start)
+				}
 				h := w.history(c)
-				*into(h) = maxMerge(*into(h), s.Values)
+				*into(h) = maxMerge(*into(h), points)
 			}
 		}
-		merge(cpu, func(h *History) *[]Sample { return &h.CPU })
-		merge(mem, func(h *History) *[]Sample { return &h.Memory })
+		merge(cpu, true, func(h *History) *[]Sample { return &h.CPU })
+		merge(mem, false, func(h *History) *[]Sample { return &h.Memory })
 		if vec, ok := thr.(model.Vector); ok {
 			for _, s := range vec {
 				w, c := owner(s.Metric)
@@ -101,6 +105,26 @@ func (w *Workload) history(container string) *History {
 		w.History[container] = h
 	}
 	return h
+}
+
+// rateWindow is the range of the CPU query's rate().
+const rateWindow = 5 * time.Minute
+
+// matureRates drops the rates of a series' first rateWindow, unless it
+// already ran when the history begins: Prometheus divides a rate by its
+// whole range, so a container younger than the range reads low (a minute
+// old, at a fifth of its use).
+func matureRates(points []model.SamplePair, start time.Time) []model.SamplePair {
+	if len(points) == 0 || !points[0].Timestamp.Time().After(start) {
+		return points
+	}
+	born := points[0].Timestamp.Time()
+	for i, p := range points {
+		if p.Timestamp.Time().Sub(born) >= rateWindow {
+			return points[i:]
+		}
+	}
+	return nil
 }
 
 // maxMerge adds points to samples, keeping the larger value where both

@@ -51,3 +51,19 @@ func TestMaxMerge(t *testing.T) {
 		t.Errorf("merged (-want,+got):\n%s", diff)
 	}
 }
+
+// A series born inside the history has its first rateWindow of rates
+// dropped; one already there when the history begins keeps them all.
+func TestMatureRates(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	at := func(m int) model.Time {
+		return model.TimeFromUnixNano(t0.Add(time.Duration(m) * time.Minute).UnixNano())
+	}
+	points := []model.SamplePair{{Timestamp: at(10), Value: 0.02}, {Timestamp: at(15), Value: 0.1}, {Timestamp: at(20), Value: 0.1}}
+	if got := matureRates(points, t0); len(got) != 2 || got[0].Timestamp != at(15) {
+		t.Errorf("young series: kept %v", got)
+	}
+	if got := matureRates(points, t0.Add(10*time.Minute)); len(got) != 3 {
+		t.Errorf("series older than the history: kept %v", got)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
@@ -179,14 +181,36 @@ func mode(p *v1alpha1.TailorPolicy) v1alpha1.UpdateMode {
 	return p.Spec.UpdatePolicy.UpdateMode
 }
 
+// fromPolicy is the request the policy's recommendation converges to: what
+// the usage needs (its lowerBound) within the policy's bounds. The target
+// may still hold a higher value while a lowering waits out its
+// stabilization window; that wait is the policy's pace, not its estimate.
 func fromPolicy(p *v1alpha1.TailorPolicy, container string) corev1.ResourceList {
 	if p.Status.Recommendation == nil {
 		return nil
 	}
 	for _, cr := range p.Status.Recommendation.ContainerRecommendations {
-		if cr.ContainerName == container {
-			return cr.Target.DeepCopy()
+		if cr.ContainerName != container {
+			continue
 		}
+		out := corev1.ResourceList{}
+		pol, err := p.Spec.PolicyFor(container)
+		for r, t := range cr.Target {
+			q := t
+			if lo, ok := cr.LowerBound[r]; ok {
+				q = lo
+			}
+			if err == nil {
+				if m, ok := pol.MinAllowed[r]; ok && q.Cmp(m) < 0 {
+					q = m
+				}
+				if m, ok := pol.MaxAllowed[r]; ok && q.Cmp(m) > 0 {
+					q = m
+				}
+			}
+			out[r] = q.DeepCopy()
+		}
+		return out
 	}
 	return nil
 }
@@ -205,22 +229,16 @@ func policyReason(p *v1alpha1.TailorPolicy, container string, rec corev1.Resourc
 			if !ok {
 				continue
 			}
-			s := fmt.Sprintf("%s %s (safe from %s)", r, t.String(), qtext(cr.LowerBound, r))
-			if u, ok := cr.UncappedTarget[r]; ok && u.Cmp(t) != 0 {
-				s += fmt.Sprintf(", %s before the policy's bounds", u.String())
+			q := rec[r]
+			s := fmt.Sprintf("%s needs %s", r, q.String())
+			if t.Cmp(q) != 0 {
+				s += fmt.Sprintf(" (the policy's target is %s for now)", t.String())
 			}
 			parts = append(parts, s)
 		}
-		return "peak usage plus margin: " + strings.Join(parts, ", ")
+		return "peak usage plus margin: " + strings.Join(parts, "; ")
 	}
 	return ""
-}
-
-func qtext(l corev1.ResourceList, r corev1.ResourceName) string {
-	if q, ok := l[r]; ok {
-		return q.String()
-	}
-	return "?"
 }
 
 // fromHistory feeds the history to a fresh recommender state, as the
@@ -289,12 +307,8 @@ func historyReason(h History, window time.Duration) string {
 	return strings.Join(parts, "; ")
 }
 
-func days(d time.Duration) string {
-	if d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return d.String()
-}
+// days writes a window as Prometheus does: 7d, 48h, 15m.
+func days(d time.Duration) string { return model.Duration(d).String() }
 
 func percentile(xs []Sample, q float64) float64 {
 	vs := make([]float64, len(xs))

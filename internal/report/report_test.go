@@ -50,7 +50,7 @@ func TestBuild(t *testing.T) {
 		Spec: v1alpha1.TailorPolicySpec{TargetRef: &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
 			UpdatePolicy: &v1alpha1.UpdatePolicy{UpdateMode: v1alpha1.UpdateModeOff}},
 		Status: v1alpha1.TailorPolicyStatus{Recommendation: &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.RecommendedContainerResources{{
-			ContainerName: "app", Target: builder.List("200m", "300Mi"), LowerBound: builder.List("150m", "250Mi"), UncappedTarget: builder.List("200m", "300Mi"),
+			ContainerName: "app", Target: builder.List("500m", "300Mi"), LowerBound: builder.List("200m", "300Mi"), UncappedTarget: builder.List("500m", "300Mi"),
 		}}}}}
 	Match(workloads, []v1alpha1.TailorPolicy{off})
 	rows, err := Build(workloads, recommend.DefaultConfig(), 7*24*time.Hour, now)
@@ -68,7 +68,7 @@ func TestBuild(t *testing.T) {
 	if r.SavingsCPU != 0.6 || r.SavingsMemory != 2*212*(1<<20) {
 		t.Errorf("savings %v cores, %v bytes; want 0.6 and %d", r.SavingsCPU, r.SavingsMemory, 2*212*(1<<20))
 	}
-	if want := "peak usage plus margin: cpu 200m (safe from 150m), memory 300Mi (safe from 250Mi)"; r.Reason != want {
+	if want := "peak usage plus margin: cpu needs 200m (the policy's target is 500m for now); memory needs 300Mi"; r.Reason != want {
 		t.Errorf("reason %q\nwant %q", r.Reason, want)
 	}
 }

@@ -62,7 +62,10 @@ func TestReport(t *testing.T) {
 	}
 
 	var rows map[string]report.Row
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Second, 4*time.Minute, true, func(context.Context) (bool, error) {
+	// A container's CPU rates count once it has run for the rate's 5m
+	// window (younger, Prometheus's rate reads low): bare's history needs
+	// that long.
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Second, 9*time.Minute, true, func(context.Context) (bool, error) {
 		out, code := runReport(t, append(args, "-o", "json")...)
 		if code != 0 {
 			return false, nil
@@ -78,10 +81,11 @@ func TestReport(t *testing.T) {
 		for _, r := range list.Items {
 			rows[r.Workload] = r
 		}
-		// The policy's recommendation may move between reads: wait for
-		// the report to show the one the policy holds, and Prometheus's
-		// history to reach the report when it runs.
-		return rows["bare"].Source == "history" || prom == "", nil
+		// Wait for what the policy needs to be known, and for
+		// Prometheus's CPU history (a rate needs two scrapes) when it runs.
+		_, sizedCPU := rows["sized"].Recommended[corev1.ResourceCPU]
+		_, bareCPU := rows["bare"].Recommended[corev1.ResourceCPU]
+		return sizedCPU && (bareCPU || prom == ""), nil
 	})
 	if err != nil {
 		t.Fatalf("report never showed the history of bare: %v; rows %s", err, mustJSON(rows))
@@ -94,7 +98,7 @@ func TestReport(t *testing.T) {
 	target := p.Status.Recommendation.ContainerRecommendations[0].Target
 	recCPU, want := sized.Recommended[corev1.ResourceCPU], target[corev1.ResourceCPU]
 	if recCPU.MilliValue() < 150 || recCPU.MilliValue() >= 500 {
-		t.Errorf("sized cpu recommended %s (the policy said %s moments before); want above the 150m used, below the 500m asked", recCPU.String(), want.String())
+		t.Errorf("sized cpu recommended %s (the policy's target was %s moments before); want above the 150m used, below the 500m asked", recCPU.String(), want.String())
 	}
 	if got := 2 * float64(500-recCPU.MilliValue()) / 1000; sized.SavingsCPU < got-0.001 || sized.SavingsCPU > got+0.001 {
 		t.Errorf("sized saves %.3f cores; two replicas at 500m moved to %s free %.3f", sized.SavingsCPU, recCPU.String(), got)
