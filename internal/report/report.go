@@ -307,8 +307,13 @@ func historyReason(h History, window time.Duration) string {
 	return strings.Join(parts, "; ")
 }
 
-// days writes a window as Prometheus does: 7d, 48h, 15m.
-func days(d time.Duration) string { return model.Duration(d).String() }
+// days writes a window as --window takes it: 7d, 48h, 15m.
+func days(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return model.Duration(d).String()
+}
 
 func percentile(xs []Sample, q float64) float64 {
 	vs := make([]float64, len(xs))
