@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -238,26 +239,32 @@ func serviceAccountClient(t *testing.T, ns, name string, rules []rbacv1.PolicyRu
 // request, counted the way the scheduler counts them.
 func freeCPUMillis(t *testing.T) int64 {
 	t.Helper()
-	ctx := context.Background()
-	node, err := clientset.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pods, err := clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := int64(0)
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
+	// Earlier tests' namespaces are deleted in the background, and their
+	// workloads' pods, recreated until their controllers go, hold the
+	// node's CPU a while longer: wait for them to leave.
+	var free int64
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		node, err := clientset.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
 		}
-		used += podCPURequestMillis(p)
-	}
-	free := node.Status.Allocatable.Cpu().MilliValue() - used
-	if free < 500 {
-		t.Fatalf("only %dm CPU free on %s; another workload is using the node", free, nodeName)
+		pods, err := clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
+		if err != nil {
+			return false, err
+		}
+		used := int64(0)
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			used += podCPURequestMillis(p)
+		}
+		free = node.Status.Allocatable.Cpu().MilliValue() - used
+		return free >= 500, nil
+	})
+	if err != nil {
+		t.Fatalf("only %dm CPU free on %s after 2m; another workload is using the node: %v", free, nodeName, err)
 	}
 	return free
 }
