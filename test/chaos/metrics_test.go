@@ -148,7 +148,8 @@ func holdsThrough(t *testing.T, o outage, fake *fakePrometheus) {
 			ScaleDown:         &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: 10 * time.Second}},
 		}
 	})
-	waitCondition(t, ns, "idle", v1alpha1.ConditionRecommendationProvided, 2*time.Minute, "True", func(c *metav1Condition) bool { return c.Status == metav1.ConditionTrue })
+	// 3m: a new container's CPU from Prometheus counts two rate windows after it started.
+	waitCondition(t, ns, "idle", v1alpha1.ConditionRecommendationProvided, 3*time.Minute, "True", func(c *metav1Condition) bool { return c.Status == metav1.ConditionTrue })
 	// Past the scale-down window on sane data: a lowering is due.
 	time.Sleep(12 * time.Second)
 

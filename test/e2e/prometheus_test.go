@@ -101,8 +101,8 @@ func TestAutoscalePrometheusQueryOverrides(t *testing.T) {
 	})
 
 	// The override reaches Prometheus for its own policy, and only for it.
-	over := waitPolicy(t, c, overridden.Namespace, overridden.Name, 3*time.Minute, "a CPU recommendation", hasCPUTarget)
-	def := waitPolicy(t, c, defaults.Namespace, defaults.Name, 3*time.Minute, "a CPU recommendation", hasCPUTarget)
+	over := waitPolicy(t, c, overridden.Namespace, overridden.Name, 4*time.Minute, "a CPU recommendation", hasCPUTarget)
+	def := waitPolicy(t, c, defaults.Namespace, defaults.Name, 4*time.Minute, "a CPU recommendation", hasCPUTarget)
 	overCPU, _ := cpuTarget(over)
 	defCPU, _ := cpuTarget(def)
 	t.Logf("CPU target with the manager's query %s, with the policy's query answering 2 cores %s", defCPU.String(), overCPU.String())

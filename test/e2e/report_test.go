@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,8 +99,10 @@ func TestReport(t *testing.T) {
 	}
 	target := p.Status.Recommendation.ContainerRecommendations[0].Target
 	recCPU, want := sized.Recommended[corev1.ResourceCPU], target[corev1.ResourceCPU]
-	if recCPU.MilliValue() < 150 || recCPU.MilliValue() >= 500 {
-		t.Errorf("sized cpu recommended %s (the policy's target was %s moments before); want above the 150m used, below the 500m asked", recCPU.String(), want.String())
+	// The burner asks for 150m and gets less on a busy node (a 500m one
+	// got 417m in a CI run): the floor is what it certainly burns.
+	if recCPU.MilliValue() < 100 || recCPU.MilliValue() >= 500 {
+		t.Errorf("sized cpu recommended %s (the policy's target was %s minutes before); want above the ~150m used, below the 500m asked", recCPU.String(), want.String())
 	}
 	if got := 2 * float64(500-recCPU.MilliValue()) / 1000; sized.SavingsCPU < got-0.001 || sized.SavingsCPU > got+0.001 {
 		t.Errorf("sized saves %.3f cores; two replicas at 500m moved to %s free %.3f", sized.SavingsCPU, recCPU.String(), got)
@@ -107,11 +111,19 @@ func TestReport(t *testing.T) {
 		bare := rows["bare"]
 		t.Logf("bare: %s", mustJSON(bare))
 		cpu := bare.Recommended[corev1.ResourceCPU]
-		if cpu.MilliValue() <= 100 || cpu.MilliValue() >= 1000 {
-			t.Errorf("bare cpu recommended %s from a history of 100m", cpu.String())
+		// The burner asks for 100m; on a busy node it gets less (a 500m
+		// one got 417m in a CI run), so the history's own p95 is the
+		// floor, and it must be about what was burnt.
+		m := regexp.MustCompile(`p95 CPU (\d+)m`).FindStringSubmatch(bare.Reason)
+		if m == nil || !strings.Contains(bare.Reason, "memory peak") {
+			t.Fatalf("bare reason %q; want the p95 and peaks", bare.Reason)
 		}
-		if !strings.Contains(bare.Reason, "p95 CPU") || !strings.Contains(bare.Reason, "memory peak") {
-			t.Errorf("bare reason %q; want the p95 and peaks", bare.Reason)
+		p95, _ := strconv.ParseInt(m[1], 10, 64)
+		if p95 < 50 || p95 > 150 {
+			t.Errorf("bare's p95 CPU %dm from Prometheus; the burner asks for 100m", p95)
+		}
+		if cpu.MilliValue() < p95 || cpu.MilliValue() >= 1000 {
+			t.Errorf("bare cpu recommended %s from a history with p95 %dm", cpu.String(), p95)
 		}
 		if bare.SavingsCPU <= 0 {
 			t.Errorf("bare saves %.3f cores asking 1 core for 100m", bare.SavingsCPU)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/api"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tailorhq/tailor/internal/metrics"
@@ -510,5 +511,38 @@ func TestWithQueries(t *testing.T) {
 				t.Errorf("manager's queries after deriving (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A container whose rate window reaches back before its series began reads
+// low, so its CPU waits until the series covers the window: started less
+// than two windows before the sample, it is warming up (held without
+// noise); started earlier, it counts.
+func TestYoungContainerWarmsUp(t *testing.T) {
+	measured := now.Add(-7 * time.Second)
+	srv, _ := serve(t, answers{
+		"cpu":       ok(vector(sample("app", "0.35"))),
+		"memory":    ok(vector(sample("app", "104857600"))),
+		"throttled": ok(vector(sample("app", "0.25"))),
+		"timestamp": ok(vector(sample("app", ts(measured)))),
+	})
+	app := metrics.Key{Namespace: "ns", Pod: "web", Container: "app"}
+	for _, tc := range []struct {
+		age  time.Duration // of the container at the sample
+		want bool
+	}{{30 * time.Second, false}, {119 * time.Second, false}, {2 * time.Minute, true}, {time.Hour, true}} {
+		pod := builder.Pod("web").Namespace("ns").Container(builder.Container("app")).Running().Obj()
+		pod.Status.ContainerStatuses[0].State.Running.StartedAt = metav1.NewTime(measured.Add(-tc.age))
+		got, err := newSource(t, srv.URL, prometheus.Queries{}).Usage(context.Background(), []*corev1.Pod{pod})
+		if err != nil {
+			t.Fatalf("Usage: %v", err)
+		}
+		_, used := got.Usage[app]
+		if used != tc.want {
+			t.Errorf("started %s before its sample: usage %v, want %v (problems %v)", tc.age, used, tc.want, got.Problems)
+		}
+		if !tc.want && (len(got.Problems) != 1 || got.Problems[0].Metric != metrics.MetricCPU || got.Problems[0].Reason != metrics.ReasonWarmingUp) {
+			t.Errorf("started %s before its sample: problems %v, want CPU warming up alone", tc.age, got.Problems)
+		}
 	}
 }

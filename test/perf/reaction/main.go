@@ -189,8 +189,9 @@ func trial(ctx context.Context, c client.Client, cs *kubernetes.Clientset, o opt
 	if err := c.Create(ctx, policy); err != nil {
 		return 0, err
 	}
-	// Warm up: the source has seen the pod idle and tailor recommends.
-	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Warm up: the source has seen the pod idle and tailor recommends (the
+	// Prometheus source counts a new container's CPU two rate windows in).
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var got v1alpha1.TailorPolicy
 		if err := c.Get(ctx, client.ObjectKeyFromObject(policy), &got); err != nil {
 			// The cache may not have the new policy yet: poll again.
