@@ -21,7 +21,7 @@ HELM_LDFLAGS  := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 TAILOR_KUBECONFIG ?= /var/lib/tailor-dev/admin.kubeconfig
 E2E_TIMEOUT   ?= 40m
 
-.PHONY: demo demo-resize test unit controller lint e2e build install cluster-up cluster-down cluster-status bench bench-scale bench-e2e soak generate verify-generated verify-deploy clean
+.PHONY: ui demo demo-resize test unit controller lint e2e build install cluster-up cluster-down cluster-status bench bench-scale bench-e2e soak generate verify-generated verify-deploy clean
 
 ## demo: local cluster + the tailor manager autoscaling a workload in place.
 demo: build
@@ -79,7 +79,7 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./api/... output:object:dir=$(GENERATE_OUT)/api/v1alpha1
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=$(GENERATE_OUT)/config/crd/bases
 	hack/crd-bound-quantities.sh $(GENERATE_OUT)/config/crd/bases/autoscaling.tailor.dev_tailorpolicies.yaml
-	$(CONTROLLER_GEN) rbac:roleName=tailor-manager paths=./internal/controller/... output:rbac:dir=$(GENERATE_OUT)/config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=tailor-manager paths="./internal/controller/...;./internal/dashboard/..." output:rbac:dir=$(GENERATE_OUT)/config/rbac
 	mkdir -p $(GENERATE_OUT)/deploy/helm/tailor/crds
 	cp $(GENERATE_OUT)/config/crd/bases/*.yaml $(GENERATE_OUT)/deploy/helm/tailor/crds/
 	mkdir -p $(GENERATE_OUT)/deploy/helm/tailor/files
@@ -98,6 +98,16 @@ verify-generated: $(CONTROLLER_GEN)
 	diff -u deploy/helm/tailor/files/manager-role.yaml "$$tmp/deploy/helm/tailor/files/manager-role.yaml" && \
 	diff -u deploy/helm/tailor/files/recreate-admission.yaml "$$tmp/deploy/helm/tailor/files/recreate-admission.yaml" && \
 	diff -u deploy/helm/tailor/files/admission-policy.yaml "$$tmp/deploy/helm/tailor/files/admission-policy.yaml" || { echo "generated files are stale: run make generate and commit the result"; exit 1; }
+
+## ui: vendors the dashboard's chart library (uPlot, pinned with its integrity
+## hash in web/package-lock.json) into internal/dashboard/static/vendor, which
+## go:embed puts in the binary; committed, so builds need no npm.
+UI_VENDOR = internal/dashboard/static/vendor
+ui:
+	cd web && npm ci --no-audit --no-fund --ignore-scripts
+	mkdir -p $(UI_VENDOR)
+	cp web/node_modules/uplot/dist/uPlot.iife.min.js web/node_modules/uplot/dist/uPlot.min.css $(UI_VENDOR)/
+	cp web/node_modules/uplot/LICENSE $(UI_VENDOR)/uPlot.LICENSE
 
 $(HELM):
 	mkdir -p $(TOOLS_BIN)

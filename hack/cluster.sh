@@ -34,7 +34,8 @@ FEATURE_GATES="${FEATURE_GATES:-}"
 # as host processes (hack/addons). ADDONS="" starts none.
 ADDONS="${ADDONS-metrics-server prometheus}"
 
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables conntrack openssl curl iproute2 procps)
+# chromium: the dashboard's browser tests (test/e2e TestDashboard).
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables conntrack openssl curl iproute2 procps chromium)
 
 
 install_packages() {

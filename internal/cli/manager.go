@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/dashboard"
 	"github.com/tailorhq/tailor/internal/manager"
 )
 
@@ -65,6 +66,8 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables)`)
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, for looking into the manager's memory and CPU ("0" disables)`)
+	f.StringVar(&o.DashboardAddr, "dashboard-bind-address", "0", `address of the read-only web dashboard, e.g. 127.0.0.1:8082 (reach it with kubectl port-forward); "0" disables`)
+	f.IntVar(&o.DashboardPoints, "dashboard-history-points", dashboard.DefaultPoints, "points of usage history each container keeps for the dashboard's charts, one per sync period (40 bytes each)")
 	f.BoolVar(&o.Development, "development", false, "human-readable logs")
 	return cmd
 }
@@ -80,6 +83,9 @@ func (o *ManagerOptions) Validate() error {
 	if o.LeaderElect && (o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline || o.RenewDeadline >= o.LeaseDuration) {
 		return usageErrorf("leader election needs 0 < --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s)",
 			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	}
+	if o.DashboardPoints < 2 {
+		return usageErrorf("--dashboard-history-points must be at least 2, got %d", o.DashboardPoints)
 	}
 	if o.CheckpointInterval < time.Second {
 		return usageErrorf("--checkpoint-interval must be at least 1s, got %s", o.CheckpointInterval)

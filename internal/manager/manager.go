@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/dashboard"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/metrics/kubelet"
 	"github.com/tailorhq/tailor/internal/metrics/metricsserver"
@@ -69,6 +71,11 @@ type Options struct {
 	ProbeAddr   string
 	// PprofAddr serves Go's /debug/pprof profiles; "" or "0" disables.
 	PprofAddr string
+	// DashboardAddr serves the read-only web dashboard; "" or "0"
+	// disables it. DashboardPoints is how many points of history each
+	// container keeps for its charts (0: dashboard.DefaultPoints).
+	DashboardAddr   string
+	DashboardPoints int
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
 }
@@ -200,6 +207,18 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		CheckpointInterval: o.CheckpointInterval,
 		ConcurrentSyncs:    o.ConcurrentSyncs,
 	}
+	if o.DashboardAddr != "" && o.DashboardAddr != "0" {
+		every := o.SyncPeriod
+		if every <= 0 {
+			every = 10 * time.Second
+		}
+		history := dashboard.NewHistory(o.DashboardPoints, every)
+		r.Observer = history
+		srv := &dashboard.Server{Cache: mgr.GetClient(), Events: mgr.GetAPIReader(), History: history, Clock: clock.RealClock{}}
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error { return srv.Serve(ctx, o.DashboardAddr) })); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the policy controller: %w", err)
 	}
@@ -214,6 +233,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	ctrl.Log.Info("tailor manager configured", "server", server.GitVersion, "mode", server.Mode, "metricsSource", source.Name(), "syncPeriod", o.SyncPeriod)
 	return mgr, nil
 }
+
+// everyReplica runs on every replica, leader or not: a standby's dashboard
+// answers (with what it has seen: its cache, and no history until it
+// leads) rather than refusing the port-forward.
+type everyReplica func(ctx context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+func (everyReplica) NeedLeaderElection() bool          { return false }
 
 // SourceTimeout bounds one request to metrics-server or Prometheus, as
 // kubelet.DefaultTimeout bounds one kubelet page: past it the policy holds

@@ -24,6 +24,18 @@ func TestManagerArgsParse(t *testing.T) {
 			objs: func(t *testing.T) []*unstructured.Unstructured { return renderHelm(t, release, namespace) },
 			want: map[string]string{"kube-api-qps": "100", "concurrent-syncs": "4", "leader-elect-lease-duration": "8s"},
 		},
+		"kustomize dashboard": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderKustomize(t, namespace, release+"-", "dashboard")
+			},
+			want: map[string]string{"dashboard-bind-address": "127.0.0.1:8082"},
+		},
+		"helm dashboard": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderHelm(t, release, namespace, "dashboard.enabled=true", "dashboard.historyPoints=720")
+			},
+			want: map[string]string{"dashboard-bind-address": "127.0.0.1:8082", "dashboard-history-points": "720"},
+		},
 		"helm with values": {
 			objs: func(t *testing.T) []*unstructured.Unstructured {
 				return renderHelm(t, release, namespace, "kubeAPI.qps=150", "kubeAPI.burst=300", "concurrentSyncs=8",

@@ -69,6 +69,8 @@ var always = slices.Concat(
 	accesses([]string{"get", "list", "watch"}, "", "nodes", "", ""),
 	// Events on pods and policies, wherever they are.
 	accesses([]string{"create", "patch"}, "events.k8s.io", "events", "", otherNamespace),
+	// The dashboard lists a policy's recent events.
+	accesses([]string{"list"}, "events.k8s.io", "events", "", otherNamespace),
 	// targetRef workloads: only their spec.selector is read.
 	accesses([]string{"get"}, "apps", "deployments", "", otherNamespace),
 	accesses([]string{"get"}, "apps", "statefulsets", "", otherNamespace),

@@ -83,6 +83,9 @@ type Reconciler struct {
 	// ConcurrentSyncs is how many policies are synced at once (one
 	// policy is never synced twice at once); 0 is DefaultConcurrentSyncs.
 	ConcurrentSyncs int
+	// Observer, if set, is told what each sync saw and did (the
+	// dashboard's history).
+	Observer Observer
 
 	store *store
 }
@@ -248,6 +251,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// through its owner reference.
 			r.store.forget("", req.NamespacedName)
 			forgetMetrics(req.NamespacedName)
+			r.forgetObserved(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -255,6 +259,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !policy.DeletionTimestamp.IsZero() {
 		r.store.forget(policy.UID, req.NamespacedName)
 		forgetMetrics(req.NamespacedName)
+		r.forgetObserved(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	now := r.Clock.Now()
@@ -289,6 +294,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	in.state.forgetGone(in.pods, now)
 	r.fillStatus(status, policy, in, now)
+	if r.Observer != nil {
+		r.Observer.Observe(req.NamespacedName, observation(now, in.pods, in.usage, status.Recommendation, in.state.template))
+	}
 	if err := errors.Join(actErr, r.writeStatus(ctx, policy, status)); err != nil {
 		// Retried with backoff; what failed is in ResizesBlocked.
 		return reconcile.Result{}, err

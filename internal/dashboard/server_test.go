@@ -1,0 +1,120 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+func newServer(t *testing.T) (*httptest.Server, *History) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
+		t.Fatal(err)
+	}
+	pol := &v1alpha1.TailorPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
+		Spec: v1alpha1.TailorPolicySpec{TargetRef: &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}
+	pol.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}}}
+	pod := builder.Pod("web-1").Namespace("ns").Node("n1").Container(builder.Container("app").Requests("300m", "256Mi")).Running().Obj()
+	other := builder.Pod("db-1").Namespace("ns").Node("n1").Container(builder.Container("db").Requests("1", "1Gi")).Running().Obj()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pol, node, pod, other).Build()
+	h := NewHistory(10, time.Second)
+	s := &Server{Cache: c, History: h, Clock: clocktesting.NewFakePassiveClock(t0.Add(time.Minute))}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return srv, h
+}
+
+func getJSON(t *testing.T, url string, into any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK && into != nil {
+		if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func TestServer(t *testing.T) {
+	srv, h := newServer(t)
+	var ov Overview
+	getJSON(t, srv.URL+"/api/overview", &ov)
+	if len(ov.Policies) != 1 || ov.Policies[0].Observed || ov.Policies[0].Target != "deployment/web" {
+		t.Fatalf("before any sync: %+v", ov.Policies)
+	}
+
+	nan := math.NaN()
+	h.Observe(key, policy.Observation{Time: t0, Containers: []policy.ContainerObservation{{Name: "app", CPU: 0.1, CPURequest: 0.3, CPULimit: nan, CPUTarget: 0.2,
+		Memory: 100 << 20, MemoryRequest: 256 << 20, MemoryLimit: nan, MemoryTarget: 200 << 20}},
+		Pods: []policy.PodObservation{{Name: "web-1", Node: "n1", CPURequest: 0.3, MemoryRequest: 256 << 20, CPUBefore: 0.5, MemoryBefore: 512 << 20, BeforeKnown: true}}})
+	h.Resized(key, policy.ResizeMark{Time: t0, Pod: "web-1", Generation: 2, Result: "Done", Change: "cpu 500m->300m"})
+	h.Resized(key, policy.ResizeMark{Time: t0.Add(-2 * time.Hour), Pod: "web-1", Generation: 1, Result: "Done"})
+
+	getJSON(t, srv.URL+"/api/overview", &ov)
+	p := ov.Policies[0]
+	if !p.Observed || p.Pods != 1 || p.CPUBefore != 0.5 || p.CPUNow != 0.3 || p.MemoryBefore != 512<<20 || p.ResizesHour != 1 || p.ResizesDay != 2 || p.Ready != "True Synced" {
+		t.Errorf("overview %+v", p)
+	}
+
+	var w Workload
+	getJSON(t, srv.URL+"/api/workload/ns/web", &w)
+	if len(w.Series) != 1 || len(w.Series[0].Time) != 1 || len(w.Marks) != 2 || len(w.Pods) != 1 || w.Pods[0].CPUBefore != 0.5 {
+		t.Errorf("workload %+v", w)
+	}
+	if code := getJSON(t, srv.URL+"/api/workload/ns/nope", nil); code != http.StatusNotFound {
+		t.Errorf("unknown policy: %d, want 404", code)
+	}
+
+	var cl Cluster
+	getJSON(t, srv.URL+"/api/cluster", &cl)
+	if len(cl.Nodes) != 1 {
+		t.Fatalf("cluster %+v", cl)
+	}
+	n := cl.Nodes[0]
+	// Requested now: 300m + 1 core; before: web-1 at its template's 500m.
+	if n.Pods != 2 || n.Managed != 1 || math.Abs(n.CPURequested-1.3) > 1e-9 || math.Abs(n.CPUBefore-1.5) > 1e-9 || math.Abs(cl.CPUNodesFreed-0.05) > 1e-9 {
+		t.Errorf("node %+v, nodes freed %v", n, cl.CPUNodesFreed)
+	}
+
+	// The pages and their assets come from the binary, with a policy that
+	// keeps them to their own origin.
+	for _, path := range []string{"/", "/cluster", "/workload/ns/web", "/static/app.js", "/static/vendor/uPlot.iife.min.js"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(body) == 0 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'self'") {
+			t.Errorf("%s: %d, %d bytes, CSP %q", path, resp.StatusCode, len(body), resp.Header.Get("Content-Security-Policy"))
+		}
+	}
+	if resp, err := http.Post(srv.URL+"/api/overview", "application/json", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %v %v, want 405: the dashboard is read-only", resp.StatusCode, err)
+	}
+}
