@@ -1,7 +1,9 @@
 package dashboard
 
 import (
+	"fmt"
 	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -78,7 +80,55 @@ func TestHistoryMarks(t *testing.T) {
 	if len(s.Marks) != 3 || s.Marks[0].Generation != 3 {
 		t.Fatalf("marks %+v, want the newest 3", s.Marks)
 	}
-	if n, short := h.Resizes(key, t0.Add(-time.Hour)); n != 3 || !short {
-		t.Errorf("resizes %d (short %v), want 3 and short", n, short)
+	// The counts keep more than the marks: the refusal is not one.
+	if n, short := h.Resizes(key, t0.Add(-time.Hour)); n != 4 || short {
+		t.Errorf("resizes %d (short %v), want 4", n, short)
+	}
+	if n, _ := h.Resizes(key, t0.Add(90*time.Second)); n != 3 {
+		t.Errorf("resizes since t0+90s: %d, want 3", n)
+	}
+	for i := range maxSent {
+		h.Resized(key, policy.ResizeMark{Time: t0.Add(time.Hour + time.Duration(i)*time.Second), Pod: "web-1", Generation: int64(10 + i), Result: "Done"})
+	}
+	if n, short := h.Resizes(key, t0.Add(-time.Hour)); n != maxSent || !short {
+		t.Errorf("resizes %d (short %v), want %d and short", n, short, maxSent)
+	}
+}
+
+// BenchmarkHistoryMemory fills a History as 10,000 pods under 1,000
+// policies (two containers each) would after an hour at the default 10s
+// sync, with 200 resizes per policy, and reports the heap it holds.
+//
+//	go test -run '^$' -bench HistoryMemory -benchtime 1x ./internal/dashboard
+func BenchmarkHistoryMemory(b *testing.B) {
+	const policies, podsEach = 1000, 10
+	for range b.N {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		h := NewHistory(DefaultPoints, 10*time.Second)
+		nan := math.NaN()
+		for i := range policies {
+			k := types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", i%50), Name: fmt.Sprintf("policy-%d", i)}
+			pods := make([]policy.PodObservation, podsEach)
+			for j := range pods {
+				pods[j] = policy.PodObservation{Name: fmt.Sprintf("%s-7d9f8c6b5-%05d", k.Name, j), Node: fmt.Sprintf("node-%03d", (i*podsEach+j)%500), CPURequest: 0.2, CPUBefore: 0.5, BeforeKnown: true}
+			}
+			for p := range DefaultPoints {
+				h.Observe(k, policy.Observation{Time: t0.Add(time.Duration(p) * 10 * time.Second), Pods: pods, Containers: []policy.ContainerObservation{
+					{Name: "app", CPU: 0.1, CPURequest: 0.2, CPULimit: 0.4, CPUTarget: 0.2, Memory: 1 << 28, MemoryRequest: 1 << 29, MemoryLimit: 1 << 30, MemoryTarget: nan},
+					{Name: "sidecar", CPU: 0.01, CPURequest: 0.05, CPULimit: nan, CPUTarget: 0.02, Memory: 1 << 24, MemoryRequest: 1 << 25, MemoryLimit: nan, MemoryTarget: nan},
+				}})
+			}
+			for m := range DefaultMarks {
+				h.Resized(k, policy.ResizeMark{Time: t0.Add(time.Duration(m) * time.Minute), Pod: pods[m%podsEach].Name, Generation: int64(m + 2), Result: "Done",
+					Change: "app cpu request 500m -> 212m, limit 1 -> 424m"})
+			}
+		}
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB-heap")
+		runtime.KeepAlive(h)
 	}
 }

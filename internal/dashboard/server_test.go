@@ -51,7 +51,7 @@ func getJSON(t *testing.T, url string, into any) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode == http.StatusOK && into != nil {
 		if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
 			t.Fatal(err)
@@ -109,12 +109,17 @@ func TestServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || len(body) == 0 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'self'") {
 			t.Errorf("%s: %d, %d bytes, CSP %q", path, resp.StatusCode, len(body), resp.Header.Get("Content-Security-Policy"))
 		}
 	}
-	if resp, err := http.Post(srv.URL+"/api/overview", "application/json", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("POST: %v %v, want 405: the dashboard is read-only", resp.StatusCode, err)
+	resp, err := http.Post(srv.URL+"/api/overview", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d, want 405: the dashboard is read-only", resp.StatusCode)
 	}
 }

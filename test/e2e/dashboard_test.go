@@ -31,7 +31,7 @@ func freeAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return ln.Addr().String()
 }
 
@@ -93,7 +93,7 @@ func open(t *testing.T, ctx context.Context, base, path, shot string) {
 	); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("%s: screenshot: %v", path, err)
 	}
@@ -120,7 +120,7 @@ func apiGet[T any](t *testing.T, url string) T {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		t.Fatalf("%s: %v", url, err)
 	}

@@ -169,7 +169,9 @@ func (s *Source) namespace(ctx context.Context, ns string, pods []string, now ti
 			if col, ok := cols["throttled"]; ok {
 				r.Throttled = col.figure(key, at, false)
 			}
-			if since, ok := started[key]; ok && g.at.Before(since.Add(2*s.window)) {
+			// Only a usable figure is young: a missing or invalid one says
+			// more as it is.
+			if since, ok := started[key]; ok && r.CPU.Reason == "" && g.at.Before(since.Add(2*s.window)) {
 				r.CPU = metrics.Unusable(metrics.ReasonWarmingUp, fmt.Sprintf(
 					"the container started at %s; its CPU rate counts once its series covers the whole %s window", since.UTC().Format(time.TimeOnly), model.Duration(s.window)))
 				r.Throttled = metrics.Figure{}

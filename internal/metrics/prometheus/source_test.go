@@ -546,3 +546,23 @@ func TestYoungContainerWarmsUp(t *testing.T) {
 		}
 	}
 }
+
+// A young container whose CPU query has no answer says Missing, not
+// WarmingUp: waiting would not bring the series.
+func TestYoungContainerMissingCPUSaysMissing(t *testing.T) {
+	measured := now.Add(-7 * time.Second)
+	srv, _ := serve(t, answers{
+		"cpu":       ok(vector()),
+		"memory":    ok(vector(sample("app", "104857600"))),
+		"timestamp": ok(vector(sample("app", ts(measured)))),
+	})
+	pod := builder.Pod("web").Namespace("ns").Container(builder.Container("app")).Running().Obj()
+	pod.Status.ContainerStatuses[0].State.Running.StartedAt = metav1.NewTime(measured.Add(-30 * time.Second))
+	got, err := newSource(t, srv.URL, prometheus.Queries{}).Usage(context.Background(), []*corev1.Pod{pod})
+	if err != nil {
+		t.Fatalf("Usage: %v", err)
+	}
+	if len(got.Problems) != 1 || got.Problems[0].Reason != metrics.ReasonMissing {
+		t.Errorf("problems %v, want CPU Missing", got.Problems)
+	}
+}
