@@ -53,9 +53,10 @@
     return t;
   }
   function td(v, num, testid) { return el("td", { class: num ? "num" : null, "data-testid": testid }, v); }
+  // status says what holds a policy back in words, not only by colour.
   function status(s) {
-    if (s.blocked) return el("span", { class: "status-warn", title: s.blockedMessage }, "Blocked: " + s.blocked);
-    if (s.ready && s.ready.startsWith("False")) return el("span", { class: "status-bad", title: s.readyMessage }, s.ready.replace(/^False /, ""));
+    if (s.blocked) return el("span", {}, el("span", { class: "status-warn" }, "Blocked: " + s.blocked), el("br"), el("small", {}, s.blockedMessage));
+    if (s.ready && s.ready.startsWith("False")) return el("span", {}, el("span", { class: "status-bad" }, s.ready.replace(/^False /, "")), el("br"), el("small", {}, s.readyMessage));
     if (s.ready) return el("span", { class: "status-ok", title: s.readyMessage }, "Ready");
     return el("span", { class: "note" }, "not synced yet");
   }
@@ -103,8 +104,8 @@
     request: { stroke: "#1a7f37", width: 2, dash: [8, 4] },
     limit: { stroke: "#cf222e", width: 2, dash: [2, 3] },
     target: { stroke: "#8250df", width: 2, dash: [10, 3, 2, 3] },
-    lower: { stroke: "#9a6700", width: 1, dash: [4, 4] },
-    upper: { stroke: "#9a6700", width: 1, dash: [12, 4] },
+    lower: { stroke: "#9a6700", width: 1, dash: [4, 4], points: { show: false } },
+    upper: { stroke: "#9a6700", width: 1, dash: [12, 4], points: { show: false } },
   };
   const RESULT_LETTER = { Done: "D", InProgress: "P", Deferred: "F", Infeasible: "I", Error: "E", Refused: "R", Evicted: "X" };
 
@@ -135,7 +136,10 @@
     };
   }
 
-  function chart(parent, title, s, marks, rec, resource) {
+  // chart returns the figure for one container's resource, and a function
+  // that draws its plot once every figure is in the page (a plot's width is
+  // its figure's, which depends on how many share the row).
+  function chart(title, s, marks, rec, resource) {
     const cpu = resource === "cpu";
     const fmt = cpu ? cores : bytes;
     const cols = cpu ? ["cpuUsage", "cpuRequest", "cpuLimit", "cpuTarget"] : ["memoryUsage", "memoryRequest", "memoryLimit", "memoryTarget"];
@@ -147,26 +151,27 @@
       data.push(s[c]);
       series.push(Object.assign({ label: names[i], value: (u, v) => fmt(v), spanGaps: false }, STYLES[["usage", "request", "limit", "target"][i]]));
     });
-    const r = rec && (rec.lowerBound || {})[resource];
+    const lo = rec && (rec.lowerBound || {})[resource];
     const up = rec && (rec.upperBound || {})[resource];
-    for (const [label, q, style] of [["lower bound (now)", r, STYLES.lower], ["upper bound (now)", up, STYLES.upper]]) {
+    for (const [label, q, style] of [["lower bound (now)", lo, STYLES.lower], ["upper bound (now)", up, STYLES.upper]]) {
       if (!q) continue;
       const v = parseQuantity(q, cpu);
       data.push(s.time.map(() => v));
       series.push(Object.assign({ label, value: (u, x) => fmt(x) }, style));
     }
     const fig = el("figure", { class: "chart", "data-container": s.container, "data-resource": resource,
-      "data-series": series.length - 1, "data-marks": marks.length, "data-points": s.time.length });
-    fig.append(el("figcaption", {}, title));
-    parent.append(fig);
-    const width = Math.max(320, Math.min(fig.clientWidth || 600, 900) - 16);
-    const u = new uPlot({
-      width, height: 260, series, plugins: [markPlugin(marks)],
-      scales: { x: { time: true } },
-      axes: [{}, { values: (u, vals) => vals.map(fmt), size: 70 }],
-      legend: { live: true },
-    }, data, fig);
-    window.tailor.charts.push({ container: s.container, resource, series: series.length - 1, marks: marks.length, plot: u });
+      "data-series": series.length - 1, "data-marks": marks.length, "data-points": s.time.length },
+      el("figcaption", {}, title));
+    const draw = () => {
+      const width = Math.max(300, fig.clientWidth - 16);
+      const u = new uPlot({
+        width, height: 260, series, plugins: [markPlugin(marks)],
+        scales: { x: { time: true } },
+        axes: [{}, { values: (u, vals) => vals.map(fmt), size: 70 }],
+      }, data, fig);
+      window.tailor.charts.push({ container: s.container, resource, series: series.length - 1, marks: marks.length, plot: u });
+    };
+    return [fig, draw];
   }
 
   // parseQuantity reads a Kubernetes quantity as cores or bytes.
@@ -192,12 +197,18 @@
       charts);
     if (d.series.length === 0) charts.append(el("p", {}, "No figures yet: the manager records a point each sync once it has synced this policy."));
     const marks = d.marks;
-    // Charts need the DOM in place to size themselves.
-    queueMicrotask(() => {
-      for (const se of d.series) {
-        chart(charts, se.container + ": CPU (cores)", se, marks, recs[se.container], "cpu");
-        chart(charts, se.container + ": memory", se, marks, recs[se.container], "memory");
+    const draws = [];
+    for (const se of d.series) {
+      for (const [title, resource] of [[se.container + ": CPU (cores)", "cpu"], [se.container + ": memory", "memory"]]) {
+        const [fig, draw] = chart(title, se, marks, recs[se.container], resource);
+        charts.append(fig);
+        draws.push(draw);
       }
+    }
+    // Plots size themselves to their figures, so they are drawn once the
+    // page holds every figure.
+    queueMicrotask(() => {
+      draws.forEach(draw => draw());
       window.tailor.rendered++;
     });
     out.push(el("h2", {}, "Resizes"),
