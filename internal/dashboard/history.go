@@ -157,7 +157,11 @@ func (h *History) Resized(key types.NamespacedName, m policy.ResizeMark) {
 	if m.Generation != 0 {
 		for i := len(ph.marks) - 1; i >= 0; i-- {
 			if ph.marks[i].Pod == m.Pod && ph.marks[i].Generation == m.Generation {
-				ph.marks[i].Result, ph.marks[i].Change = m.Result, m.Change
+				// The outcome; what was sent stays as it was.
+				ph.marks[i].Result = m.Result
+				if m.Change != "" {
+					ph.marks[i].Change = m.Change
+				}
 				return
 			}
 		}

@@ -237,10 +237,12 @@ type Workload struct {
 
 // Mark is one resize on the time axis.
 type Mark struct {
-	Time   int64  `json:"time"`
-	Pod    string `json:"pod"`
-	Result string `json:"result"`
-	Change string `json:"change"`
+	Time     int64  `json:"time"`
+	Pod      string `json:"pod"`
+	Result   string `json:"result"`
+	Change   string `json:"change"`
+	Capped   bool   `json:"capped,omitempty"`
+	Restarts bool   `json:"restarts,omitempty"`
 }
 
 // PodRow is one pod: what it requests now and before tailor, and its last
@@ -286,7 +288,7 @@ func (s *Server) workload(ctx context.Context, r *http.Request) (any, error) {
 		out.Series = snap.Series
 	}
 	for _, m := range snap.Marks {
-		out.Marks = append(out.Marks, Mark{Time: m.Time.Unix(), Pod: m.Pod, Result: m.Result, Change: m.Change})
+		out.Marks = append(out.Marks, Mark{Time: m.Time.Unix(), Pod: m.Pod, Result: m.Result, Change: m.Change, Capped: m.Capped, Restarts: m.Restarts})
 	}
 	last := map[string]v1alpha1.PodResizeStatus{}
 	for _, ps := range p.Status.Pods {

@@ -36,6 +36,9 @@ type controllerOptions struct {
 	// Resizer replaces the client resizes are sent through (a test
 	// injects apiserver errors with it).
 	Resizer client.WithWatch
+	// Observer is told each sync's figures and resizes (the dashboard's
+	// history).
+	Observer policyctrl.Observer
 }
 
 // deps are what outlives one controller: the clock, the metrics source and
@@ -78,6 +81,7 @@ func newController(t testing.TB, d deps, opts controllerOptions) *policyctrl.Rec
 		Actuator:    &actuator.Actuator{Client: resizer, Server: server},
 		SyncPeriod:  period,
 		Recommender: rec,
+		Observer:    opts.Observer,
 	}
 }
 

@@ -206,7 +206,8 @@ func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, st
 	ps.change = describe(a.Decision)
 	ps.result, ps.message = string(actuator.StateProposed), ps.change
 	resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "sent").Inc()
-	r.mark(policy, ResizeMark{Time: now, Pod: p.Name, Generation: applied.Generation, Result: string(v1alpha1.ResizeResultInProgress), Change: ps.change})
+	r.mark(policy, ResizeMark{Time: now, Pod: p.Name, Generation: applied.Generation, Result: string(v1alpha1.ResizeResultInProgress), Change: ps.change,
+		Capped: len(a.Decision.Short) > 0, Restarts: restarts(a.Plan)})
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventResized, "Resize", "%s", ps.change)
 	log.FromContext(ctx).Info("resize sent", "pod", klog.KObj(p), "changes", ps.change, "generation", applied.Generation)
 	return 0, nil

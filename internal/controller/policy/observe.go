@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/resize"
 )
 
 // Observer is told what each sync of a policy saw and what tailor did, for
@@ -82,6 +83,23 @@ type ResizeMark struct {
 	// for the same pod and generation is the same resize's outcome.
 	Result string
 	Change string
+	// Capped: the node's room cut a raise (the rest waits for room).
+	// Restarts: the kubelet restarts a container to apply it, as its
+	// resizePolicy says and the policy allows.
+	Capped, Restarts bool
+}
+
+// restarts reports whether applying plan restarts a container.
+func restarts(plan *resize.Result) bool {
+	if plan == nil {
+		return false
+	}
+	for _, c := range plan.Containers {
+		if c.Restart {
+			return true
+		}
+	}
+	return false
 }
 
 // observation summarises a sync for an Observer: usage from the source,

@@ -109,6 +109,15 @@
   };
   const RESULT_LETTER = { Done: "D", InProgress: "P", Deferred: "F", Infeasible: "I", Error: "E", Refused: "R", Evicted: "X" };
 
+  // markLabel is a mark's letter: its result, then c when the node's room
+  // cut it and r when it restarts a container.
+  function markLabel(m) {
+    return (RESULT_LETTER[m.result] || "?") + (m.capped ? "c" : "") + (m.restarts ? "r" : "");
+  }
+  function resultText(m) {
+    return m.result + (m.capped ? ", cut to the node's room" : "") + (m.restarts ? ", restarts a container" : "");
+  }
+
   function markPlugin(marks) {
     return {
       hooks: {
@@ -128,7 +137,7 @@
             ctx.lineTo(x, u.bbox.top + u.bbox.height);
             ctx.stroke();
             ctx.fillStyle = ctx.strokeStyle;
-            ctx.fillText(RESULT_LETTER[m.result] || "?", x, u.bbox.top - 3 * devicePixelRatio);
+            ctx.fillText(markLabel(m), x, u.bbox.top - 3 * devicePixelRatio);
           }
           ctx.restore();
         }],
@@ -193,7 +202,7 @@
     for (const r of d.recommendations || []) recs[r.containerName] = r;
     const charts = el("div", { class: "charts" });
     out.push(el("h2", {}, "Usage, requests and limits"),
-      el("p", { class: "note" }, "Lines: usage solid, request dashed, limit dotted, target dash-dot, bounds thin dashes. Resize marks: D done, P in progress, F deferred, I infeasible, E error, R refused, X evicted."),
+      el("p", { class: "note" }, "Lines: usage solid, request dashed, limit dotted, target dash-dot, bounds thin dashes. Resize marks: D done, P in progress, F deferred, I infeasible, E error, R refused, X evicted; then c when the node's room cut it, r when it restarts a container."),
       charts);
     if (d.series.length === 0) charts.append(el("p", {}, "No figures yet: the manager records a point each sync once it has synced this policy."));
     const marks = d.marks;
@@ -214,7 +223,7 @@
     out.push(el("h2", {}, "Resizes"),
       marks.length === 0 ? el("p", {}, "No resize since the manager started.") :
         table("Resizes sent by this manager, oldest first, with how each ended.", ["Time", "Pod", "Result", "Change"],
-          marks.map(m => el("tr", {}, td(when(m.time)), td(m.pod), td(m.result), td(m.change))), null, "marks"));
+          marks.map(m => el("tr", {}, td(when(m.time)), td(m.pod), td(resultText(m)), td(m.change))), null, "marks"));
     out.push(el("h2", {}, "Recommendation"),
       table("Per container: target, lower and upper bound.", ["Container", "Target", "Lower bound", "Upper bound"],
         (d.recommendations || []).map(r => el("tr", {}, td(r.containerName),
