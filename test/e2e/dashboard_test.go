@@ -103,6 +103,16 @@ func open(t *testing.T, ctx context.Context, base, path, shot string) {
 		t.Fatal(err)
 	}
 	t.Logf("%s: screenshot %s (%d bytes)", path, file, len(png))
+	// Nothing on the page may read as a script's leftovers.
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("main").innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, word := range []string{"null", "undefined", "NaN", "[object"} {
+		if strings.Contains(text, word) {
+			t.Errorf("%s shows %q:\n%s", path, word, text)
+		}
+	}
 }
 
 func evalJS[T any](t *testing.T, ctx context.Context, js string) T {

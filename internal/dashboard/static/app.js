@@ -287,7 +287,7 @@
       for (const c of window.tailor.charts) c.plot.destroy();
       window.tailor.charts = [];
       window.tailor.page = page;
-      main.replaceChildren(...({ overview, workload, cluster })[page](d));
+      main.replaceChildren(...({ overview, workload, cluster })[page](d).filter(x => x !== null && x !== undefined));
       document.title = "tailor – " + (main.querySelector("h1") || {}).textContent;
       if (page !== "workload") window.tailor.rendered++;
       updated.textContent = "Updated " + new Date().toLocaleTimeString();
