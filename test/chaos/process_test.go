@@ -5,7 +5,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // managerProcess is one `tailor manager` running as its own process.
@@ -29,31 +30,20 @@ type managerProcess struct {
 	err     error // how it exited, once exited is closed
 }
 
-// freePort is a TCP port nothing listens on right now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
-
 // startManager runs `tailor manager` against the local cluster with a 2s
 // sync period and 2s checkpoints (the tests' pace) and args after them, and
 // stops it when the test ends. Its log is kept in the test's temporary
 // directory and printed when the test fails.
 func startManager(t *testing.T, name string, args ...string) *managerProcess {
 	t.Helper()
-	m := &managerProcess{name: name, metrics: freePort(t), exited: make(chan struct{})}
+	m := &managerProcess{name: name, metrics: cluster.FreeAddr(t), exited: make(chan struct{})}
 	m.log = filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(m.log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := append([]string{"manager", "--kubeconfig", *kubeconfig, "--sync-period=2s", "--checkpoint-interval=2s",
-		"--metrics-bind-address", m.metrics, "--health-probe-bind-address", freePort(t)}, args...)
+		"--metrics-bind-address", m.metrics, "--health-probe-bind-address", cluster.FreeAddr(t)}, args...)
 	m.cmd = exec.Command(tailorBin, all...)
 	m.cmd.Stdout, m.cmd.Stderr = f, f
 	if err := m.cmd.Start(); err != nil {

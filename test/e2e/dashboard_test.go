@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,18 +22,8 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/dashboard"
 	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/test/cluster"
 )
-
-// freeAddr is a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
-}
 
 // browser starts Debian's chromium headless (hack/cluster.sh installs it;
 // TAILOR_CHROMIUM names another) and returns a context driving one tab.
@@ -181,7 +170,7 @@ func seriesFor(api dashboard.Workload, container, resource string) int {
 // bench/out/dashboard.
 func TestDashboard(t *testing.T) {
 	ns := newNamespace(t)
-	addr := freeAddr(t)
+	addr := cluster.FreeAddr(t)
 	c := startManagerWith(t, manager.Options{MetricsSource: "kubelet", KubeletThrottling: true, DashboardAddr: addr})
 	base := "http://" + addr
 	deployment(t, ns, "web", 1, app().Args("--listen=:8080", "--cpu=20m", "--memory=24Mi").Requests("500m", "64Mi").Limits("1", "256Mi"))
