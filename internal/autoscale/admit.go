@@ -170,7 +170,7 @@ func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]Target) boosted {
 		return out
 	}
 	out.names = map[string]bool{}
-	for _, c := range runningContainers(pod) {
+	for _, c := range RunningContainers(&pod.Spec) {
 		pol, err := in.Spec.PolicyFor(c.Name)
 		if err != nil {
 			continue

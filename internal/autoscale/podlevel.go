@@ -233,7 +233,7 @@ func (in Input) containerSum(d *Decision, r corev1.ResourceName) float64 {
 
 func (in Input) containerMaxLimit(d *Decision, r corev1.ResourceName) float64 {
 	hi := 0.0
-	for _, c := range runningContainers(in.Pod) {
+	for _, c := range RunningContainers(&in.Pod.Spec) {
 		q, ok := c.Resources.Limits[r]
 		for _, ch := range d.Changes {
 			if ch.Container == c.Name && ch.Resource == r && ch.LimitNow != nil {
@@ -268,7 +268,7 @@ func (in Input) dropContainerRaises(d *Decision, r corev1.ResourceName, reason S
 func (in Input) podBounds(r corev1.ResourceName) (corev1.ResourceList, corev1.ResourceList) {
 	lo, hi := 0.0, 0.0
 	unbounded := false
-	for _, c := range runningContainers(in.Pod) {
+	for _, c := range RunningContainers(&in.Pod.Spec) {
 		pol, err := in.Spec.PolicyFor(c.Name)
 		if err != nil {
 			continue
@@ -296,7 +296,7 @@ func (in Input) podBounds(r corev1.ResourceName) (corev1.ResourceList, corev1.Re
 // only when every one of them is.
 func (in Input) podWorkingSet() (resource.Quantity, bool) {
 	var sum resource.Quantity
-	for _, c := range runningContainers(in.Pod) {
+	for _, c := range RunningContainers(&in.Pod.Spec) {
 		w, ok := in.WorkingSet[c.Name]
 		if !ok {
 			return resource.Quantity{}, false
@@ -312,7 +312,7 @@ func (in Input) podWorkingSet() (resource.Quantity, bool) {
 func (in Input) restartingWithoutLimit(r corev1.ResourceName) string {
 	// The planner counts classic init containers too, as the kubelet's
 	// resize accounting does: tailor errs with it.
-	all := runningContainers(in.Pod)
+	all := RunningContainers(&in.Pod.Spec)
 	for i := range in.Pod.Spec.InitContainers {
 		if c := &in.Pod.Spec.InitContainers[i]; c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 			all = append(all, c)
@@ -329,16 +329,18 @@ func (in Input) restartingWithoutLimit(r corev1.ResourceName) string {
 	return ""
 }
 
-func runningContainers(p *corev1.Pod) []*corev1.Container {
+// RunningContainers are the containers of spec that run, and hold their
+// requests, for the pod's whole life: its sidecars, then its containers.
+func RunningContainers(spec *corev1.PodSpec) []*corev1.Container {
 	var out []*corev1.Container
-	for i := range p.Spec.InitContainers {
-		c := &p.Spec.InitContainers[i]
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			out = append(out, c)
 		}
 	}
-	for i := range p.Spec.Containers {
-		out = append(out, &p.Spec.Containers[i])
+	for i := range spec.Containers {
+		out = append(out, &spec.Containers[i])
 	}
 	return out
 }

@@ -182,12 +182,26 @@ func (h *History) Resized(key types.NamespacedName, m policy.ResizeMark) {
 	}
 }
 
-func (h *History) keys() []types.NamespacedName {
+// Pods copies the pods of key's newest observation; ok is false when
+// nothing was recorded. The overview and cluster pages need no series, and
+// copying every policy's series for them would cost a page load megabytes.
+func (h *History) Pods(key types.NamespacedName) ([]policy.PodObservation, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]types.NamespacedName, 0, len(h.policies))
-	for k := range h.policies {
-		out = append(out, k)
+	ph, ok := h.policies[key]
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(ph.pods), true
+}
+
+// AllPods copies the pods of every policy's newest observation.
+func (h *History) AllPods() []policy.PodObservation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []policy.PodObservation
+	for _, ph := range h.policies {
+		out = append(out, ph.pods...)
 	}
 	return out
 }

@@ -204,10 +204,10 @@ func (s *Server) summary(p *v1alpha1.TailorPolicy, now time.Time) PolicySummary 
 	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionResizesBlocked); c != nil && c.Status == metav1.ConditionTrue {
 		sum.Blocked, sum.BlockedMessage = c.Reason, c.Message
 	}
-	if snap, ok := s.History.Snapshot(key); ok {
+	if pods, ok := s.History.Pods(key); ok {
 		sum.Observed = true
-		sum.Pods = len(snap.Pods)
-		for _, po := range snap.Pods {
+		sum.Pods = len(pods)
+		for _, po := range pods {
 			sum.CPUNow += po.CPURequest
 			sum.MemoryNow += po.MemoryRequest
 			sum.CPUBefore += po.CPUBefore
@@ -404,19 +404,16 @@ func (s *Server) cluster(ctx context.Context, _ *http.Request) (any, error) {
 		row.MemoryRequested += mem
 	}
 	var cpuFreed, memFreed float64
-	for _, key := range s.History.keys() {
-		snap, _ := s.History.Snapshot(key)
-		for _, po := range snap.Pods {
-			row, ok := rows[po.Node]
-			if !ok {
-				continue
-			}
-			row.Managed++
-			row.CPUBefore += po.CPUBefore - po.CPURequest
-			row.MemoryBefore += po.MemoryBefore - po.MemoryRequest
-			cpuFreed += po.CPUBefore - po.CPURequest
-			memFreed += po.MemoryBefore - po.MemoryRequest
+	for _, po := range s.History.AllPods() {
+		row, ok := rows[po.Node]
+		if !ok {
+			continue
 		}
+		row.Managed++
+		row.CPUBefore += po.CPUBefore - po.CPURequest
+		row.MemoryBefore += po.MemoryBefore - po.MemoryRequest
+		cpuFreed += po.CPUBefore - po.CPURequest
+		memFreed += po.MemoryBefore - po.MemoryRequest
 	}
 	out := Cluster{Nodes: []NodeRow{}}
 	slices.Sort(order)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -122,7 +123,7 @@ func observation(now time.Time, pods []*corev1.Pod, usage metrics.Result, rec *v
 	}
 	for _, p := range pods {
 		po := PodObservation{Name: p.Name, Node: p.Spec.NodeName, BeforeKnown: template != nil}
-		for _, ct := range controlled(p.Spec) {
+		for _, ct := range autoscale.RunningContainers(&p.Spec) {
 			cpu, mem := requestOf(ct, corev1.ResourceCPU), requestOf(ct, corev1.ResourceMemory)
 			po.CPURequest += cpu
 			po.MemoryRequest += mem
@@ -162,26 +163,11 @@ func observation(now time.Time, pods []*corev1.Pod, usage metrics.Result, rec *v
 	return o
 }
 
-// controlled are the containers of spec that hold requests while the pod
-// runs: its containers and sidecars.
-func controlled(spec corev1.PodSpec) []*corev1.Container {
-	var out []*corev1.Container
-	for i := range spec.InitContainers {
-		if c := &spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			out = append(out, c)
-		}
-	}
-	for i := range spec.Containers {
-		out = append(out, &spec.Containers[i])
-	}
-	return out
-}
-
 func templateContainer(t *corev1.PodTemplateSpec, name string) *corev1.Container {
 	if t == nil {
 		return nil
 	}
-	for _, c := range controlled(t.Spec) {
+	for _, c := range autoscale.RunningContainers(&t.Spec) {
 		if c.Name == name {
 			return c
 		}
