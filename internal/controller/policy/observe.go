@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
@@ -124,11 +123,11 @@ func observation(now time.Time, pods []*corev1.Pod, usage metrics.Result, rec *v
 	for _, p := range pods {
 		po := PodObservation{Name: p.Name, Node: p.Spec.NodeName, BeforeKnown: template != nil}
 		for _, ct := range autoscale.RunningContainers(&p.Spec) {
-			cpu, mem := requestOf(ct, corev1.ResourceCPU), requestOf(ct, corev1.ResourceMemory)
+			cpu, mem := quantityOf(ct.Resources.Requests, corev1.ResourceCPU), quantityOf(ct.Resources.Requests, corev1.ResourceMemory)
 			po.CPURequest += cpu
 			po.MemoryRequest += mem
 			if tc := templateContainer(template, ct.Name); tc != nil {
-				cpu, mem = requestOf(tc, corev1.ResourceCPU), requestOf(tc, corev1.ResourceMemory)
+				cpu, mem = quantityOf(tc.Resources.Requests, corev1.ResourceCPU), quantityOf(tc.Resources.Requests, corev1.ResourceMemory)
 			}
 			po.CPUBefore += cpu
 			po.MemoryBefore += mem
@@ -175,29 +174,13 @@ func templateContainer(t *corev1.PodTemplateSpec, name string) *corev1.Container
 	return nil
 }
 
-func requestOf(c *corev1.Container, name corev1.ResourceName) float64 {
-	q, ok := c.Resources.Requests[name]
-	if !ok {
-		return 0
-	}
-	return quantityValue(q, name)
-}
-
 // larger is the larger of v and list's figure for name (cores for CPU),
 // NaN when neither is known.
 func larger(v float64, list corev1.ResourceList, name corev1.ResourceName) float64 {
-	q, ok := list[name]
-	if !ok {
+	if _, ok := list[name]; !ok {
 		return v
 	}
-	return maxKnown(v, quantityValue(q, name))
-}
-
-func quantityValue(q resource.Quantity, name corev1.ResourceName) float64 {
-	if name == corev1.ResourceCPU {
-		return float64(q.MilliValue()) / 1000
-	}
-	return q.AsApproximateFloat64()
+	return maxKnown(v, quantityOf(list, name))
 }
 
 func maxKnown(a, b float64) float64 {
