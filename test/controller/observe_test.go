@@ -5,8 +5,6 @@ package controller
 import (
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
@@ -21,13 +19,7 @@ import (
 func TestObserverRecordsSyncsAndResizes(t *testing.T) {
 	h := dashboard.NewHistory(100, syncPeriod)
 	e := newEnv(t, controllerOptions{Observer: h})
-	e.pod("web", webPod("web-0"))
-	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
-		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
-			ContainerName: "app",
-			MaxAllowed:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")},
-		}}}
-	})
+	cappedWeb(e)
 	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 0.5)
 	e.syncs("web", 3)
 

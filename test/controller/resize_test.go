@@ -28,8 +28,10 @@ func webPod(name string) *builder.PodWrapper {
 	return builder.Pod(name).Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi"))
 }
 
-func TestThrottledRequestsAndLimitsRaisedWithinMaxAllowed(t *testing.T) {
-	e := newEnv(t, controllerOptions{})
+// cappedWeb makes pod web-0 and policy web, whose app container may
+// have at most 1500m of CPU.
+func cappedWeb(e *env) {
+	e.t.Helper()
 	e.pod("web", webPod("web-0"))
 	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
 		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
@@ -37,6 +39,11 @@ func TestThrottledRequestsAndLimitsRaisedWithinMaxAllowed(t *testing.T) {
 			MaxAllowed:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")},
 		}}}
 	})
+}
+
+func TestThrottledRequestsAndLimitsRaisedWithinMaxAllowed(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	cappedWeb(e)
 	// At its 1-core limit and throttled in half the periods: the demand is
 	// above the limit, by more than maxAllowed leaves room for.
 	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 0.5)
