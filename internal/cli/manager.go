@@ -63,6 +63,8 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", manager.DefaultLeaseDuration, "how long a leader's lease lasts unrenewed: another replica takes over a dead leader within this plus the retry period")
 	f.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", manager.DefaultRenewDeadline, "how long the leader keeps trying to renew its lease before it gives leadership up (and exits)")
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", manager.DefaultRetryPeriod, "how often candidates try to take the lease and the leader renews it")
+	f.IntVar(&o.Shard.Count, "shards", 1, "how many managers split the cluster's namespaces between them (each needs its own --shard-index; docs/scale.md)")
+	f.IntVar(&o.Shard.Index, "shard-index", 0, "which of the --shards this manager is, from 0: it syncs the policies of the namespaces this shard owns, under a lease of its own")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables)`)
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, for looking into the manager's memory and CPU ("0" disables)`)
@@ -83,6 +85,12 @@ func (o *ManagerOptions) Validate() error {
 	if o.LeaderElect && (o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline || o.RenewDeadline >= o.LeaseDuration) {
 		return usageErrorf("leader election needs 0 < --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s)",
 			o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	}
+	if o.Shard.Count < 1 {
+		return usageErrorf("--shards must be at least 1, got %d", o.Shard.Count)
+	}
+	if err := o.Shard.Validate(); err != nil {
+		return usageErrorf("--shards %d --shard-index %d: %v", o.Shard.Count, o.Shard.Index, err)
 	}
 	if o.DashboardPoints < 2 {
 		return usageErrorf("--dashboard-history-points must be at least 2, got %d", o.DashboardPoints)

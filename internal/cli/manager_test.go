@@ -25,6 +25,10 @@ func TestManagerFlags(t *testing.T) {
 		"timings unused when solo": {args: []string{"--leader-elect=false", "--leader-elect-retry-period=0s"}},
 		"sync period too short":    {args: []string{"--sync-period=100ms"}, wantErr: "--sync-period must be at least 1s"},
 		"unknown source":           {args: []string{"--metrics-source=statsd"}, wantErr: `unknown --metrics-source "statsd"`},
+		"second of two shards":     {args: []string{"--shards=2", "--shard-index=1"}},
+		"shard past the count":     {args: []string{"--shards=2", "--shard-index=2"}, wantErr: "--shards 2 --shard-index 2: shard index 2: want 0 to 1"},
+		"index without shards":     {args: []string{"--shard-index=1"}, wantErr: "shard index 1: want 0 to 0"},
+		"no shards":                {args: []string{"--shards=0"}, wantErr: "--shards must be at least 1"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -6,12 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/shard"
 )
 
 // lastApplied is kubectl's copy of an object as applied: often as large as
@@ -30,16 +32,27 @@ const mirrorPod = "kubernetes.io/config.mirror"
 // tailor's own resizes, whose time says when tailor last resized the pod
 // (the controller reads it back after a restart), or kubectl's
 // last-applied copy.
-func CacheOptions() cache.Options {
+//
+// A manager of one shard (several managers splitting the cluster by
+// namespace) keeps another shard's pods as foreignPod, only what a node's
+// room counts, and another shard's checkpoints without their state.
+func CacheOptions(sh shard.Shard) cache.Options {
 	lists := newListTable(listTableSize)
-	return cache.Options{DefaultTransform: func(obj any) (any, error) { return trim(obj, lists) }}
+	return cache.Options{DefaultTransform: func(obj any) (any, error) { return trim(obj, sh, lists) }}
 }
 
 // trim cuts obj down; pods' resource lists are shared through lists.
-func trim(obj any, lists *listTable) (any, error) {
+func trim(obj any, sh shard.Shard, lists *listTable) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
+		if !sh.Owns(o.Namespace) {
+			return foreignPod(o, lists), nil
+		}
 		return slimPod(o, lists), nil
+	case *v1alpha1.TailorCheckpoint:
+		if !sh.Owns(o.Namespace) {
+			o.Spec = v1alpha1.TailorCheckpointSpec{}
+		}
 	case *corev1.Node:
 		o.Status.Images = nil
 		o.Status.VolumesInUse, o.Status.VolumesAttached = nil, nil
@@ -154,6 +167,47 @@ func slimPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
 	}
 	return s
 }
+
+// foreignPod is what a manager keeps of a pod of a namespace another shard
+// owns: what the room on its node (resize.Room) and the check that an
+// evicted pod fits elsewhere (autoscale.Placeable) read of the pods beside
+// the ones they size. Its requests, as those count them (the larger of
+// spec, allocated and actual, with pod-level resources and overhead), are
+// folded into one container, so that the same helpers count the same
+// figure; its identity, node, priority and phase are kept. Nothing else of
+// it is read: its namespace's policies are synced by another manager.
+func foreignPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
+	reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
+	var counted corev1.ResourceList
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := reqs[name]; ok {
+			if counted == nil {
+				counted = corev1.ResourceList{}
+			}
+			counted[name] = q
+		}
+	}
+	return &corev1.Pod{
+		TypeMeta: p.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              p.Name,
+			Namespace:         p.Namespace,
+			UID:               p.UID,
+			ResourceVersion:   p.ResourceVersion,
+			DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Spec: corev1.PodSpec{
+			Containers:       []corev1.Container{{Name: foreignContainer, Resources: corev1.ResourceRequirements{Requests: lists.intern(counted)}}},
+			NodeName:         p.Spec.NodeName,
+			Priority:         p.Spec.Priority,
+			PreemptionPolicy: p.Spec.PreemptionPolicy,
+		},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}
+}
+
+// foreignContainer names the one container of a foreignPod.
+const foreignContainer = "requests"
 
 func slimContainers(cs []corev1.Container, lists *listTable) []corev1.Container {
 	if cs == nil {

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/shard"
+	"github.com/tailorhq/tailor/test/builder"
 )
 
 // Pods are covered by slim_test.go; this is every other object.
@@ -25,7 +27,7 @@ func TestTrimKeepsOnlyWhatTailorReads(t *testing.T) {
 		Name: "web", ManagedFields: managed,
 		Annotations: map[string]string{lastApplied: `{"big":"copy"}`, "team": "a"},
 	}}
-	if _, err := trim(policy, nil); err != nil {
+	if _, err := trim(policy, shard.Shard{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if policy.ManagedFields != nil {
@@ -47,7 +49,7 @@ func TestTrimKeepsOnlyWhatTailorReads(t *testing.T) {
 	}
 	want := node.DeepCopy()
 	want.ManagedFields, want.Status.Images, want.Status.VolumesInUse = nil, nil, nil
-	if _, err := trim(node, nil); err != nil {
+	if _, err := trim(node, shard.Shard{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, node); diff != "" {
@@ -56,7 +58,56 @@ func TestTrimKeepsOnlyWhatTailorReads(t *testing.T) {
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
 	tombstone := cache.DeletedFinalStateUnknown{Key: "ns/web", Obj: pod}
-	if got, err := trim(tombstone, nil); err != nil || got != any(tombstone) {
+	if got, err := trim(tombstone, shard.Shard{}, nil); err != nil || got != any(tombstone) {
 		t.Errorf("a tombstone is changed: %v, %v", got, err)
+	}
+}
+
+// A manager of one shard keeps its own namespaces' pods slim and others'
+// as foreignPod (their requests, node, priority and phase); it keeps
+// another shard's checkpoints without the state they hold.
+func TestTrimByShard(t *testing.T) {
+	own, other := "team-a", "team-b"
+	for shard.Of(other, 2) == shard.Of(own, 2) {
+		other += "b"
+	}
+	sh := shard.Shard{Index: shard.Of(own, 2), Count: 2}
+	pod := func(ns string) *corev1.Pod {
+		return builder.Pod("web-0").Namespace(ns).UID("u").Node("n1").Priority(7).Label("app", "web").
+			Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")).
+			Container(builder.Container("log").Requests("100m", "64Mi")).Running().Obj()
+	}
+	got, err := trim(pod(own), sh, newListTable(listTableSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := got.(*corev1.Pod); len(p.Spec.Containers) != 2 || p.Labels["app"] != "web" {
+		t.Errorf("own namespace's pod not kept slim: %+v", p.Spec.Containers)
+	}
+	got, err = trim(pod(other), sh, newListTable(listTableSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: other, UID: "u"},
+		Spec: corev1.PodSpec{NodeName: "n1", Priority: ptr(int32(7)), Containers: []corev1.Container{{
+			Name: foreignContainer, Resources: corev1.ResourceRequirements{Requests: builder.List("600m", "320Mi")},
+		}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+		t.Errorf("other shard's pod (-want,+got):\n%s", diff)
+	}
+
+	cp := func(ns string) *v1alpha1.TailorCheckpoint {
+		return &v1alpha1.TailorCheckpoint{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec: v1alpha1.TailorCheckpointSpec{PolicyName: "web", PolicyUID: "p"}}
+	}
+	if got, _ := trim(cp(own), sh, nil); got.(*v1alpha1.TailorCheckpoint).Spec.PolicyName != "web" {
+		t.Errorf("own checkpoint lost its spec")
+	}
+	if got, _ := trim(cp(other), sh, nil); got.(*v1alpha1.TailorCheckpoint).Spec.PolicyName != "" {
+		t.Errorf("other shard's checkpoint kept its spec")
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/tailorhq/tailor/internal/metrics/metricsserver"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
 	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/internal/shard"
 )
 
 // Sources are the metrics sources a manager can read usage from.
@@ -76,6 +77,10 @@ type Options struct {
 	// container keeps for its charts (0: dashboard.DefaultPoints).
 	DashboardAddr   string
 	DashboardPoints int
+	// Shard is the slice of the cluster's namespaces this manager syncs
+	// the policies of, under a lease of its own; the zero value is every
+	// namespace.
+	Shard shard.Shard
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
 }
@@ -167,12 +172,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   CacheOptions(),
+		Cache:                   CacheOptions(o.Shard),
 		Metrics:                 crmetrics.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        "tailor-manager",
+		LeaderElectionID:        o.Shard.LeaseName("tailor-manager"),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		LeaseDuration:           ptrOr(o.LeaseDuration, DefaultLeaseDuration),
 		RenewDeadline:           ptrOr(o.RenewDeadline, DefaultRenewDeadline),
@@ -206,6 +211,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Recommender:        rec,
 		CheckpointInterval: o.CheckpointInterval,
 		ConcurrentSyncs:    o.ConcurrentSyncs,
+		Shard:              o.Shard,
 	}
 	if o.DashboardAddr != "" && o.DashboardAddr != "0" {
 		every := o.SyncPeriod
@@ -230,7 +236,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
-	ctrl.Log.Info("tailor manager configured", "server", server.GitVersion, "mode", server.Mode, "metricsSource", source.Name(), "syncPeriod", o.SyncPeriod)
+	ctrl.Log.Info("tailor manager configured", "server", server.GitVersion, "mode", server.Mode, "metricsSource", source.Name(), "syncPeriod", o.SyncPeriod, "namespaces", o.Shard)
 	return mgr, nil
 }
 

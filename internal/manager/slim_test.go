@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
@@ -19,6 +21,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
 	"github.com/tailorhq/tailor/internal/resize"
+	"github.com/tailorhq/tailor/internal/shard"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -165,6 +168,65 @@ func TestSlimPodDecidesAlike(t *testing.T) {
 	t.Logf("%d cases: %d resizes, %d held, decided alike", cases, resizes, held)
 }
 
+// TestForeignPodDecidesAlike: a manager of one shard keeps the pods of
+// other shards' namespaces as foreignPod. A sync decides the same when the
+// neighbours on the node (pods of every shape, drawn like the policy's,
+// some with a resize under way) are whole as when they are foreign: the
+// room they leave is counted alike. The neighbours crowd the node, so
+// that many cases turn on that room.
+func TestForeignPodDecidesAlike(t *testing.T) {
+	const cases = 3000
+	lists := newListTable(64)
+	resizes, held := 0, 0
+	for seed := range uint64(cases) {
+		whole := autoscaletest.Case(seed)
+		neighbours := autoscaletest.Case(seed + 1<<32).Nodes[autoscaletest.NodeName].Pods
+		n := whole.Nodes[autoscaletest.NodeName]
+		foreign := *n
+		foreign.Pods = append([]*corev1.Pod(nil), n.Pods...)
+		for i, p := range neighbours {
+			dress(p, seed+uint64(i))
+			p.Name, p.Namespace, p.UID = fmt.Sprintf("neighbour-%d", i), "other-team", types.UID(fmt.Sprintf("neighbour-%d", i))
+			if (seed+uint64(i))%3 == 0 {
+				lowerInFlight(p)
+			}
+			n.Pods = append(n.Pods, p)
+			foreign.Pods = append(foreign.Pods, foreignPod(p.DeepCopy(), lists))
+		}
+		other := whole
+		other.Nodes = map[string]*resize.NodeState{autoscaletest.NodeName: &foreign}
+		want, err := autoscale.DecidePolicy(whole)
+		if err != nil {
+			t.Fatalf("seed %d: whole neighbours: %v", seed, err)
+		}
+		got, err := autoscale.DecidePolicy(other)
+		if err != nil {
+			t.Fatalf("seed %d: foreign neighbours: %v", seed, err)
+		}
+		if diff := cmp.Diff(summary(want), summary(got)); diff != "" {
+			t.Fatalf("seed %d: foreign neighbours decide otherwise (-whole,+foreign):\n%s", seed, diff)
+		}
+		resizes += len(want.Resizes)
+		held += len(want.Held)
+	}
+	if resizes < cases/10 || held < cases/10 {
+		t.Fatalf("%d cases gave %d resizes and %d holds: too few to compare", cases, resizes, held)
+	}
+	t.Logf("%d cases: %d resizes, %d held, decided alike", cases, resizes, held)
+}
+
+// lowerInFlight halves p's container requests in its spec, as a lowering
+// the kubelet has not applied yet: its status still reports the old ones,
+// and the node counts those.
+func lowerInFlight(p *corev1.Pod) {
+	for i := range p.Spec.Containers {
+		for name, q := range p.Spec.Containers[i].Resources.Requests {
+			half := resource.NewMilliQuantity(q.MilliValue()/2, q.Format)
+			p.Spec.Containers[i].Resources.Requests[name] = *half
+		}
+	}
+}
+
 // summary is a PolicyDecision without its pod pointers: what was sent
 // (the patch) and held, and why.
 func summary(d autoscale.PolicyDecision) []string {
@@ -228,6 +290,12 @@ func TestSlimPodPlacesAlike(t *testing.T) {
 			if wn != gn || wok != gok {
 				t.Errorf("placed %q %v whole, %q %v slim", wn, wok, gn, gok)
 			}
+			// The pod beside it on node a, of another shard's namespace.
+			foreign := slices.Clone(nodes)
+			foreign[0].Pods = []*corev1.Pod{foreignPod(other.DeepCopy(), newListTable(listTableSize))}
+			if fn, fok := autoscale.Placeable(s, bigger, foreign); fn != gn || fok != gok {
+				t.Errorf("placed %q %v beside a whole pod, %q %v beside a foreign one", gn, gok, fn, fok)
+			}
 			_, werr := autoscale.Recreatable(p)
 			_, gerr := autoscale.Recreatable(s)
 			if fmt.Sprint(werr) != fmt.Sprint(gerr) {
@@ -255,7 +323,7 @@ func TestSlimPodDropsWhatTailorDoesNotRead(t *testing.T) {
 	p.Annotations[v1alpha1.BoostAnnotation] = "app=400m"
 	gate := corev1.PodCondition{Type: "example.com/warm", Status: corev1.ConditionTrue, LastTransitionTime: at}
 	p.Status.Conditions = append(p.Status.Conditions, gate)
-	got, err := trim(p.DeepCopy(), newListTable(listTableSize))
+	got, err := trim(p.DeepCopy(), shard.Shard{}, newListTable(listTableSize))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/internal/shard"
 )
 
 // controllerOptions are what a test may change about the controller.
@@ -39,6 +40,9 @@ type controllerOptions struct {
 	// Observer is told each sync's figures and resizes (the dashboard's
 	// history).
 	Observer policyctrl.Observer
+	// Shard is the slice of namespaces the controller syncs (and, under a
+	// manager, caches whole); the zero value is all.
+	Shard shard.Shard
 }
 
 // deps are what outlives one controller: the clock, the metrics source and
@@ -82,6 +86,7 @@ func newController(t testing.TB, d deps, opts controllerOptions) *policyctrl.Rec
 		SyncPeriod:  period,
 		Recommender: rec,
 		Observer:    opts.Observer,
+		Shard:       opts.Shard,
 	}
 }
 
@@ -95,7 +100,7 @@ func newManagedController(t *testing.T, d deps, opts controllerOptions) *policyc
 	t.Helper()
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  manager.CacheOptions(),
+		Cache:                  manager.CacheOptions(opts.Shard),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             crconfig.Controller{SkipNameValidation: ptr.To(true)},

@@ -4,6 +4,8 @@ package controller
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,6 +27,8 @@ type scriptedSource struct {
 	problems []metrics.Problem
 	err      error
 	reads    int
+	// asked is every namespace whose pods a read asked about.
+	asked map[string]bool
 	// onRead runs once, during the next read: after the controller listed
 	// the policy's pods and before it plans any resize from them.
 	onRead func()
@@ -38,7 +42,7 @@ type scriptedUsage struct {
 var _ metrics.Source = (*scriptedSource)(nil)
 
 func newScriptedSource(c clock.PassiveClock) *scriptedSource {
-	return &scriptedSource{clock: c, usage: map[metrics.Key]scriptedUsage{}}
+	return &scriptedSource{clock: c, usage: map[metrics.Key]scriptedUsage{}, asked: map[string]bool{}}
 }
 
 func (s *scriptedSource) Name() string { return "scripted" }
@@ -95,6 +99,13 @@ func (s *scriptedSource) Reads() int {
 	return s.reads
 }
 
+// Asked is every namespace whose pods the controller asked about.
+func (s *scriptedSource) Asked() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.asked))
+}
+
 // Usage answers for the pods asked about, and only them, like a real source.
 // Values are passed through unchecked, so a test can feed the controller
 // what a broken source would (NaN, negative).
@@ -116,6 +127,7 @@ func (s *scriptedSource) Usage(_ context.Context, pods []*corev1.Pod) (metrics.R
 	res := metrics.Result{Usage: map[metrics.Key]metrics.Usage{}}
 	asked := map[metrics.Key]bool{}
 	for _, p := range pods {
+		s.asked[p.Namespace] = true
 		for _, c := range metrics.Containers(p) {
 			key := metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}
 			asked[key] = true

@@ -32,6 +32,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/internal/shard"
 )
 
 // Event reasons, on pods and on the policy.
@@ -86,6 +87,10 @@ type Reconciler struct {
 	// Observer, if set, is told what each sync saw and did (the
 	// dashboard's history).
 	Observer Observer
+	// Shard is the slice of namespaces whose policies this controller
+	// syncs; the zero value is every namespace. Another shard's policies,
+	// and the events of their pods and HPAs, are not its to act on.
+	Shard shard.Shard
 
 	store *store
 }
@@ -113,16 +118,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if workers <= 0 {
 		workers = DefaultConcurrentSyncs
 	}
+	owned := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.Shard.Owns(o.GetNamespace()) })
 	return ctrl.NewControllerManagedBy(mgr).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: retryLimiter(r.SyncPeriod)}).
 		// Its own status writes do not change a policy's generation, so
 		// they do not trigger another sync.
-		For(&v1alpha1.TailorPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.policiesForPod), builder.WithPredicates(podChangeMatters)).
+		For(&v1alpha1.TailorPolicy{}, builder.WithPredicates(owned, predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.policiesForPod), builder.WithPredicates(owned, podChangeMatters)).
 		// An HPA created, changed or deleted changes which requests are
 		// held at once; watching also starts its informer with the
 		// manager, so missing RBAC stops the start instead of a sync.
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.policiesForHPA), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.policiesForHPA), builder.WithPredicates(owned, predicate.GenerationChangedPredicate{})).
 		Named("tailorpolicy").
 		Complete(r)
 }
@@ -243,6 +249,11 @@ func (r *Reconciler) policiesForHPA(ctx context.Context, o client.Object) []reco
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if r.store == nil {
 		r.store = newStore()
+	}
+	if !r.Shard.Owns(req.Namespace) {
+		// Another shard's: its pods are cached cut down to their requests,
+		// too little to decide on.
+		return reconcile.Result{}, nil
 	}
 	policy := &v1alpha1.TailorPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, policy); err != nil {
