@@ -282,10 +282,15 @@ func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 		if err != nil {
 			return nil, err
 		}
+		var keep func(string) bool
+		if o.Shard.Sharded() {
+			keep = o.Shard.Owns
+		}
 		return kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{
 			Throttling:  o.KubeletThrottling,
 			ShareFor:    kubeletShareFor(o.SyncPeriod),
 			Concurrency: kubelet.DefaultConcurrency,
+			Namespaces:  keep,
 		}), nil
 	}
 	return nil, fmt.Errorf("unknown metrics source %q: use kubelet, metrics-server or prometheus", o.MetricsSource)

@@ -25,7 +25,8 @@ type scrape map[string]map[metrics.Key]point
 // named metrics of real containers (the pod cgroup and the sandbox have an
 // empty or "POD" container label). When a container has several series (a
 // restarted container's old cgroup lingers in cAdvisor), the newest wins.
-func parse(raw []byte, names ...string) (scrape, error) {
+// keep, if not nil, says which namespaces' containers to keep.
+func parse(raw []byte, keep func(namespace string) bool, names ...string) (scrape, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(bytes.NewReader(raw))
 	if err != nil {
@@ -41,6 +42,9 @@ func parse(raw []byte, names ...string) (scrape, error) {
 		for _, m := range fam.GetMetric() {
 			key := keyOf(m)
 			if key.Namespace == "" || key.Pod == "" || key.Container == "" || key.Container == "POD" {
+				continue
+			}
+			if keep != nil && !keep(key.Namespace) {
 				continue
 			}
 			var v float64

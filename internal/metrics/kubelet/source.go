@@ -64,6 +64,11 @@ type Options struct {
 	Timeout time.Duration
 	// Clock defaults to the real clock; tests give a fake one.
 	Clock clock.PassiveClock
+	// Namespaces, if set, says whose containers a read keeps: a manager
+	// of one shard reads whole nodes but asks only about its own
+	// namespaces' pods, so keeping the others' figures for ShareFor would
+	// only cost memory.
+	Namespaces func(namespace string) bool
 }
 
 // Source reads the kubelets through the apiserver's node proxy.
@@ -231,7 +236,7 @@ func (s *Source) getPage(ctx context.Context, node, path string, names ...string
 	if err != nil {
 		return nil, metrics.ReasonMissing, fmt.Errorf("read %s of node %s through the apiserver proxy: %w", path, node, err)
 	}
-	sc, err := parse(raw, names...)
+	sc, err := parse(raw, s.opts.Namespaces, names...)
 	if err != nil {
 		return nil, metrics.ReasonMalformed, fmt.Errorf("node %s %s: %w", node, path, err)
 	}

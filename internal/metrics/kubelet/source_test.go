@@ -185,6 +185,7 @@ func TestUsage(t *testing.T) {
 
 	cases := map[string]struct {
 		throttling   bool
+		namespaces   func(string) bool
 		pods         []*corev1.Pod
 		steps        []map[string]step // per sync, per node
 		wantUsage    map[metrics.Key]metrics.Usage
@@ -304,6 +305,18 @@ func TestUsage(t *testing.T) {
 				{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonWarmingUp, Detail: "first sample of the CPU usage counter; a rate needs two"},
 			},
 		},
+		"a shard keeps only its own namespaces' figures": {
+			namespaces: func(ns string) bool { return ns == "other-team" },
+			steps: []map[string]step{
+				{"n1": {now: t0, resource: resource(100, mem, t0)}},
+				{"n1": {now: t0.Add(11 * time.Second), resource: resource(105, mem, t0.Add(10*time.Second))}},
+			},
+			wantUsage: map[metrics.Key]metrics.Usage{},
+			wantProblems: []metrics.Problem{
+				{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonMissing, Detail: "the kubelet reports no container_cpu_usage_seconds_total for this container"},
+				{Key: app, Metric: metrics.MetricMemory, Reason: metrics.ReasonMissing, Detail: "the kubelet reports no container_memory_working_set_bytes for this container"},
+			},
+		},
 		"every node unreachable is the source's error": {
 			steps:   []map[string]step{{"n1": {status: http.StatusBadGateway}}},
 			wantErr: "read metrics/resource of node n1 through the apiserver proxy",
@@ -319,7 +332,7 @@ func TestUsage(t *testing.T) {
 				t.Fatal(err)
 			}
 			clk := clocktesting.NewFakePassiveClock(t0)
-			src := kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{Throttling: tc.throttling, MaxAge: time.Minute, Clock: clk})
+			src := kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{Throttling: tc.throttling, MaxAge: time.Minute, Clock: clk, Namespaces: tc.namespaces})
 			pods := tc.pods
 			if pods == nil {
 				pods = []*corev1.Pod{pod}
