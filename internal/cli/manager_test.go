@@ -52,3 +52,23 @@ func TestManagerFlags(t *testing.T) {
 		})
 	}
 }
+
+// The heap's soft limit leaves the binary's pages their room under small
+// container limits, and a tenth under large ones.
+func TestGoMemLimit(t *testing.T) {
+	const mi = 1 << 20
+	cases := map[string]struct{ limit, want uint64 }{
+		"the chart's 512Mi: a tenth":  {limit: 512 * mi, want: 512*mi - 512*mi/10},
+		"2Gi: a tenth":                {limit: 2048 * mi, want: 2048*mi - 2048*mi/10},
+		"150Mi: the binary's pages":   {limit: 150 * mi, want: 102 * mi},
+		"200Mi: the binary's pages":   {limit: 200 * mi, want: 152 * mi},
+		"64Mi: too small, half of it": {limit: 64 * mi, want: 32 * mi},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := goMemLimit(tc.limit); got != tc.want {
+				t.Errorf("goMemLimit(%dMi) = %.1fMi, want %.1fMi", tc.limit/mi, float64(got)/mi, float64(tc.want)/mi)
+			}
+		})
+	}
+}
