@@ -1,6 +1,10 @@
 package deploy
 
 import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -93,4 +97,57 @@ func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 	}
 	t.Fatal("no manager Deployment container rendered")
 	return nil
+}
+
+// TestHelmShards: with shards set, the chart renders one Deployment per
+// shard, each selecting only its own pods and passing the manager its
+// shard, which the manager's own flag parsing accepts; one shard renders
+// the Deployment as before shards existed.
+func TestHelmShards(t *testing.T) {
+	const namespace, release = "deploy-shards", "deploy-test-shards"
+	deployments := func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+		var out []*unstructured.Unstructured
+		for _, o := range objs {
+			if o.GetKind() == "Deployment" {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	one := deployments(renderHelm(t, release, namespace))
+	if len(one) != 1 || one[0].GetName() != release+"-tailor-manager" {
+		t.Fatalf("one shard: want the one Deployment %s-tailor-manager, got %d", release, len(one))
+	}
+	if args := managerArgs(t, one); slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--shard") }) {
+		t.Errorf("one shard passes shard flags: %q", args)
+	}
+
+	three := deployments(renderHelm(t, release, namespace, "shards=3"))
+	if len(three) != 3 {
+		t.Fatalf("shards=3 rendered %d Deployments", len(three))
+	}
+	root := cli.NewRootCommand(genericiooptions.NewTestIOStreamsDiscard())
+	for i, d := range three {
+		if want := fmt.Sprintf("%s-tailor-manager-%d", release, i); d.GetName() != want {
+			t.Errorf("Deployment %d is named %s, want %s", i, d.GetName(), want)
+		}
+		sel, _, _ := unstructured.NestedStringMap(d.Object, "spec", "selector", "matchLabels")
+		labels, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "labels")
+		if sel["tailor.dev/shard"] != strconv.Itoa(i) || labels["tailor.dev/shard"] != strconv.Itoa(i) {
+			t.Errorf("Deployment %d selects %v with pod labels %v: want shard %d's pods only", i, sel, labels, i)
+		}
+		args := managerArgs(t, []*unstructured.Unstructured{d})
+		cmd, rest, err := root.Find(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.ParseFlags(rest); err != nil {
+			t.Fatalf("the manager refuses shard %d's args %q: %v", i, args, err)
+		}
+		for flag, want := range map[string]string{"shards": "3", "shard-index": strconv.Itoa(i)} {
+			if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
+				t.Errorf("shard %d: --%s = %s, want %s", i, flag, got, want)
+			}
+		}
+	}
 }
