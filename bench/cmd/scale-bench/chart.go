@@ -49,7 +49,8 @@ var panels = []panel{
 func growthChart(all []*result) string {
 	var rs []*result
 	for _, r := range all {
-		if r.Source == "kubelet" {
+		// One manager's growth; a sharded run is in the table.
+		if r.Source == "kubelet" && r.Shards <= 1 {
 			rs = append(rs, r)
 		}
 	}

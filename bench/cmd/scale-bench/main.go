@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,36 +26,70 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/shard"
 )
 
 type size struct {
 	Pods, Nodes, Policies int
+	// Shards is how many managers split the namespaces (--shards); 0 and
+	// 1 are one manager.
+	Shards int
+	// MemoryLimit, if not empty, runs each manager in a memory cgroup with
+	// this limit (as --memory-limit does for every size).
+	MemoryLimit string
 }
 
-func (s size) String() string { return fmt.Sprintf("%dx%dx%d", s.Pods, s.Nodes, s.Policies) }
+func (s size) String() string {
+	out := fmt.Sprintf("%dx%dx%d", s.Pods, s.Nodes, s.Policies)
+	if s.Shards > 1 {
+		out += fmt.Sprintf("/%d", s.Shards)
+	}
+	if s.MemoryLimit != "" {
+		out += "@" + s.MemoryLimit
+	}
+	return out
+}
 
-// The CI size runs in a few minutes; the full sizes run on demand.
+// The CI size runs in a few minutes; the full sizes run on demand, the
+// largest also split over two managers, with no memory limit and with the
+// 150Mi the goal allows each (their pages charged to it, as in a pod).
 var (
-	ciSizes   = []size{{1000, 50, 10}}
-	fullSizes = []size{{1000, 50, 10}, {2000, 100, 100}, {5000, 250, 500}, {10000, 500, 1000}}
+	ciSizes   = []size{{1000, 50, 10, 1, ""}}
+	fullSizes = []size{{1000, 50, 10, 1, ""}, {2000, 100, 100, 1, ""}, {5000, 250, 500, 1, ""}, {10000, 500, 1000, 1, ""},
+		{10000, 500, 1000, 2, ""}, {10000, 500, 1000, 2, "150Mi"}}
 )
 
 func parseSizes(s string) ([]size, error) {
 	var out []size
 	for _, f := range strings.Split(s, ",") {
-		parts := strings.Split(strings.TrimSpace(f), "x")
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("size %q: want PODSxNODESxPOLICIES, e.g. 1000x50x20", f)
+		spec, limit, limited := strings.Cut(strings.TrimSpace(f), "@")
+		if limited {
+			if q, err := resource.ParseQuantity(limit); err != nil || q.Value() <= 0 {
+				return nil, fmt.Errorf("size %q: memory limit %q is not a positive quantity, e.g. 150Mi", f, limit)
+			}
 		}
-		var n [3]int
+		dims, shards, sharded := strings.Cut(spec, "/")
+		parts := strings.Split(dims, "x")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("size %q: want PODSxNODESxPOLICIES[/SHARDS], e.g. 1000x50x20 or 10000x500x1000/2", f)
+		}
+		n := 1
+		if sharded {
+			v, err := strconv.Atoi(shards)
+			if err != nil || v <= 0 || v > shard.MaxCount {
+				return nil, fmt.Errorf("size %q: %q is not a shard count from 1 to %d", f, shards, shard.MaxCount)
+			}
+			n = v
+		}
+		var d [3]int
 		for i, p := range parts {
 			v, err := strconv.Atoi(p)
 			if err != nil || v <= 0 {
 				return nil, fmt.Errorf("size %q: %q is not a positive number", f, p)
 			}
-			n[i] = v
+			d[i] = v
 		}
-		out = append(out, size{n[0], n[1], n[2]})
+		out = append(out, size{d[0], d[1], d[2], n, limit})
 	}
 	return out, nil
 }
@@ -73,7 +108,7 @@ type options struct {
 func main() {
 	var o options
 	scale := flag.String("scale", "ci", "ci (1k pods, 50 nodes, 10 policies, kubelet source: a few minutes) or full (every size up to 10k pods with the kubelet source, the smallest also with metrics-server and Prometheus)")
-	sizesFlag := flag.String("sizes", "", "sizes to run instead, as PODSxNODESxPOLICIES[,...]")
+	sizesFlag := flag.String("sizes", "", "sizes to run instead, as PODSxNODESxPOLICIES[/SHARDS][@LIMIT][,...] (SHARDS managers split the namespaces, each with --shards and its --shard-index, under leader election; LIMIT runs each in a memory cgroup, as --memory-limit)")
 	sourcesFlag := flag.String("sources", "", "metrics sources instead of the scale's (kubelet,metrics-server,prometheus)")
 	flag.StringVar(&o.repo, "repo", "..", "the tailor repository (for the CRDs)")
 	flag.StringVar(&o.tailor, "tailor", "../bin/tailor", "the tailor binary")
@@ -207,6 +242,12 @@ type result struct {
 	Nodes    int    `json:"nodes"`
 	Policies int    `json:"policies"`
 	Source   string `json:"source"`
+	// Shards is how many managers split the namespaces, each under its
+	// own lease; 1 is one manager. With several, the memory, heap and full
+	// pass figures are the largest manager's (the goals are per manager),
+	// CPU, reconciles and resizes the sum, and Managers has each one's.
+	Shards   int              `json:"shards"`
+	Managers []managerFigures `json:"managers,omitempty"`
 	// RSSPeakBytes is the manager's peak resident memory (VmHWM) over the
 	// whole run, start included; RSSSteadyBytes its mean over the window.
 	RSSPeakBytes   int64 `json:"rssPeakBytes"`
@@ -260,10 +301,49 @@ type result struct {
 	// MemoryLimitBytes is the limit of the memory cgroup the manager ran
 	// in (--memory-limit; 0: none), CgroupPeakBytes the cgroup's peak use
 	// (page cache included) and OOMKills the kernel's kills in it.
-	MemoryLimitBytes int64  `json:"memoryLimitBytes,omitempty"`
-	CgroupPeakBytes  int64  `json:"cgroupPeakBytes,omitempty"`
-	OOMKills         int64  `json:"oomKills"`
-	Machine          string `json:"machine"`
+	MemoryLimitBytes int64 `json:"memoryLimitBytes,omitempty"`
+	CgroupPeakBytes  int64 `json:"cgroupPeakBytes,omitempty"`
+	OOMKills         int64 `json:"oomKills"`
+	// MajorFaultsPerSync: the managers' page faults that read from disk,
+	// per sync over the window; more than a few mean their pages do not
+	// fit beside their heap under the memory limit.
+	MajorFaultsPerSync float64 `json:"majorFaultsPerSync"`
+	Machine            string  `json:"machine"`
+}
+
+// managerFigures are one shard's manager's own figures, and what it owns.
+type managerFigures struct {
+	Shard              int     `json:"shard"`
+	Namespaces         int     `json:"namespaces"`
+	Policies           int     `json:"policies"`
+	Pods               int     `json:"pods"`
+	RSSPeakBytes       int64   `json:"rssPeakBytes"`
+	RSSSteadyBytes     int64   `json:"rssSteadyBytes"`
+	HeapSteadyBytes    int64   `json:"heapSteadyBytes"`
+	CPUSecondsPerSync  float64 `json:"cpuSecondsPerSync"`
+	FullPassSeconds    float64 `json:"fullPassSeconds"`
+	ReconcilesPerSync  float64 `json:"reconcilesPerSync"`
+	MajorFaultsPerSync float64 `json:"majorFaultsPerSync"`
+	CgroupPeakBytes    int64   `json:"cgroupPeakBytes,omitempty"`
+	OOMKills           int64   `json:"oomKills,omitempty"`
+}
+
+// owned counts what each of shards owns of l: namespaces, policies, pods.
+func owned(l layout, shards int) []managerFigures {
+	out := make([]managerFigures, shards)
+	for i := range out {
+		out[i].Shard = i
+	}
+	for ns := range min(l.namespaces, l.Policies) {
+		out[shard.Of(l.namespace(ns), shards)].Namespaces++
+	}
+	for pol := range l.Policies {
+		out[shard.Of(l.namespace(pol), shards)].Policies++
+	}
+	for pod := range l.Pods {
+		out[shard.Of(l.namespace(pod%l.Policies), shards)].Pods++
+	}
+	return out
 }
 
 func runOne(parent context.Context, o options, s size, source string, shapes []*shape) (res *result, err error) {
@@ -275,14 +355,15 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	}
 	defer func() {
 		if o.keep {
-			dst := filepath.Join(o.out, fmt.Sprintf("run-%s-%s", s, source))
+			dst := filepath.Join(o.out, fmt.Sprintf("run-%s-%s", strings.NewReplacer("/", "-shards-", "@", "-limit-").Replace(s.String()), source))
 			_ = os.RemoveAll(dst)
 			_ = os.Rename(work, dst)
 			return
 		}
 		_ = os.RemoveAll(work)
 	}()
-	res = &result{Pods: s.Pods, Nodes: s.Nodes, Policies: s.Policies, Source: source, SyncPeriodSeconds: o.syncPeriod.Seconds()}
+	shards := max(1, s.Shards)
+	res = &result{Pods: s.Pods, Nodes: s.Nodes, Policies: s.Policies, Source: source, Shards: shards, SyncPeriodSeconds: o.syncPeriod.Seconds()}
 	setupStart := time.Now()
 	repo, err := filepath.Abs(o.repo)
 	if err != nil {
@@ -339,13 +420,13 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	if err != nil {
 		return nil, err
 	}
-	var cg *memCgroup
-	if o.memoryLimit > 0 {
-		if cg, err = newMemCgroup(fmt.Sprintf("tailor-scale-bench-%d", os.Getpid()), o.memoryLimit); err != nil {
-			return nil, err
-		}
-		defer cg.remove()
-		res.MemoryLimitBytes = o.memoryLimit
+	memoryLimit := o.memoryLimit
+	if s.MemoryLimit != "" {
+		q := resource.MustParse(s.MemoryLimit)
+		memoryLimit = q.Value()
+	}
+	if memoryLimit > 0 {
+		res.MemoryLimitBytes = memoryLimit
 		uncached := filepath.Join(work, "tailor")
 		if err := uncachedCopy(tailor, uncached); err != nil {
 			return nil, err
@@ -353,14 +434,35 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 		defer func() { _ = os.Remove(uncached) }()
 		tailor = uncached
 	}
-	mgr, err := startManager(tailor, cl.kubeconfig, source, filepath.Join(work, "manager.log"), o.syncPeriod, extra, cg)
-	if err != nil {
-		return nil, err
+	figs := owned(l, shards)
+	mgrs := make([]*managerProc, shards)
+	for i := range mgrs {
+		var cg *memCgroup
+		if memoryLimit > 0 {
+			if cg, err = newMemCgroup(fmt.Sprintf("tailor-scale-bench-%d-%d", os.Getpid(), i), memoryLimit); err != nil {
+				return nil, err
+			}
+			defer cg.remove()
+		}
+		flags := extra
+		logName := "manager.log"
+		if shards > 1 {
+			// Each shard under its own lease, as installed; the later
+			// --leader-elect wins over startManager's.
+			flags = append(slices.Clone(extra), "--shards", strconv.Itoa(shards), "--shard-index", strconv.Itoa(i),
+				"--leader-elect=true", "--leader-election-namespace", "default")
+			logName = fmt.Sprintf("manager-%d.log", i)
+			fmt.Printf("shard %d: %d namespaces, %d policies, %d pods\n", i, figs[i].Namespaces, figs[i].Policies, figs[i].Pods)
+		}
+		if mgrs[i], err = startManager(tailor, cl.kubeconfig, source, filepath.Join(work, logName), o.syncPeriod, flags, cg); err != nil {
+			return nil, err
+		}
+		mgrs[i].cg = cg
+		defer mgrs[i].stop()
 	}
-	defer mgr.stop()
 	started := time.Now()
 	if err := waitFirstPass(ctx, cl, s.Policies, 10*time.Minute); err != nil {
-		return nil, fmt.Errorf("%w (manager log: %s)", err, filepath.Join(work, "manager.log"))
+		return nil, fmt.Errorf("%w (manager logs in %s)", err, work)
 	}
 	res.FirstPassSeconds = time.Since(started).Seconds()
 	fmt.Printf("first pass: every policy's status written %.1fs after the manager started\n", res.FirstPassSeconds)
@@ -377,11 +479,17 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 		return nil, err
 	}
 	sw.window(true)
-	if err := measureWindow(ctx, o, cl, mgr, f, res); err != nil {
+	if err := measureWindow(ctx, o, cl, mgrs, f, res, figs); err != nil {
 		return nil, err
 	}
-	if err := mgr.saveHeapProfile(ctx, filepath.Join(work, "heap.pprof")); err != nil {
-		fmt.Printf("no heap profile: %v\n", err)
+	for i, m := range mgrs {
+		name := "heap.pprof"
+		if shards > 1 {
+			name = fmt.Sprintf("heap-%d.pprof", i)
+		}
+		if err := m.saveHeapProfile(ctx, filepath.Join(work, name)); err != nil {
+			fmt.Printf("no heap profile: %v\n", err)
+		}
 	}
 	changes, _ := sw.window(false)
 	res.StatusChangesPerSync = map[string]float64{}
@@ -391,18 +499,32 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	if err := measureStep(ctx, o, pods, rz, s, res); err != nil {
 		return nil, err
 	}
-	st, err := mgr.stats()
-	if err != nil {
-		return nil, err
+	for i, m := range mgrs {
+		st, err := m.stats()
+		if err != nil {
+			return nil, err
+		}
+		figs[i].RSSPeakBytes = st.hwm
+		res.RSSPeakBytes = max(res.RSSPeakBytes, st.hwm)
+		if m.cg != nil {
+			figs[i].CgroupPeakBytes, figs[i].OOMKills = m.cg.stats()
+			res.CgroupPeakBytes = max(res.CgroupPeakBytes, figs[i].CgroupPeakBytes)
+			res.OOMKills += figs[i].OOMKills
+		}
 	}
-	res.RSSPeakBytes = st.hwm
-	if cg != nil {
-		res.CgroupPeakBytes, res.OOMKills = cg.stats()
-		fmt.Printf("memory limit %s MiB: the cgroup's peak use %s MiB (page cache included), %d OOM kills\n",
-			mib(o.memoryLimit), mib(res.CgroupPeakBytes), res.OOMKills)
+	if memoryLimit > 0 {
+		fmt.Printf("memory limit %s MiB: the cgroup's peak use %s MiB (page cache included), %d OOM kills, %.1f major faults per sync\n",
+			mib(memoryLimit), mib(res.CgroupPeakBytes), res.OOMKills, res.MajorFaultsPerSync)
 	}
 	fmt.Printf("RSS steady %s MiB: %s MiB the process's own, %s MiB the binary's pages\n",
 		mib(res.RSSSteadyBytes), mib(res.RSSSteadyBytes-res.RSSFileSteadyBytes), mib(res.RSSFileSteadyBytes))
+	if shards > 1 {
+		res.Managers = figs
+		for _, m := range figs {
+			fmt.Printf("shard %d (%d namespaces, %d policies, %d pods): RSS peak %s MiB, steady %s MiB, heap %s MiB, CPU %.2f s/sync, full pass %.2fs, %.1f reconciles/sync, %.1f major faults/sync\n",
+				m.Shard, m.Namespaces, m.Policies, m.Pods, mib(m.RSSPeakBytes), mib(m.RSSSteadyBytes), mib(m.HeapSteadyBytes), m.CPUSecondsPerSync, m.FullPassSeconds, m.ReconcilesPerSync, m.MajorFaultsPerSync)
+		}
+	}
 	res.SimulatedKubeletAnswers = rz.resultCounts()
 	return res, nil
 }
@@ -457,42 +579,50 @@ func waitFirstPass(ctx context.Context, cl *cluster, policies int, timeout time.
 }
 
 // measureWindow runs o.syncs sync periods and turns the counters' growth
-// over them into per-sync figures.
-func measureWindow(ctx context.Context, o options, cl *cluster, mgr *managerProc, f *fleet, res *result) error {
+// over them into per-sync figures: each manager's into figs, and the run's
+// into res (memory, heap and full pass the largest manager's, the counts
+// the sum).
+func measureWindow(ctx context.Context, o options, cl *cluster, mgrs []*managerProc, f *fleet, res *result, figs []managerFigures) error {
 	apiBefore, err := scrapeAPIServer(ctx, cl.cs)
 	if err != nil {
 		return err
 	}
-	mBefore, err := mgr.scrape(ctx)
-	if err != nil {
-		return err
-	}
-	pBefore, err := mgr.stats()
-	if err != nil {
-		return err
+	mBefore := make([]metricSet, len(mgrs))
+	pBefore := make([]procStats, len(mgrs))
+	for i, m := range mgrs {
+		if mBefore[i], err = m.scrape(ctx); err != nil {
+			return err
+		}
+		if pBefore[i], err = m.stats(); err != nil {
+			return err
+		}
 	}
 	pagesBefore := f.resource.Load() + f.cadvisor.Load()
 	start := time.Now()
 	end := start.Add(time.Duration(o.syncs) * o.syncPeriod)
-	var rssSum, fileSum, heapSum float64
+	rssSum := make([]float64, len(mgrs))
+	fileSum := make([]float64, len(mgrs))
+	heapSum := make([]float64, len(mgrs))
 	var n int
 	for time.Now().Before(end) {
 		if err := sleep(ctx, 2*time.Second); err != nil {
 			return err
 		}
-		st, err := mgr.stats()
-		if err != nil {
-			return fmt.Errorf("manager gone: %w", err)
+		for i, m := range mgrs {
+			st, err := m.stats()
+			if err != nil {
+				return fmt.Errorf("manager gone: %w", err)
+			}
+			ms, err := m.scrape(ctx)
+			if err != nil {
+				return err
+			}
+			heap := ms.sum("go_memstats_heap_alloc_bytes", nil)
+			rssSum[i] += float64(st.rss)
+			fileSum[i] += float64(st.rssFile)
+			heapSum[i] += heap
+			res.HeapPeakBytes = max(res.HeapPeakBytes, int64(heap))
 		}
-		m, err := mgr.scrape(ctx)
-		if err != nil {
-			return err
-		}
-		heap := m.sum("go_memstats_heap_alloc_bytes", nil)
-		rssSum += float64(st.rss)
-		fileSum += float64(st.rssFile)
-		heapSum += heap
-		res.HeapPeakBytes = max(res.HeapPeakBytes, int64(heap))
 		n++
 	}
 	elapsed := time.Since(start)
@@ -500,25 +630,38 @@ func measureWindow(ctx context.Context, o options, cl *cluster, mgr *managerProc
 	if err != nil {
 		return err
 	}
-	mAfter, err := mgr.scrape(ctx)
-	if err != nil {
-		return err
-	}
-	pAfter, err := mgr.stats()
-	if err != nil {
-		return err
-	}
 	syncs := elapsed.Seconds() / o.syncPeriod.Seconds()
-	res.RSSSteadyBytes = int64(rssSum / float64(n))
-	res.RSSFileSteadyBytes = int64(fileSum / float64(n))
-	res.HeapSteadyBytes = int64(heapSum / float64(n))
-	res.CPUSecondsPerSync = (pAfter.cpu - pBefore.cpu) / syncs
 	ctrl := map[string]string{"controller": "tailorpolicy"}
-	workers := max(1, mAfter.sum("controller_runtime_max_concurrent_reconciles", ctrl))
-	res.Workers = int(workers)
-	res.FullPassSeconds = (mAfter.sum("controller_runtime_reconcile_time_seconds", ctrl) - mBefore.sum("controller_runtime_reconcile_time_seconds", ctrl)) / syncs / workers
-	res.ReconcilesPerSync = (mAfter.sum("controller_runtime_reconcile_total", ctrl) - mBefore.sum("controller_runtime_reconcile_total", ctrl)) / syncs
-	res.ResizesSentPerSync = (mAfter.sum("tailor_resizes_total", map[string]string{"result": "sent"}) - mBefore.sum("tailor_resizes_total", map[string]string{"result": "sent"})) / syncs
+	sent := map[string]string{"result": "sent"}
+	for i, m := range mgrs {
+		mAfter, err := m.scrape(ctx)
+		if err != nil {
+			return err
+		}
+		pAfter, err := m.stats()
+		if err != nil {
+			return err
+		}
+		fig := &figs[i]
+		fig.RSSSteadyBytes = int64(rssSum[i] / float64(n))
+		fig.HeapSteadyBytes = int64(heapSum[i] / float64(n))
+		fig.CPUSecondsPerSync = round2((pAfter.cpu - pBefore[i].cpu) / syncs)
+		workers := max(1, mAfter.sum("controller_runtime_max_concurrent_reconciles", ctrl))
+		res.Workers = int(workers)
+		fig.FullPassSeconds = round2((mAfter.sum("controller_runtime_reconcile_time_seconds", ctrl) - mBefore[i].sum("controller_runtime_reconcile_time_seconds", ctrl)) / syncs / workers)
+		fig.ReconcilesPerSync = round2((mAfter.sum("controller_runtime_reconcile_total", ctrl) - mBefore[i].sum("controller_runtime_reconcile_total", ctrl)) / syncs)
+		fig.MajorFaultsPerSync = round2(float64(pAfter.majorFaults-pBefore[i].majorFaults) / syncs)
+		res.MajorFaultsPerSync += fig.MajorFaultsPerSync
+		if fig.RSSSteadyBytes > res.RSSSteadyBytes {
+			res.RSSSteadyBytes = fig.RSSSteadyBytes
+			res.RSSFileSteadyBytes = int64(fileSum[i] / float64(n))
+		}
+		res.HeapSteadyBytes = max(res.HeapSteadyBytes, fig.HeapSteadyBytes)
+		res.FullPassSeconds = max(res.FullPassSeconds, fig.FullPassSeconds)
+		res.CPUSecondsPerSync += (pAfter.cpu - pBefore[i].cpu) / syncs
+		res.ReconcilesPerSync += fig.ReconcilesPerSync
+		res.ResizesSentPerSync += (mAfter.sum("tailor_resizes_total", sent) - mBefore[i].sum("tailor_resizes_total", sent)) / syncs
+	}
 	res.FleetPagesPerSync = float64(f.resource.Load()+f.cadvisor.Load()-pagesBefore) / syncs
 	before, after := apiBefore.requests(), apiAfter.requests()
 	res.APIRequestsByVerbResource = map[string]float64{}
@@ -607,14 +750,22 @@ func containsPod(ps []*simPod, p *simPod) bool {
 	return false
 }
 
+// limitName writes a memory limit in MiB, as sizes name it; 0 is none.
+func limitName(b int64) string {
+	if b == 0 {
+		return ""
+	}
+	return mib(b) + "Mi"
+}
+
 func mib(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
 
 func printTable(w *os.File, rs []*result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pods\tnodes\tpolicies\tsource\tRSS peak MiB\tRSS steady MiB\theap MiB\tCPU s/sync\tfirst pass s\tfull pass s\tsync s\treconciles/sync\tAPI req/sync\tscrapes/sync\tstatus writes/sync\tresizes/sync\tstep->resize p50/max s\t")
+	fmt.Fprintln(tw, "pods\tnodes\tpolicies\tshards\tsource\tRSS peak MiB\tRSS steady MiB\theap MiB\tCPU s/sync\tfirst pass s\tfull pass s\tsync s\treconciles/sync\tAPI req/sync\tscrapes/sync\tstatus writes/sync\tresizes/sync\tstep->resize p50/max s\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.2f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f/%.1f (%d/%d)\t\n",
-			r.Pods, r.Nodes, r.Policies, r.Source, mib(r.RSSPeakBytes), mib(r.RSSSteadyBytes), mib(r.HeapSteadyBytes),
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.2f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f/%.1f (%d/%d)\t\n",
+			r.Pods, r.Nodes, r.Policies, max(1, r.Shards), r.Source, mib(r.RSSPeakBytes), mib(r.RSSSteadyBytes), mib(r.HeapSteadyBytes),
 			r.CPUSecondsPerSync, r.FirstPassSeconds, r.FullPassSeconds, r.SyncPeriodSeconds, r.ReconcilesPerSync,
 			r.APIRequestsPerSync, r.ScrapesPerSync, r.StatusWritesPerSync, r.ResizesSentPerSync,
 			r.StepToResizeP50Seconds, r.StepToResizeMaxSeconds, r.StepResized, r.StepPods)
@@ -636,7 +787,7 @@ func printRequests(w *os.File, rs []*result) {
 		for _, k := range keys {
 			parts = append(parts, fmt.Sprintf("%s %.1f", k, r.APIRequestsByVerbResource[k]))
 		}
-		fmt.Fprintf(w, "  %dx%dx%d %s: %s\n", r.Pods, r.Nodes, r.Policies, r.Source, strings.Join(parts, ", "))
+		fmt.Fprintf(w, "  %s %s: %s\n", size{r.Pods, r.Nodes, r.Policies, r.Shards, limitName(r.MemoryLimitBytes)}, r.Source, strings.Join(parts, ", "))
 		var changed []string
 		for k, v := range r.StatusChangesPerSync {
 			changed = append(changed, fmt.Sprintf("%s %.1f", k, v))

@@ -8,14 +8,15 @@ import (
 )
 
 func TestParseSizes(t *testing.T) {
-	got, err := parseSizes("1000x50x10, 10000x500x1000")
+	got, err := parseSizes("1000x50x10, 10000x500x1000, 10000x500x1000/2, 10000x500x1000/2@150Mi, 10000x500x1000@200Mi")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]size{{1000, 50, 10}, {10000, 500, 1000}}, got); diff != "" {
+	want := []size{{1000, 50, 10, 1, ""}, {10000, 500, 1000, 1, ""}, {10000, 500, 1000, 2, ""}, {10000, 500, 1000, 2, "150Mi"}, {10000, 500, 1000, 1, "200Mi"}}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("parseSizes (-want,+got):\n%s", diff)
 	}
-	for _, bad := range []string{"1000x50", "1000x0x10", "axbxc"} {
+	for _, bad := range []string{"1000x50", "1000x0x10", "axbxc", "1000x50x10/0", "1000x50x10/x", "1000x50x10/65", "1000x50x10@lots", "1000x50x10@0"} {
 		if _, err := parseSizes(bad); err == nil {
 			t.Errorf("parseSizes(%q) accepted", bad)
 		}

@@ -30,6 +30,8 @@ type managerProc struct {
 	metricsAddr string
 	pprofAddr   string
 	log         *os.File
+	// cg is the memory cgroup it runs in, if any.
+	cg *memCgroup
 }
 
 func freePort() (string, error) {
@@ -117,6 +119,10 @@ type procStats struct {
 	// the page cache and reclaimable), the rest being the process's own.
 	rssFile int64
 	cpu     float64
+	// majorFaults counts page faults that read from disk: a process whose
+	// own pages (its binary's, under a memory limit) are evicted and
+	// faulted back in again and again.
+	majorFaults int64
 }
 
 func (m *managerProc) stats() (procStats, error) {
@@ -148,6 +154,7 @@ func (m *managerProc) stats() (procStats, error) {
 	// Fields after the command (which may hold spaces) start at state.
 	rest := string(b[bytes.LastIndexByte(b, ')')+2:])
 	f := strings.Fields(rest)
+	s.majorFaults, _ = strconv.ParseInt(f[9], 10, 64)
 	utime, _ := strconv.ParseFloat(f[11], 64)
 	stime, _ := strconv.ParseFloat(f[12], 64)
 	s.cpu = (utime + stime) / clockTicks

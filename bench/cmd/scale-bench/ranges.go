@@ -16,12 +16,16 @@ type rangeSpec struct {
 }
 
 type runRange struct {
-	Pods     int                    `json:"pods"`
-	Nodes    int                    `json:"nodes"`
-	Policies int                    `json:"policies"`
-	Source   string                 `json:"source"`
-	Reason   string                 `json:"reason"`
-	Figures  map[string]figureRange `json:"figures"`
+	Pods     int    `json:"pods"`
+	Nodes    int    `json:"nodes"`
+	Policies int    `json:"policies"`
+	Source   string `json:"source"`
+	// Shards: 0 or 1 is one manager. MemoryLimit: as sizes write it
+	// ("150Mi"), empty for none.
+	Shards      int                    `json:"shards,omitempty"`
+	MemoryLimit string                 `json:"memoryLimit,omitempty"`
+	Reason      string                 `json:"reason"`
+	Figures     map[string]figureRange `json:"figures"`
 }
 
 type figureRange struct {
@@ -55,7 +59,7 @@ func (s *rangeSpec) check(rs []*result) []string {
 			return []string{err.Error()}
 		}
 		for _, rr := range s.Runs {
-			if rr.Pods != r.Pods || rr.Nodes != r.Nodes || rr.Policies != r.Policies || rr.Source != r.Source {
+			if rr.Pods != r.Pods || rr.Nodes != r.Nodes || rr.Policies != r.Policies || rr.Source != r.Source || max(1, rr.Shards) != max(1, r.Shards) || rr.MemoryLimit != limitName(r.MemoryLimitBytes) {
 				continue
 			}
 			for name, fr := range rr.Figures {
