@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/shard"
 )
 
 // The dashboard reads the events of a policy and its pods; it writes
@@ -42,6 +44,10 @@ type Server struct {
 	Events  client.Reader
 	History *History
 	Clock   clock.PassiveClock
+	// Shard is the manager's share of the namespaces: another shard's
+	// policies are that shard's manager's to show, with the history only
+	// it has.
+	Shard shard.Shard
 }
 
 // Handler routes the pages and the API.
@@ -170,6 +176,9 @@ func (s *Server) overview(ctx context.Context, _ *http.Request) (any, error) {
 	out := Overview{Time: now, Policies: []PolicySummary{}}
 	for i := range list.Items {
 		p := &list.Items[i]
+		if !s.Shard.Owns(p.Namespace) {
+			continue
+		}
 		sum := s.summary(p, now)
 		out.Policies = append(out.Policies, sum)
 		t := &out.Totals
@@ -271,6 +280,9 @@ type Event struct {
 
 func (s *Server) workload(ctx context.Context, r *http.Request) (any, error) {
 	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	if !s.Shard.Owns(key.Namespace) {
+		return nil, &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("namespace %s is synced by shard %d of %d: open that shard's dashboard", key.Namespace, shard.Of(key.Namespace, s.Shard.Count), s.Shard.Count)}
+	}
 	var p v1alpha1.TailorPolicy
 	if err := s.Cache.Get(ctx, key, &p); err != nil {
 		if client.IgnoreNotFound(err) == nil {

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -21,10 +22,17 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/shard"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
 func newServer(t *testing.T) (*httptest.Server, *History) {
+	t.Helper()
+	return newShardServer(t, shard.Shard{})
+}
+
+// newShardServer is newServer on a manager of sh.
+func newShardServer(t *testing.T, sh shard.Shard) (*httptest.Server, *History) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), v1alpha1.AddToScheme(scheme)); err != nil {
@@ -39,7 +47,7 @@ func newServer(t *testing.T) (*httptest.Server, *History) {
 	other := builder.Pod("db-1").Namespace("ns").Node("n1").Container(builder.Container("db").Requests("1", "1Gi")).Running().Obj()
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pol, node, pod, other).Build()
 	h := NewHistory(10, time.Second)
-	s := &Server{Cache: c, History: h, Clock: clocktesting.NewFakePassiveClock(t0.Add(time.Minute))}
+	s := &Server{Cache: c, History: h, Clock: clocktesting.NewFakePassiveClock(t0.Add(time.Minute)), Shard: sh}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return srv, h
@@ -121,5 +129,35 @@ func TestServer(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST: %d, want 405: the dashboard is read-only", resp.StatusCode)
+	}
+}
+
+// A manager of one shard shows its own namespaces' policies, and sends to
+// the right shard's dashboard for the others'.
+func TestServerShowsItsShard(t *testing.T) {
+	owner := shard.Of("ns", 2)
+	for _, tc := range []struct {
+		index        int
+		wantPolicies int
+		wantCode     int
+	}{{owner, 1, http.StatusOK}, {1 - owner, 0, http.StatusNotFound}} {
+		srv, _ := newShardServer(t, shard.Shard{Index: tc.index, Count: 2})
+		var ov Overview
+		getJSON(t, srv.URL+"/api/overview", &ov)
+		if len(ov.Policies) != tc.wantPolicies {
+			t.Errorf("shard %d lists %d policies, want %d", tc.index, len(ov.Policies), tc.wantPolicies)
+		}
+		resp, err := http.Get(srv.URL + "/api/workload/ns/web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != tc.wantCode {
+			t.Errorf("shard %d: workload ns/web answered %d, want %d", tc.index, resp.StatusCode, tc.wantCode)
+		}
+		if tc.wantCode == http.StatusNotFound && !strings.Contains(string(body), fmt.Sprintf("synced by shard %d of 2", owner)) {
+			t.Errorf("shard %d: %q does not name the shard to ask", tc.index, body)
+		}
 	}
 }

@@ -220,7 +220,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 		history := dashboard.NewHistory(o.DashboardPoints, every)
 		r.Observer = history
-		srv := &dashboard.Server{Cache: mgr.GetClient(), Events: mgr.GetAPIReader(), History: history, Clock: clock.RealClock{}}
+		srv := &dashboard.Server{Cache: mgr.GetClient(), Events: mgr.GetAPIReader(), History: history, Clock: clock.RealClock{}, Shard: o.Shard}
 		if err := mgr.Add(everyReplica(func(ctx context.Context) error { return srv.Serve(ctx, o.DashboardAddr) })); err != nil {
 			return nil, err
 		}
