@@ -121,7 +121,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep each run's work directory (manager log) under out/")
 	managerFlags := flag.String("manager-flags", "", "more flags for tailor manager, space-separated")
 	chartOnly := flag.String("chart", "", "only draw the growth chart from this JSON report into out/scale.svg")
-	memLimit := flag.String("memory-limit", "", "run the manager in a memory cgroup with this limit (e.g. 200Mi), as a pod with limits.memory runs: the kernel enforces it and the manager sets GOMEMLIMIT to 90% of it (needs root)")
+	memLimit := flag.String("memory-limit", "", "run the manager in a memory cgroup with this limit (e.g. 200Mi), as a pod with limits.memory runs: the kernel enforces it and the manager sets GOMEMLIMIT from it (needs root)")
 	flag.Parse()
 
 	if *memLimit != "" {
@@ -390,6 +390,7 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	if err != nil {
 		return nil, err
 	}
+	populated := time.Now()
 	rz := newResizer(cl.cs, pods)
 	if err := rz.run(ctx); err != nil {
 		return nil, err
@@ -469,6 +470,14 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	// The first resizes settle (fewer than 2% of the pods resized in a
 	// sync period, at most 6 periods: the traces' peaks keep raising some
 	// pods), then the window.
+	if source == "prometheus" {
+		// The Prometheus source holds a container's CPU until its series
+		// is two rate windows (2m) past the container's start, when rate()
+		// stops reading low; the window must not fall in that warm-up.
+		if err := sleep(ctx, time.Until(populated.Add(2*time.Minute+2*o.syncPeriod))); err != nil {
+			return nil, err
+		}
+	}
 	settled, err := settle(ctx, rz, s, o.syncPeriod)
 	if err != nil {
 		return nil, err
@@ -762,10 +771,14 @@ func mib(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
 
 func printTable(w *os.File, rs []*result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pods\tnodes\tpolicies\tshards\tsource\tRSS peak MiB\tRSS steady MiB\theap MiB\tCPU s/sync\tfirst pass s\tfull pass s\tsync s\treconciles/sync\tAPI req/sync\tscrapes/sync\tstatus writes/sync\tresizes/sync\tstep->resize p50/max s\t")
+	fmt.Fprintln(tw, "pods\tnodes\tpolicies\tshards\tlimit MiB\tsource\tRSS peak MiB\tRSS steady MiB\theap MiB\tCPU s/sync\tfirst pass s\tfull pass s\tsync s\treconciles/sync\tAPI req/sync\tscrapes/sync\tstatus writes/sync\tresizes/sync\tstep->resize p50/max s\t")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.2f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f/%.1f (%d/%d)\t\n",
-			r.Pods, r.Nodes, r.Policies, max(1, r.Shards), r.Source, mib(r.RSSPeakBytes), mib(r.RSSSteadyBytes), mib(r.HeapSteadyBytes),
+		limit := "-"
+		if r.MemoryLimitBytes > 0 {
+			limit = mib(r.MemoryLimitBytes)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.2f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f/%.1f (%d/%d)\t\n",
+			r.Pods, r.Nodes, r.Policies, max(1, r.Shards), limit, r.Source, mib(r.RSSPeakBytes), mib(r.RSSSteadyBytes), mib(r.HeapSteadyBytes),
 			r.CPUSecondsPerSync, r.FirstPassSeconds, r.FullPassSeconds, r.SyncPeriodSeconds, r.ReconcilesPerSync,
 			r.APIRequestsPerSync, r.ScrapesPerSync, r.StatusWritesPerSync, r.ResizesSentPerSync,
 			r.StepToResizeP50Seconds, r.StepToResizeMaxSeconds, r.StepResized, r.StepPods)
