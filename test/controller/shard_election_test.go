@@ -1,0 +1,110 @@
+//go:build controller
+
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/shard"
+)
+
+// Each shard elects its own leader: of two managers of shard 0 one leads,
+// the only manager of shard 1 leads too, each under its shard's lease, and
+// when shard 0's leader stops the other takes its lease over while shard
+// 1's leader is untouched. These are the managers internal/manager builds
+// (leader election, the cache, the controller), on the real apiserver.
+func TestEachShardElectsItsOwnLeader(t *testing.T) {
+	type running struct {
+		mgr    interface{ Elected() <-chan struct{} }
+		cancel context.CancelFunc
+		// done is closed when the manager has stopped.
+		done chan struct{}
+	}
+	start := func(sh shard.Shard) *running {
+		t.Helper()
+		m, err := manager.New(restConfig, manager.Options{
+			MetricsSource: "kubelet", SyncPeriod: time.Minute,
+			LeaderElect: true, LeaderElectionNamespace: "default", Shard: sh,
+			MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
+		})
+		if err != nil {
+			t.Fatalf("manager of %s: %v", sh, err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &running{mgr: m, cancel: cancel, done: make(chan struct{})}
+		go func() {
+			defer close(r.done)
+			if err := m.Start(ctx); err != nil {
+				t.Errorf("manager of %s: %v", sh, err)
+			}
+		}()
+		t.Cleanup(func() {
+			cancel()
+			<-r.done
+		})
+		return r
+	}
+	elected := func(r *running) bool {
+		select {
+		case <-r.mgr.Elected():
+			return true
+		default:
+			return false
+		}
+	}
+	holder := func(name string) string {
+		var l coordinationv1.Lease
+		if err := apiClient.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: name}, &l); err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	zero, one := shard.Shard{Index: 0, Count: 2}, shard.Shard{Index: 1, Count: 2}
+	a, b, c := start(zero), start(zero), start(one)
+
+	poll := func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return cond(), nil
+		}); err != nil {
+			t.Fatalf("%s: a elected %v, b elected %v, c elected %v; leases: shard 0 %q, shard 1 %q", what,
+				elected(a), elected(b), elected(c), holder(zero.LeaseName("tailor-manager")), holder(one.LeaseName("tailor-manager")))
+		}
+	}
+	poll("each shard has a leader", func() bool { return (elected(a) || elected(b)) && elected(c) })
+	time.Sleep(2 * time.Second) // a second election would show by now
+	if elected(a) && elected(b) {
+		t.Fatal("both managers of shard 0 lead")
+	}
+	if holder(zero.LeaseName("tailor-manager")) == "" || holder(one.LeaseName("tailor-manager")) == "" {
+		t.Fatalf("the shards' leases are not held: shard 0 %q, shard 1 %q", holder(zero.LeaseName("tailor-manager")), holder(one.LeaseName("tailor-manager")))
+	}
+	if holder("tailor-manager") != "" {
+		t.Errorf("a shard's manager holds the unsharded lease tailor-manager")
+	}
+	shard1 := holder(one.LeaseName("tailor-manager"))
+
+	leader, standby := a, b
+	if elected(b) {
+		leader, standby = b, a
+	}
+	before := holder(zero.LeaseName("tailor-manager"))
+	stopped := time.Now()
+	leader.cancel()
+	<-leader.done
+	poll("shard 0's standby takes over", func() bool { return elected(standby) })
+	t.Logf("shard 0's standby led %s after its leader stopped", time.Since(stopped).Round(100*time.Millisecond))
+	if after := holder(zero.LeaseName("tailor-manager")); after == before || after == "" {
+		t.Errorf("shard 0's lease holder %q after the takeover, was %q", after, before)
+	}
+	if got := holder(one.LeaseName("tailor-manager")); got != shard1 || !elected(c) {
+		t.Errorf("shard 1's lease moved (%q -> %q) when shard 0's leader stopped", shard1, got)
+	}
+}
