@@ -147,17 +147,7 @@ func TestSlimPodDecidesAlike(t *testing.T) {
 				slim.Nodes[name].Pods = append(slim.Nodes[name].Pods, bySlim[p])
 			}
 		}
-		want, err := autoscale.DecidePolicy(whole)
-		if err != nil {
-			t.Fatalf("seed %d: whole pods: %v", seed, err)
-		}
-		got, err := autoscale.DecidePolicy(slim)
-		if err != nil {
-			t.Fatalf("seed %d: slim pods: %v", seed, err)
-		}
-		if diff := cmp.Diff(summary(want), summary(got)); diff != "" {
-			t.Fatalf("seed %d: slim pods decide otherwise (-whole,+slim):\n%s", seed, diff)
-		}
+		want := decidesAlike(t, seed, "slim pods", whole, slim)
 		resizes += len(want.Resizes)
 		held += len(want.Held)
 	}
@@ -195,17 +185,7 @@ func TestForeignPodDecidesAlike(t *testing.T) {
 		}
 		other := whole
 		other.Nodes = map[string]*resize.NodeState{autoscaletest.NodeName: &foreign}
-		want, err := autoscale.DecidePolicy(whole)
-		if err != nil {
-			t.Fatalf("seed %d: whole neighbours: %v", seed, err)
-		}
-		got, err := autoscale.DecidePolicy(other)
-		if err != nil {
-			t.Fatalf("seed %d: foreign neighbours: %v", seed, err)
-		}
-		if diff := cmp.Diff(summary(want), summary(got)); diff != "" {
-			t.Fatalf("seed %d: foreign neighbours decide otherwise (-whole,+foreign):\n%s", seed, diff)
-		}
+		want := decidesAlike(t, seed, "foreign neighbours", whole, other)
 		resizes += len(want.Resizes)
 		held += len(want.Held)
 	}
@@ -213,6 +193,25 @@ func TestForeignPodDecidesAlike(t *testing.T) {
 		t.Fatalf("%d cases gave %d resizes and %d holds: too few to compare", cases, resizes, held)
 	}
 	t.Logf("%d cases: %d resizes, %d held, decided alike", cases, resizes, held)
+}
+
+// decidesAlike decides whole and cut, the same case with pods cut down as
+// the cache keeps them (what says how), fails the test unless every resize,
+// hold and decision is the same, and returns the decision over whole.
+func decidesAlike(t *testing.T, seed uint64, what string, whole, cut autoscale.PolicyInput) autoscale.PolicyDecision {
+	t.Helper()
+	want, err := autoscale.DecidePolicy(whole)
+	if err != nil {
+		t.Fatalf("seed %d: whole pods: %v", seed, err)
+	}
+	got, err := autoscale.DecidePolicy(cut)
+	if err != nil {
+		t.Fatalf("seed %d: %s: %v", seed, what, err)
+	}
+	if diff := cmp.Diff(summary(want), summary(got)); diff != "" {
+		t.Fatalf("seed %d: %s decide otherwise (-whole,+%s):\n%s", seed, what, what, diff)
+	}
+	return want
 }
 
 // lowerInFlight halves p's container requests in its spec, as a lowering
