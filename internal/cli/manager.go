@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -50,7 +51,10 @@ func (o *ManagerOptions) command() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.MetricsSource, "metrics-source", "kubelet", "where usage comes from: kubelet (fastest), metrics-server or prometheus")
+	f.StringVar(&o.MetricsSource, "metrics-source", "kubelet", "where usage comes from: kubelet, metrics-server, prometheus, or agent (the node agents' reports, each second where they run; docs/agent.md)")
+	f.StringVar(&o.AgentAddr, "agent-bind-address", manager.DefaultAgentAddr, "with --metrics-source=agent, where the node agents' reports are taken")
+	f.StringVar(&o.AgentServiceAccount, "agent-service-account", manager.DefaultAgentServiceAccount, "with --metrics-source=agent, the agents' service account (<namespace>:<name>); reports under any other identity are refused")
+	f.StringVar(&o.AgentFallback, "agent-fallback", "kubelet", "with --metrics-source=agent, the source read for pods on nodes with no fresh agent report: kubelet, metrics-server, prometheus or none")
 	f.StringVar(&o.PrometheusURL, "prometheus-url", "http://127.0.0.1:9090", "Prometheus HTTP API, with --metrics-source=prometheus")
 	f.BoolVar(&o.KubeletThrottling, "kubelet-throttling", true, "with --metrics-source=kubelet, also read CFS throttling from /metrics/cadvisor")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Second, "how often each policy's usage is read and its pods reconsidered")
@@ -77,7 +81,15 @@ func (o *ManagerOptions) command() *cobra.Command {
 // Validate checks the flags.
 func (o *ManagerOptions) Validate() error {
 	if !contains(manager.Sources, o.MetricsSource) {
-		return usageErrorf("unknown --metrics-source %q: use kubelet, metrics-server or prometheus", o.MetricsSource)
+		return usageErrorf("unknown --metrics-source %q: use kubelet, metrics-server, prometheus or agent", o.MetricsSource)
+	}
+	if o.MetricsSource == "agent" {
+		if o.AgentFallback != "none" && (o.AgentFallback == "agent" || !contains(manager.Sources, o.AgentFallback)) {
+			return usageErrorf("unknown --agent-fallback %q: use kubelet, metrics-server, prometheus or none", o.AgentFallback)
+		}
+		if ns, name, ok := strings.Cut(o.AgentServiceAccount, ":"); !ok || ns == "" || name == "" || strings.Contains(name, ":") {
+			return usageErrorf("--agent-service-account %q: want <namespace>:<name>", o.AgentServiceAccount)
+		}
 	}
 	if o.SyncPeriod < time.Second {
 		return usageErrorf("--sync-period must be at least 1s, got %s", o.SyncPeriod)

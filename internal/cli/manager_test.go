@@ -17,18 +17,22 @@ func TestManagerFlags(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		"defaults":                 {},
-		"longer lease":             {args: []string{"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"}},
-		"renew past the lease":     {args: []string{"--leader-elect-renew-deadline=20s"}, wantErr: "--leader-elect-renew-deadline (20s) < --leader-elect-lease-duration (8s)"},
-		"retry past the renew":     {args: []string{"--leader-elect-retry-period=7s"}, wantErr: "0 < --leader-elect-retry-period (7s)"},
-		"no retry":                 {args: []string{"--leader-elect-retry-period=0s"}, wantErr: "leader election needs"},
-		"timings unused when solo": {args: []string{"--leader-elect=false", "--leader-elect-retry-period=0s"}},
-		"sync period too short":    {args: []string{"--sync-period=100ms"}, wantErr: "--sync-period must be at least 1s"},
-		"unknown source":           {args: []string{"--metrics-source=statsd"}, wantErr: `unknown --metrics-source "statsd"`},
-		"second of two shards":     {args: []string{"--shards=2", "--shard-index=1"}},
-		"shard past the count":     {args: []string{"--shards=2", "--shard-index=2"}, wantErr: "--shards 2 --shard-index 2: shard index 2: want 0 to 1"},
-		"index without shards":     {args: []string{"--shard-index=1"}, wantErr: "shard index 1: want 0 to 0"},
-		"no shards":                {args: []string{"--shards=0"}, wantErr: "--shards must be at least 1"},
+		"defaults":                  {},
+		"longer lease":              {args: []string{"--leader-elect-lease-duration=15s", "--leader-elect-renew-deadline=10s", "--leader-elect-retry-period=2s"}},
+		"renew past the lease":      {args: []string{"--leader-elect-renew-deadline=20s"}, wantErr: "--leader-elect-renew-deadline (20s) < --leader-elect-lease-duration (8s)"},
+		"retry past the renew":      {args: []string{"--leader-elect-retry-period=7s"}, wantErr: "0 < --leader-elect-retry-period (7s)"},
+		"no retry":                  {args: []string{"--leader-elect-retry-period=0s"}, wantErr: "leader election needs"},
+		"timings unused when solo":  {args: []string{"--leader-elect=false", "--leader-elect-retry-period=0s"}},
+		"sync period too short":     {args: []string{"--sync-period=100ms"}, wantErr: "--sync-period must be at least 1s"},
+		"unknown source":            {args: []string{"--metrics-source=statsd"}, wantErr: `unknown --metrics-source "statsd"`},
+		"second of two shards":      {args: []string{"--shards=2", "--shard-index=1"}},
+		"shard past the count":      {args: []string{"--shards=2", "--shard-index=2"}, wantErr: "--shards 2 --shard-index 2: shard index 2: want 0 to 1"},
+		"index without shards":      {args: []string{"--shard-index=1"}, wantErr: "shard index 1: want 0 to 0"},
+		"no shards":                 {args: []string{"--shards=0"}, wantErr: "--shards must be at least 1"},
+		"agent":                     {args: []string{"--metrics-source=agent"}},
+		"agent without fallback":    {args: []string{"--metrics-source=agent", "--agent-fallback=none"}},
+		"agent falls back to self":  {args: []string{"--metrics-source=agent", "--agent-fallback=agent"}, wantErr: `unknown --agent-fallback "agent"`},
+		"agent account unqualified": {args: []string{"--metrics-source=agent", "--agent-service-account=tailor-agent"}, wantErr: "want <namespace>:<name>"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -236,7 +236,9 @@ func slimStatuses(ss []corev1.ContainerStatus, lists *listTable) []corev1.Contai
 	out := make([]corev1.ContainerStatus, len(ss))
 	for i, c := range ss {
 		out[i] = corev1.ContainerStatus{
-			Name:                 c.Name,
+			Name: c.Name,
+			// The agent source finds a container's figures by its ID.
+			ContainerID:          c.ContainerID,
 			State:                slimState(c.State),
 			LastTerminationState: slimState(c.LastTerminationState),
 			Ready:                c.Ready,

@@ -25,6 +25,7 @@ import (
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/dashboard"
 	"github.com/tailorhq/tailor/internal/metrics"
+	agentsource "github.com/tailorhq/tailor/internal/metrics/agent"
 	"github.com/tailorhq/tailor/internal/metrics/kubelet"
 	"github.com/tailorhq/tailor/internal/metrics/metricsserver"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
@@ -33,7 +34,7 @@ import (
 )
 
 // Sources are the metrics sources a manager can read usage from.
-var Sources = []string{"kubelet", "metrics-server", "prometheus"}
+var Sources = []string{"kubelet", "metrics-server", "prometheus", "agent"}
 
 // Options configure a manager.
 type Options struct {
@@ -81,6 +82,16 @@ type Options struct {
 	// the policies of, under a lease of its own; the zero value is every
 	// namespace.
 	Shard shard.Shard
+	// AgentAddr is where the node agents' reports are taken, with
+	// MetricsSource "agent" ("" is DefaultAgentAddr).
+	AgentAddr string
+	// AgentServiceAccount is the agents' identity, <namespace>:<name>;
+	// a report under any other is refused ("" is
+	// DefaultAgentServiceAccount).
+	AgentServiceAccount string
+	// AgentFallback is the source read for pods on nodes with no fresh
+	// agent report: kubelet (""), metrics-server, prometheus, or none.
+	AgentFallback string
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
 }
@@ -159,8 +170,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	source, err := NewSource(cfg, o)
-	if err != nil {
+	var source metrics.Source
+	var receiver *agentsource.Receiver
+	if o.MetricsSource == "agent" {
+		if source, receiver, err = newAgentSource(cfg, o); err != nil {
+			return nil, err
+		}
+	} else if source, err = NewSource(cfg, o); err != nil {
 		return nil, err
 	}
 	rec := recommend.DefaultConfig()
@@ -212,6 +228,19 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		CheckpointInterval: o.CheckpointInterval,
 		ConcurrentSyncs:    o.ConcurrentSyncs,
 		Shard:              o.Shard,
+	}
+	if receiver != nil {
+		w := newWaker(mgr.GetClient(), o.Shard, ctrl.Log.WithName("agent-wakeups"))
+		receiver.Wake, r.Wake = w.wake, w.ch
+		addr := o.AgentAddr
+		if addr == "" {
+			addr = DefaultAgentAddr
+		}
+		// Every replica takes reports, so a standby that takes over knows
+		// every node's figures at once.
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error { return serveAgents(ctx, addr, receiver) })); err != nil {
+			return nil, err
+		}
 	}
 	if o.DashboardAddr != "" && o.DashboardAddr != "0" {
 		every := o.SyncPeriod
@@ -293,7 +322,33 @@ func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 			Namespaces:  keep,
 		}), nil
 	}
-	return nil, fmt.Errorf("unknown metrics source %q: use kubelet, metrics-server or prometheus", o.MetricsSource)
+	return nil, fmt.Errorf("unknown metrics source %q: use kubelet, metrics-server, prometheus or agent", o.MetricsSource)
+}
+
+// newAgentSource builds the agent source: reports taken by a receiver, and
+// the fallback source for nodes without a fresh one.
+func newAgentSource(cfg *rest.Config, o Options) (metrics.Source, *agentsource.Receiver, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	receiver, err := newAgentReceiver(cs, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	src := &agentsource.Source{Receiver: receiver, Clock: clock.RealClock{}}
+	switch o.AgentFallback {
+	case "none":
+	case "agent":
+		return nil, nil, fmt.Errorf("the agent source's fallback cannot be the agent")
+	default:
+		fo := o
+		fo.MetricsSource = o.AgentFallback
+		if src.Fallback, err = NewSource(cfg, fo); err != nil {
+			return nil, nil, fmt.Errorf("the agent source's fallback: %w", err)
+		}
+	}
+	return src, receiver, nil
 }
 
 // kubeletShareFor is how long one read of a node serves every policy: the

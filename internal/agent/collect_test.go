@@ -1,0 +1,203 @@
+package agent
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tailorhq/tailor/internal/agent/cgroup"
+)
+
+const (
+	uid = "3f1c2b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b"
+	cid = "8e2f1c0d3b4a59687766554433221100ffeeddccbbaa99887766554433221100"
+	mi  = 1 << 20
+)
+
+var t0 = time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
+
+// steps feeds one container's samples a second apart and returns, per
+// step, whether it made the report urgent.
+type feed struct {
+	col *Collector
+	at  time.Time
+}
+
+func newFeed(th Thresholds) *feed { return &feed{col: NewCollector(th), at: t0} }
+
+func (f *feed) step(s cgroup.Sample) bool {
+	f.at = f.at.Add(time.Second)
+	return f.col.Observe(f.at, []cgroup.Container{{PodUID: uid, ID: cid}}, []cgroup.Sample{s})
+}
+
+func cpuSample(used time.Duration, periods, throttled uint64) cgroup.Sample {
+	return cgroup.Sample{CPUUsage: used, Periods: periods, Throttled: throttled, WorkingSet: 10 * mi, MemoryLimit: 100 * mi}
+}
+
+// A CPU step to the limit is urgent in the first second it shows, once per
+// cooldown, and the report covers the whole time since the last one.
+func TestThrottledIsUrgent(t *testing.T) {
+	f := newFeed(DefaultThresholds())
+	if f.step(cpuSample(0, 0, 0)) {
+		t.Fatal("a first sample is urgent")
+	}
+	if f.step(cpuSample(20*time.Millisecond, 10, 0)) {
+		t.Fatal("idle is urgent")
+	}
+	r := f.col.Report()
+	if len(r.Containers) != 1 || r.Urgent {
+		t.Fatalf("report %+v", r)
+	}
+	// The first report covers the first sample to the newest.
+	if c := r.Containers[0]; c.Window != 1 || c.CPU < 0.019 || c.CPU > 0.021 || c.Throttled == nil || *c.Throttled != 0 {
+		t.Errorf("idle report: window %v cpu %v throttled %v; want 1s, 0.02 cores, 0", c.Window, c.CPU, c.Throttled)
+	}
+	// Full core against a 200m quota: throttled in 9 of 10 periods.
+	if !f.step(cpuSample(220*time.Millisecond, 20, 9)) {
+		t.Fatal("a throttled second is not urgent")
+	}
+	r = f.col.Report()
+	c := r.Containers[0]
+	if !r.Urgent || !strings.HasPrefix(c.Urgent, "cpu: throttled in 90%") {
+		t.Errorf("report urgent %v, container %q", r.Urgent, c.Urgent)
+	}
+	if c.Window != 1 || c.CPU < 0.199 || c.CPU > 0.201 || *c.Throttled != 0.9 {
+		t.Errorf("window %v cpu %v throttled %v; want 1s, 0.2 cores, 0.9", c.Window, c.CPU, *c.Throttled)
+	}
+	// Still throttled: not again within the cooldown (3s), then once.
+	var woke []int
+	for i := 1; i <= 7; i++ {
+		if f.step(cpuSample(time.Duration(220+200*i)*time.Millisecond, uint64(20+10*i), uint64(9+9*i))) {
+			woke = append(woke, i)
+			f.col.Report()
+		}
+	}
+	// The second wake-up waits 3s, the third 6s (backoff).
+	if len(woke) != 1 || woke[0] != 3 {
+		t.Errorf("woke at seconds %v of 7 more throttled seconds; want [3]", woke)
+	}
+	// Calm again resets the backoff.
+	f.step(cpuSample(1830*time.Millisecond, 100, 72))
+	f.col.Report()
+	if !f.step(cpuSample(2030*time.Millisecond, 110, 81)) {
+		t.Errorf("throttled again after a calm second is not urgent")
+	}
+}
+
+// Memory on course for its limit is urgent and at risk: a 50 MiB/s ramp
+// from half a 256Mi limit is seen in its first second; a working set that
+// sits near the limit without growing is neither.
+func TestMemoryRampIsUrgent(t *testing.T) {
+	f := newFeed(DefaultThresholds())
+	mem := func(ws uint64) cgroup.Sample { return cgroup.Sample{WorkingSet: ws, MemoryLimit: 256 * mi} }
+	f.step(mem(128 * mi))
+	if f.step(mem(128 * mi)) {
+		t.Fatal("flat memory is urgent")
+	}
+	if !f.step(mem(178 * mi)) {
+		t.Fatal("a 50Mi/s ramp at 178Mi of 256Mi is not urgent")
+	}
+	c := f.col.Report().Containers[0]
+	if !c.MemoryAtRisk || !strings.Contains(c.Urgent, "reaches its 256Mi limit in") || c.MemoryGrowth <= 0 {
+		t.Errorf("ramp: %+v", c)
+	}
+
+	g := newFeed(DefaultThresholds())
+	for range 5 {
+		if g.step(mem(240 * mi)) {
+			t.Fatal("a steady 94% is urgent")
+		}
+	}
+	if c := g.col.Report().Containers[0]; c.MemoryAtRisk {
+		t.Errorf("steady 94%%: at risk")
+	}
+	// Growing slowly near the limit: within the 10% margin.
+	if !g.step(mem(241 * mi)) {
+		t.Errorf("growing within the margin is not urgent")
+	}
+	// No limit: nothing to be killed at.
+	h := newFeed(DefaultThresholds())
+	h.step(cgroup.Sample{WorkingSet: 100 * mi})
+	if h.step(cgroup.Sample{WorkingSet: 900 * mi}) {
+		t.Errorf("growth without a limit is urgent")
+	}
+}
+
+// A container that went away is forgotten; one whose counters went back is
+// a new cgroup and starts over (no negative rate).
+func TestCollectorForgetsAndRestarts(t *testing.T) {
+	f := newFeed(DefaultThresholds())
+	f.step(cpuSample(5*time.Second, 100, 0))
+	f.step(cpuSample(6*time.Second, 110, 0))
+	f.col.Report()
+	f.step(cpuSample(time.Second, 5, 0))
+	r := f.col.Report()
+	if c := r.Containers[0]; c.Window != 0 || c.CPU != 0 {
+		t.Errorf("after the counter went back: window %v cpu %v; want a fresh start", c.Window, c.CPU)
+	}
+	f.at = f.at.Add(time.Second)
+	f.col.Observe(f.at, nil, nil)
+	if f.col.Len() != 0 || len(f.col.Report().Containers) != 0 {
+		t.Errorf("a vanished container is still reported")
+	}
+}
+
+// PSI on cgroup v2, from files as the kernel writes them: memory stalls
+// over the threshold put memory at risk and wake the manager; CPU stalls
+// wake it for CPU.
+func TestPressureFromCgroupV2Files(t *testing.T) {
+	dir := "kubepods/burstable/pod" + uid + "/" + cid + "/"
+	files := map[string]string{
+		dir + "cpu.stat":        "usage_usec 1000000\nuser_usec 900000\nsystem_usec 100000\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n",
+		dir + "memory.current":  "209715200\n",
+		dir + "memory.max":      "268435456\n",
+		dir + "memory.stat":     "anon 200000000\nfile 9715200\ninactive_file 4857600\n",
+		dir + "memory.events":   "low 0\nhigh 0\nmax 12\noom 0\noom_kill 0\n",
+		dir + "cpu.pressure":    "some avg10=0.00 avg60=0.00 avg300=0.00 total=1200\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+		dir + "memory.pressure": "some avg10=18.42 avg60=6.10 avg300=1.33 total=7716525\nfull avg10=11.05 avg60=3.64 avg300=0.79 total=4622270\n",
+	}
+	root := t.TempDir()
+	writeFiles(t, root, files)
+	tree := cgroup.Tree{Root: root, Version: cgroup.V2}
+	col := NewCollector(DefaultThresholds())
+	urgent, err := newReader(tree).sample(col, t0)
+	if err != nil || !urgent {
+		t.Fatalf("memory stalls 18%% over 10%%: urgent %v, err %v", urgent, err)
+	}
+	c := col.Report().Containers[0]
+	if !c.MemoryAtRisk || c.MemoryPressure == nil || math.Abs(*c.MemoryPressure-0.1842) > 1e-9 || !strings.Contains(c.Urgent, "stalled on memory 18%") {
+		t.Errorf("memory pressure: %+v", c)
+	}
+	if c.CPUPressure == nil || *c.CPUPressure != 0 {
+		t.Errorf("cpu pressure %v, want 0", c.CPUPressure)
+	}
+
+	files[dir+"memory.pressure"] = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+	files[dir+"cpu.pressure"] = "some avg10=61.70 avg60=20.00 avg300=5.00 total=99999\nfull avg10=40.00 avg60=10.00 avg300=2.00 total=5000\n"
+	writeFiles(t, root, files)
+	col = NewCollector(DefaultThresholds())
+	if urgent, err := newReader(tree).sample(col, t0); err != nil || !urgent {
+		t.Fatalf("cpu stalls 62%%: urgent %v, err %v", urgent, err)
+	}
+	if c := col.Report().Containers[0]; c.MemoryAtRisk || !strings.HasPrefix(c.Urgent, "cpu: tasks stalled on CPU 62%") {
+		t.Errorf("cpu pressure: %+v", c)
+	}
+}
+
+// writeFiles writes files (path relative to root: content) under root,
+// making their directories: a cgroup tree as a test needs it.
+func writeFiles(tb testing.TB, root string, files map[string]string) {
+	tb.Helper()
+	for rel, content := range files {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}

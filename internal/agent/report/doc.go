@@ -1,0 +1,6 @@
+// Package report is what the node agent sends the manager: one report per
+// push, holding the newest figures of every pod container on the agent's
+// node, read from its cgroup. The agent knows containers by pod UID and
+// runtime container ID only (it reads no Kubernetes objects); the manager,
+// which caches the pods, maps them to namespaces, pods and containers.
+package report

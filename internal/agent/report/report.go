@@ -1,0 +1,102 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Path is where the manager takes reports (POST, JSON, with the agent's
+// projected service-account token as a bearer token).
+const Path = "/agent/v1/report"
+
+// Audience is the audience of the agent's token: the manager accepts no
+// token minted for anything else (the API server, another service), and
+// a token the agent holds is good for nothing but reporting.
+const Audience = "tailor-manager"
+
+// MaxBytes bounds a report's body: about 300 bytes per container, and the
+// kubelet's default of at most 110 pods per node.
+const MaxBytes = 4 << 20
+
+// Report is one push from an agent.
+type Report struct {
+	// Urgent says some container crossed a threshold since the last push:
+	// the manager syncs their policies now instead of at the next sync.
+	Urgent bool `json:"urgent,omitempty"`
+	// Containers holds every pod container on the node: one missing from
+	// a report is gone.
+	Containers []Container `json:"containers"`
+}
+
+// Container is one container's figures.
+type Container struct {
+	PodUID string `json:"podUID"`
+	ID     string `json:"id"`
+	// Time is when the newest sample was read.
+	Time time.Time `json:"time"`
+	// Window is what CPU and Throttled cover (since the last push); 0 when
+	// the container has only one sample so far.
+	Window Seconds `json:"window,omitempty"`
+	// CPU is the average use over Window, in cores.
+	CPU float64 `json:"cpu"`
+	// Throttled is the share of CFS periods throttled over Window; nil
+	// without a CPU limit or with no period run.
+	Throttled *float64 `json:"throttled,omitempty"`
+	// WorkingSet is the memory the kernel cannot reclaim, in bytes;
+	// MemoryLimit the cgroup's limit (0: none).
+	WorkingSet  uint64 `json:"workingSet"`
+	MemoryLimit uint64 `json:"memoryLimit,omitempty"`
+	// MemoryGrowth is how fast the working set grew over the last few
+	// samples, in bytes a second (0 when flat or falling).
+	MemoryGrowth float64 `json:"memoryGrowth,omitempty"`
+	// OOMKills counts the kernel's OOM kills in the cgroup.
+	OOMKills uint64 `json:"oomKills,omitempty"`
+	// CPUPressure and MemoryPressure are the cgroup v2 PSI "some" shares
+	// of wall time stalled over the last 10s (0 to 1); nil on cgroup v1.
+	CPUPressure    *float64 `json:"cpuPressure,omitempty"`
+	MemoryPressure *float64 `json:"memoryPressure,omitempty"`
+	// Urgent says why the container needs a sync now ("" when it does not).
+	Urgent string `json:"urgent,omitempty"`
+	// MemoryAtRisk says the working set is on course to reach its limit
+	// soon, or memory stalls are high: the OOM killer may act before the
+	// next sync.
+	MemoryAtRisk bool `json:"memoryAtRisk,omitempty"`
+}
+
+// Seconds is a duration in seconds on the wire.
+type Seconds float64
+
+func (s Seconds) Duration() time.Duration { return time.Duration(float64(s) * float64(time.Second)) }
+
+// Validate refuses a report no agent makes: a manager must not scale on
+// garbage, and a container's figures are judged again when they are used.
+func (r *Report) Validate() error {
+	seen := make(map[string]bool, len(r.Containers))
+	var errs []error
+	for i, c := range r.Containers {
+		if c.ID == "" || c.PodUID == "" {
+			errs = append(errs, fmt.Errorf("containers[%d]: no pod UID or container ID", i))
+			continue
+		}
+		if seen[c.ID] {
+			errs = append(errs, fmt.Errorf("containers[%d]: container %s twice", i, c.ID))
+		}
+		seen[c.ID] = true
+		for name, v := range map[string]float64{"window": float64(c.Window), "cpu": c.CPU, "memoryGrowth": c.MemoryGrowth} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				errs = append(errs, fmt.Errorf("containers[%d] %s: %v is not a usage", i, name, v))
+			}
+		}
+		for name, p := range map[string]*float64{"throttled": c.Throttled, "cpuPressure": c.CPUPressure, "memoryPressure": c.MemoryPressure} {
+			if p != nil && (math.IsNaN(*p) || *p < 0 || *p > 1) {
+				errs = append(errs, fmt.Errorf("containers[%d] %s: %v is not a share", i, name, *p))
+			}
+		}
+		if c.Time.IsZero() {
+			errs = append(errs, fmt.Errorf("containers[%d]: no time", i))
+		}
+	}
+	return errors.Join(errs...)
+}
