@@ -34,3 +34,34 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
   name: {{ include "tailor.serviceAccountName" . }}
   namespace: {{ .Release.Namespace }}
 {{- end }}
+
+{{/* The node agent's ServiceAccount (agent.enabled). */}}
+{{- define "tailor.agentServiceAccountName" -}}
+{{- include "tailor.fullname" . }}-agent
+{{- end }}
+
+{{- define "tailor.agentSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "tailor.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: agent
+{{- end }}
+
+{{- define "tailor.agentLabels" -}}
+{{ include "tailor.agentSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{/*
+The source the manager reads usage from itself: metricsSource, or with
+agent.enabled the agents' fallback (agent.fallback), for nodes with no fresh
+report. Its permissions are granted, and its flags passed.
+*/}}
+{{- define "tailor.readSource" -}}
+{{- if .Values.agent.enabled }}
+{{- .Values.agent.fallback }}
+{{- else }}
+{{- .Values.metricsSource }}
+{{- end }}
+{{- end }}
