@@ -27,8 +27,20 @@ func Unusable(reason Reason, detail string) Figure { return Figure{Reason: reaso
 // Reading is everything an adapter read for one container.
 type Reading struct {
 	CPU, Memory, Throttled Figure
-	// Window is what the CPU rate (and throttled fraction) cover.
+	// Window is what the CPU rate covers, and the throttled fraction too
+	// unless ThrottledWindow says otherwise.
 	Window time.Duration
+	// ThrottledWindow is what the throttled fraction covers, for a source
+	// that reads it from other samples than the CPU counter's (the
+	// kubelet's /metrics/cadvisor beside its /metrics/resource, taken a
+	// moment apart, may straddle a cAdvisor refresh); 0: Window.
+	ThrottledWindow time.Duration
+	// MemoryGrowth and MemoryPressure are optional: only the node agent
+	// reads them (bytes a second; the PSI share of time stalled).
+	MemoryGrowth, MemoryPressure Figure
+	// MemoryAtRisk: the source saw the working set on course for its
+	// limit before the next sync (the node agent).
+	MemoryAtRisk bool
 }
 
 // Assemble judges an adapter's readings for the asked pods: every running
@@ -62,7 +74,21 @@ func Assemble(pods []*corev1.Pod, readings map[Key]Reading, now time.Time, maxAg
 			if judge(&res, key, MetricThrottling, r.Throttled, now, maxAge, false) {
 				v := r.Throttled.Value
 				u.Throttled = &v
+				w := r.ThrottledWindow
+				if w <= 0 {
+					w = r.Window
+				}
+				u.ThrottledSince = r.Throttled.Time.Add(-w)
 			}
+			if judge(&res, key, MetricMemory, r.MemoryGrowth, now, maxAge, false) {
+				v := r.MemoryGrowth.Value
+				u.MemoryGrowth = &v
+			}
+			if judge(&res, key, MetricMemory, r.MemoryPressure, now, maxAge, false) {
+				v := r.MemoryPressure.Value
+				u.MemoryPressure = &v
+			}
+			u.MemoryAtRisk = r.MemoryAtRisk
 			res.Usage[key] = u
 		}
 	}

@@ -21,6 +21,7 @@ func TestAssemble(t *testing.T) {
 	const maxAge = time.Minute
 	running := builder.Pod("web").Namespace("ns").Container(builder.Container("app")).Running().Obj()
 	app := metrics.Key{Namespace: "ns", Pod: "web", Container: "app"}
+	db := metrics.Key{Namespace: "ns", Pod: "db", Container: "app"}
 	good := metrics.Reading{CPU: metrics.Value(0.5, fresh), Memory: metrics.Value(100<<20, fresh), Window: 30 * time.Second}
 
 	withSidecar := builder.Pod("web").Namespace("ns").Container(builder.Container("app")).
@@ -44,7 +45,19 @@ func TestAssemble(t *testing.T) {
 			readings: map[metrics.Key]metrics.Reading{app: {
 				CPU: metrics.Value(0.5, fresh), Memory: metrics.Value(1, fresh.Add(-time.Second)), Throttled: metrics.Value(0.75, fresh),
 			}},
-			wantUsage: map[metrics.Key]metrics.Usage{app: {Key: app, Time: fresh.Add(-time.Second), CPU: 0.5, Memory: 1, Throttled: ptr(0.75)}},
+			wantUsage: map[metrics.Key]metrics.Usage{app: {Key: app, Time: fresh.Add(-time.Second), CPU: 0.5, Memory: 1, Throttled: ptr(0.75), ThrottledSince: fresh}},
+		},
+		"throttling spans the CPU's window unless it has its own": {
+			pods: []*corev1.Pod{running, builder.Pod("db").Namespace("ns").Container(builder.Container("app")).Running().Obj()},
+			readings: map[metrics.Key]metrics.Reading{
+				app: {CPU: metrics.Value(0.5, fresh), Memory: metrics.Value(1, fresh), Throttled: metrics.Value(0.75, fresh), Window: 10 * time.Second},
+				db: {CPU: metrics.Value(0.5, fresh), Memory: metrics.Value(1, fresh), Throttled: metrics.Value(0.75, fresh.Add(-5*time.Second)),
+					Window: 10 * time.Second, ThrottledWindow: 20 * time.Second},
+			},
+			wantUsage: map[metrics.Key]metrics.Usage{
+				app: {Key: app, Time: fresh, Window: 10 * time.Second, CPU: 0.5, Memory: 1, Throttled: ptr(0.75), ThrottledSince: fresh.Add(-10 * time.Second)},
+				db:  {Key: db, Time: fresh, Window: 10 * time.Second, CPU: 0.5, Memory: 1, Throttled: ptr(0.75), ThrottledSince: fresh.Add(-25 * time.Second)},
+			},
 		},
 		"zero usage is usage": {
 			pods:      []*corev1.Pod{running},

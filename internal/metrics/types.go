@@ -31,9 +31,22 @@ type Usage struct {
 	// the figure the OOM killer and the kubelet's eviction look at.
 	Memory float64
 	// Throttled is the fraction of CFS periods in which the container was
-	// throttled over Window; nil when the source cannot tell (no CPU limit,
+	// throttled since ThrottledSince; nil when the source cannot tell (no CPU limit,
 	// or a source that does not read cgroup CPU statistics).
 	Throttled *float64
+	// ThrottledSince is when the span Throttled covers began. It may differ
+	// from the CPU's (Time minus Window), and what learns from both must
+	// date each by its own: a fraction reaching back into a startup boost
+	// was measured under a limit the container no longer has.
+	ThrottledSince time.Time
+	// MemoryGrowth is how fast the working set grew over the last few
+	// seconds, in bytes a second, and MemoryPressure the share of time
+	// the container's tasks stalled on memory (cgroup v2 PSI); nil when
+	// the source does not read them (only the node agent does).
+	MemoryGrowth, MemoryPressure *float64
+	// MemoryAtRisk says the source saw the working set on course to reach
+	// its limit before the next sync: the OOM killer may act first.
+	MemoryAtRisk bool
 }
 
 // Metric names the figure a Problem is about.

@@ -49,6 +49,16 @@ type Config struct {
 	// forgets: long enough to remember a daily burst, short enough to
 	// follow a workload that became steadier.
 	JitterHalfLife time.Duration
+	// MemoryLead is how far ahead a growing working set is projected:
+	// one on course to reach its limit within MemoryLead counts as a
+	// memory peak where the course leads, so the limit is raised before
+	// the kernel kills at it. 0 is off. Only a source that measures the
+	// growth (the node agent, sampling every second) feeds it.
+	MemoryLead time.Duration
+	// MemoryPressureAt is the share of time a container's tasks may stall
+	// on memory (cgroup v2 PSI, from the node agent) before its limit is
+	// raised as if it had been OOM killed at it. 0 is off.
+	MemoryPressureAt float64
 	// OOMBump scales the memory limit in force at an OOM kill; the result
 	// is remembered as a memory peak for a whole MemoryWindow.
 	OOMBump float64
@@ -136,6 +146,13 @@ func DefaultConfig() Config {
 		JitterHalfLife:     6 * time.Hour,
 		// VPA's own bump after an OOM kill.
 		OOMBump: 1.2,
+		// Ten seconds: the agent's sample, its push, a sync and the
+		// kubelet applying the resize take 2-3s here, and a ramp that
+		// does not stop must not need a resize every sample.
+		MemoryLead: 10 * time.Second,
+		// Stalled a tenth of the time: reclaim is already costing the
+		// workload, and the next step is the OOM killer.
+		MemoryPressureAt: 0.1,
 		// Memory, once three days are seen: the peak of the last 4 hours
 		// or what the same hours of the day (one either side of now's)
 		// reached on past days, fading by 2% a day. A daily peak is
@@ -204,6 +221,10 @@ func (c Config) Validate() error {
 	fraction("memoryHeadroom", c.MemoryHeadroom, 0, 10)
 	fraction("throttledAt", c.ThrottledAt, 0, 1)
 	fraction("oomBump", c.OOMBump, 1, 10)
+	fraction("memoryPressureAt", c.MemoryPressureAt, 0, 1)
+	if c.MemoryLead < 0 {
+		errs = append(errs, fmt.Errorf("memoryLead must not be negative, got %v", c.MemoryLead))
+	}
 	fraction("throttleBump", c.ThrottleBump, 1, 10)
 	fraction("maxThrottleBump", c.MaxThrottleBump, 1, 10)
 	if c.MaxThrottleBump < c.ThrottleBump {

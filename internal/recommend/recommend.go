@@ -296,6 +296,48 @@ func (s *State) RecordThrottling(now time.Time, throttledFraction, cpuLimit floa
 	s.recordNeeded(now)
 }
 
+// maxRiskStep bounds the memory peak one risk records, as a multiple of
+// the limit in force.
+const maxRiskStep = 2
+
+// RecordMemoryRisk records, at now, a working set of ws bytes growing by
+// growth bytes a second, stalling on memory for a share pressure of the
+// time (negative: not measured), under memLimit bytes (0: no limit). Two
+// things count as a memory peak before any kill:
+//
+//   - a working set on course to reach its limit within MemoryLead: the
+//     peak is where the course leads at MemoryLead (at most twice the
+//     limit), since a sample a few seconds later may be the kill;
+//   - stalls at or above MemoryPressureAt: the kernel is reclaiming hard to
+//     stay under the limit, so the limit scaled by OOMBump, as for a kill.
+//
+// A source that cannot see either (cAdvisor's 10-20s samples) never
+// calls it.
+func (s *State) RecordMemoryRisk(now time.Time, ws, growth, pressure, memLimit float64) {
+	cfg := s.r.cfg
+	if memLimit <= 0 || math.IsNaN(ws) || math.IsNaN(growth) || math.IsInf(growth, 0) || math.IsNaN(pressure) {
+		return
+	}
+	peak := 0.0
+	if lead := cfg.MemoryLead.Seconds(); lead > 0 && growth > 0 && ws >= 0 && ws+growth*lead >= memLimit {
+		// Where a ramp stops is unknown (a heap filling up at start stops
+		// at its own maximum): one risk seen at most doubles the limit, and
+		// a ramp that goes on is seen again and raised again.
+		peak = min(ws+growth*lead, memLimit*maxRiskStep)
+	}
+	if cfg.MemoryPressureAt > 0 && pressure >= cfg.MemoryPressureAt {
+		peak = max(peak, memLimit*cfg.OOMBump)
+	}
+	if peak <= 0 || math.IsInf(peak, 0) {
+		return
+	}
+	s.mem.add(peak, now, s.r.memBucket)
+	if cfg.MemoryProfile {
+		s.memDaily.add(peak, now, cfg.ProfileFade)
+	}
+	s.recordNeeded(now)
+}
+
 // RecordRestart records a container restart at now. Usage right after a
 // restart (cold caches, replayed queues) says little about the steady
 // state, so lowering waits a fresh stabilization window.

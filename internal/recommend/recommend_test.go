@@ -561,3 +561,66 @@ func TestOOMKillsAreRecordedOnce(t *testing.T) {
 		t.Errorf("memory target %v after a kill from 60h ago, was %v", after.Memory.Target, before.Memory.Target)
 	}
 }
+
+// A working set on course for its limit raises memory before the kill: to
+// where the course leads in MemoryLead, plus the usual margin; stalls on
+// memory raise it as a kill would. Growth that stays clear of the limit,
+// no limit, or broken figures change nothing.
+func TestMemoryRiskRaisesBeforeTheKill(t *testing.T) {
+	small := func(c *Config) { c.MemoryMinMargin = 16 * mib; c.MemoryJitterMargin = 0; c.MemoryProfile = false }
+	at := t0.Add(time.Hour)
+	base := func() *State {
+		s := newState(t, small)
+		s.AddSample(Sample{CPU: 0.1, Memory: 178 * mib}, at)
+		return s
+	}
+	limit := 256.0 * mib
+	cur := Resources{CPU: 0.2, Memory: limit}
+	held := base().Recommend(cur, time.Time{}, at).Memory
+	if held.Decision == Raise {
+		t.Fatalf("178Mi of 256Mi with a 16Mi margin raises without any risk: %v", held.Target/mib)
+	}
+
+	// 20 MiB/s from 178Mi: at the limit in 3.9s; in 10s at 378Mi.
+	s := base()
+	s.RecordMemoryRisk(at, 178*mib, 20*mib, -1, limit)
+	got := s.Recommend(cur, time.Time{}, at).Memory
+	if want := (178.0 + 200) * mib * 1.05; got.Decision != Raise || math.Abs(got.Target-want) > mib {
+		t.Errorf("ramp: %v to %.0fMi, want a raise to %.0fMi", got.Decision, got.Target/mib, want/mib)
+	}
+	// 50 MiB/s would lead to 678Mi: one risk at most doubles the limit.
+	s = base()
+	s.RecordMemoryRisk(at, 178*mib, 50*mib, -1, limit)
+	got = s.Recommend(cur, time.Time{}, at).Memory
+	if want := 2 * limit * 1.05; got.Decision != Raise || math.Abs(got.Target-want) > mib {
+		t.Errorf("fast ramp: %v to %.0fMi, want a raise to %.0fMi", got.Decision, got.Target/mib, want/mib)
+	}
+
+	// Stalled on memory 30% of the time: as an OOM kill at the limit.
+	s = base()
+	s.RecordMemoryRisk(at, 178*mib, 0, 0.3, limit)
+	if got := s.Recommend(cur, time.Time{}, at).Memory; got.Decision != Raise || got.Target < limit*1.2 {
+		t.Errorf("pressure: %v to %.0fMi, want at least %.0fMi", got.Decision, got.Target/mib, limit*1.2/mib)
+	}
+
+	for name, rec := range map[string][4]float64{
+		"slow growth, far from the limit": {178 * mib, 1 * mib, -1, limit},
+		"pressure under the threshold":    {178 * mib, 0, 0.05, limit},
+		"no limit":                        {178 * mib, 50 * mib, 0.9, 0},
+		"NaN growth":                      {178 * mib, math.NaN(), -1, limit},
+		"infinite growth":                 {178 * mib, math.Inf(1), -1, limit},
+	} {
+		s := base()
+		s.RecordMemoryRisk(at, rec[0], rec[1], rec[2], rec[3])
+		if got := s.Recommend(cur, time.Time{}, at).Memory; got.Target != held.Target || got.Decision != held.Decision {
+			t.Errorf("%s: %v to %.0fMi, want %v to %.0fMi as without it", name, got.Decision, got.Target/mib, held.Decision, held.Target/mib)
+		}
+	}
+
+	off := newState(t, func(c *Config) { small(c); c.MemoryLead = 0; c.MemoryPressureAt = 0 })
+	off.AddSample(Sample{CPU: 0.1, Memory: 178 * mib}, at)
+	off.RecordMemoryRisk(at, 178*mib, 50*mib, 0.9, limit)
+	if got := off.Recommend(cur, time.Time{}, at).Memory; got.Decision == Raise {
+		t.Errorf("with MemoryLead and MemoryPressureAt off, a risk raised memory to %.0fMi", got.Target/mib)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
@@ -51,6 +52,9 @@ const (
 	EventMetricsIncomplete  = "MetricsIncomplete"
 	// EventResizeCapped: a raise was cut to what the node has room for.
 	EventResizeCapped = "ResizeCapped"
+	// EventMemoryAtRisk: the node agent saw a container's working set on
+	// course for its memory limit, and tailor cannot raise it.
+	EventMemoryAtRisk = "MemoryAtRisk"
 )
 
 // DefaultConcurrentSyncs is how many policies are synced at once. A sync
@@ -91,6 +95,11 @@ type Reconciler struct {
 	// syncs; the zero value is every namespace. Another shard's policies,
 	// and the events of their pods and HPAs, are not its to act on.
 	Shard shard.Shard
+	// Wake, if set, brings pods whose policies must sync now rather than
+	// at their next sync: the node agent saw a container cross an urgent
+	// threshold. Its sender coalesces and bounds them; the work queue
+	// then holds each policy once however many of its pods woke.
+	Wake <-chan event.GenericEvent
 
 	store *store
 }
@@ -119,7 +128,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		workers = DefaultConcurrentSyncs
 	}
 	owned := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.Shard.Owns(o.GetNamespace()) })
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Wake != nil {
+		b = b.WatchesRawSource(source.Channel(r.Wake, handler.EnqueueRequestsFromMapFunc(r.policiesForPod),
+			source.WithPredicates[client.Object, reconcile.Request](owned)))
+	}
+	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: retryLimiter(r.SyncPeriod)}).
 		// Its own status writes do not change a policy's generation, so
 		// they do not trigger another sync.

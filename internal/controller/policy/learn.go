@@ -33,6 +33,12 @@ func (r *Reconciler) learn(state *policyState, spec *v1alpha1.TailorPolicySpec, 
 		cpuLimit  float64
 	}
 	byName := map[string]*agg{}
+	type risk struct {
+		name                           string
+		at                             time.Time
+		ws, growth, pressure, memLimit float64
+	}
+	var risks []risk
 	add := func(name string, t time.Time, cpu, mem float64, throttled *float64, cpuLimit float64) {
 		wc := r.workloadContainer(state, name)
 		if !t.After(wc.fed) {
@@ -71,7 +77,9 @@ func (r *Reconciler) learn(state *policyState, spec *v1alpha1.TailorPolicySpec, 
 		}
 		var podCPU, podMem float64
 		var podAt time.Time
-		complete := true
+		// podBoosted: some container's CPU rate reaches into the boost,
+		// so the pod's total does too.
+		complete, podBoosted := true, false
 		names := metrics.Containers(p)
 		starting, ends := autoscale.Starting(p, spec.StartupBoost, now)
 		for _, c := range names {
@@ -82,22 +90,50 @@ func (r *Reconciler) learn(state *policyState, spec *v1alpha1.TailorPolicySpec, 
 			}
 			// A sample covering any of the boost may arrive after it
 			// ended (cAdvisor's figures trail by 10-20s, and a rate spans
-			// two of them): where its window began says.
+			// two of them): where its window began says, for the CPU rate
+			// and the throttled fraction each, as a source may have taken
+			// them from different samples.
 			cpu, throttled := u.CPU, u.Throttled
-			if starting || (!ends.IsZero() && !u.Time.Add(-u.Window).After(ends)) {
-				cpu, throttled = -1, nil
+			if starting || coversBoost(u.Time.Add(-u.Window), ends) {
+				cpu, podBoosted = -1, true
+			}
+			// A throttled fraction says how short the limit it was
+			// measured under fell, and is read against the limit the pod
+			// has now: one reaching back past tailor's last resize was
+			// (partly) measured under another, and would raise the new
+			// limit for what the old one lacked.
+			if starting || coversBoost(u.ThrottledSince, ends) || !u.ThrottledSince.After(ps.lastResize) {
+				throttled = nil
 			}
 			add(c, u.Time, cpu, u.Memory, throttled, limited(p, c, corev1.ResourceCPU))
+			if u.MemoryGrowth != nil || u.MemoryPressure != nil {
+				rk := risk{name: c, at: u.Time, ws: u.Memory, pressure: -1, memLimit: limited(p, c, corev1.ResourceMemory)}
+				if u.MemoryGrowth != nil {
+					rk.growth = *u.MemoryGrowth
+				}
+				if u.MemoryPressure != nil {
+					rk.pressure = *u.MemoryPressure
+				}
+				risks = append(risks, rk)
+			}
 			podCPU, podMem = podCPU+u.CPU, podMem+u.Memory
 			if u.Time.After(podAt) {
 				podAt = u.Time
 			}
 		}
 		if p.Spec.Resources != nil && complete && len(names) > 0 {
-			if starting || (!ends.IsZero() && !podAt.After(ends)) {
+			if podBoosted {
 				podCPU = -1
 			}
 			add(autoscale.PodLevelName, podAt, podCPU, podMem, nil, 0)
+		}
+	}
+	// Before the samples move each container's fed time on: a risk is
+	// recorded with the sample it came with, and a peak counts once
+	// however many pods show it.
+	for _, rk := range risks {
+		if wc := state.workload[rk.name]; wc != nil && rk.at.After(wc.fed) {
+			wc.state.RecordMemoryRisk(rk.at, rk.ws, rk.growth, rk.pressure, rk.memLimit)
 		}
 	}
 	for name, a := range byName {
@@ -108,6 +144,13 @@ func (r *Reconciler) learn(state *policyState, spec *v1alpha1.TailorPolicySpec, 
 		}
 		wc.fed, wc.changed = a.at, now
 	}
+}
+
+// coversBoost says whether a figure over a span that began at since
+// reaches back into a startup boost that ended at ends (zero: no boost
+// ended). A span of unknown start is taken to.
+func coversBoost(since, ends time.Time) bool {
+	return !ends.IsZero() && !since.After(ends)
 }
 
 func (s *policyState) pod(p *corev1.Pod) *podState {

@@ -45,31 +45,35 @@ func (c *counter) observe(p point, what string) (metrics.Figure, time.Duration) 
 
 // throttling turns two counters (throttled periods, all periods) into the
 // fraction of periods throttled between successive samples.
+// Its window is its own: the counters come from /metrics/cadvisor, read
+// apart from the CPU counter's /metrics/resource, so the two pages may
+// hold samples from either side of a cAdvisor refresh.
 type throttling struct {
 	throttled, periods point
 	last               metrics.Figure
+	window             time.Duration
 }
 
-func (c *throttling) observe(throttled, periods point) metrics.Figure {
+func (c *throttling) observe(throttled, periods point) (metrics.Figure, time.Duration) {
 	switch {
 	case c.periods.t.IsZero():
 		c.throttled, c.periods = throttled, periods
-		return metrics.Unusable(metrics.ReasonWarmingUp, "first sample of the CFS period counters; a fraction needs two")
+		return metrics.Unusable(metrics.ReasonWarmingUp, "first sample of the CFS period counters; a fraction needs two"), 0
 	case !periods.t.After(c.periods.t):
 		if c.last.Set {
-			return c.last
+			return c.last, c.window
 		}
-		return metrics.Unusable(metrics.ReasonWarmingUp, "cAdvisor has not refreshed the CFS period counters since the first sample")
+		return metrics.Unusable(metrics.ReasonWarmingUp, "cAdvisor has not refreshed the CFS period counters since the first sample"), 0
 	case periods.v < c.periods.v || throttled.v < c.throttled.v:
 		*c = throttling{throttled: throttled, periods: periods}
-		return metrics.Unusable(metrics.ReasonWarmingUp, "the CFS period counters went back (container restarted)")
+		return metrics.Unusable(metrics.ReasonWarmingUp, "the CFS period counters went back (container restarted)"), 0
 	}
 	dp := periods.v - c.periods.v
 	f := 0.0 // no period ran, so none was throttled
 	if dp > 0 {
 		f = (throttled.v - c.throttled.v) / dp
 	}
-	c.last = metrics.Value(f, periods.t)
+	c.last, c.window = metrics.Value(f, periods.t), periods.t.Sub(c.periods.t)
 	c.throttled, c.periods = throttled, periods
-	return c.last
+	return c.last, c.window
 }

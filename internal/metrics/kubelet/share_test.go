@@ -344,7 +344,7 @@ func TestUsageSharedSampleGivesEveryCallerTheSameRate(t *testing.T) {
 	later := t0.Add(10 * time.Second)
 	clk.SetTime(later)
 	proxy.set(nodePages(later, 105, 90, 200, []string{"web"}, "n1"))
-	want := map[metrics.Key]metrics.Usage{web: {Key: web, Time: later, Window: 10 * time.Second, CPU: 0.5, Memory: 100 << 20, Throttled: ptr(0.8)}}
+	want := map[metrics.Key]metrics.Usage{web: {Key: web, Time: later, Window: 10 * time.Second, CPU: 0.5, Memory: 100 << 20, Throttled: ptr(0.8), ThrottledSince: later.Add(-10 * time.Second)}}
 	for _, policy := range []string{"a", "b"} {
 		got, err := src.Usage(context.Background(), pods)
 		if err != nil {

@@ -204,7 +204,7 @@ func (s *Source) reading(node string, key metrics.Key, resource, cadvisor scrape
 		th, okT := cadvisor[throttledPeriod][key]
 		pe, okP := cadvisor[cfsPeriods][key]
 		if okT && okP {
-			r.Throttled = st.throttled.observe(th, pe)
+			r.Throttled, r.ThrottledWindow = st.throttled.observe(th, pe)
 		}
 	}
 	return r

@@ -265,7 +265,22 @@ func TestUsage(t *testing.T) {
 				{"n1": {now: t0, resource: resource(100, mem, t0), cadvisor: cadvisor(10, 100, t0)}},
 				{"n1": {now: t0.Add(10 * time.Second), resource: resource(105, mem, t0.Add(10*time.Second)), cadvisor: cadvisor(90, 200, t0.Add(10*time.Second))}},
 			},
-			wantUsage: map[metrics.Key]metrics.Usage{app: {Key: app, Time: t0.Add(10 * time.Second), Window: 10 * time.Second, CPU: 0.5, Memory: 100 << 20, Throttled: ptr(0.8)}},
+			wantUsage: map[metrics.Key]metrics.Usage{app: {Key: app, Time: t0.Add(10 * time.Second), Window: 10 * time.Second, CPU: 0.5, Memory: 100 << 20, Throttled: ptr(0.8), ThrottledSince: t0}},
+		},
+		// The two pages are read a moment apart, and cAdvisor may refresh
+		// in between: the second read's cadvisor page is a sample ahead of
+		// its resource page, and the third read's is that sample again, so
+		// the CPU rate the third read gives spans t0 to t0+10s while the
+		// throttled fraction it keeps spans t0-10s to t0+10s.
+		"pages straddling a cAdvisor refresh: throttling dated by its own samples": {
+			throttling: true,
+			steps: []map[string]step{
+				{"n1": {now: t0.Add(-9 * time.Second), resource: resource(95, mem, t0.Add(-10*time.Second)), cadvisor: cadvisor(10, 100, t0.Add(-10*time.Second))}},
+				{"n1": {now: t0.Add(time.Second), resource: resource(100, mem, t0), cadvisor: cadvisor(90, 200, t0.Add(10*time.Second))}},
+				{"n1": {now: t0.Add(11 * time.Second), resource: resource(105, mem, t0.Add(10*time.Second)), cadvisor: cadvisor(90, 200, t0.Add(10*time.Second))}},
+			},
+			wantUsage: map[metrics.Key]metrics.Usage{app: {Key: app, Time: t0.Add(10 * time.Second), Window: 10 * time.Second, CPU: 0.5, Memory: 100 << 20,
+				Throttled: ptr(0.8), ThrottledSince: t0.Add(-10 * time.Second)}},
 		},
 		"throttling warming up does not hold CPU and memory": {
 			throttling: true,

@@ -135,7 +135,7 @@ func TestUsage(t *testing.T) {
 	}{
 		"good answer, dated by the scrape timestamp": {
 			answers:   good(),
-			wantUsage: map[metrics.Key]metrics.Usage{app: {Key: app, Time: measured, Window: time.Minute, CPU: 0.5, Memory: 100 << 20, Throttled: ptr(0.25)}},
+			wantUsage: map[metrics.Key]metrics.Usage{app: {Key: app, Time: measured, Window: time.Minute, CPU: 0.5, Memory: 100 << 20, Throttled: ptr(0.25), ThrottledSince: measured.Add(-time.Minute)}},
 		},
 		"no throttling series (no CPU limit) is not a problem": {
 			answers:   patch(good(), "throttled", 200, vector()),
