@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // The apiserver stops and starts again while tailor runs; the load on a pod
@@ -168,7 +169,7 @@ func settle(t *testing.T) {
 	start := time.Now()
 	ctx := context.Background()
 	name := "chaos-settle-" + rand.String(5)
-	if _, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+	if _, err := clientset.CoreV1().Namespaces().Create(ctx, cluster.NewNamespace(name, nil), metav1.CreateOptions{}); err != nil {
 		t.Errorf("create namespace %s: %v", name, err)
 		return
 	}

@@ -97,9 +97,14 @@ func TestLeaderFailover(t *testing.T) {
 		}
 		takeovers = append(takeovers, time.Since(killed))
 		for _, p := range pods {
-			waitPod(t, ns, p.Name, time.Minute, fmt.Sprintf("at the %dMi minimum", want), func(p *corev1.Pod) bool {
+			got := waitPod(t, ns, p.Name, time.Minute, fmt.Sprintf("at the %dMi minimum", want), func(p *corev1.Pod) bool {
 				return p.Spec.Containers[0].Resources.Requests.Memory().Value() == want<<20
 			})
+			// The recorder learns of each resize from its watch, which may
+			// trail the read that just saw it.
+			if !rec.waitGeneration(p.Name, got.Generation, 10*time.Second) {
+				t.Errorf("trial %d: the recorder's watch never saw %s at generation %d", trial, p.Name, got.Generation)
+			}
 		}
 		if after := rec.since(killed); len(after) > 0 {
 			firstResizes = append(firstResizes, after[0].at.Sub(killed))

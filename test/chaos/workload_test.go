@@ -258,6 +258,24 @@ func (r *recorder) since(t time.Time) []resize {
 	return out
 }
 
+// waitGeneration waits up to timeout until the recorder has seen pod at
+// generation gen or later.
+func (r *recorder) waitGeneration(pod string, gen int64, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		r.mu.Lock()
+		seen := r.last[pod]
+		r.mu.Unlock()
+		if seen >= gen {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitFirst waits up to timeout for the first resize after t.
 func (r *recorder) waitFirst(after time.Time, timeout time.Duration) (resize, bool) {
 	deadline := time.Now().Add(timeout)

@@ -21,12 +21,27 @@ func WaitDefaultServiceAccount(ctx context.Context, cs kubernetes.Interface, ns 
 	})
 }
 
+// TestLabel marks every namespace a test creates, so that hack/e2e.sh can
+// remove what a killed run left behind on a cluster it reuses: its pods
+// would hold the node's CPU that the next run's tests count on.
+const TestLabel = "e2e.tailor.dev/test"
+
+// NewNamespace is namespace name as the tests create it, with TestLabel
+// added to labels.
+func NewNamespace(name string, labels map[string]string) *corev1.Namespace {
+	l := map[string]string{TestLabel: "true"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+}
+
 // Namespace creates namespace name for one test, waits until pods can be
 // created in it, and deletes it when the test ends, its pods at once.
 func Namespace(t testing.TB, cs kubernetes.Interface, name string) string {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, NewNamespace(name, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	if err := WaitDefaultServiceAccount(ctx, cs, name); err != nil {

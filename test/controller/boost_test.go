@@ -43,17 +43,26 @@ func (e *env) setReady(name string, ready, restarted bool) {
 	}
 }
 
-// A pod created without its boost (no admission policy) is boosted in
-// place while it starts, given back its CPU in place once Ready for the
-// boost's duration, and boosted again, from what it was since seen to need,
-// when its container restarts; what it burnt while boosted is not learnt.
-func TestStartupBoostInPlace(t *testing.T) {
+// startingJVM is pod jvm-0 (app: 500m/256Mi requested, 1/512Mi limits),
+// not yet Ready, under policy jvm with a 3x startup boost for 30s after
+// Ready.
+func startingJVM(t *testing.T) *env {
+	t.Helper()
 	e := newEnv(t, controllerOptions{})
 	e.pod("jvm", builder.Pod("jvm-0").Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")))
 	e.setReady("jvm-0", false, false)
 	e.policy("jvm", func(s *v1alpha1.TailorPolicySpec) {
 		s.StartupBoost = &v1alpha1.StartupBoost{FactorPercent: ptr.To[int32](300), Duration: &metav1.Duration{Duration: 30 * time.Second}}
 	})
+	return e
+}
+
+// A pod created without its boost (no admission policy) is boosted in
+// place while it starts, given back its CPU in place once Ready for the
+// boost's duration, and boosted again, from what it was since seen to need,
+// when its container restarts; what it burnt while boosted is not learnt.
+func TestStartupBoostInPlace(t *testing.T) {
+	e := startingJVM(t)
 	// Starting, it burns all it is given.
 	e.source.Set(e.ns, "jvm-0", "app", 1.4, 200*mi)
 	e.sync("jvm")
@@ -104,6 +113,38 @@ func TestStartupBoostInPlace(t *testing.T) {
 	}
 	if ready := condition(e.getPolicy("jvm"), v1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
 		t.Errorf("Ready condition %+v", ready)
+	}
+}
+
+// Throttling is dated by its own span, not the CPU rate's: a fraction
+// reaching back into the boost (a source may take it from other samples
+// than the CPU counter's) was measured under the lent limit and raises
+// nothing, while one measured after the boost does.
+func TestStartupBoostThrottlingLearntOnlyAfterIt(t *testing.T) {
+	e := startingJVM(t)
+	e.source.SetThrottled(e.ns, "jvm-0", "app", 2.9, 200*mi, 0.9)
+	e.syncs("jvm", 4)
+	if got := requestOf(e.getPod("jvm-0"), "app", corev1.ResourceCPU); got != "1500m" {
+		t.Fatalf("cpu request %s while starting; want the 3x boost, 1500m, held whatever the throttling", got)
+	}
+	e.setReady("jvm-0", true, false)
+	e.syncs("jvm", 4)
+	if got := requestOf(e.getPod("jvm-0"), "app", corev1.ResourceCPU); got != "500m" {
+		t.Fatalf("cpu request %s 40s after Ready; want the boost given back to 500m", got)
+	}
+	// Idle now, with CPU rates over the last 30s only; the throttled
+	// fraction still spans three minutes, reaching into the boost. Past
+	// the minute the give-back holds resizes off, nothing is raised.
+	e.source.SetThrottledOver(e.ns, "jvm-0", "app", 0.2, 200*mi, 0.9, 3*time.Minute)
+	e.syncs("jvm", 8)
+	if got := requestOf(e.getPod("jvm-0"), "app", corev1.ResourceCPU); got != "500m" {
+		t.Fatalf("cpu request %s: throttling measured while boosted was learnt against the limit given back", got)
+	}
+	// Throttled after the boost: that is the container's own, and raises.
+	e.source.SetThrottled(e.ns, "jvm-0", "app", 0.9, 200*mi, 0.9)
+	e.syncs("jvm", 2)
+	if got := e.getPod("jvm-0").Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; got.MilliValue() <= 1000 {
+		t.Errorf("cpu limit %s after throttling in 90%% of periods at 1 core, past the boost; want it raised", got.String())
 	}
 }
 

@@ -82,6 +82,34 @@ func TestThrottledRequestsAndLimitsRaisedWithinMaxAllowed(t *testing.T) {
 	}
 }
 
+// A throttled fraction is read against the limit the pod has now, so one
+// whose span reaches back past a resize, measured partly under the limit
+// before it, raises nothing; once the fraction is the new limit's own, it
+// raises again.
+func TestThrottlingAcrossAResizeIsNotReadAgainstTheNewLimit(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.pod("web", webPod("web-0"))
+	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
+		s.Behavior = &v1alpha1.Behavior{MinResizeInterval: &metav1.Duration{Duration: syncPeriod}}
+	})
+	// Throttled in every period at 1 core, over the scripted 30s spans.
+	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 1)
+	e.sync("web")
+	raised := limitOf(e.getPod("web-0"), "app", corev1.ResourceCPU)
+	if raised == "1" {
+		t.Fatalf("a container throttled in every period at its 1-core limit was not raised")
+	}
+	// The next three syncs' fractions began at or before the resize.
+	e.syncs("web", 3)
+	if got := limitOf(e.getPod("web-0"), "app", corev1.ResourceCPU); got != raised {
+		t.Fatalf("cpu limit %s -> %s within 30s of the raise: a fraction measured partly under 1 core was read against %s", raised, got, raised)
+	}
+	e.sync("web")
+	if got := limitOf(e.getPod("web-0"), "app", corev1.ResourceCPU); got == raised {
+		t.Errorf("cpu limit still %s with every period since the raise throttled", got)
+	}
+}
+
 func TestOffModeRecommendsAndNeverResizes(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
 	e.pod("batch", webPod("batch-0"))

@@ -37,7 +37,13 @@ type scriptedSource struct {
 type scriptedUsage struct {
 	cpu, memory float64
 	throttled   *float64
+	// throttledOver is the span the throttled fraction covers, when it is
+	// not the CPU rate's.
+	throttledOver time.Duration
 }
+
+// scriptedWindow is the span every scripted CPU rate covers.
+const scriptedWindow = 30 * time.Second
 
 var _ metrics.Source = (*scriptedSource)(nil)
 
@@ -58,9 +64,16 @@ func (s *scriptedSource) Set(ns, pod, container string, cpu, memory float64) {
 // SetThrottled makes the source report cpu, memory and the fraction of CFS
 // periods throttled for one container.
 func (s *scriptedSource) SetThrottled(ns, pod, container string, cpu, memory, throttled float64) {
+	s.SetThrottledOver(ns, pod, container, cpu, memory, throttled, scriptedWindow)
+}
+
+// SetThrottledOver is SetThrottled with the throttled fraction measured
+// over its own span, as a source reading it from other samples than the
+// CPU counter's may give.
+func (s *scriptedSource) SetThrottledOver(ns, pod, container string, cpu, memory, throttled float64, over time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.usage[metrics.Key{Namespace: ns, Pod: pod, Container: container}] = scriptedUsage{cpu: cpu, memory: memory, throttled: &throttled}
+	s.usage[metrics.Key{Namespace: ns, Pod: pod, Container: container}] = scriptedUsage{cpu: cpu, memory: memory, throttled: &throttled, throttledOver: over}
 }
 
 // Forget stops reporting a container: it is then neither in Usage nor in
@@ -135,7 +148,11 @@ func (s *scriptedSource) Usage(_ context.Context, pods []*corev1.Pod) (metrics.R
 			if !ok {
 				continue
 			}
-			res.Usage[key] = metrics.Usage{Key: key, Time: now, Window: 30 * time.Second, CPU: u.cpu, Memory: u.memory, Throttled: u.throttled}
+			got := metrics.Usage{Key: key, Time: now, Window: scriptedWindow, CPU: u.cpu, Memory: u.memory, Throttled: u.throttled}
+			if u.throttled != nil {
+				got.ThrottledSince = now.Add(-u.throttledOver)
+			}
+			res.Usage[key] = got
 		}
 	}
 	for _, p := range s.problems {

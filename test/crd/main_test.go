@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -76,7 +75,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	// Dry-run creates still pass namespace admission: the namespace must exist.
-	ns, err := clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "crd-" + rand.String(6)}}, metav1.CreateOptions{})
+	ns, err := clientset.CoreV1().Namespaces().Create(ctx, cluster.NewNamespace("crd-"+rand.String(6), nil), metav1.CreateOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("creating the test namespace: %w", err)
 	}

@@ -40,6 +40,18 @@ func TestManagerArgsParse(t *testing.T) {
 			},
 			want: map[string]string{"dashboard-bind-address": "127.0.0.1:8082", "dashboard-history-points": "720"},
 		},
+		"kustomize agent": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderKustomize(t, namespace, release+"-", "agent")
+			},
+			want: map[string]string{"metrics-source": "agent", "agent-fallback": "kubelet", "agent-bind-address": ":8444"},
+		},
+		"helm agent": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderHelm(t, release, namespace, "agent.enabled=true", "agent.fallback=metrics-server")
+			},
+			want: map[string]string{"metrics-source": "agent", "agent-fallback": "metrics-server", "agent-bind-address": ":8444"},
+		},
 		"helm with values": {
 			objs: func(t *testing.T) []*unstructured.Unstructured {
 				return renderHelm(t, release, namespace, "kubeAPI.qps=150", "kubeAPI.burst=300", "concurrentSyncs=8",

@@ -5,7 +5,6 @@ package deploy
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +36,10 @@ func TestManagerInCluster(t *testing.T) {
 	if err := cluster.InstallCRDs(ctx, dyn); err != nil {
 		t.Fatal(err)
 	}
-	host, port := apiserverEndpoint(ctx, t)
+	host, port, err := cluster.APIServerEndpoint(ctx, clientset)
+	if err != nil {
+		t.Fatal(err)
+	}
 	id := rand.String(5)
 	namespace := "deploy-" + id
 	objs := renderKustomize(t, namespace, clusterPrefix+id+"-")
@@ -84,7 +86,7 @@ func TestManagerInCluster(t *testing.T) {
 
 	start := time.Now()
 	var got *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := clientset.CoreV1().Pods(work).Get(ctx, "hot", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -124,28 +126,6 @@ func TestManagerInCluster(t *testing.T) {
 	if log := managerLog(t, namespace, manager.Name); strings.Contains(log, "forbidden") {
 		t.Errorf("the manager was refused something its RBAC should grant:\n%s", log)
 	}
-}
-
-// apiserverEndpoint is where the apiserver says pods reach it: the
-// endpoints of the default/kubernetes Service, which kube-proxy would route
-// the Service's cluster IP to.
-func apiserverEndpoint(ctx context.Context, t *testing.T) (string, string) {
-	t.Helper()
-	slices, err := clientset.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kubernetes"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range slices.Items {
-		for _, e := range s.Endpoints {
-			for _, p := range s.Ports {
-				if len(e.Addresses) > 0 && p.Port != nil {
-					return e.Addresses[0], strconv.Itoa(int(*p.Port))
-				}
-			}
-		}
-	}
-	t.Fatalf("the kubernetes Service has no endpoint")
-	return "", ""
 }
 
 // pointAtAPIServer makes the manager's pod reach the apiserver directly, and

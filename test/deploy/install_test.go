@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // clusterPrefix is what every cluster-scoped object this suite creates is
@@ -32,7 +34,9 @@ var restrictedNamespace = map[string]string{"pod-security.kubernetes.io/enforce"
 type installed struct {
 	namespace      string
 	serviceAccount string
-	deployment     *unstructured.Unstructured
+	// agentServiceAccount is the node agent's, when the render has it.
+	agentServiceAccount string
+	deployment          *unstructured.Unstructured
 }
 
 // applied kinds are created for real (identity and permissions, which the
@@ -55,7 +59,7 @@ func install(ctx context.Context, t *testing.T, namespace string, objs []*unstru
 		}
 	}
 	if !hasNamespace {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: restrictedNamespace}}
+		ns := cluster.NewNamespace(namespace, restrictedNamespace)
 		if _, err := clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating namespace %s: %v", namespace, err)
 		}
@@ -73,10 +77,14 @@ func install(ctx context.Context, t *testing.T, namespace string, objs []*unstru
 			apply(ctx, t, namespace, o, !created[o.GetKind()])
 			switch o.GetKind() {
 			case "ServiceAccount":
-				if got.serviceAccount != "" {
-					t.Fatalf("two ServiceAccounts rendered: %s and %s", got.serviceAccount, o.GetName())
+				into := &got.serviceAccount
+				if strings.HasSuffix(o.GetName(), "agent") {
+					into = &got.agentServiceAccount
 				}
-				got.serviceAccount = o.GetName()
+				if *into != "" {
+					t.Fatalf("two ServiceAccounts rendered for one identity: %s and %s", *into, o.GetName())
+				}
+				*into = o.GetName()
 			case "Deployment":
 				got.deployment = o
 			}

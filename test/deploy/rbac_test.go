@@ -91,6 +91,28 @@ var (
 	kubeletSource       = accesses([]string{"get"}, "", "nodes", "proxy", "")
 	metricsServerSource = accesses([]string{"list"}, "metrics.k8s.io", "pods", "", otherNamespace)
 	eviction            = accesses([]string{"create"}, "", "pods", "eviction", otherNamespace)
+	// With the node agent, the manager reviews the agents' tokens.
+	tokenReview = accesses([]string{"create"}, "authentication.k8s.io", "tokenreviews", "", "")
+)
+
+// agentCan is all the node agent's ServiceAccount may do: find the
+// managers. agentNever is what it must not, a sample of the rest: it
+// writes nothing and reads no pod, node or secret.
+var (
+	agentCan   = accesses([]string{"get", "list", "watch"}, "discovery.k8s.io", "endpointslices", "", ownNamespace)
+	agentNever = slices.Concat(
+		accesses([]string{"list", "watch"}, "discovery.k8s.io", "endpointslices", "", otherNamespace),
+		accesses([]string{"create", "update", "patch", "delete"}, "discovery.k8s.io", "endpointslices", "", ownNamespace),
+		accesses([]string{"get", "list", "watch"}, "", "pods", "", otherNamespace),
+		accesses([]string{"patch"}, "", "pods", "resize", otherNamespace),
+		accesses([]string{"get"}, "", "nodes", "", ""),
+		accesses([]string{"get"}, "", "nodes", "proxy", ""),
+		accesses([]string{"get", "list"}, "", "secrets", "", ownNamespace),
+		accesses([]string{"create"}, "authentication.k8s.io", "tokenreviews", "", ""),
+		accesses([]string{"create"}, "events.k8s.io", "events", "", otherNamespace),
+		accesses([]string{"get", "update"}, "coordination.k8s.io", "leases", "", ownNamespace),
+		accesses([]string{"get", "list"}, "autoscaling.tailor.dev", "tailorpolicies", "", otherNamespace),
+	)
 )
 
 // never is what the manager must not be able to do in any configuration.
@@ -186,6 +208,16 @@ func TestLeastPrivilege(t *testing.T) {
 			wantSource: "prometheus",
 			wantCan:    always,
 		},
+		"kustomize agent": {
+			render:     kustomize("agent"),
+			wantSource: "agent",
+			wantCan:    slices.Concat(always, leaderElection, kubeletSource, tokenReview),
+		},
+		"helm agent": {
+			render:     helmChart("agent.enabled=true"),
+			wantSource: "agent",
+			wantCan:    slices.Concat(always, leaderElection, kubeletSource, tokenReview),
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -202,43 +234,59 @@ func TestLeastPrivilege(t *testing.T) {
 
 			// Everything asked: what it must be able to do, plus what any
 			// configuration grants, plus what none may.
-			want := map[string]bool{}
-			var all []access
-			for _, a := range slices.Concat(always, leaderElection, kubeletSource, metricsServerSource, eviction, never) {
-				a = in.resolve(a)
-				if _, seen := want[a.String()]; !seen {
-					all = append(all, a)
-				}
-				want[a.String()] = false
+			in.checkAccess(ctx, t, in.serviceAccount, tc.wantCan,
+				slices.Concat(always, leaderElection, kubeletSource, metricsServerSource, eviction, tokenReview, never))
+			if (tc.wantSource == "agent") != (in.agentServiceAccount != "") {
+				t.Fatalf("agent ServiceAccount %q rendered with --metrics-source=%s", in.agentServiceAccount, tc.wantSource)
 			}
-			var granted []access
-			for _, a := range tc.wantCan {
-				a = in.resolve(a)
-				granted = append(granted, a)
-				want[a.String()] = true
-			}
-			// RBAC reaches the authorizer through its informers: wait (up to
-			// 30s) until every granted access is seen, then compare everything.
-			_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-				seen, err := in.review(ctx, granted)
-				if err != nil {
-					return false, err
-				}
-				for _, ok := range seen {
-					if !ok {
-						return false, nil
-					}
-				}
-				return true, nil
-			})
-			got, err := in.review(ctx, all)
-			if err != nil {
-				t.Fatalf("reviewing access: %v", err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("access of ServiceAccount %s/%s (-want,+got):\n%s", in.namespace, in.serviceAccount, diff)
+			if in.agentServiceAccount != "" {
+				in.checkAccess(ctx, t, in.agentServiceAccount, agentCan, agentNever)
 			}
 		})
+	}
+}
+
+// checkAccess asks the apiserver, as ServiceAccount sa of the install,
+// every access in can and cannot, and requires exactly those in can to be
+// allowed (one in both is wanted).
+func (in installed) checkAccess(ctx context.Context, t *testing.T, sa string, can, cannot []access) {
+	t.Helper()
+	want := map[string]bool{}
+	var all, granted []access
+	ask := func(a access, allowed bool) {
+		if _, seen := want[a.String()]; !seen {
+			all = append(all, a)
+		}
+		want[a.String()] = allowed
+	}
+	for _, a := range cannot {
+		ask(in.resolve(a), false)
+	}
+	for _, a := range can {
+		a = in.resolve(a)
+		granted = append(granted, a)
+		ask(a, true)
+	}
+	// RBAC reaches the authorizer through its informers: wait (up to 30s)
+	// until every granted access is seen, then compare everything.
+	_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		seen, err := in.reviewAs(ctx, sa, granted)
+		if err != nil {
+			return false, err
+		}
+		for _, ok := range seen {
+			if !ok {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	got, err := in.reviewAs(ctx, sa, all)
+	if err != nil {
+		t.Fatalf("reviewing the access of %s: %v", sa, err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("access of ServiceAccount %s/%s (-want,+got):\n%s", in.namespace, sa, diff)
 	}
 }
 
@@ -250,12 +298,13 @@ func (in installed) resolve(a access) access {
 	return a
 }
 
-// review asks the apiserver whether the ServiceAccount may make each request.
-func (in installed) review(ctx context.Context, all []access) (map[string]bool, error) {
+// reviewAs asks the apiserver whether ServiceAccount sa of the install's
+// namespace may make each request.
+func (in installed) reviewAs(ctx context.Context, sa string, all []access) (map[string]bool, error) {
 	got := map[string]bool{}
 	for _, a := range all {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:   fmt.Sprintf("system:serviceaccount:%s:%s", in.namespace, in.serviceAccount),
+			User:   fmt.Sprintf("system:serviceaccount:%s:%s", in.namespace, sa),
 			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + in.namespace, "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{
 				Namespace:   a.namespace,

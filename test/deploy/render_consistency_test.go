@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -11,32 +12,44 @@ import (
 )
 
 // TestHelmMatchesKustomize renders each configuration both ways and requires
-// the same roles, rule for rule, bound to the manager's ServiceAccount.
+// the same roles, rule for rule, each bound to the same workload's
+// ServiceAccount: the manager's, or the node agent's.
 func TestHelmMatchesKustomize(t *testing.T) {
 	const namespace, release = "deploy-render", "deploy-test-render"
 	cases := map[string]struct {
 		components []string
 		set        []string
-		wantRoles  []string
+		// wantRoles maps each role to the workload whose ServiceAccount it
+		// is bound to.
+		wantRoles map[string]string
 	}{
 		"default": {
-			wantRoles: []string{"ClusterRole manager", "ClusterRole metrics-kubelet", "Role leader-election"},
+			wantRoles: map[string]string{"ClusterRole manager": "manager", "ClusterRole metrics-kubelet": "manager", "Role leader-election": "manager"},
 		},
 		"metrics-server and eviction": {
 			components: []string{"metrics-server", "eviction"},
 			set:        []string{"metricsSource=metrics-server", "evictions.enabled=true"},
-			wantRoles:  []string{"ClusterRole eviction", "ClusterRole manager", "ClusterRole metrics-server", "Role leader-election"},
+			wantRoles: map[string]string{"ClusterRole eviction": "manager", "ClusterRole manager": "manager", "ClusterRole metrics-server": "manager",
+				"Role leader-election": "manager"},
 		},
 		"prometheus": {
 			components: []string{"prometheus"},
 			set:        []string{"metricsSource=prometheus"},
-			wantRoles:  []string{"ClusterRole manager", "Role leader-election"},
+			wantRoles:  map[string]string{"ClusterRole manager": "manager", "Role leader-election": "manager"},
+		},
+		// The agent reads the managers' EndpointSlices; the manager reviews
+		// the agents' tokens, and keeps the kubelet source as fallback.
+		"agent": {
+			components: []string{"agent"},
+			set:        []string{"agent.enabled=true"},
+			wantRoles: map[string]string{"ClusterRole agent-reviewer": "manager", "ClusterRole manager": "manager", "ClusterRole metrics-kubelet": "manager",
+				"Role agent": "agent", "Role leader-election": "manager"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			kust := roles(t, renderKustomize(t, namespace, release+"-", tc.components...), release+"-tailor-")
-			if diff := cmp.Diff(tc.wantRoles, keys(kust)); diff != "" {
+			if diff := cmp.Diff(tc.wantRoles, boundTo(kust)); diff != "" {
 				t.Errorf("kustomize roles (-want,+got):\n%s", diff)
 			}
 			chart := roles(t, renderHelm(t, release, namespace, tc.set...), release+"-tailor-")
@@ -47,14 +60,23 @@ func TestHelmMatchesKustomize(t *testing.T) {
 	}
 }
 
-// roles maps "Kind name-without-prefix" to the rules of every Role and
-// ClusterRole in objs, after checking that each is bound to the one
-// ServiceAccount and that every binding refers to a rendered role.
-func roles(t *testing.T, objs []*unstructured.Unstructured, prefix string) map[string][]any {
+// boundRole is a role's rules and the workload ("manager" or "agent")
+// whose ServiceAccount it is bound to.
+type boundRole struct {
+	Workload string
+	Rules    []any
+}
+
+// roles maps "Kind name-without-prefix" to every Role and ClusterRole in
+// objs, after checking that each is bound, to the ServiceAccount of the
+// manager's Deployments or the agent's DaemonSet and to no other subject,
+// and that every binding refers to a rendered role.
+func roles(t *testing.T, objs []*unstructured.Unstructured, prefix string) map[string]boundRole {
 	t.Helper()
-	out := map[string][]any{}
-	var sa *unstructured.Unstructured
-	bound := map[string]bool{}
+	out := map[string]boundRole{}
+	// ServiceAccount "namespace/name" to the workload that runs as it.
+	workloads := map[string]string{}
+	accounts := map[string]bool{}
 	var bindings []*unstructured.Unstructured
 	for _, o := range objs {
 		switch o.GetKind() {
@@ -64,44 +86,68 @@ func roles(t *testing.T, objs []*unstructured.Unstructured, prefix string) map[s
 				t.Errorf("%s %s is not named %s...", o.GetKind(), o.GetName(), prefix)
 			}
 			rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
-			out[o.GetKind()+" "+short] = rules
+			out[o.GetKind()+" "+short] = boundRole{Rules: rules}
 		case "RoleBinding", "ClusterRoleBinding":
 			bindings = append(bindings, o)
 		case "ServiceAccount":
-			sa = o
+			accounts[o.GetNamespace()+"/"+o.GetName()] = true
+		case "Deployment", "DaemonSet":
+			workload := map[string]string{"Deployment": "manager", "DaemonSet": "agent"}[o.GetKind()]
+			name, _, _ := unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName")
+			sa := o.GetNamespace() + "/" + name
+			if other, ok := workloads[sa]; ok && other != workload {
+				t.Errorf("the %s and the %s both run as ServiceAccount %s", other, workload, sa)
+			}
+			workloads[sa] = workload
 		}
 	}
-	if sa == nil {
-		t.Fatal("no ServiceAccount rendered")
+	if len(workloads) == 0 {
+		t.Fatal("no manager Deployment rendered")
+	}
+	for sa, workload := range workloads {
+		if !accounts[sa] {
+			t.Errorf("the %s runs as ServiceAccount %s, which is not rendered", workload, sa)
+		}
 	}
 	for _, b := range bindings {
 		kind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
 		name, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
 		short := kind + " " + strings.TrimPrefix(name, prefix)
-		if _, ok := out[short]; !ok {
+		role, ok := out[short]
+		if !ok {
 			t.Errorf("%s %s refers to %s %s, which is not rendered", b.GetKind(), b.GetName(), kind, name)
+			continue
 		}
-		bound[short] = true
 		subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
-		want := []any{map[string]any{"kind": "ServiceAccount", "name": sa.GetName(), "namespace": sa.GetNamespace()}}
-		if diff := cmp.Diff(want, subjects); diff != "" {
-			t.Errorf("%s %s subjects (-want,+got):\n%s", b.GetKind(), b.GetName(), diff)
+		var sa map[string]any
+		if len(subjects) == 1 {
+			sa, _ = subjects[0].(map[string]any)
 		}
+		workload := workloads[fmt.Sprintf("%v/%v", sa["namespace"], sa["name"])]
+		if len(sa) != 3 || sa["kind"] != "ServiceAccount" || workload == "" {
+			t.Errorf("%s %s is bound to %v: want the one ServiceAccount of the manager or the agent", b.GetKind(), b.GetName(), subjects)
+			continue
+		}
+		if role.Workload != "" && role.Workload != workload {
+			t.Errorf("%s is bound to both the %s and the %s", short, role.Workload, workload)
+		}
+		role.Workload = workload
+		out[short] = role
 	}
-	for short := range out {
-		if !bound[short] {
+	for short, role := range out {
+		if role.Workload == "" {
 			t.Errorf("%s is rendered but not bound", short)
 		}
 	}
 	return out
 }
 
-func keys(m map[string][]any) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
+// boundTo maps each role to the workload it is bound to.
+func boundTo(roles map[string]boundRole) map[string]string {
+	out := map[string]string{}
+	for k, r := range roles {
+		out[k] = r.Workload
 	}
-	sort.Strings(out)
 	return out
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -50,7 +51,10 @@ func startManagerWith(t *testing.T, o manager.Options) client.Client {
 func runManager(t *testing.T, o manager.Options) (client.Client, func()) {
 	t.Helper()
 	installCRDs(t)
-	o.SyncPeriod, o.MetricsAddr, o.ProbeAddr = 2*time.Second, "0", "0"
+	if o.SyncPeriod == 0 {
+		o.SyncPeriod = 2 * time.Second
+	}
+	o.MetricsAddr, o.ProbeAddr = "0", "0"
 	// One manager per test, in one process: the controller name repeats.
 	o.SkipNameValidation = true
 	mgr, err := manager.New(restConfig, o)
@@ -144,23 +148,8 @@ func wantReaction(t *testing.T, ns, policy string, most time.Duration) {
 	var count uint64
 	var sum float64
 	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
-		families, err := ctrlmetrics.Registry.Gather()
-		if err != nil {
-			return false, err
-		}
-		for _, f := range families {
-			if f.GetName() != "tailor_reaction_seconds" {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				labels := map[string]string{}
-				for _, l := range m.GetLabel() {
-					labels[l.GetName()] = l.GetValue()
-				}
-				if labels["namespace"] == ns && labels["policy"] == policy {
-					count, sum = m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
-				}
-			}
+		if m := inProcessMetric("tailor_reaction_seconds", map[string]string{"namespace": ns, "policy": policy}); m != nil {
+			count, sum = m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 		}
 		return count > 0, nil
 	})
@@ -172,6 +161,35 @@ func wantReaction(t *testing.T, ns, policy string, most time.Duration) {
 	if sum <= 0 || first > most {
 		t.Errorf("reaction %s (mean of %d): want between 0 and the %s the test waited", first, count, most.Round(time.Second))
 	}
+}
+
+// inProcessMetric is the series of metric name in this process's
+// controller-runtime registry (the in-process managers') whose labels
+// include labels; nil when there is none.
+func inProcessMetric(name string, labels map[string]string) *dto.Metric {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return nil
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			return m
+		}
+	}
+	return nil
 }
 
 func cpuLimitMillis(p *corev1.Pod) int64 {

@@ -54,7 +54,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", "e2e", err)
 		os.Exit(1)
 	}
+	closeLog, err := openManagerLog()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", "e2e", err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	closeLog()
 	reportConvergence()
 	os.Exit(code)
 }
@@ -92,7 +98,9 @@ func newNamespace(t *testing.T) string {
 		name = name[:50]
 	}
 	name = strings.TrimRight(name, "-") + "-" + rand.String(5)
-	return cluster.Namespace(t, clientset, name)
+	ns := cluster.Namespace(t, clientset, name)
+	logOnFailure(t, ns)
+	return ns
 }
 
 // createRunningPod creates pod and waits until all its containers run.

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
@@ -90,7 +92,8 @@ func TestReport(t *testing.T) {
 		return sizedCPU && (bareCPU || prom == ""), nil
 	})
 	if err != nil {
-		t.Fatalf("report never showed the history of bare: %v; rows %s", err, mustJSON(rows))
+		// The report lists running pods only: say where the others are.
+		t.Fatalf("report never showed the history of bare: %v; rows %s; pods: %s", err, mustJSON(rows), podStates(t, ns))
 	}
 	sized := rows["sized"]
 	t.Logf("sized: %s", mustJSON(sized))
@@ -139,4 +142,26 @@ func TestReport(t *testing.T) {
 	if code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "namespace,kind,workload,container,replicas,") {
 		t.Errorf("report csv (exit %d):\n%s", code, csvOut)
 	}
+}
+
+// podStates says, for each pod in ns, its phase and why it is not
+// scheduled or not ready when it is not.
+func podStates(t *testing.T, ns string) string {
+	t.Helper()
+	pods, err := clientset.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		s := p.Name + " " + string(p.Status.Phase)
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue && c.Message != "" {
+				s += fmt.Sprintf(" (%s: %s)", c.Type, c.Message)
+			}
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
 }

@@ -241,8 +241,12 @@ func freeCPUMillis(t *testing.T) int64 {
 	t.Helper()
 	// Earlier tests' namespaces are deleted in the background, and their
 	// workloads' pods, recreated until their controllers go, hold the
-	// node's CPU a while longer: wait for them to leave.
+	// node's CPU a while longer: wait for them to leave. A pod being
+	// deleted may still be counted here after its containers stopped and
+	// the kubelet stopped counting it, so the figure is only taken once no
+	// pod on the node is terminating.
 	var free int64
+	var terminating string
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		node, err := clientset.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
@@ -253,18 +257,22 @@ func freeCPUMillis(t *testing.T) int64 {
 			return false, err
 		}
 		used := int64(0)
+		terminating = ""
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
+			if p.DeletionTimestamp != nil {
+				terminating = p.Namespace + "/" + p.Name
+			}
 			used += podCPURequestMillis(p)
 		}
 		free = node.Status.Allocatable.Cpu().MilliValue() - used
-		return free >= 500, nil
+		return free >= 500 && terminating == "", nil
 	})
 	if err != nil {
-		t.Fatalf("only %dm CPU free on %s after 2m; another workload is using the node: %v", free, nodeName, err)
+		t.Fatalf("only %dm CPU free on %s after 2m (pod terminating: %q); another workload is using the node: %v", free, nodeName, terminating, err)
 	}
 	return free
 }

@@ -84,11 +84,20 @@ func sources(t *testing.T) []source {
 		// gives must agree with the cgroup. A fixed 95s settle was not
 		// enough on a busy CI node (0.351 for 0.422 cores: cAdvisor's
 		// first sample came ~40s after the container started). After
-		// that it must agree as closely as the other sources: the
-		// source ends each rate at the container's newest sample, and read
-		// up to 25% low when it ended them at now (0.319 for 0.430 cores,
-		// 23.5s after the newest sample).
-		out = append(out, source{Source: src, throttling: true, tolerance: 0.1})
+		// that it must agree with the cgroup: the source ends each rate
+		// at the container's newest sample (it read up to 25% low when it
+		// ended them at now: 0.319 for 0.430 cores, 23.5s after the
+		// newest sample).
+		//
+		// 25%, not 10%: cAdvisor's samples come 10-15s apart here, and
+		// further apart on a busy node. When the first sample in the 1m
+		// window comes more than 1.1 average intervals after the window's
+		// start, rate() extrapolates only half an interval back to it and
+		// still divides by the whole minute: one reading can miss about
+		// 15s of 60. A CI rehearsal read 0.338 for 0.423 cores (20% low,
+		// 12s missed) with the series two windows old. The kubelet and
+		// metrics-server sources divide by the span their samples cover.
+		out = append(out, source{Source: src, throttling: true, tolerance: 0.25})
 	}
 	return out
 }

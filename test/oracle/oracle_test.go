@@ -24,6 +24,7 @@ import (
 
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 var (
@@ -183,7 +184,7 @@ func connect(t *testing.T, timeout time.Duration) (context.Context, kubernetes.I
 	t.Logf("apiserver %s (%s)", info.GitVersion, cfg.Host)
 
 	ns := fmt.Sprintf("oracle-%d", time.Now().UnixNano()%1_000_000_000)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, cluster.NewNamespace(ns, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", ns, err)
 	}
 	t.Cleanup(func() {

@@ -1,0 +1,202 @@
+//go:build controller
+
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/agent/report"
+	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+// The agent source end to end on the real apiserver, without a kubelet: a
+// report pushed with a real pod-bound service-account token (the apiserver
+// puts the agent pod's node in its TokenReview) wakes the manager, whose
+// sync period is an hour, and the memory of a container on course for its
+// limit is raised at once. A container the policy caps gets a MemoryAtRisk
+// event instead. A token bound to a pod on another node speaks for nothing
+// here.
+func TestAgentReportRaisesMemoryBeforeTheKill(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	ctx := context.Background()
+	limits := func(name string) *builder.PodWrapper {
+		return builder.Pod(name).Container(builder.Container("app").Requests("100m", "256Mi").Limits("200m", "256Mi").
+			ResizePolicy(corev1.ResourceMemory, corev1.NotRequired))
+	}
+	free := e.pod("free", limits("free-0"))
+	capped := e.pod("capped", limits("capped-0"))
+	memoryOnly := func(max string) func(*v1alpha1.TailorPolicySpec) {
+		return func(s *v1alpha1.TailorPolicySpec) {
+			cp := v1alpha1.ContainerPolicy{ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceMemory}}
+			if max != "" {
+				cp.MaxAllowed = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(max)}
+			}
+			s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{cp}}
+			s.Behavior = &v1alpha1.Behavior{MinResizeInterval: &metav1.Duration{Duration: time.Second}}
+		}
+	}
+	e.policy("free", memoryOnly(""))
+	e.policy("capped", memoryOnly("256Mi"))
+
+	// The agent: its service account, and its pod on the test's node, to
+	// which its token is bound. A second one sits on another node.
+	token := func(name, node string) string {
+		t.Helper()
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "agent"}}
+		if _, err := clientset.CoreV1().ServiceAccounts(e.ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+			t.Fatal(err)
+		}
+		p := builder.Pod(name).Namespace(e.ns).Node(node).Container(builder.Container("agent").Requests("10m", "32Mi")).Obj()
+		p.Spec.ServiceAccountName = "agent"
+		if err := apiClient.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := clientset.CoreV1().ServiceAccounts(e.ns).CreateToken(ctx, "agent", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+			Audiences: []string{report.Audience}, ExpirationSeconds: new(int64(600)),
+			BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("token for the agent on %s: %v", node, err)
+		}
+		return tr.Status.Token
+	}
+	here := token("agent-here", e.node)
+	elsewhere := token("agent-elsewhere", e.addNode("other-"+e.ns, "8", "32Gi"))
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	rec := recommend.DefaultConfig()
+	// A thin margin, so only the risk raises: 256Mi idles at 128Mi.
+	rec.MemoryMinMargin, rec.MemoryJitterMargin = 16*mi, 0
+	m, err := manager.New(restConfig, manager.Options{
+		MetricsSource: "agent", AgentAddr: addr, AgentServiceAccount: e.ns + ":agent", AgentFallback: "none",
+		SyncPeriod: time.Hour, Recommender: &rec, MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	push := func(tok string, ws, growth float64, urgent bool) int {
+		t.Helper()
+		var r report.Report
+		for _, p := range []*corev1.Pod{free, capped} {
+			_, id, _ := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
+			c := report.Container{PodUID: string(p.UID), ID: id, Time: time.Now(), Window: 5, CPU: 0.05,
+				WorkingSet: uint64(ws), MemoryLimit: 256 * mi, MemoryGrowth: growth}
+			if urgent {
+				c.Urgent, c.MemoryAtRisk, r.Urgent = "memory: on course for the limit", true, true
+			}
+			r.Containers = append(r.Containers, c)
+		}
+		body, _ := json.Marshal(r)
+		var code int
+		// The server starts with the manager: retry until it listens.
+		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+report.Path, bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				// Not listening yet: the manager is starting.
+				return false, nil //nolint:nilerr
+			}
+			_ = resp.Body.Close()
+			code = resp.StatusCode
+			return true, nil
+		})
+		return code
+	}
+	memLimit := func(name string) int64 {
+		return e.getPod(name).Spec.Containers[0].Resources.Limits.Memory().Value()
+	}
+
+	if code := push(here, 128*mi, 0, false); code != http.StatusNoContent {
+		t.Fatalf("a calm report from the agent: HTTP %d", code)
+	}
+	// The policies' first syncs have run (their creation); with an hour's
+	// period nothing syncs again unless woken.
+	time.Sleep(3 * time.Second)
+	if memLimit("free-0") != 256*mi {
+		t.Fatalf("memory raised on a calm report: %d", memLimit("free-0"))
+	}
+	// The agent on the other node claims this node's pods are on course
+	// for their limits: accepted as its own node's report, used for none.
+	if code := push(elsewhere, 250*mi, 50*mi, true); code != http.StatusNoContent {
+		t.Fatalf("the other node's agent: HTTP %d", code)
+	}
+	time.Sleep(2 * time.Second)
+	if memLimit("free-0") != 256*mi {
+		t.Fatalf("another node's agent changed this node's pod: limit %d", memLimit("free-0"))
+	}
+
+	start := time.Now()
+	if code := push(here, 178*mi, 50*mi, true); code != http.StatusNoContent {
+		t.Fatalf("an urgent report: HTTP %d", code)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return memLimit("free-0") > 256*mi, nil
+	})
+	if err != nil {
+		pol := e.getPolicy("free")
+		st, _ := json.MarshalIndent(pol.Status, "", " ")
+		t.Fatalf("memory limit not raised within 10s of the urgent report (sync period 1h): %d\npolicy status: %s", memLimit("free-0"), st)
+	}
+	got := memLimit("free-0")
+	t.Logf("memory limit 256Mi -> %dMi %s after the urgent report", got>>20, time.Since(start).Round(time.Millisecond))
+	// A 50Mi/s ramp from 178Mi leads to 678Mi in the recommender's 10s
+	// lead; one risk raises to at most twice the limit, plus the margin.
+	if got < 512*mi || got > 600*mi {
+		t.Errorf("raised to %dMi: want twice the 256Mi limit and its margin", got>>20)
+	}
+	if memLimit("capped-0") != 256*mi {
+		t.Errorf("the capped pod was raised past its policy's maxAllowed: %d", memLimit("capped-0"))
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := clientset.EventsV1().Events(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs.Items {
+			if ev.Reason == "MemoryAtRisk" && ev.Regarding.Name == "capped-0" {
+				t.Logf("event on capped-0: %s", ev.Note)
+				if !strings.Contains(ev.Note, "growing 50Mi/s") || !strings.Contains(ev.Note, "does not raise it: it already has its policy's maxAllowed memory, 256Mi") {
+					return false, fmt.Errorf("the event does not say what and why: %q", ev.Note)
+				}
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no MemoryAtRisk event on the capped pod: %v", err)
+	}
+}
