@@ -123,6 +123,7 @@ verify-deploy: $(HELM)
 	$(HELM) lint --strict deploy/helm/tailor
 	$(HELM) lint --strict deploy/helm/tailor --set metricsSource=metrics-server,evictions.enabled=true
 	$(HELM) lint --strict deploy/helm/tailor --set metricsSource=prometheus,leaderElection.enabled=false
+	$(HELM) lint --strict deploy/helm/tailor --set agent.enabled=true,shards=2
 	TAILOR_HELM=$(HELM) $(GO) test -count=1 ./test/deploy
 	@if [[ -f "$(TAILOR_KUBECONFIG)" ]]; then \
 		echo "TAILOR_HELM=$(HELM) TAILOR_KUBECONFIG=$(TAILOR_KUBECONFIG) $(GO) test -tags e2e -count=1 ./test/deploy"; \
@@ -188,8 +189,10 @@ cluster-status:
 clean:
 	rm -rf $(BIN)
 
-## bench-e2e: reaction benchmark on the local cluster (idle -> full CPU step,
-## per metrics source); checks test/perf/reaction/ranges.json.
+## bench-e2e: reaction benchmark on the local cluster, per metrics source (the
+## node agent included): idle -> full CPU step, and a 50 MiB/s memory ramp;
+## and the agent's own cost beside 100 containers. Checks
+## test/perf/reaction/ranges.json.
 BENCH_E2E_TRIALS ?= 5
 bench-e2e: build
 	hack/cluster.sh up

@@ -81,7 +81,7 @@ make_pki() {
 # ---------------------------------------------------------------- processes
 
 pidfile() { echo "${RUN_DIR}/$1.pid"; }
-running() { local f; f=$(pidfile "$1"); [[ -f "$f" ]] && kill -0 "$(cat "$f")" 2>/dev/null; }
+running() { pid_alive "$1" "$(pidfile "$1")"; }
 
 start() { # name cmd...
   local name=$1; shift
@@ -92,19 +92,7 @@ start() { # name cmd...
   echo $! > "$(pidfile "$name")"
 }
 
-stop() {
-  local name=$1 f pid
-  f=$(pidfile "$name")
-  [[ -f "$f" ]] || return 0
-  pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
-    log "stopping ${name}"
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
-}
+stop() { stop_pid "$1" "$(pidfile "$1")"; }
 
 wait_for() { # description seconds cmd...
   local what=$1 secs=$2; shift 2
@@ -280,6 +268,14 @@ cmd_up() {
   write_kubeconfig "${TAILOR_DEV_DIR}/scheduler.kubeconfig" scheduler "${PKI_DIR}/scheduler.crt" "${PKI_DIR}/scheduler.key"
   write_kubeconfig "${TAILOR_DEV_DIR}/kubelet.kubeconfig" kubelet "${PKI_DIR}/kubelet.crt" "${PKI_DIR}/kubelet.key"
   local t1=$SECONDS
+  # etcd's data without etcd running is a cluster that was never taken
+  # down (its job or the machine was killed): started as it is, it would
+  # bring back the old run's pods, holding the node's CPU. Start afresh.
+  if [[ -d "${TAILOR_DEV_DIR}/etcd" ]] && ! running etcd; then
+    log "a cluster that was not taken down left its state in ${TAILOR_DEV_DIR}; removing it first"
+    cmd_down
+    mkdir -p "$LOG_DIR" "$RUN_DIR"
+  fi
   start_etcd
   start_apiserver "$ip"
   start_controllers

@@ -16,9 +16,19 @@ trap teardown EXIT
 
 t0=$SECONDS
 "${HACK_DIR}/cluster.sh" up
+# A cluster kept from an earlier run (KEEP_CLUSTER=1) may still hold what a
+# killed run left: its tests' namespaces, whose pods take the CPU this run's
+# tests count on. They carry the label test/cluster.TestLabel.
+leftover=$("${K8S_BIN}/kubectl" --kubeconfig "$KUBECONFIG_PATH" get namespaces -l e2e.tailor.dev/test -o name)
+if [[ -n "$leftover" ]]; then
+  log "removing what an earlier run left: $(tr '\n' ' ' <<<"$leftover")"
+  "${K8S_BIN}/kubectl" --kubeconfig "$KUBECONFIG_PATH" delete namespaces -l e2e.tailor.dev/test --wait --timeout=5m
+fi
 log "cluster ready after $((SECONDS - t0))s; running e2e suite"
 cd "$ROOT"
 export TAILOR_KUBECONFIG="$KUBECONFIG_PATH"
+# The in-process managers log there; a failed test prints its own lines.
+export TAILOR_E2E_LOG_DIR="$LOG_DIR"
 # The metrics e2e tests read Prometheus when the add-on runs.
 [[ " ${ADDONS-metrics-server prometheus} " == *" prometheus "* ]] && export TAILOR_PROMETHEUS_URL="http://127.0.0.1:${PROMETHEUS_PORT:-9090}"
 export PATH="${K8S_BIN}:${PATH}"

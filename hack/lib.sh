@@ -30,6 +30,31 @@ APISERVER_PORT="${APISERVER_PORT:-6443}"
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# pid_alive NAME PIDFILE: the pid file names a live process that is NAME,
+# not another that took its pid after the machine restarted (pid files
+# outlive a restart; the processes do not).
+pid_alive() {
+  local pid
+  [[ -f "$2" ]] && pid=$(cat "$2") && kill -0 "$pid" 2>/dev/null &&
+    tr '\0' ' ' <"/proc/${pid}/cmdline" 2>/dev/null | grep -q -- "$1"
+}
+
+# stop_pid NAME PIDFILE [SECONDS]: stops the process the pid file names if
+# it is NAME (SIGTERM, then SIGKILL after SECONDS, 10 by default), and
+# removes the pid file either way.
+stop_pid() {
+  local name=$1 f=$2 tries=$(( ${3:-10} * 5 )) pid
+  [[ -f "$f" ]] || return 0
+  pid=$(cat "$f")
+  if pid_alive "$name" "$f"; then
+    log "stopping ${name}"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 "$tries"); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
 # minor_of v1.37.1 -> 37
 minor_of() { local v="${1#v}"; v="${v#*.}"; echo "${v%%.*}"; }
 

@@ -142,7 +142,7 @@ spec:
 EOF
 }
 
-running() { [[ -f "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+running() { pid_alive metrics-server "$PIDFILE"; }
 
 cmd_up() {
   local t0=$SECONDS ip
@@ -187,16 +187,7 @@ cmd_down() {
   if kc get --raw /readyz >/dev/null 2>&1; then
     objects 127.0.0.1 | kc delete --ignore-not-found -f - >/dev/null 2>&1 || true
   fi
-  if [[ -f "$PIDFILE" ]]; then
-    local pid; pid=$(cat "$PIDFILE")
-    if kill -0 "$pid" 2>/dev/null; then
-      log "stopping metrics-server"
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$PIDFILE"
-  fi
+  stop_pid metrics-server "$PIDFILE"
   rm -rf "$MS_DIR"
   log "metrics-server down"
 }

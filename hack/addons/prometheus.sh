@@ -59,7 +59,7 @@ scrape_configs:
 EOF
 }
 
-running() { [[ -f "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+running() { pid_alive prometheus "$PIDFILE"; }
 
 # targets_up asks the live scrape loop, not a query: after a restart, the
 # TSDB replays an `up` of 1 from before it that a query would still return.
@@ -94,16 +94,7 @@ cmd_up() {
 }
 
 cmd_down() {
-  if [[ -f "$PIDFILE" ]]; then
-    local pid; pid=$(cat "$PIDFILE")
-    if kill -0 "$pid" 2>/dev/null; then
-      log "stopping prometheus"
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$PIDFILE"
-  fi
+  stop_pid prometheus "$PIDFILE" 20
   rm -rf "$PROM_DIR"
   log "prometheus down"
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/test/cluster"
 )
 
@@ -38,7 +39,11 @@ type options struct {
 	kubeconfig    string
 	sources       string
 	trials        int
+	agentTrials   int
+	memoryTrials  int
+	costPods      int
 	syncPeriod    time.Duration
+	agentSync     time.Duration
 	prometheusURL string
 	ranges        string
 	timeout       time.Duration
@@ -46,8 +51,12 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.sources, "sources", "kubelet,metrics-server,prometheus", "metrics sources to measure")
+	flag.StringVar(&o.sources, "sources", "kubelet,metrics-server,prometheus,agent", "metrics sources to measure")
 	flag.IntVar(&o.trials, "trials", 5, "steps per source")
+	flag.IntVar(&o.agentTrials, "agent-trials", 20, "steps for the agent source (its goal is a p95, which wants at least 20)")
+	flag.IntVar(&o.memoryTrials, "memory-trials", 3, "memory ramps per source (0: none)")
+	flag.IntVar(&o.costPods, "agent-cost-pods", 25, "pods of 4 containers each the agent's cost is measured beside (0: not measured)")
+	flag.DurationVar(&o.agentSync, "agent-sync-period", 10*time.Second, "the manager's sync period with the agent source: the manager's default, so its reaction comes from the agent's wake-ups")
 	flag.DurationVar(&o.syncPeriod, "sync-period", 2*time.Second, "the manager's sync period, the same for every source")
 	flag.StringVar(&o.prometheusURL, "prometheus-url", "http://127.0.0.1:9090", "Prometheus for the prometheus source")
 	flag.StringVar(&o.ranges, "ranges", "", "JSON file of p95 bounds per source; the run fails outside them")
@@ -95,46 +104,115 @@ func run(o options) error {
 	fmt.Println("measure: load step idle (20m) -> 1000m on a 200m cpu limit; seconds until the container's cpu.cfs_quota_us is raised")
 
 	var results []result
+	var ramps []rampResult
+	var cost *agentCost
 	for _, src := range strings.Split(o.sources, ",") {
-		res, err := measure(cfg, cs, o, strings.TrimSpace(src))
+		src = strings.TrimSpace(src)
+		m, err := startManager(cfg, cs, o, src)
 		if err != nil {
 			return fmt.Errorf("source %s: %w", src, err)
 		}
+		res := measure(m, cs, o, src)
 		results = append(results, res)
+		if o.memoryTrials > 0 {
+			ramps = append(ramps, measureRamps(m, cs, o, src))
+		}
+		if src == "agent" && o.costPods > 0 {
+			if cost, err = measureAgentCost(m.ctx, cs, m.agent, o.costPods); err != nil {
+				m.stop()
+				return fmt.Errorf("agent cost: %w", err)
+			}
+		}
+		m.stop()
 	}
 
-	fmt.Printf("\n%-15s %7s %8s %8s %8s %9s\n", "source", "trials", "p50 s", "p95 s", "max s", "failures")
+	fmt.Printf("\ncpu step: idle (20m) -> 1000m on a 200m limit, seconds to the raised cpu.cfs_quota_us\n")
+	fmt.Printf("%-15s %7s %8s %8s %8s %9s\n", "source", "trials", "p50 s", "p95 s", "max s", "failures")
 	for _, r := range results {
 		fmt.Printf("%-15s %7d %8.1f %8.1f %8.1f %9d\n", r.source, len(r.seconds)+r.failures,
 			percentile(r.seconds, 50), percentile(r.seconds, 95), percentile(r.seconds, 100), r.failures)
 	}
+	if len(ramps) > 0 {
+		fmt.Printf("\nmemory ramp: 128Mi -> 384Mi at 50 MiB/s under a 256Mi limit (from half of it), seconds to the raised memory limit, and OOM kills\n")
+		fmt.Printf("%-15s %7s %8s %8s %8s %9s %10s\n", "source", "trials", "p50 s", "p95 s", "max s", "OOM kills", "not raised")
+		for _, r := range ramps {
+			fmt.Printf("%-15s %7d %8.1f %8.1f %8.1f %9d %10d\n", r.source, r.trials,
+				percentile(r.seconds, 50), percentile(r.seconds, 95), percentile(r.seconds, 100), r.oomKills, r.trials-len(r.seconds))
+		}
+	}
+	if cost != nil {
+		fmt.Printf("\nagent cost beside %d pod containers on the node, over %s: %.4f cores (%.2f%% of a core), working set %.1f MiB, peak RSS %.1f MiB\n",
+			cost.containers, cost.over, cost.cores, cost.cores*100, cost.workingSetMiB, cost.rssMiB)
+	}
 	if o.ranges == "" {
 		return nil
 	}
-	return check(o.ranges, results)
+	return check(o.ranges, results, ramps, cost)
 }
 
-func measure(cfg *rest.Config, cs *kubernetes.Clientset, o options, source string) (result, error) {
-	res := result{source: source}
-	mgr, err := manager.New(cfg, manager.Options{
+// running is a manager in this process, reading one source.
+type running struct {
+	ctx    context.Context
+	client client.Client
+	stop   func()
+	// agent is the node agent the manager reads, for the agent source.
+	agent *cluster.Agent
+}
+
+func startManager(cfg *rest.Config, cs *kubernetes.Clientset, o options, source string) (*running, error) {
+	rec := recommend.DefaultConfig()
+	// A thin memory margin for every source, so the memory ramp starts
+	// with its limit untouched and only the ramp can raise it.
+	rec.MemoryMinMargin, rec.MemoryJitterMargin = 16<<20, 0
+	mo := manager.Options{
 		MetricsSource: source, PrometheusURL: o.prometheusURL, KubeletThrottling: true, SyncPeriod: o.syncPeriod,
-		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
-	})
-	if err != nil {
-		return res, err
+		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true, Recommender: &rec,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	var ag *cluster.Agent
+	if source == "agent" {
+		ns := fmt.Sprintf("reaction-agent-%d", time.Now().Unix()%100000)
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, cluster.NewNamespace(ns, nil), metav1.CreateOptions{}); err != nil {
+			cancel()
+			return nil, err
+		}
+		port, err := cluster.FreePort()
+		if err == nil {
+			ag, err = cluster.DeployAgent(ctx, cs, ns, port)
+		}
+		if err != nil {
+			cancel()
+			_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+			return nil, fmt.Errorf("deploying the agent: %w", err)
+		}
+		mo.AgentAddr, mo.AgentServiceAccount, mo.AgentFallback, mo.SyncPeriod = fmt.Sprintf(":%d", port), ag.ServiceAccount, "kubelet", o.agentSync
+	}
+	mgr, err := manager.New(cfg, mo)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
+	return &running{ctx: ctx, client: mgr.GetClient(), agent: ag, stop: func() {
 		cancel()
 		if err := <-done; err != nil {
 			fmt.Fprintf(os.Stderr, "  %s manager stopped with: %v\n", source, err)
 		}
-	}()
-	c := mgr.GetClient()
-	for i := 0; i < o.trials; i++ {
-		secs, err := trial(ctx, c, cs, o, source, i)
+		if ag != nil {
+			_ = cs.CoreV1().Namespaces().Delete(context.Background(), ag.Namespace, metav1.DeleteOptions{})
+		}
+	}}, nil
+}
+
+func measure(m *running, cs *kubernetes.Clientset, o options, source string) result {
+	res := result{source: source}
+	trials := o.trials
+	if source == "agent" {
+		trials = o.agentTrials
+	}
+	for i := 0; i < trials; i++ {
+		secs, err := trial(m.ctx, m.client, cs, o, source, i)
 		if err != nil {
 			fmt.Printf("  %s trial %d: %v\n", source, i+1, err)
 			res.failures++
@@ -143,21 +221,17 @@ func measure(cfg *rest.Config, cs *kubernetes.Clientset, o options, source strin
 		fmt.Printf("  %s trial %d: %.1fs\n", source, i+1, secs)
 		res.seconds = append(res.seconds, secs)
 	}
-	return res, nil
+	return res
 }
 
 // trial runs one idle -> full CPU step in a fresh namespace.
 func trial(ctx context.Context, c client.Client, cs *kubernetes.Clientset, o options, source string, i int) (float64, error) {
 	ns := fmt.Sprintf("reaction-%s-%d-%d", source, i, time.Now().Unix()%100000)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	drop, err := trialNamespace(ctx, cs, ns)
+	if err != nil {
 		return 0, err
 	}
-	defer func() {
-		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-	}()
-	if err := cluster.WaitDefaultServiceAccount(ctx, cs, ns); err != nil {
-		return 0, err
-	}
+	defer drop()
 	zero := int64(0)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "step", Labels: map[string]string{"app": "step"}},
@@ -176,30 +250,11 @@ func trial(ctx context.Context, c client.Client, cs *kubernetes.Clientset, o opt
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return 0, err
 	}
-	policy := &v1alpha1.TailorPolicy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "step"},
-		Spec: v1alpha1.TailorPolicySpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "step"}},
-			ResourcePolicy: &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
-				ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
-			}}},
-			Behavior: &v1alpha1.Behavior{MinResizeInterval: &metav1.Duration{Duration: time.Second}},
-		},
-	}
-	if err := c.Create(ctx, policy); err != nil {
-		return 0, err
-	}
 	// Warm up: the source has seen the pod idle and tailor recommends (the
 	// Prometheus source counts a new container's CPU two rate windows in).
-	if err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var got v1alpha1.TailorPolicy
-		if err := c.Get(ctx, client.ObjectKeyFromObject(policy), &got); err != nil {
-			// The cache may not have the new policy yet: poll again.
-			return false, client.IgnoreNotFound(err)
-		}
-		return meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionRecommendationProvided), nil
-	}); err != nil {
-		return 0, fmt.Errorf("no recommendation while idle: %w", err)
+	policy, err := recommending(ctx, c, ns, "step", corev1.ResourceCPU)
+	if err != nil {
+		return 0, err
 	}
 	// Settle: the load generator's start-up burst can look like a peak near
 	// the limit, and tailor may raise for it. Step only once tailor holds:
@@ -232,6 +287,50 @@ func trial(ctx context.Context, c client.Client, cs *kubernetes.Clientset, o opt
 		time.Sleep(100 * time.Millisecond)
 	}
 	return 0, fmt.Errorf("cpu quota still %d after %s", before, o.timeout)
+}
+
+// trialNamespace creates namespace ns for one trial, and returns what
+// deletes it.
+func trialNamespace(ctx context.Context, cs *kubernetes.Clientset, ns string) (func(), error) {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, cluster.NewNamespace(ns, nil), metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	drop := func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) }
+	if err := cluster.WaitDefaultServiceAccount(ctx, cs, ns); err != nil {
+		drop()
+		return nil, err
+	}
+	return drop, nil
+}
+
+// recommending creates the policy of pods app=<app> in ns, controlling one
+// resource and resizing at most once a second, and waits until it
+// recommends.
+func recommending(ctx context.Context, c client.Client, ns, app string, r corev1.ResourceName) (*v1alpha1.TailorPolicy, error) {
+	policy := &v1alpha1.TailorPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
+		Spec: v1alpha1.TailorPolicySpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			ResourcePolicy: &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+				ContainerName: "*", ControlledResources: []corev1.ResourceName{r},
+			}}},
+			Behavior: &v1alpha1.Behavior{MinResizeInterval: &metav1.Duration{Duration: time.Second}},
+		},
+	}
+	if err := c.Create(ctx, policy); err != nil {
+		return nil, err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var got v1alpha1.TailorPolicy
+		if err := c.Get(ctx, client.ObjectKeyFromObject(policy), &got); err != nil {
+			// The cache may not have the new policy yet: poll again.
+			return false, client.IgnoreNotFound(err)
+		}
+		return meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionRecommendationProvided), nil
+	}); err != nil {
+		return nil, fmt.Errorf("no recommendation while idle: %w", err)
+	}
+	return policy, nil
 }
 
 // settleFor is how long the pod must stay unchanged: longer than cAdvisor's
@@ -319,7 +418,20 @@ func percentile(xs []float64, p float64) float64 {
 	return s[min(max(rank, 0), len(s)-1)]
 }
 
-func check(path string, results []result) error {
+// bounds is a source's recorded ranges.
+type bounds struct {
+	P95Max float64 `json:"p95Max"`
+	// OOMKillsMax bounds the memory ramps' kills, where recorded.
+	OOMKillsMax *int `json:"oomKillsMax"`
+}
+
+// costBounds are the agent's cost goals.
+type costBounds struct {
+	CoresMax         float64 `json:"coresMax"`
+	WorkingSetMiBMax float64 `json:"workingSetMiBMax"`
+}
+
+func check(path string, results []result, ramps []rampResult, cost *agentCost) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -334,15 +446,31 @@ func check(path string, results []result) error {
 		if !ok {
 			continue
 		}
-		var rg struct {
-			P95Max float64 `json:"p95Max"`
-		}
+		var rg bounds
 		if err := json.Unmarshal(raw, &rg); err != nil {
 			return fmt.Errorf("%s: %s: %w", path, r.source, err)
 		}
 		p95 := percentile(r.seconds, 95)
 		if r.failures > 0 || len(r.seconds) == 0 || p95 > rg.P95Max {
 			bad = append(bad, fmt.Sprintf("%s p95 %.1fs (bound %.0fs), %d failures", r.source, p95, rg.P95Max, r.failures))
+		}
+	}
+	for _, r := range ramps {
+		var rg bounds
+		if raw, ok := ranges[r.source]; !ok || json.Unmarshal(raw, &rg) != nil || rg.OOMKillsMax == nil {
+			continue
+		}
+		if r.oomKills > *rg.OOMKillsMax || len(r.seconds) < r.trials {
+			bad = append(bad, fmt.Sprintf("%s memory ramp: %d OOM kills (bound %d), %d of %d raised", r.source, r.oomKills, *rg.OOMKillsMax, len(r.seconds), r.trials))
+		}
+	}
+	if raw, ok := ranges["agentCost"]; ok && cost != nil {
+		var cb costBounds
+		if err := json.Unmarshal(raw, &cb); err != nil {
+			return fmt.Errorf("%s: agentCost: %w", path, err)
+		}
+		if cost.cores > cb.CoresMax || cost.workingSetMiB > cb.WorkingSetMiBMax {
+			bad = append(bad, fmt.Sprintf("agent cost %.4f cores, %.1f MiB (bounds %.2f cores, %.0f MiB)", cost.cores, cost.workingSetMiB, cb.CoresMax, cb.WorkingSetMiBMax))
 		}
 	}
 	if len(bad) > 0 {
