@@ -37,5 +37,9 @@ set +e
 go test -tags e2e -count=1 -p 1 -timeout "${E2E_TIMEOUT:-40m}" -v ${E2E_RUN:+-run "$E2E_RUN"} ./test/... 2>&1 | tee "${LOG_DIR}/e2e.log"
 rc=${PIPESTATUS[0]}
 set -e
+if [[ $rc != 0 ]]; then
+  log "failed tests and their messages (the manager's log lines are in the full log):"
+  awk -f "${HACK_DIR}/failures.awk" "${LOG_DIR}/e2e.log"
+fi
 log "e2e suite finished in $((SECONDS - t0))s (exit ${rc}); full log: ${LOG_DIR}/e2e.log"
 exit "$rc"

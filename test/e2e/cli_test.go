@@ -137,8 +137,7 @@ func TestCLIDeferredCompletesWhenRoomAppears(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := context.Background()
 	target := createRunningPod(t, loadgenPod(ns, "web", app().Requests("100m", "32Mi").Limits("1", "64Mi")))
-	free := freeCPUMillis(t)
-	filler := createRunningPod(t, loadgenPod(ns, "filler", app().Requests(fmt.Sprintf("%dm", free-200), "16Mi")))
+	filler := fillCPU(t, ns, 200)
 
 	type run struct {
 		r    cliReport
@@ -149,7 +148,7 @@ func TestCLIDeferredCompletesWhenRoomAppears(t *testing.T) {
 		r, code, _ := tailor(t, "resize", "web", "-n", ns, "--requests", "cpu=500m", "--timeout", "90s")
 		done <- run{r, code}
 	}()
-	waitCondition(t, target, corev1.PodResizePending, corev1.PodReasonDeferred, 30*time.Second)
+	waitCondition(t, target, corev1.PodResizePending, corev1.PodReasonDeferred, 30*time.Second, explainNodeRoom)
 	zero := int64(0)
 	if err := clientset.CoreV1().Pods(ns).Delete(ctx, filler.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)

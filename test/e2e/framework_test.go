@@ -213,8 +213,9 @@ func waitResized(t *testing.T, pod *corev1.Pod, start time.Time) (*corev1.Pod, t
 	return got, time.Since(start)
 }
 
-// waitCondition waits for a pod condition of the given type and reason.
-func waitCondition(t *testing.T, pod *corev1.Pod, typ corev1.PodConditionType, reason string, timeout time.Duration) corev1.PodCondition {
+// waitCondition waits for a pod condition of the given type and reason. A
+// failure also says what explain, if not nil, returns then.
+func waitCondition(t *testing.T, pod *corev1.Pod, typ corev1.PodConditionType, reason string, timeout time.Duration, explain func() string) corev1.PodCondition {
 	t.Helper()
 	var found corev1.PodCondition
 	var last *corev1.Pod
@@ -233,7 +234,12 @@ func waitCondition(t *testing.T, pod *corev1.Pod, typ corev1.PodConditionType, r
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("pod %s/%s never had condition %s reason %s: %v; conditions: %s", pod.Namespace, pod.Name, typ, reason, err, mustJSON(last.Status.Conditions))
+		more := ""
+		if explain != nil {
+			more = "\n" + explain()
+		}
+		t.Fatalf("pod %s/%s never had condition %s reason %s: %v; conditions: %s; spec %s, status %s%s", pod.Namespace, pod.Name, typ, reason, err,
+			mustJSON(last.Status.Conditions), mustJSON(last.Spec.Containers[0].Resources), mustJSON(last.Status.ContainerStatuses[0].Resources), more)
 	}
 	return found
 }

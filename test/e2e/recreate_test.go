@@ -38,16 +38,6 @@ import (
 	"github.com/tailorhq/tailor/test/builder"
 )
 
-// fillCPU creates a default-priority pod requesting all CPU the node has
-// free but leave millicores, so a raise finds exactly that much room.
-func fillCPU(t *testing.T, ns string, leave int64) *corev1.Pod {
-	t.Helper()
-	free := freeCPUMillis(t)
-	filler := loadgenPod(ns, "filler", app().Args("--listen=:8080", "--cpu=0", "--memory=8Mi").
-		Request(corev1.ResourceCPU, resource.NewMilliQuantity(free-leave, resource.DecimalSI).String()))
-	return createRunningPod(t, filler)
-}
-
 func waitPolicy(t *testing.T, c client.Client, ns, name string, timeout time.Duration, what string, cond func(*v1alpha1.TailorPolicy) bool) *v1alpha1.TailorPolicy {
 	t.Helper()
 	p := &v1alpha1.TailorPolicy{}

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -118,17 +117,14 @@ func TestDeferredResizeCompletesWhenRoomAppears(t *testing.T) {
 		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
 
 	// Fill the node so that exactly 200m stay free, then ask for 400m more.
-	free := freeCPUMillis(t)
-	filler := createRunningPod(t, loadgenPod(ns, "filler", app().
-		Requests(fmt.Sprintf("%dm", free-200), "16Mi").Limits("", "32Mi").
-		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
+	filler := fillCPU(t, ns, 200)
 
 	start := time.Now()
 	if _, err := resizePatch(ctx, clientset, target, containerPatch("app",
 		map[string]string{"cpu": "500m"}, map[string]string{"cpu": "500m"})); err != nil {
 		t.Fatalf("resize: %v", err)
 	}
-	cond := waitCondition(t, target, corev1.PodResizePending, corev1.PodReasonDeferred, 30*time.Second)
+	cond := waitCondition(t, target, corev1.PodResizePending, corev1.PodReasonDeferred, 30*time.Second, explainNodeRoom)
 	t.Logf("deferred as expected: %s", cond.Message)
 	if cond.ObservedGeneration == 0 {
 		t.Errorf("PodResizePending has no observedGeneration")
@@ -233,46 +229,4 @@ func serviceAccountClient(t *testing.T, ns, name string, rules []rbacv1.PolicyRu
 	cfg := rest.CopyConfig(restConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + name}
 	return kubernetes.NewForConfigOrDie(cfg)
-}
-
-// freeCPUMillis is the node's allocatable CPU minus what its non-terminal pods
-// request, counted the way the scheduler counts them.
-func freeCPUMillis(t *testing.T) int64 {
-	t.Helper()
-	// Earlier tests' namespaces are deleted in the background, and their
-	// workloads' pods, recreated until their controllers go, hold the
-	// node's CPU a while longer: wait for them to leave. A pod being
-	// deleted may still be counted here after its containers stopped and
-	// the kubelet stopped counting it, so the figure is only taken once no
-	// pod on the node is terminating.
-	var free int64
-	var terminating string
-	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		node, err := clientset.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		pods, err := clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
-		if err != nil {
-			return false, err
-		}
-		used := int64(0)
-		terminating = ""
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			if p.DeletionTimestamp != nil {
-				terminating = p.Namespace + "/" + p.Name
-			}
-			used += podCPURequestMillis(p)
-		}
-		free = node.Status.Allocatable.Cpu().MilliValue() - used
-		return free >= 500 && terminating == "", nil
-	})
-	if err != nil {
-		t.Fatalf("only %dm CPU free on %s after 2m (pod terminating: %q); another workload is using the node: %v", free, nodeName, terminating, err)
-	}
-	return free
 }
