@@ -120,17 +120,25 @@ func podResizeState(p *corev1.Pod) string {
 func freeCPUMillis(t *testing.T) int64 {
 	t.Helper()
 	var room nodeRoom
+	var first string
+	start := time.Now()
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var err error
 		room, err = readNodeRoom(ctx)
 		if err != nil {
 			return false, err
 		}
+		if first == "" && room.unsettled != "" {
+			first = room.unsettled
+		}
 		return room.free >= 500 && room.unsettled == "", nil
 	})
 	if err != nil {
 		t.Fatalf("only %dm CPU free on %s after 2m, or not settled (%s); another workload is using the node: %v\npods: %s",
 			room.free, nodeName, room.unsettled, err, strings.Join(room.pods, ", "))
+	}
+	if first != "" {
+		t.Logf("waited %.1fs for the node to settle; first: %s", time.Since(start).Seconds(), first)
 	}
 	return room.free
 }
