@@ -234,14 +234,33 @@ func waitCondition(t *testing.T, pod *corev1.Pod, typ corev1.PodConditionType, r
 		return false, nil
 	})
 	if err != nil {
-		more := ""
-		if explain != nil {
-			more = "\n" + explain()
+		state := "never read"
+		if last != nil {
+			state = fmt.Sprintf("conditions: %s; containers' resources: spec %s, status %s", mustJSON(last.Status.Conditions),
+				mustJSON(containerResources(last.Spec.Containers)), mustJSON(statusResources(last.Status.ContainerStatuses)))
 		}
-		t.Fatalf("pod %s/%s never had condition %s reason %s: %v; conditions: %s; spec %s, status %s%s", pod.Namespace, pod.Name, typ, reason, err,
-			mustJSON(last.Status.Conditions), mustJSON(last.Spec.Containers[0].Resources), mustJSON(last.Status.ContainerStatuses[0].Resources), more)
+		if explain != nil {
+			state += "\n" + explain()
+		}
+		t.Fatalf("pod %s/%s never had condition %s reason %s: %v; %s", pod.Namespace, pod.Name, typ, reason, err, state)
 	}
 	return found
+}
+
+func containerResources(cs []corev1.Container) map[string]corev1.ResourceRequirements {
+	m := make(map[string]corev1.ResourceRequirements, len(cs))
+	for _, c := range cs {
+		m[c.Name] = c.Resources
+	}
+	return m
+}
+
+func statusResources(cs []corev1.ContainerStatus) map[string]*corev1.ResourceRequirements {
+	m := make(map[string]*corev1.ResourceRequirements, len(cs))
+	for _, c := range cs {
+		m[c.Name] = c.Resources
+	}
+	return m
 }
 
 func containerStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {

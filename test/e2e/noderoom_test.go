@@ -60,13 +60,14 @@ func readNodeRoom(ctx context.Context) (nodeRoom, error) {
 		}
 		req := podCPURequestMillis(p)
 		used += req
-		r.pods = append(r.pods, fmt.Sprintf("%s %s %dm%s", key, p.Status.Phase, req, podResizeState(p)))
+		resizing := podResizeState(p)
+		r.pods = append(r.pods, fmt.Sprintf("%s %s %dm%s", key, p.Status.Phase, req, resizing))
 		switch {
 		case p.DeletionTimestamp != nil:
 			why = append(why, key+" is terminating")
 		case !held[p.UID]:
 			why = append(why, key+" is not on the kubelet yet")
-		case podResizeState(p) != "":
+		case resizing != "":
 			why = append(why, key+" has a resize pending")
 		}
 		delete(held, p.UID)
