@@ -3,7 +3,7 @@
 # Its t.Log lines from managerlog_test.go (the manager's own log, many lines
 # long) are left out; the full log has them.
 function add(line) {
-  if (length(line) > 400) line = substr(line, 1, 400) "..."
+  if (length(line) > 1000) line = substr(line, 1, 1000) "..."
   if (n == max) { for (i = 1; i < max; i++) buf[i] = buf[i + 1]; n-- }
   buf[++n] = line
 }

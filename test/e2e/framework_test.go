@@ -236,7 +236,11 @@ func waitCondition(t *testing.T, pod *corev1.Pod, typ corev1.PodConditionType, r
 	if err != nil {
 		state := "never read"
 		if last != nil {
-			state = fmt.Sprintf("conditions: %s; containers' resources: spec %s, status %s", mustJSON(last.Status.Conditions),
+			var conds []string
+			for _, c := range last.Status.Conditions {
+				conds = append(conds, fmt.Sprintf("%s=%s/%s %q", c.Type, c.Status, c.Reason, c.Message))
+			}
+			state = fmt.Sprintf("conditions: %s; containers' resources: spec %s, status %s", strings.Join(conds, ", "),
 				mustJSON(containerResources(last.Spec.Containers)), mustJSON(statusResources(last.Status.ContainerStatuses)))
 		}
 		if explain != nil {
