@@ -28,6 +28,13 @@ var (
 		// bounds it), metrics-server in about 30 s.
 		Buckets: []float64{1, 2.5, 5, 7.5, 10, 12.5, 15, 20, 30, 45, 60, 120, 300},
 	}, []string{"namespace", "policy"})
+	// syncsTotal says a policy is being looked after: its rate is how
+	// often it is synced (the sync period, plus wake-ups and pod events),
+	// and one that stops growing is a policy no manager syncs.
+	syncsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tailor_policy_syncs_total",
+		Help: "Syncs of a policy that read its pods and usage and decided (whether or not anything was to be done).",
+	}, []string{"namespace", "policy"})
 	recommendationGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tailor_recommendation",
 		Help: "Current recommended target per container: cpu in cores, memory in bytes.",
@@ -35,7 +42,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, recommendationGauge)
+	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge)
 }
 
 // forgetMetrics drops a deleted policy's series, so a gauge such as the
@@ -44,7 +51,7 @@ func forgetMetrics(key types.NamespacedName) {
 	labels := prometheus.Labels{"namespace": key.Namespace, "policy": key.Name}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, recommendationGauge} {
+	}{resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge} {
 		v.DeletePartialMatch(labels)
 	}
 }
