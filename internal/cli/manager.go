@@ -18,6 +18,7 @@ import (
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/dashboard"
 	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/shard"
 )
 
 func init() { verbs = append(verbs, newManagerCommand) }
@@ -69,6 +70,7 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", manager.DefaultRetryPeriod, "how often candidates try to take the lease and the leader renews it")
 	f.IntVar(&o.Shard.Count, "shards", 1, "how many managers split the cluster's namespaces between them (each needs its own --shard-index; docs/scale.md)")
 	f.IntVar(&o.Shard.Index, "shard-index", 0, "which of the --shards this manager is, from 0: it syncs the policies of the namespaces this shard owns, under a lease of its own")
+	f.StringSliceVar(&o.Namespaces, "namespaces", nil, "the only namespaces whose policies this manager syncs, comma-separated (one manager per tenant; with --shards, these namespaces split between the shards); it still watches every pod and node, for the room on each node, under a lease of its own. Empty: every namespace")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables)`)
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, for looking into the manager's memory and CPU ("0" disables)`)
@@ -103,6 +105,9 @@ func (o *ManagerOptions) Validate() error {
 	}
 	if err := o.Shard.Validate(); err != nil {
 		return usageErrorf("--shards %d --shard-index %d: %v", o.Shard.Count, o.Shard.Index, err)
+	}
+	if err := (shard.Shard{Namespaces: o.Namespaces}).Validate(); err != nil {
+		return usageErrorf("--namespaces: %v", err)
 	}
 	if o.DashboardPoints < 2 {
 		return usageErrorf("--dashboard-history-points must be at least 2, got %d", o.DashboardPoints)

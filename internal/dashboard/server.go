@@ -46,7 +46,8 @@ type Server struct {
 	Clock   clock.PassiveClock
 	// Shard is the manager's share of the namespaces: another shard's
 	// policies are that shard's manager's to show, with the history only
-	// it has.
+	// it has; a scoped manager's cache holds no policy of another
+	// namespace.
 	Shard shard.Shard
 }
 
@@ -280,6 +281,10 @@ type Event struct {
 
 func (s *Server) workload(ctx context.Context, r *http.Request) (any, error) {
 	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	if !s.Shard.InScope(key.Namespace) {
+		// Nor would the cache hold its policy: it watches only these.
+		return nil, &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("namespace %s is not one of this manager's namespaces (%s): open the dashboard of the manager that syncs it", key.Namespace, strings.Join(s.Shard.Namespaces, ", "))}
+	}
 	if !s.Shard.Owns(key.Namespace) {
 		return nil, &httpError{code: http.StatusNotFound, msg: fmt.Sprintf("namespace %s is synced by shard %d of %d: open that shard's dashboard", key.Namespace, shard.Of(key.Namespace, s.Shard.Count), s.Shard.Count)}
 	}

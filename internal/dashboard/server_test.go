@@ -161,3 +161,39 @@ func TestServerShowsItsShard(t *testing.T) {
 		}
 	}
 }
+
+// A manager scoped to other namespaces lists none of ns's policies and
+// says which namespaces it does show.
+func TestServerShowsItsNamespaces(t *testing.T) {
+	cases := map[string]struct {
+		namespaces   []string
+		wantPolicies int
+		wantCode     int
+		wantBody     string
+	}{
+		"its own":   {namespaces: []string{"other", "ns"}, wantPolicies: 1, wantCode: http.StatusOK},
+		"another's": {namespaces: []string{"team-a", "team-b"}, wantCode: http.StatusNotFound, wantBody: "namespace ns is not one of this manager's namespaces (team-a, team-b)"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			srv, _ := newShardServer(t, shard.Shard{Namespaces: tc.namespaces})
+			var ov Overview
+			getJSON(t, srv.URL+"/api/overview", &ov)
+			if len(ov.Policies) != tc.wantPolicies {
+				t.Errorf("lists %d policies, want %d", len(ov.Policies), tc.wantPolicies)
+			}
+			resp, err := http.Get(srv.URL + "/api/workload/ns/web")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != tc.wantCode {
+				t.Errorf("workload ns/web answered %d, want %d", resp.StatusCode, tc.wantCode)
+			}
+			if !strings.Contains(string(body), tc.wantBody) {
+				t.Errorf("%q does not say %q", body, tc.wantBody)
+			}
+		})
+	}
+}

@@ -36,9 +36,28 @@ const mirrorPod = "kubernetes.io/config.mirror"
 // A manager of one shard (several managers splitting the cluster by
 // namespace) keeps another shard's pods as foreignPod, only what a node's
 // room counts, and another shard's checkpoints without their state.
+//
+// A manager scoped to namespaces watches every namespaced type in those
+// namespaces only (policies, checkpoints, HPAs: DefaultNamespaces), but
+// pods in every namespace, kept as foreignPods outside them, since a node's
+// room counts every pod on it; nodes are cluster-scoped. What it reads
+// through its cached client must then be a pod, a node, or in its
+// namespaces (or listed across them): controller-runtime fails a Get or a
+// namespaced List of any other namespace, so every such read is behind
+// shard.Owns. Unstructured reads (a policy's targetRef) are not cached.
 func CacheOptions(sh shard.Shard) cache.Options {
 	lists := newListTable(listTableSize)
-	return cache.Options{DefaultTransform: func(obj any) (any, error) { return trim(obj, sh, lists) }}
+	o := cache.Options{DefaultTransform: func(obj any) (any, error) { return trim(obj, sh, lists) }}
+	if sh.Scoped() {
+		o.DefaultNamespaces = make(map[string]cache.Config, len(sh.Namespaces))
+		for _, ns := range sh.Namespaces {
+			o.DefaultNamespaces[ns] = cache.Config{}
+		}
+		o.ByObject = map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Namespaces: map[string]cache.Config{cache.AllNamespaces: {}}},
+		}
+	}
+	return o
 }
 
 // trim cuts obj down; pods' resource lists are shared through lists.

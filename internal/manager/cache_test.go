@@ -1,14 +1,19 @@
 package manager
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/shard"
@@ -109,5 +114,85 @@ func TestTrimByShard(t *testing.T) {
 	}
 	if got, _ := trim(cp(other), sh, nil); got.(*v1alpha1.TailorCheckpoint).Spec.PolicyName != "" {
 		t.Errorf("other shard's checkpoint kept its spec")
+	}
+}
+
+// A scoped manager watches every namespaced type in its namespaces only,
+// but pods cluster-wide: a node's room counts every pod on it. Nodes are
+// cluster-scoped, so no namespace setting applies to them.
+func TestCacheOptionsScope(t *testing.T) {
+	type watched struct {
+		// Default are the namespaces every namespaced type is watched
+		// in (none: all of them).
+		Default []string
+		// ByObject are the types set apart, with their namespaces.
+		ByObject map[string][]string
+	}
+	cases := map[string]struct {
+		sh   shard.Shard
+		want watched
+	}{
+		"all":     {sh: shard.Shard{}, want: watched{}},
+		"sharded": {sh: shard.Shard{Index: 1, Count: 2}, want: watched{}},
+		"scoped": {sh: shard.Shard{Namespaces: []string{"team-b", "team-a"}}, want: watched{
+			Default:  []string{"team-a", "team-b"},
+			ByObject: map[string][]string{"*v1.Pod": {crcache.AllNamespaces}},
+		}},
+		"scoped and sharded": {sh: shard.Shard{Index: 0, Count: 2, Namespaces: []string{"team-a"}}, want: watched{
+			Default:  []string{"team-a"},
+			ByObject: map[string][]string{"*v1.Pod": {crcache.AllNamespaces}},
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := CacheOptions(tc.sh)
+			if o.DefaultTransform == nil {
+				t.Error("no transform: the cache keeps objects whole")
+			}
+			got := watched{Default: slices.Sorted(maps.Keys(o.DefaultNamespaces))}
+			for obj, by := range o.ByObject {
+				if got.ByObject == nil {
+					got.ByObject = map[string][]string{}
+				}
+				got.ByObject[fmt.Sprintf("%T", obj)] = slices.Sorted(maps.Keys(by.Namespaces))
+				if by.Transform != nil {
+					t.Errorf("%T has a transform of its own: it would skip trim", obj)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("watched namespaces (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A scoped manager keeps its namespaces' pods slim and every other pod as
+// a foreignPod, as a shard keeps another shard's.
+func TestTrimByScope(t *testing.T) {
+	sh := shard.Shard{Namespaces: []string{"team-a"}}
+	cases := map[string]struct {
+		namespace      string
+		wantContainers []string
+	}{
+		"in scope":     {namespace: "team-a", wantContainers: []string{"app", "log"}},
+		"out of scope": {namespace: "team-b", wantContainers: []string{foreignContainer}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := builder.Pod("web-0").Namespace(tc.namespace).Node("n1").
+				Container(builder.Container("app").Requests("500m", "256Mi")).
+				Container(builder.Container("log").Requests("100m", "64Mi")).Running().Obj()
+			got, err := trim(p, sh, newListTable(listTableSize))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, c := range got.(*corev1.Pod).Spec.Containers {
+				names = append(names, c.Name)
+			}
+			if diff := cmp.Diff(tc.wantContainers, names); diff != "" {
+				t.Errorf("containers kept (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

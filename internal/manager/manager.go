@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	promapi "github.com/prometheus/client_golang/api"
@@ -78,9 +79,16 @@ type Options struct {
 	// container keeps for its charts (0: dashboard.DefaultPoints).
 	DashboardAddr   string
 	DashboardPoints int
-	// Shard is the slice of the cluster's namespaces this manager syncs
-	// the policies of, under a lease of its own; the zero value is every
-	// namespace.
+	// Namespaces scope the manager to a tenant: it syncs the policies of
+	// these namespaces only, watches policies, checkpoints and HPAs in them
+	// only, and takes a lease of its own (shard.Shard.LeaseName). It still
+	// watches every pod and node, since a node's room counts every pod on
+	// it, so its RBAC stays cluster-wide. Empty is every namespace.
+	Namespaces []string
+	// Shard is the slice of the cluster's namespaces (of Namespaces, when
+	// set) this manager syncs the policies of, under a lease of its own;
+	// the zero value is every namespace. Its own Namespaces may be left
+	// empty: Namespaces fills them.
 	Shard shard.Shard
 	// AgentAddr is where the node agents' reports are taken, with
 	// MetricsSource "agent" ("" is DefaultAgentAddr).
@@ -111,6 +119,22 @@ const (
 	DefaultRenewDeadline = 6 * time.Second
 	DefaultRetryPeriod   = 1 * time.Second
 )
+
+// scope is the shard the manager owns: Shard, narrowed to Namespaces.
+func (o Options) scope() (shard.Shard, error) {
+	sh := o.Shard
+	switch {
+	case len(o.Namespaces) == 0:
+	case len(sh.Namespaces) == 0:
+		sh.Namespaces = slices.Clone(o.Namespaces)
+	case !slices.Equal(sh.Namespaces, o.Namespaces):
+		return shard.Shard{}, fmt.Errorf("namespaces %q and the shard's namespaces %q differ: set Options.Namespaces only", o.Namespaces, sh.Namespaces)
+	}
+	if err := sh.Validate(); err != nil {
+		return shard.Shard{}, fmt.Errorf("the manager's namespaces: %w", err)
+	}
+	return sh, nil
+}
 
 // ptrOr is a pointer to d, or to d's default when d is 0.
 func ptrOr(d, def time.Duration) *time.Duration {
@@ -158,6 +182,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			cfg.Burst = DefaultKubeAPIBurst
 		}
 	}
+	sh, err := o.scope()
+	if err != nil {
+		return nil, err
+	}
+	// What follows reads the shard, scope included, from o.Shard.
+	o.Shard = sh
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -311,9 +341,13 @@ func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 		if err != nil {
 			return nil, err
 		}
+		sh, err := o.scope()
+		if err != nil {
+			return nil, err
+		}
 		var keep func(string) bool
-		if o.Shard.Sharded() {
-			keep = o.Shard.Owns
+		if !sh.OwnsAll() {
+			keep = sh.Owns
 		}
 		return kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{
 			Throttling:  o.KubeletThrottling,

@@ -1,15 +1,28 @@
 package shard
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// Shard is one of Count slices of the cluster's namespaces. The zero value
-// and Count 1 own every namespace.
+// Shard is one of Count slices of the namespaces a manager may own: those
+// of Namespaces, or every namespace of the cluster when it is empty. The
+// zero value and Count 1 with no Namespaces own every namespace.
+//
+// Namespaces scope a manager to a tenant (one manager per team, or one per
+// e2e test): everything namespaced it watches but pods is watched in those
+// namespaces only. Shards then split that set as they split the cluster.
 type Shard struct {
 	Index int
 	Count int
+	// Namespaces, when set, are the only namespaces any shard of s owns.
+	Namespaces []string
 }
 
 // Validate says what is wrong with s, if anything.
@@ -20,6 +33,16 @@ func (s Shard) Validate() error {
 	if s.Index < 0 || s.Index >= max(1, s.Count) {
 		return fmt.Errorf("shard index %d: want 0 to %d", s.Index, max(1, s.Count)-1)
 	}
+	seen := make(map[string]bool, len(s.Namespaces))
+	for _, ns := range s.Namespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("namespace %q is not a namespace name (%s): list namespaces as kubectl get namespaces prints them, separated by commas", ns, strings.Join(errs, "; "))
+		}
+		if seen[ns] {
+			return fmt.Errorf("namespace %q is listed twice: list each namespace once", ns)
+		}
+		seen[ns] = true
+	}
 	return nil
 }
 
@@ -28,13 +51,30 @@ func (s Shard) Validate() error {
 // saving left in any one manager.
 const MaxCount = 64
 
-// Sharded says whether s owns less than every namespace.
+// Sharded says whether s is one of several shards.
 func (s Shard) Sharded() bool { return s.Count > 1 }
+
+// Scoped says whether s is limited to its Namespaces.
+func (s Shard) Scoped() bool { return len(s.Namespaces) > 0 }
+
+// OwnsAll says whether s owns every namespace of the cluster.
+func (s Shard) OwnsAll() bool { return !s.Sharded() && !s.Scoped() }
+
+// InScope says whether namespace is one of s's Namespaces, which every
+// namespace is when s is not scoped; a shard of s may still not own it.
+func (s Shard) InScope(namespace string) bool {
+	// A linear scan: a tenant has a handful of namespaces, and a map would
+	// make Shard a value that cannot be compared or written as a literal.
+	return !s.Scoped() || slices.Contains(s.Namespaces, namespace)
+}
 
 // Owns says whether namespace belongs to s. Policies are assigned by
 // namespace, not one by one, so a shard can keep its own namespaces' pods
 // whole and every other pod cut down to its requests.
 func (s Shard) Owns(namespace string) bool {
+	if !s.InScope(namespace) {
+		return false
+	}
 	if !s.Sharded() {
 		return true
 	}
@@ -62,20 +102,45 @@ func Of(namespace string, count int) int {
 	return int(b)
 }
 
-// LeaseName is the leader election lease of s: base alone when unsharded
-// (as before shards existed), else base with the shard and the count, so
-// that managers started with different counts never share a lease.
+// LeaseName is the leader election lease of s: base alone when s owns
+// every namespace (as before shards and scopes existed); base with
+// "-ns-" and a hash of the sorted namespace set when scoped, so that
+// managers of different tenants never share a lease while replicas of one
+// tenant's manager do, whatever order their namespaces were listed in;
+// then the shard and the count when sharded, so that managers started with
+// different counts never share a lease either. The hash (the first 8 hex
+// digits of a SHA-256) keeps the name short and a valid lease name however
+// many namespaces there are.
 func (s Shard) LeaseName(base string) string {
-	if !s.Sharded() {
-		return base
+	name := base
+	if s.Scoped() {
+		name += "-ns-" + namespacesHash(s.Namespaces)
 	}
-	return fmt.Sprintf("%s-shard-%d-of-%d", base, s.Index, s.Count)
+	if s.Sharded() {
+		name += fmt.Sprintf("-shard-%d-of-%d", s.Index, s.Count)
+	}
+	return name
+}
+
+// namespacesHash is a short, stable digest of the set of namespaces.
+func namespacesHash(namespaces []string) string {
+	sorted := slices.Sorted(slices.Values(namespaces))
+	// Namespace names hold no comma, so the joined list is unambiguous.
+	sum := sha256.Sum256([]byte(strings.Join(sorted, ",")))
+	return hex.EncodeToString(sum[:4])
 }
 
 // String names s in logs.
 func (s Shard) String() string {
-	if !s.Sharded() {
+	var parts []string
+	if s.Sharded() {
+		parts = append(parts, fmt.Sprintf("shard %d of %d", s.Index, s.Count))
+	}
+	if s.Scoped() {
+		parts = append(parts, "namespaces "+strings.Join(s.Namespaces, ", "))
+	}
+	if len(parts) == 0 {
 		return "all namespaces"
 	}
-	return fmt.Sprintf("shard %d of %d", s.Index, s.Count)
+	return strings.Join(parts, " of ")
 }

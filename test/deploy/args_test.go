@@ -52,6 +52,19 @@ func TestManagerArgsParse(t *testing.T) {
 			},
 			want: map[string]string{"metrics-source": "agent", "agent-fallback": "metrics-server", "agent-bind-address": ":8444"},
 		},
+		"helm watchNamespaces": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderHelm(t, release, namespace, "watchNamespaces={team-a,team-b}")
+			},
+			want: map[string]string{"namespaces": "[team-a,team-b]"},
+		},
+		"helm watchNamespaces sharded": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				// The first shard's Deployment: every shard's gets the same list.
+				return renderHelm(t, release, namespace, "watchNamespaces={team-a,team-b,team-c}", "shards=2")
+			},
+			want: map[string]string{"namespaces": "[team-a,team-b,team-c]", "shards": "2", "shard-index": "0"},
+		},
 		"helm with values": {
 			objs: func(t *testing.T) []*unstructured.Unstructured {
 				return renderHelm(t, release, namespace, "kubeAPI.qps=150", "kubeAPI.burst=300", "concurrentSyncs=8",
@@ -132,6 +145,9 @@ func TestHelmShards(t *testing.T) {
 	}
 	if args := managerArgs(t, one); slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--shard") }) {
 		t.Errorf("one shard passes shard flags: %q", args)
+	}
+	if args := managerArgs(t, one); slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--namespaces") }) {
+		t.Errorf("no watchNamespaces passes --namespaces: %q", args)
 	}
 
 	three := deployments(renderHelm(t, release, namespace, "shards=3"))

@@ -93,7 +93,9 @@ type Reconciler struct {
 	Observer Observer
 	// Shard is the slice of namespaces whose policies this controller
 	// syncs; the zero value is every namespace. Another shard's policies,
-	// and the events of their pods and HPAs, are not its to act on.
+	// and the events of their pods and HPAs, are not its to act on; nor
+	// are a scoped manager's other namespaces, whose objects but pods its
+	// cache does not hold.
 	Shard shard.Shard
 	// Wake, if set, brings pods whose policies must sync now rather than
 	// at their next sync: the node agent saw a container cross an urgent
