@@ -27,6 +27,7 @@ import (
 // and the standby takes over. Either way tailor resumes within one sync of
 // the apiserver's return, raises the pod, and status records the resize.
 func TestApiserverRestart(t *testing.T) {
+	cluster.Quiet(t)
 	for name, leaderElect := range map[string]bool{"alone": false, "leader": true} {
 		t.Run(name, func(t *testing.T) {
 			ns := newNamespace(t)

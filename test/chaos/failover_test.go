@@ -16,6 +16,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // Two managers with leader election; the leader is SIGKILLed just after it
@@ -26,6 +27,7 @@ import (
 // the memory peak the dead leader learnt and checkpointed (without it, it
 // would lower memory at once: usage dropped long enough ago).
 func TestLeaderFailover(t *testing.T) {
+	cluster.Quiet(t)
 	const (
 		n        = 6
 		interval = 20 * time.Second

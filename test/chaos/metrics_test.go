@@ -25,6 +25,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // outage is one way a metrics source fails, and what tailor must say.
@@ -48,6 +49,7 @@ type outage struct {
 // policy's Ready condition and an event say why; once the source is back,
 // the pod is lowered.
 func TestMetricsOutage(t *testing.T) {
+	cluster.Quiet(t)
 	incomplete := func(c *metav1Condition, phase string) bool {
 		if c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "without usable figures") {
 			return false

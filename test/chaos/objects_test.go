@@ -68,6 +68,7 @@ func reconcileErrors(m *managerProcess) float64 {
 // for the pods left, nothing is resized after the deletion, and the
 // apiserver's garbage collector removes the checkpoint with the policy.
 func TestObjectsChangeMidResize(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
 	pods := replicas(t, ns, "web", 4, func(c *builder.ContainerWrapper) *builder.ContainerWrapper {
 		return c.Requests("50m", "64Mi").Limits("100m", "256Mi")
@@ -146,6 +147,7 @@ func TestObjectsChangeMidResize(t *testing.T) {
 // (no error, Ready says so), and the new pods start from what the
 // workload's earlier pods taught: raised for the peak those saw.
 func TestWorkloadScaledToZeroAndBack(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
 	m := startManager(t, "m", "--leader-elect=false")
 	c := cluster.Loadgen().Args("--listen=:8080", "--memory=200Mi").Requests("50m", "128Mi").Limits("100m", "512Mi").Obj()
@@ -221,6 +223,7 @@ func TestWorkloadScaledToZeroAndBack(t *testing.T) {
 // CRDs are) under a running manager: the apiserver restarts the resource's
 // watches, and the manager keeps acting on policy edits.
 func TestCRDUpgradeUnderARunningManager(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
 	pods := replicas(t, ns, "web", 1, func(c *builder.ContainerWrapper) *builder.ContainerWrapper {
 		return c.Requests("50m", "64Mi").Limits("100m", "256Mi")

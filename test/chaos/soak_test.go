@@ -43,6 +43,7 @@ var soakSeries = []int{60, 253, 231, 41, 45, 50, 70, 100, 120, 150, 180, 200, 22
 // OOM kills after a lowering), the resizes per pod-hour and each manager's
 // memory over its life, and fails on a broken promise.
 func TestSoak(t *testing.T) {
+	cluster.Quiet(t)
 	d := os.Getenv("TAILOR_SOAK")
 	if d == "" {
 		t.Skip("on demand: make soak (TAILOR_SOAK=1h)")

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 var checkpointGVR = v1alpha1.GroupVersion.WithResource("tailorcheckpoints")
@@ -61,6 +62,7 @@ func dryRunCreateCheckpoint(ctx context.Context, obj *unstructured.Unstructured)
 // TailorCheckpoint CRD. Only the manager writes checkpoints, so these are
 // the manager's bugs the apiserver catches, not users' mistakes.
 func TestCheckpointRejected(t *testing.T) {
+	cluster.Shared(t)
 	const item = "  - {name: app, state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}\n"
 	cases := map[string]struct {
 		name string // default "p"
@@ -137,6 +139,7 @@ func TestCheckpointRejected(t *testing.T) {
 
 // TestCheckpointAccepted covers the edges the rules must let through.
 func TestCheckpointAccepted(t *testing.T) {
+	cluster.Shared(t)
 	cases := map[string]string{
 		"no containers yet":    minimalCheckpoint,
 		"a container":          checkpointContainers("  - {name: app, state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}\n"),

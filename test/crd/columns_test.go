@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // TestColumnsAndStatusSubresource stores the full sample, writes a status
@@ -22,6 +24,7 @@ import (
 // table kubectl get prints: the printer columns' JSONPaths must follow the
 // types, and a status sent with the object must be ignored.
 func TestColumnsAndStatusSubresource(t *testing.T) {
+	cluster.Shared(t)
 	ctx := context.Background()
 	_, this, _, _ := runtime.Caller(0)
 	data, err := os.ReadFile(filepath.Join(filepath.Dir(this), "..", "..", "config", "samples", "tailorpolicy_full.yaml"))

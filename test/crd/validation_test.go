@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // withTarget is a valid spec head: each invalid case adds one mistake to it.
@@ -32,6 +34,7 @@ const notAllChecked = "<nil>: Invalid value: null: some validation rules were no
 // TestRejected covers every validation rule of the CRD: each case is one
 // mistake a user can make and the exact lines kubectl would print for it.
 func TestRejected(t *testing.T) {
+	cluster.Shared(t)
 	cases := map[string]struct {
 		spec string
 		want []string
@@ -306,6 +309,7 @@ func TestRejected(t *testing.T) {
 // TestAccepted covers the edges each rule must let through, and checks the
 // defaults the apiserver fills in, since users see them in kubectl get -o yaml.
 func TestAccepted(t *testing.T) {
+	cluster.Shared(t)
 	cases := map[string]struct {
 		spec string
 		// wantSpec, when set, is the whole spec the apiserver returns.
@@ -434,6 +438,7 @@ metrics:
 // TestSamples submits config/samples as they are, so the README's examples
 // are known to be accepted.
 func TestSamples(t *testing.T) {
+	cluster.Shared(t)
 	_, this, _, _ := runtime.Caller(0)
 	files, err := filepath.Glob(filepath.Join(filepath.Dir(this), "..", "..", "config", "samples", "*.yaml"))
 	if err != nil || len(files) == 0 {

@@ -31,6 +31,7 @@ import (
 // KUBERNETES_SERVICE_HOST/PORT, which is what client-go's in-cluster config
 // reads. Nothing else differs from an install.
 func TestManagerInCluster(t *testing.T) {
+	cluster.Quiet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := cluster.InstallCRDs(ctx, dyn); err != nil {

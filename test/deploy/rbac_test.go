@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // access is one request the manager's ServiceAccount may or may not make.
@@ -161,6 +163,7 @@ var never = slices.Concat(
 // new deploy-* namespace and asks the apiserver, through
 // SubjectAccessReviews, what the manager's ServiceAccount may do.
 func TestLeastPrivilege(t *testing.T) {
+	cluster.Shared(t)
 	type render func(t *testing.T, namespace, prefix string) []*unstructured.Unstructured
 	kustomize := func(components ...string) render {
 		return func(t *testing.T, namespace, prefix string) []*unstructured.Unstructured {

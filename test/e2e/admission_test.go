@@ -22,6 +22,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 func installAdmission(t *testing.T) {
@@ -36,6 +37,7 @@ func installAdmission(t *testing.T) {
 // which runs mutating admission and stores nothing; no manager runs, so the
 // statuses written here stay.
 func TestAdmissionPolicy(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
 	installCRDs(t)
 	installAdmission(t)
@@ -213,8 +215,9 @@ func rollOut(t *testing.T, ns, name string) {
 // policy in mode Off, and one without a policy, get their new pods exactly
 // as their templates say.
 func TestAdmitNewPodsAtRecommendation(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	installAdmission(t)
 	ctx := context.Background()
 

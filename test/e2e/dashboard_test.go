@@ -169,9 +169,10 @@ func seriesFor(api dashboard.Workload, container, resource string) int {
 // manager recorded, and on the cluster page per node. Screenshots go to
 // bench/out/dashboard.
 func TestDashboard(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
 	addr := cluster.FreeAddr(t)
-	c := startManagerWith(t, manager.Options{MetricsSource: "kubelet", KubeletThrottling: true, DashboardAddr: addr})
+	c := startManagerWith(t, manager.Options{Namespaces: []string{ns}, MetricsSource: "kubelet", KubeletThrottling: true, DashboardAddr: addr})
 	base := "http://" + addr
 	deployment(t, ns, "web", 1, app().Args("--listen=:8080", "--cpu=20m", "--memory=24Mi").Requests("500m", "64Mi").Limits("1", "256Mi"))
 	applyPolicy(t, c, ns, "web", func(s *v1alpha1.TailorPolicySpec) {

@@ -337,6 +337,39 @@ func waitCgroup(t *testing.T, p *corev1.Pod, container, controller, file string,
 	}
 }
 
+// waitCgroupFollowsSpec polls until the container's cgroup file holds
+// want(pod) of the pod as it is at that moment, and returns that pod. A
+// manager still running may resize again between the test's read of the pod
+// and the cgroup's (a second raise during a ramp), so the value to find is
+// read from the spec each time: what is proven is that the kubelet wrote the
+// spec into the cgroup, whichever resize was the last.
+func waitCgroupFollowsSpec(t *testing.T, p *corev1.Pod, container, controller, file string, want func(*corev1.Pod) int64) *corev1.Pod {
+	t.Helper()
+	var got, wanted int64
+	var fresh *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		if fresh, err = clientset.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); err != nil {
+			return false, err
+		}
+		wanted = want(fresh)
+		got = readCgroup(t, fresh, container, controller, file)
+		if got != wanted {
+			return false, nil
+		}
+		// The same spec must still be there once the file was read.
+		again, err := clientset.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return want(again) == wanted, nil
+	})
+	if err != nil {
+		t.Fatalf("%s/%s of %s/%s: got %d, want %d from the pod's spec", controller, file, p.Name, container, got, wanted)
+	}
+	return fresh
+}
+
 // waitFile polls an integer file until it holds want.
 func waitFile(t *testing.T, path string, want int64) {
 	t.Helper()

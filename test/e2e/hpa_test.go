@@ -198,8 +198,9 @@ func runHPARamp(t *testing.T, c client.Client, ns, name string, withPolicy bool)
 // replica count flaps no more than with the HPA alone. The counts of both
 // runs are logged for the record.
 func TestHPACoexistence(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	installAdmission(t)
 
 	alone := runHPARamp(t, c, ns, "alone", false)

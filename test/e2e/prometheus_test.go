@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // A policy's Prometheus queries, end to end: the manager reads the real
@@ -57,12 +58,13 @@ func hasCPUTarget(p *v1alpha1.TailorPolicy) bool {
 }
 
 func TestAutoscalePrometheusQueryOverrides(t *testing.T) {
+	cluster.Shared(t)
 	url := os.Getenv("TAILOR_PROMETHEUS_URL")
 	if url == "" {
 		t.Skip("TAILOR_PROMETHEUS_URL is not set; run hack/addons/prometheus.sh up and set it to http://127.0.0.1:9090")
 	}
 	ns := newNamespace(t)
-	c := startManagerWith(t, manager.Options{MetricsSource: "prometheus", PrometheusURL: url})
+	c := startManagerWith(t, manager.Options{Namespaces: []string{ns}, MetricsSource: "prometheus", PrometheusURL: url})
 	// 200m under a 50m request and no CPU limit: never throttled, so the
 	// CPU recommendation is what the CPU query says plus a margin.
 	createRunningPod(t, labelled(ns, "web", app().Args("--listen=:8080", "--cpu=200m", "--memory=24Mi").Requests("50m", "64Mi")))
@@ -128,8 +130,9 @@ func TestAutoscalePrometheusQueryOverrides(t *testing.T) {
 }
 
 func TestAutoscalePrometheusOverridesIgnoredWithoutPrometheus(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
-	c := startManager(t) // reads the kubelet
+	c := startManager(t, ns) // reads the kubelet
 	createRunningPod(t, labelled(ns, "web", app().Args("--listen=:8080", "--cpu=100m", "--memory=24Mi").Requests("50m", "64Mi")))
 	p := applyPolicy(t, c, ns, "ignored", offPolicy("web", &v1alpha1.MetricsOverrides{
 		Prometheus: &v1alpha1.PrometheusQueries{CPU: alwaysTwoCores},

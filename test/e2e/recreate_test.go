@@ -36,6 +36,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 func waitPolicy(t *testing.T, c client.Client, ns, name string, timeout time.Duration, what string, cond func(*v1alpha1.TailorPolicy) bool) *v1alpha1.TailorPolicy {
@@ -62,8 +63,9 @@ func blockedReason(p *v1alpha1.TailorPolicy) (string, string) {
 }
 
 func TestAutoscaleCutsRaiseToWhatFits(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "cut", app().Args("--listen=:8080", "--cpu=800m", "--memory=24Mi").
 		Requests("100m", "64Mi").Limits("200m", "256Mi")))
 	// 60m of room: a raise of the request past 160m does not fit.
@@ -104,7 +106,7 @@ func TestAutoscaleCutsRaiseToWhatFits(t *testing.T) {
 			t.Errorf("pod has %s %s: tailor asked for more than fits: %s", cond.Type, cond.Reason, cond.Message)
 		}
 	}
-	waitCgroup(t, got, "app", "cpu", "cpu.cfs_quota_us", res.Limits.Cpu().MilliValue()*100)
+	waitCgroupFollowsSpec(t, got, "app", "cpu", "cpu.cfs_quota_us", cfsQuota)
 }
 
 // installRecreateAdmission creates the admission policy of
@@ -114,6 +116,7 @@ func TestAutoscaleCutsRaiseToWhatFits(t *testing.T) {
 // and sidecars it names. Pods are created with dryRun=All, which runs
 // mutating admission and stores nothing.
 func TestRecreateAdmissionPolicy(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
 	installCRDs(t)
 	installRecreateAdmission(t)
@@ -268,8 +271,9 @@ func installAdmissionPolicy(t *testing.T, path string) {
 }
 
 func TestAutoscaleRecreatesWhenNoRoomInPlace(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	installRecreateAdmission(t)
 	ctx := context.Background()
 	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000,

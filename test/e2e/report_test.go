@@ -21,6 +21,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/cli"
 	"github.com/tailorhq/tailor/internal/report"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // runReport runs `tailor report` in-process against the local cluster.
@@ -41,8 +42,9 @@ func runReport(t *testing.T, args ...string) (string, int) {
 // what tailor's recommender makes of its history, with its p95 and peak.
 // The table, JSON and CSV say the same.
 func TestReport(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	deployment(t, ns, "sized", 2, app().Args("--listen=:8080", "--cpu=150m", "--memory=24Mi").Requests("500m", "256Mi").Limits("1", "512Mi"))
 	deployment(t, ns, "bare", 1, app().Args("--listen=:8080", "--cpu=100m", "--memory=24Mi").Requests("1", "512Mi"))
 	applyPolicy(t, c, ns, "sized", func(s *v1alpha1.TailorPolicySpec) {

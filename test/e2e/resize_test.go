@@ -16,12 +16,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // The first fidelity tests: what the real apiserver and kubelet do with a
 // resize, independent of tailor. Everything tailor predicts rests on these.
 
 func TestCPUResizeInPlace(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "cpu", app().
 		Requests("200m", "64Mi").Limits("500m", "128Mi").
@@ -57,6 +60,7 @@ func TestCPUResizeInPlace(t *testing.T) {
 }
 
 func TestMemoryLimitIncreaseRestartsContainer(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "mem", app().
 		Requests("100m", "64Mi").Limits("200m", "1Gi").
@@ -80,6 +84,7 @@ func TestMemoryLimitIncreaseRestartsContainer(t *testing.T) {
 }
 
 func TestGuaranteedMemoryDownAndUpInPlace(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "guaranteed", app().
 		Requests("200m", "256Mi").Limits("200m", "256Mi").
@@ -110,6 +115,7 @@ func TestGuaranteedMemoryDownAndUpInPlace(t *testing.T) {
 }
 
 func TestDeferredResizeCompletesWhenRoomAppears(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	target := createRunningPod(t, loadgenPod(ns, "target", app().
@@ -142,6 +148,7 @@ func TestDeferredResizeCompletesWhenRoomAppears(t *testing.T) {
 }
 
 func TestResizeBeyondAllocatableRefusedAtAdmission(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "huge", app().
 		Requests("100m", "32Mi").Limits("200m", "64Mi").
@@ -177,6 +184,7 @@ func TestResizeBeyondAllocatableRefusedAtAdmission(t *testing.T) {
 }
 
 func TestResizeNeedsPodsResizePermission(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
 	pod := createRunningPod(t, loadgenPod(ns, "rbac", app().

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // The workload shapes beyond the demo's, on the real kubelet: what tailor
@@ -31,8 +33,9 @@ func cpuShares(milli int64) int64 { return max(milli*1024/1000, 2) }
 // cpu request at the limit would make the pod Guaranteed; it stops a
 // millicore below, and the limit never moves.
 func TestAutoscaleRequestsOnlyStopsBelowALimitThatWouldMakeItGuaranteed(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "ro", app().Args("--listen=:8080", "--cpu=800m", "--memory=24Mi").
 		Requests("100m", "64Mi").Limits("500m", "64Mi")))
 	applyPolicy(t, c, ns, "ro", func(s *v1alpha1.TailorPolicySpec) {
@@ -78,10 +81,11 @@ func TestAutoscaleRequestsOnlyStopsBelowALimitThatWouldMakeItGuaranteed(t *testi
 // runs without the recommender's memory margin, so the recommendation
 // itself falls below the working set and only the floor holds it.
 func TestAutoscaleMemoryRequestWithoutLimitKeepsTheWorkingSetFloor(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	rec := recommend.DefaultConfig()
 	rec.MemoryMinMargin, rec.MemoryHeadroom, rec.MemoryJitterMargin = 0, 0, 0
-	c := startManagerWith(t, manager.Options{MetricsSource: "kubelet", KubeletThrottling: true, Recommender: &rec})
+	c := startManagerWith(t, manager.Options{Namespaces: []string{ns}, MetricsSource: "kubelet", KubeletThrottling: true, Recommender: &rec})
 	pod := createRunningPod(t, labelled(ns, "nolimit", app().Args("--listen=:8080", "--cpu=10m", "--memory=150Mi").
 		Requests("100m", "600Mi").Limits("200m", "")))
 	applyPolicy(t, c, ns, "nolimit", func(s *v1alpha1.TailorPolicySpec) {
@@ -110,8 +114,9 @@ func TestAutoscaleMemoryRequestWithoutLimitKeepsTheWorkingSetFloor(t *testing.T)
 // tailor raises the pod-level request and limit, the pod cgroup follows, and
 // the container never gets a limit.
 func TestAutoscalePodLevelResources(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
-	c := startManager(t)
+	c := startManager(t, ns)
 	p := labelled(ns, "pl", app().Args("--listen=:8080", "--cpu=600m", "--memory=24Mi"))
 	p.Spec.Resources = &corev1.ResourceRequirements{Requests: builder.List("200m", "64Mi"), Limits: builder.List("400m", "128Mi")}
 	pod := createRunningPod(t, p)
@@ -151,8 +156,9 @@ func TestAutoscalePodLevelResources(t *testing.T) {
 // the small working set and lower the request once its stabilization window
 // (10s) had passed.
 func TestAutoscaleHistoryOutlivesTheManager(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
-	opts := manager.Options{MetricsSource: "kubelet", KubeletThrottling: true, CheckpointInterval: 2 * time.Second}
+	opts := manager.Options{Namespaces: []string{ns}, MetricsSource: "kubelet", KubeletThrottling: true, CheckpointInterval: 2 * time.Second}
 	first, stopFirst := runManager(t, opts)
 	pod := createRunningPod(t, labelled(ns, "db", app().Args("--listen=:8080", "--cpu=10m", "--memory=200Mi").
 		Requests("100m", "128Mi").Limits("200m", "256Mi")))
@@ -177,19 +183,17 @@ func TestAutoscaleHistoryOutlivesTheManager(t *testing.T) {
 	t.Logf("checkpoint written %s with %d container(s)", cp.Spec.WriteTime.Format(time.RFC3339), len(cp.Spec.Containers))
 	stopFirst()
 
+	// The second manager must have synced the policy for longer than the
+	// stabilization window, each sync free to lower: ten syncs 2s apart
+	// span it twice.
 	_, _ = runManager(t, opts)
-	deadline := time.Now().Add(45 * time.Second)
-	for time.Now().Before(deadline) {
-		p, err := clientset.CoreV1().Pods(ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+	last := holdsFor(t, ns, "db", 10, func(p *corev1.Pod) error {
 		if got := p.Spec.Containers[0].Resources.Requests.Memory(); got.Cmp(peakReq) < 0 {
-			t.Fatalf("the second manager lowered memory %s -> %s: it forgot the 200Mi peak", peakReq.String(), got.String())
+			return fmt.Errorf("the second manager lowered memory %s -> %s: it forgot the 200Mi peak", peakReq.String(), got.String())
 		}
-		time.Sleep(time.Second)
-	}
-	if st := containerStatus(raised, "app"); st.RestartCount != 0 {
+		return nil
+	}, raised)
+	if st := containerStatus(last, "app"); st.RestartCount != 0 {
 		t.Errorf("restarts = %d, want 0", st.RestartCount)
 	}
 }

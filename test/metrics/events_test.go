@@ -13,12 +13,14 @@ import (
 
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // TestTerminationsOfARealOOMKill: a loadgen that holds more than its memory
 // limit is killed by the kernel; Terminations must read that from the status
 // the kubelet writes, with the limit that was in force.
 func TestTerminationsOfARealOOMKill(t *testing.T) {
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	since := time.Now().Add(-time.Second)
 	pod := builder.Pod("oom").Namespace(ns).Container(

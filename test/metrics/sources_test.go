@@ -21,6 +21,7 @@ import (
 	"github.com/tailorhq/tailor/internal/metrics/kubelet"
 	"github.com/tailorhq/tailor/internal/metrics/metricsserver"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 const (
@@ -141,6 +142,7 @@ func agrees(got, want, tolerance float64) bool {
 }
 
 func TestSources(t *testing.T) {
+	cluster.Quiet(t)
 	ns := newNamespace(t)
 	steady := loadPod(t, ns, "steady", "500m", "100Mi", "2")
 	throttled := loadPod(t, ns, "throttled", "1500m", "64Mi", "500m")

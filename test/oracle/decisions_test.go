@@ -20,6 +20,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
 	"github.com/tailorhq/tailor/internal/resize"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 var flagDecisions = flag.Int("oracle.decisions", 400, "number of generated DecidePolicy cases whose resizes are sent to the apiserver")
@@ -36,6 +37,7 @@ var flagDecisions = flag.Int("oracle.decisions", 400, "number of generated Decid
 // invariant fuzz. Each case's pods are drawn fresh, so a pod serves one
 // resize and is deleted straight after.
 func TestDecisionsAcceptedByTheApiserver(t *testing.T) {
+	cluster.Quiet(t)
 	ctx, cs, server, ns := connect(t, 20*time.Minute)
 	start := time.Now()
 	r := rand.New(rand.NewPCG(*flagSeed, 0xdec1))

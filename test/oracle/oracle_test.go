@@ -41,6 +41,7 @@ var (
 // subresource as a server-side dry run, so nothing is persisted and pods are
 // reused across cases.
 func TestOracle(t *testing.T) {
+	cluster.Quiet(t)
 	ctx, cs, server, ns := connect(t, 60*time.Minute)
 	t.Logf("seed %d, %d cases", *flagSeed, *flagCases)
 

@@ -1,0 +1,52 @@
+package cluster
+
+import (
+	"os"
+	"testing"
+)
+
+// PhaseEnv names the phase of the suite a run of the cluster tests is in:
+// hack/e2e.sh runs the suite once per phase on one cluster. Unset (a
+// developer's `go test -run X`), every test runs, the ones that share the
+// node in parallel after the others.
+const PhaseEnv = "TAILOR_E2E_PHASE"
+
+// The phases. Every test of a cluster suite declares which one it belongs
+// to by calling Shared or Quiet first (TestEveryClusterTestNamesItsPhase
+// fails the tests that do not), so no test is left out of both and none runs
+// in both.
+const (
+	// PhaseShared runs, side by side, the tests that only touch their own
+	// namespace (their manager is scoped to it) and ask the node for little
+	// room.
+	PhaseShared = "shared"
+	// PhaseQuiet runs, one at a time, the tests that need the node to
+	// themselves: they fill it, count its free room, compare CPU figures,
+	// install cluster-wide objects or run a manager that sees every
+	// namespace.
+	PhaseQuiet = "quiet"
+)
+
+// Phase is the phase this run is in, "" for all of them.
+func Phase() string { return os.Getenv(PhaseEnv) }
+
+// Shared marks t as a test that can share the node with the other Shared
+// tests: it runs in parallel with them, and is skipped in the quiet phase.
+func Shared(t *testing.T) {
+	t.Helper()
+	if Phase() == PhaseQuiet {
+		t.Skip("shares the node: runs in the shared phase")
+	}
+	t.Parallel()
+}
+
+// Quiet marks t as a test that needs the node to itself: it runs alone, in
+// the quiet phase (or before the Shared tests when every phase runs at
+// once, as go test runs sequential tests before parallel ones), and is
+// skipped in the shared phase.
+func Quiet(t *testing.T) {
+	t.Helper()
+	if Phase() == PhaseShared {
+		t.Skip("needs the node to itself: runs in the quiet phase")
+	}
+}
