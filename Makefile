@@ -18,8 +18,11 @@ HELM_VERSION  ?= v3.22.0
 HELM          := $(TOOLS_BIN)/helm-$(HELM_VERSION)
 HELM_LDFLAGS  := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 	$(foreach p,pkg/lint/rules pkg/chartutil,-X helm.sh/helm/v3/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/$(p).k8sVersionMinor=37)
+# gotestsum runs the cluster suites: it runs a failed test once more, so
+# that hack/e2e.sh can tell a flake from a failure.
+GOTESTSUM_VERSION ?= v1.13.0
+GOTESTSUM     := $(TOOLS_BIN)/gotestsum-$(GOTESTSUM_VERSION)
 TAILOR_KUBECONFIG ?= /var/lib/tailor-dev/admin.kubeconfig
-E2E_TIMEOUT   ?= 40m
 
 .PHONY: ui demo demo-resize test unit controller lint e2e build install cluster-up cluster-down cluster-status bench bench-scale bench-e2e soak generate verify-generated verify-deploy clean
 
@@ -31,8 +34,11 @@ demo: build
 demo-resize: build
 	hack/demo-resize.sh
 
-## test: lint, unit tests, the controller tier, then the e2e suite on a real local cluster.
-test: lint unit controller e2e
+## test: the whole gate (hack/test.sh): make check, the replay and scale
+## benchmarks, then the cluster suites in phases on a real local cluster;
+## ends with each phase's time and the tests that flaked.
+test:
+	hack/test.sh
 
 build:
 	$(GO) build -o $(BIN)/tailor ./cmd/tailor
@@ -137,9 +143,15 @@ lint: $(GOLANGCI_LINT) $(HELM) verify-generated
 	$(GO) vet -tags controller ./test/controller
 	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,controller ./...
 
-## e2e: brings the cluster up (building what is missing), runs the suite, tears down.
-e2e: build $(HELM)
-	TAILOR_HELM=$(HELM) hack/e2e.sh
+$(GOTESTSUM):
+	mkdir -p $(TOOLS_BIN)
+	GOBIN=$(TOOLS_BIN) $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
+	mv $(TOOLS_BIN)/gotestsum $(GOTESTSUM)
+
+## e2e: brings the cluster up (building what is missing), runs the cluster
+## suites in phases (shared, quiet, chaos; E2E_PHASES picks some), tears down.
+e2e: build $(HELM) $(GOTESTSUM)
+	TAILOR_HELM=$(HELM) TAILOR_GOTESTSUM=$(GOTESTSUM) hack/e2e.sh
 
 ## soak: one hour (SOAK=1h) of 20 pods replaying the traces under tailor on the
 ## local cluster, with a chaos event every 4 minutes; prints what it counted

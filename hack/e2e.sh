@@ -1,11 +1,29 @@
 #!/usr/bin/env bash
-# Brings the local cluster up (building what is missing), runs the e2e suite
-# against it and tears it down again, whatever the result.
+# Brings the local cluster up (building what is missing), runs the cluster
+# suites against it in phases and tears it down again, whatever the result.
+#
+#   hack/e2e.sh                        every phase: shared, quiet, chaos
+#   E2E_PHASES="shared" hack/e2e.sh    some of them
 #   KEEP_CLUSTER=1 hack/e2e.sh         leave the cluster running afterwards
-#   E2E_RUN='TestCPU.*' hack/e2e.sh    run a subset
+#   E2E_RUN='TestCPU.*' hack/e2e.sh    a subset (each test still runs only in its phase)
+#
+# The phases (test/cluster/phase.go says which test is in which):
+#   shared  the tests that touch only their own namespace, side by side
+#           (each one's manager is scoped to its namespace), and the suites
+#           that only ask the apiserver; packages in parallel too
+#   quiet   the tests that need the node to themselves, one at a time
+#   chaos   test/chaos, last and alone: it stops and starts the cluster's
+#           components, so a cluster it leaves degraded harms no other test
+# A failed test is run once more: one that then passes is a flake, printed
+# in a FLAKES section at the end; one that fails twice fails the run.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "${HACK_DIR}/.." && pwd)"
+PHASES="${E2E_PHASES:-shared quiet chaos}"
+GOTESTSUM="${TAILOR_GOTESTSUM:-gotestsum}"
+# go test's JSON of each phase, kept after the cluster (and LOG_DIR) is gone.
+E2E_OUT="${E2E_OUT:-${ROOT}/bin/e2e}"
+command -v "$GOTESTSUM" >/dev/null || die "no gotestsum: run through make e2e, which installs a pinned one"
 
 teardown() {
   local rc=$?
@@ -15,7 +33,7 @@ teardown() {
 trap teardown EXIT
 
 t0=$SECONDS
-"${HACK_DIR}/cluster.sh" up
+timed cluster-up "${HACK_DIR}/cluster.sh" up
 # A cluster kept from an earlier run (KEEP_CLUSTER=1) may still hold what a
 # killed run left: its tests' namespaces, whose pods take the CPU this run's
 # tests count on. They carry the label test/cluster.TestLabel.
@@ -24,7 +42,7 @@ if [[ -n "$leftover" ]]; then
   log "removing what an earlier run left: $(tr '\n' ' ' <<<"$leftover")"
   "${K8S_BIN}/kubectl" --kubeconfig "$KUBECONFIG_PATH" delete namespaces -l e2e.tailor.dev/test --wait --timeout=5m
 fi
-log "cluster ready after $((SECONDS - t0))s; running e2e suite"
+log "cluster ready after $((SECONDS - t0))s; running the phases: ${PHASES}"
 cd "$ROOT"
 export TAILOR_KUBECONFIG="$KUBECONFIG_PATH"
 # The in-process managers log there; a failed test prints its own lines.
@@ -32,14 +50,39 @@ export TAILOR_E2E_LOG_DIR="$LOG_DIR"
 # The metrics e2e tests read Prometheus when the add-on runs.
 [[ " ${ADDONS-metrics-server prometheus} " == *" prometheus "* ]] && export TAILOR_PROMETHEUS_URL="http://127.0.0.1:${PROMETHEUS_PORT:-9090}"
 export PATH="${K8S_BIN}:${PATH}"
-# -p 1: packages share one node, and tests that fill it must not race.
-set +e
-go test -tags e2e -count=1 -p 1 -timeout "${E2E_TIMEOUT:-40m}" -v ${E2E_RUN:+-run "$E2E_RUN"} ./test/... 2>&1 | tee "${LOG_DIR}/e2e.log"
-rc=${PIPESTATUS[0]}
-set -e
-if [[ $rc != 0 ]]; then
-  log "failed tests and their messages (the manager's log lines are in the full log):"
-  awk -f "${HACK_DIR}/failures.awk" "${LOG_DIR}/e2e.log"
-fi
-log "e2e suite finished in $((SECONDS - t0))s (exit ${rc}); full log: ${LOG_DIR}/e2e.log"
+
+SUITES=(./test/crd ./test/deploy ./test/e2e ./test/metrics ./test/oracle)
+
+# run_phase NAME TIMEOUT PHASE GO_TEST_FLAGS... -- PACKAGES...: one gotestsum
+# run, failed tests run once more (--rerun-fails=2 is two attempts at most),
+# the whole of go test's JSON kept in E2E_OUT for the FLAKES section.
+run_phase() {
+  local name=$1 timeout=$2 phase=$3; shift 3
+  local flags=()
+  while [[ $1 != -- ]]; do flags+=("$1"); shift; done
+  shift
+  local pkgs="$*"
+  TAILOR_E2E_PHASE="$phase" timed "e2e-${name}" "$GOTESTSUM" \
+    --format "${E2E_FORMAT:-testname}" --jsonfile "${E2E_OUT}/${name}.json" \
+    --rerun-fails=2 --rerun-fails-max-failures=5 --rerun-fails-run-root-test \
+    --packages "$pkgs" -- -tags e2e -count=1 -timeout "$timeout" \
+    ${E2E_RUN:+-run "$E2E_RUN"} "${flags[@]}"
+}
+
+mkdir -p "$E2E_OUT"
+rm -f "${E2E_OUT}"/*.json
+rc=0
+for phase in $PHASES; do
+  case "$phase" in
+    # -parallel: the shared tests mostly wait on the kubelet and their
+    # managers; eight at once ask the node for about 1.5 of its 2 CPUs.
+    shared) run_phase shared 20m "$phase" -p 3 -parallel 8 -- "${SUITES[@]}" || rc=1 ;;
+    # -p 1: one package at a time, so a quiet test has the node alone.
+    quiet) run_phase quiet 30m "$phase" -p 1 -- "${SUITES[@]}" || rc=1 ;;
+    chaos) run_phase chaos 20m quiet -p 1 -- ./test/chaos || rc=1 ;;
+    *) die "unknown phase ${phase}: choose from shared quiet chaos" ;;
+  esac
+done
+go run ./hack/flakes "${E2E_OUT}"/*.json
+log "e2e finished in $((SECONDS - t0))s (exit ${rc}); go test's JSON: ${E2E_OUT}/*.json"
 exit "$rc"

@@ -112,3 +112,17 @@ contexts:
 current-context: tailor-dev
 EOF
 }
+
+# timed NAME CMD...: runs CMD, saying when it starts and how it ended after
+# how long, and adds "NAME<TAB>SECONDS<TAB>EXIT" to the file TAILOR_TIMINGS
+# names, if any, for the table .ci/run ends with.
+timed() {
+  local name=$1 start=$SECONDS rc=0
+  shift
+  log "== ${name}: started"
+  "$@" || rc=$?
+  local took=$((SECONDS - start))
+  if [[ $rc == 0 ]]; then log "== ${name}: passed in ${took}s"; else log "== ${name}: FAILED (exit ${rc}) after ${took}s"; fi
+  if [[ -n "${TAILOR_TIMINGS:-}" ]]; then printf '%s\t%s\t%s\n' "$name" "$took" "$rc" >>"$TAILOR_TIMINGS"; fi
+  return "$rc"
+}
