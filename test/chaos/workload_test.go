@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/test/builder"
 	"github.com/tailorhq/tailor/test/cluster"
 )
@@ -183,7 +184,10 @@ type metav1Condition = metav1.Condition
 type resize struct {
 	pod        string
 	generation int64
-	at         time.Time
+	// at is when the recorder's watch brought it; server is when the
+	// apiserver took it, by its own clock in whole seconds (the managed
+	// fields of tailor's resize), zero when another client made it.
+	at, server time.Time
 	cpu, mem   string // the first container's requests after it
 }
 
@@ -242,7 +246,13 @@ func (r *recorder) see(p *corev1.Pod) {
 	}
 	r.last[p.Name] = p.Generation
 	c := p.Spec.Containers[0].Resources.Requests
-	r.resizes = append(r.resizes, resize{pod: p.Name, generation: p.Generation, at: time.Now(), cpu: c.Cpu().String(), mem: c.Memory().String()})
+	rs := resize{pod: p.Name, generation: p.Generation, at: time.Now(), cpu: c.Cpu().String(), mem: c.Memory().String()}
+	for _, mf := range p.ManagedFields {
+		if mf.Manager == actuator.FieldManager && mf.Subresource == "resize" && mf.Time != nil {
+			rs.server = mf.Time.Time
+		}
+	}
+	r.resizes = append(r.resizes, rs)
 }
 
 // since returns the resizes seen after t.
@@ -289,7 +299,10 @@ func (r *recorder) waitFirst(after time.Time, timeout time.Duration) (resize, bo
 }
 
 // tooClose is every pair of consecutive resizes of a pod less than interval
-// apart, as text.
+// apart by the apiserver's clock, as text. Its times are whole seconds, so
+// a pair interval apart may read a second less, never more: a pair less
+// than interval-1s apart broke it. (When a watch event arrived says
+// nothing: a slow watch can bring two events closer than they were made.)
 func (r *recorder) tooClose(interval time.Duration) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -300,7 +313,11 @@ func (r *recorder) tooClose(interval time.Duration) []string {
 	var out []string
 	for pod, list := range byPod {
 		for i := 1; i < len(list); i++ {
-			if gap := list[i].at.Sub(list[i-1].at); gap < interval {
+			if list[i].server.IsZero() || list[i-1].server.IsZero() {
+				out = append(out, fmt.Sprintf("%s: generation %d -> %d made by another client than tailor", pod, list[i-1].generation, list[i].generation))
+				continue
+			}
+			if gap := list[i].server.Sub(list[i-1].server); gap < interval-time.Second {
 				out = append(out, fmt.Sprintf("%s: generation %d -> %d %s apart", pod, list[i-1].generation, list[i].generation, gap.Round(100*time.Millisecond)))
 			}
 		}
@@ -314,7 +331,7 @@ func (r *recorder) String() string {
 	defer r.mu.Unlock()
 	var b strings.Builder
 	for _, rs := range r.resizes {
-		fmt.Fprintf(&b, "\n  %s %s generation %d: cpu %s memory %s", rs.at.Format("15:04:05.000"), rs.pod, rs.generation, rs.cpu, rs.mem)
+		fmt.Fprintf(&b, "\n  %s (apiserver %s) %s generation %d: cpu %s memory %s", rs.at.Format("15:04:05.000"), rs.server.Format(time.TimeOnly), rs.pod, rs.generation, rs.cpu, rs.mem)
 	}
 	return b.String()
 }
