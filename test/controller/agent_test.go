@@ -139,21 +139,53 @@ func TestAgentReportRaisesMemoryBeforeTheKill(t *testing.T) {
 		return e.getPod(name).Spec.Containers[0].Resources.Limits.Memory().Value()
 	}
 
+	// With an hour's period a policy syncs only when woken. queued counts
+	// the wake-ups; the receiver wakes before it answers, so a report's
+	// wake-ups are counted once its push returns.
+	queued := func() float64 {
+		return metricValue(t, "tailor_agent_wakeups_total", map[string]string{"result": "queued"})
+	}
+	// syncNow makes policy name sync now, whatever the reports say (an
+	// edit of its spec), and returns once that sync has acted: it writes
+	// status.observedGeneration last.
+	syncNow := func(name string) {
+		t.Helper()
+		pol := e.getPolicy(name)
+		pol.Spec.Behavior.MinResizeInterval.Duration += time.Second
+		if err := apiClient.Update(ctx, pol); err != nil {
+			t.Fatalf("edit policy %s: %v", name, err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return e.getPolicy(name).Status.ObservedGeneration >= pol.Generation, nil
+		})
+		if err != nil {
+			t.Fatalf("policy %s did not sync generation %d within 10s", name, pol.Generation)
+		}
+	}
+
+	before := queued()
 	if code := push(here, 128*mi, 0, false); code != http.StatusNoContent {
 		t.Fatalf("a calm report from the agent: HTTP %d", code)
 	}
-	// The policies' first syncs have run (their creation); with an hour's
-	// period nothing syncs again unless woken.
-	time.Sleep(3 * time.Second)
+	if got := queued() - before; got != 0 {
+		t.Fatalf("a calm report woke %v pods", got)
+	}
+	// A sync that reads the calm report leaves the pod as it is.
+	syncNow("free")
 	if memLimit("free-0") != 256*mi {
 		t.Fatalf("memory raised on a calm report: %d", memLimit("free-0"))
 	}
 	// The agent on the other node claims this node's pods are on course
-	// for their limits: accepted as its own node's report, used for none.
+	// for their limits: accepted as its own node's report, used for none:
+	// it wakes no pod here, and a sync after it reads this node's report.
+	before = queued()
 	if code := push(elsewhere, 250*mi, 50*mi, true); code != http.StatusNoContent {
 		t.Fatalf("the other node's agent: HTTP %d", code)
 	}
-	time.Sleep(2 * time.Second)
+	if got := queued() - before; got != 0 {
+		t.Fatalf("another node's agent woke %v pods of this node", got)
+	}
+	syncNow("free")
 	if memLimit("free-0") != 256*mi {
 		t.Fatalf("another node's agent changed this node's pod: limit %d", memLimit("free-0"))
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -384,5 +386,51 @@ func (e *env) deletePod(name string) {
 	err := apiClient.Delete(e.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}}, &client.DeleteOptions{GracePeriodSeconds: &zero})
 	if err != nil && !apierrors.IsNotFound(err) {
 		e.t.Fatalf("delete pod %s: %v", name, err)
+	}
+}
+
+// syncCounter is an Observer that counts each policy's completed syncs.
+// The controller tells its Observer after a sync has acted and before it
+// writes status, so a count reached means the resizes of that many syncs
+// are already on the pods: a test that something did not happen waits for
+// syncs that could have done it, not for a stretch of time a slow machine
+// may not fill.
+type syncCounter struct {
+	mu    sync.Mutex
+	syncs map[types.NamespacedName]int
+}
+
+var _ policyctrl.Observer = (*syncCounter)(nil)
+
+func newSyncCounter() *syncCounter {
+	return &syncCounter{syncs: map[types.NamespacedName]int{}}
+}
+
+func (c *syncCounter) Observe(key types.NamespacedName, _ policyctrl.Observation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.syncs[key]++
+}
+
+func (c *syncCounter) Resized(types.NamespacedName, policyctrl.ResizeMark) {}
+func (c *syncCounter) Forget(types.NamespacedName)                         {}
+
+// of is how many syncs of policy name in the test's namespace completed.
+func (c *syncCounter) of(e *env, name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.syncs[types.NamespacedName{Namespace: e.ns, Name: name}]
+}
+
+// waitSyncs waits until policy name has completed n syncs, for at most
+// timeout (a deadline for the controller to work at all, as the positive
+// tests use, not the window of the assertion that follows).
+func (c *syncCounter) waitSyncs(e *env, name string, n int, timeout time.Duration) {
+	e.t.Helper()
+	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return c.of(e, name) >= n, nil
+	})
+	if err != nil {
+		e.t.Fatalf("policy %s completed %d syncs within %s, want %d", name, c.of(e, name), timeout, n)
 	}
 }

@@ -26,20 +26,13 @@ func TestManagerReactsToAnOOMKillBeforeTheSyncPeriod(t *testing.T) {
 	// Comfortably inside its resources: nothing to do until the kill.
 	e.source.Set(e.ns, "mem-0", "app", 0.3, 200*mi)
 	e.policy("mem", nil)
-	newManagedController(t, e.controllerDeps(), controllerOptions{SyncPeriod: period})
+	syncs := newSyncCounter()
+	newManagedController(t, e.controllerDeps(), controllerOptions{SyncPeriod: period, Observer: syncs})
 
-	// The first sync (and the one its own status write triggers) is done
-	// when the source stops being read.
-	settled := func() int {
-		last := -1
-		for e.source.Reads() != last || last < 1 {
-			last = e.source.Reads()
-			time.Sleep(time.Second)
-		}
-		return last
-	}
-	reads := settled()
-	t.Logf("syncs before any pod event: %d", reads)
+	// The first sync has acted once it is counted: it saw the usage and
+	// had every chance to resize.
+	syncs.waitSyncs(e, "mem", 1, period/2)
+	t.Logf("syncs before any pod event: %d", syncs.of(e, "mem"))
 	if p := e.getPod("mem-0"); p.Generation != 1 {
 		t.Fatalf("resized before the OOM kill (generation %d)", p.Generation)
 	}
@@ -80,15 +73,11 @@ func TestRestartedManagerKeepsMinResizeInterval(t *testing.T) {
 	// Throttled at the new limit too: a raise is due, but not for 10m.
 	e.source.SetThrottled(e.ns, "web-0", "app", 3.0, 200*mi, 0.9)
 	e.clock.Step(time.Minute)
-	newManagedController(t, e.controllerDeps(), controllerOptions{SyncPeriod: time.Minute})
-	deadline := time.Now().Add(5 * time.Second)
-	for e.source.Reads() < 2 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if e.source.Reads() < 2 {
-		t.Fatalf("the restarted manager never synced the policy")
-	}
-	time.Sleep(time.Second)
+	syncs := newSyncCounter()
+	newManagedController(t, e.controllerDeps(), controllerOptions{SyncPeriod: time.Minute, Observer: syncs})
+	// Held only if a sync of the restarted manager has decided: one that
+	// has acted is counted.
+	syncs.waitSyncs(e, "web", 1, 10*time.Second)
 	if p := e.getPod("web-0"); p.Generation != 2 {
 		t.Errorf("the restarted manager resized 1m after the last resize, minResizeInterval 10m (generation %d)", p.Generation)
 	}

@@ -79,7 +79,29 @@ func TestEachShardElectsItsOwnLeader(t *testing.T) {
 		}
 	}
 	poll("each shard has a leader", func() bool { return (elected(a) || elected(b)) && elected(c) })
-	time.Sleep(2 * time.Second) // a second election would show by now
+	// The standby tries for the lease every RetryPeriod and may take it
+	// once it has gone a LeaseDuration unrenewed; so only renewals spanning
+	// a whole LeaseDuration since the leader acquired it show the standby
+	// kept out, whatever the machine's speed.
+	lease := func(name string) (holder string, acquired, renewed time.Time) {
+		var l coordinationv1.Lease
+		if err := apiClient.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: name}, &l); err != nil ||
+			l.Spec.HolderIdentity == nil || l.Spec.AcquireTime == nil || l.Spec.RenewTime == nil {
+			return "", time.Time{}, time.Time{}
+		}
+		return *l.Spec.HolderIdentity, l.Spec.AcquireTime.Time, l.Spec.RenewTime.Time
+	}
+	firstHolder, _, _ := lease(zero.LeaseName("tailor-manager"))
+	poll("shard 0's leader renews its lease for a whole lease duration", func() bool {
+		h, acquired, renewed := lease(zero.LeaseName("tailor-manager"))
+		if firstHolder == "" {
+			firstHolder = h
+		}
+		if h != "" && h != firstHolder {
+			t.Fatalf("shard 0's lease moved from %q to %q while its leader ran", firstHolder, h)
+		}
+		return renewed.Sub(acquired) > manager.DefaultLeaseDuration
+	})
 	if elected(a) && elected(b) {
 		t.Fatal("both managers of shard 0 lead")
 	}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The developer's loop: every check that needs no local cluster, cheapest
+# first, stopping at the first that fails. Each step prints its name and
+# duration; a table of them ends the run. make check runs it with the
+# pinned tools (GOLANGCI_LINT, HELM) and the controller tier's binaries
+# built or cached; the e2e suite and the benchmarks' recorded ranges are
+# make test and .ci/run, which need a cluster or much longer.
+#
+#   make check                        everything
+#   CHECK_FROM=unit make check        resume at a step (after fixing it)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+GO="${GO:-go}"
+: "${GOLANGCI_LINT:?set GOLANGCI_LINT to the pinned golangci-lint (make check does)}"
+: "${HELM:?set HELM to the pinned helm (make check does)}"
+MAKE="${MAKE:-make}"
+# No step may reach a cluster: with TAILOR_KUBECONFIG set, test/oracle
+# would send its cases to one.
+unset TAILOR_KUBECONFIG
+
+# Every Go module: bench/ has its own go.mod, so ./... from the root never
+# reaches it.
+MODULES=(. bench)
+# The build tags the repository's files use; no file is excluded by a tag,
+# so vetting and linting with all of them covers every file once.
+TAGS=e2e,controller
+
+names=()
+times=()
+step_from="${CHECK_FROM:-}"
+started=$SECONDS
+
+table() {
+  local i
+  printf '\n%-22s %8s\n' step seconds
+  for i in "${!names[@]}"; do printf '%-22s %8s\n' "${names[$i]}" "${times[$i]}"; done
+  printf '%-22s %8s\n' total "$((SECONDS - started))"
+}
+
+# step NAME CMD...: runs CMD, timed; a failure ends the run with NAME.
+step() {
+  local name=$1 t0=$SECONDS rc=0
+  shift
+  if [[ -n "$step_from" && "$step_from" != "$name" ]]; then
+    return 0
+  fi
+  step_from=""
+  printf '\n==> %s\n' "$name"
+  "$@" || rc=$?
+  names+=("$name")
+  times+=("$((SECONDS - t0))")
+  printf '<== %s: %ss\n' "$name" "$((SECONDS - t0))"
+  if [[ $rc -ne 0 ]]; then
+    table
+    printf '\ncheck FAILED at step %s (exit %d); resume with CHECK_FROM=%s make check\n' "$name" "$rc" "$name" >&2
+    exit "$rc"
+  fi
+}
+
+in_modules() {
+  local m
+  for m in "${MODULES[@]}"; do (cd "$m" && "$@") || return; done
+}
+
+gofmt_clean() {
+  local unformatted
+  unformatted=$(gofmt -l $(git ls-files '*.go'))
+  [[ -z "$unformatted" ]] && return
+  echo "gofmt needed:"
+  echo "$unformatted"
+  return 1
+}
+
+# The same four values verify-deploy lints: the defaults and each optional part.
+helm_lint() {
+  "$HELM" lint --strict --quiet deploy/helm/tailor &&
+    "$HELM" lint --strict --quiet deploy/helm/tailor --set metricsSource=metrics-server,evictions.enabled=true &&
+    "$HELM" lint --strict --quiet deploy/helm/tailor --set metricsSource=prometheus,leaderElection.enabled=false &&
+    "$HELM" lint --strict --quiet deploy/helm/tailor --set agent.enabled=true,shards=2
+}
+
+# Unit tests of the root module, test/deploy aside (its own step below).
+# -race everywhere in this script, so each package compiles once for the
+# tests, the benchmarks and the render tests alike.
+unit_root() {
+  local pkgs
+  pkgs=$("$GO" list ./... | grep -v '/test/deploy$')
+  # shellcheck disable=SC2086
+  "$GO" test -race -count=1 $pkgs
+}
+
+# The packages with a Benchmark function, found rather than listed, so a
+# new benchmark is smoke-run too.
+bench_packages() {
+  git grep -l '^func Benchmark' -- '*_test.go' | xargs -n1 dirname | sort -u | sed 's#^#./#'
+}
+
+# A smoke run, not a measurement: each benchmark runs once (one iteration,
+# under -race), so one that no longer compiles or panics fails here; the
+# figures it prints mean nothing.
+benchmarks() {
+  # shellcheck disable=SC2046
+  "$GO" test -race -count=1 -run '^$' -bench . -benchtime 1x $(bench_packages)
+}
+
+step gofmt gofmt_clean
+step verify-generated "$MAKE" --no-print-directory verify-generated
+step vet in_modules "$GO" vet -tags "$TAGS" ./...
+step golangci-lint in_modules "$GOLANGCI_LINT" run --allow-parallel-runners --build-tags "$TAGS" ./...
+step helm-lint helm_lint
+step unit unit_root
+step unit-bench-module bash -c 'cd bench && "$0" test -race -count=1 ./...' "$GO"
+step benchmarks-smoke benchmarks
+# Helm and kustomize renders, no cluster: test/deploy without the e2e tag.
+step deploy-render env TAILOR_HELM="$HELM" "$GO" test -race -count=1 ./test/deploy
+step controller "$MAKE" --no-print-directory controller
+if [[ -n "$step_from" ]]; then
+  echo "CHECK_FROM=$step_from names no step" >&2
+  exit 2
+fi
+table
+echo "check passed"
