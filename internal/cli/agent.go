@@ -121,9 +121,9 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 	}
 	var managers agent.Managers = agent.StaticManagers(o.ManagerURLs)
 	if len(o.ManagerURLs) == 0 {
-		cfg, err := o.configFlags.ToRESTConfig()
+		cfg, err := restConfig(o.configFlags)
 		if err != nil {
-			return fmt.Errorf("loading kubeconfig: %w", err)
+			return err
 		}
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -142,9 +141,9 @@ func goMemLimit(limit uint64) uint64 {
 // Run starts the manager and blocks until ctx ends.
 func (o *ManagerOptions) Run(ctx context.Context) error {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(o.Development)))
-	cfg, err := o.configFlags.ToRESTConfig()
+	cfg, err := restConfig(o.configFlags)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
 	}
 	// The Go runtime does not know the container's memory limit; without
 	// a soft limit its heap grows to twice what is live before a

@@ -93,9 +93,9 @@ func (o *ReportOptions) Complete(_ []string) error {
 		return err
 	}
 	o.clients = c
-	cfg, err := o.configFlags.ToRESTConfig()
+	cfg, err := restConfig(o.configFlags)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
 	}
 	scheme, err := manager.Scheme()
 	if err != nil {
