@@ -40,8 +40,16 @@ demo-resize: build
 test:
 	hack/test.sh
 
+# tailor version and the bug reports it answers name the build: the tag (or
+# commit) and whether the tree had uncommitted changes. Unset outside a git
+# checkout; the binary then falls back to what Go itself recorded.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X github.com/tailorhq/tailor/internal/cli.buildVersion=$(VERSION) \
+	-X github.com/tailorhq/tailor/internal/cli.buildCommit=$(COMMIT)
+
 build:
-	$(GO) build -o $(BIN)/tailor ./cmd/tailor
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/tailor ./cmd/tailor
 	ln -sf tailor $(BIN)/kubectl-tailor
 
 ## install: tailor and the kubectl plugin (kubectl tailor ...) into PREFIX/bin.

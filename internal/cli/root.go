@@ -60,7 +60,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 
-	root.AddCommand(newVersionCommand(streams))
+	root.AddCommand(newVersionCommand(configFlags, streams))
 	for _, add := range verbs {
 		root.AddCommand(add(configFlags, streams))
 	}
