@@ -51,12 +51,15 @@ LDFLAGS := -X github.com/tailorhq/tailor/internal/cli.buildVersion=$(VERSION) \
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/tailor ./cmd/tailor
 	ln -sf tailor $(BIN)/kubectl-tailor
+	ln -sf tailor $(BIN)/kubectl_complete-tailor
 
-## install: tailor and the kubectl plugin (kubectl tailor ...) into PREFIX/bin.
+## install: tailor and the kubectl plugin (kubectl tailor ...) into PREFIX/bin, with
+## kubectl_complete-tailor, which kubectl 1.26+ runs to complete kubectl tailor.
 PREFIX ?= /usr/local
 install: build
 	install -m 0755 $(BIN)/tailor $(PREFIX)/bin/tailor
 	ln -sf tailor $(PREFIX)/bin/kubectl-tailor
+	ln -sf tailor $(PREFIX)/bin/kubectl_complete-tailor
 
 unit:
 	$(GO) test -race -count=1 ./...
