@@ -92,6 +92,9 @@ func (o *ManagerOptions) Validate() error {
 			return usageErrorf("--agent-service-account %q: want <namespace>:<name>", o.AgentServiceAccount)
 		}
 	}
+	if err := validatePrometheusURL("--prometheus-url", o.PrometheusURL); err != nil {
+		return err
+	}
 	if o.SyncPeriod < time.Second {
 		return usageErrorf("--sync-period must be at least 1s, got %s", o.SyncPeriod)
 	}

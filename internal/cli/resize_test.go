@@ -203,7 +203,7 @@ func TestExecuteExitCodes(t *testing.T) {
 		"bad flag":       {args: []string{"resize", "p", "--nope"}, want: ExitUsage},
 		"missing pod":    {args: []string{"resize", "--limits", "cpu=1"}, want: ExitUsage},
 		"bad quantity":   {args: []string{"resize", "p", "--limits", "cpu=x"}, want: ExitUsage},
-		"status bad -o":  {args: []string{"status", "-o", "xml", "--kubeconfig", "/nonexistent"}, want: ExitError},
+		"status bad -o":  {args: []string{"status", "-o", "xml", "--kubeconfig", "/nonexistent"}, want: ExitUsage},
 		"resize no-op ":  {args: []string{"resize", "p"}, want: ExitUsage},
 		"dry-run bogus":  {args: []string{"resize", "p", "--limits", "cpu=1", "--dry-run=maybe"}, want: ExitUsage},
 		"timeout bogus ": {args: []string{"resize", "p", "--limits", "cpu=1", "--timeout=0s"}, want: ExitUsage},
