@@ -12,7 +12,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/dashboard"
@@ -29,7 +28,7 @@ type ManagerOptions struct {
 
 	// The flags fill the manager's own options, so there is one list of them.
 	manager.Options
-	Development bool
+	logs logFlags
 }
 
 func newManagerCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -75,7 +74,7 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, for looking into the manager's memory and CPU ("0" disables)`)
 	f.StringVar(&o.DashboardAddr, "dashboard-bind-address", "0", `address of the read-only web dashboard, e.g. 127.0.0.1:8082 (reach it with kubectl port-forward); "0" disables`)
 	f.IntVar(&o.DashboardPoints, "dashboard-history-points", dashboard.DefaultPoints, "points of usage history each container keeps for the dashboard's charts, one per sync period (40 bytes each)")
-	f.BoolVar(&o.Development, "development", false, "human-readable logs")
+	o.logs.bind(f)
 	return cmd
 }
 
@@ -143,7 +142,7 @@ func goMemLimit(limit uint64) uint64 {
 
 // Run starts the manager and blocks until ctx ends.
 func (o *ManagerOptions) Run(ctx context.Context) error {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(o.Development)))
+	o.logs.setup(o.streams.ErrOut)
 	cfg, err := restConfig(o.configFlags)
 	if err != nil {
 		return err
