@@ -40,15 +40,46 @@ demo-resize: build
 test:
 	hack/test.sh
 
-build:
-	$(GO) build -o $(BIN)/tailor ./cmd/tailor
-	ln -sf tailor $(BIN)/kubectl-tailor
+# tailor version and the bug reports it answers name the build: the tag (or
+# commit) and whether the tree had uncommitted changes. Unset outside a git
+# checkout; the binary then falls back to what Go itself recorded.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X github.com/tailorhq/tailor/internal/cli.buildVersion=$(VERSION) \
+	-X github.com/tailorhq/tailor/internal/cli.buildCommit=$(COMMIT)
 
-## install: tailor and the kubectl plugin (kubectl tailor ...) into PREFIX/bin.
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/tailor ./cmd/tailor
+	ln -sf tailor $(BIN)/kubectl-tailor
+	ln -sf tailor $(BIN)/kubectl_complete-tailor
+
+## release: tailor for each of RELEASE_PLATFORMS, stamped as make build stamps it,
+## as DIST/tailor-VERSION-OS-ARCH.tar.gz (the binary, its kubectl plugin links,
+## LICENSE, README.md, CHANGELOG.md) and DIST/SHA256SUMS. A tree with uncommitted
+## changes is refused (its version ends in -dirty) unless ALLOW_DIRTY=1.
+.PHONY: release
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+DIST ?= dist
+release:
+	@test -n "$(VERSION)" || { echo "release: no version: build from a git checkout or set VERSION=v0.1.0" >&2; exit 2; }
+	@case "$(VERSION)" in *-dirty) test "$(ALLOW_DIRTY)" = 1 || { echo "release: $(VERSION) has uncommitted changes: commit them, or set ALLOW_DIRTY=1" >&2; exit 2; };; esac
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	for p in $(RELEASE_PLATFORMS); do \
+		name=tailor-$(VERSION)-$${p%/*}-$${p#*/}; mkdir $(DIST)/$$name; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags '$(LDFLAGS) -s -w' -o $(DIST)/$$name/tailor ./cmd/tailor; \
+		ln -s tailor $(DIST)/$$name/kubectl-tailor; ln -s tailor $(DIST)/$$name/kubectl_complete-tailor; \
+		cp LICENSE README.md CHANGELOG.md $(DIST)/$$name/; \
+		tar -C $(DIST) -czf $(DIST)/$$name.tar.gz $$name; rm -rf $(DIST)/$$name; \
+	done
+	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS
+
+## install: tailor and the kubectl plugin (kubectl tailor ...) into PREFIX/bin, with
+## kubectl_complete-tailor, which kubectl 1.26+ runs to complete kubectl tailor.
 PREFIX ?= /usr/local
 install: build
 	install -m 0755 $(BIN)/tailor $(PREFIX)/bin/tailor
 	ln -sf tailor $(PREFIX)/bin/kubectl-tailor
+	ln -sf tailor $(PREFIX)/bin/kubectl_complete-tailor
 
 unit:
 	$(GO) test -race -count=1 ./...

@@ -20,7 +20,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tailorhq/tailor/internal/agent"
 	"github.com/tailorhq/tailor/internal/agent/cgroup"
@@ -44,11 +43,13 @@ type AgentOptions struct {
 	Thresholds     agent.Thresholds
 	MetricsAddr    string
 	ProbeAddr      string
-	Development    bool
+
+	logs    logFlags
+	streams genericiooptions.IOStreams
 }
 
-func newAgentCommand(flags *genericclioptions.ConfigFlags, _ genericiooptions.IOStreams) *cobra.Command {
-	o := &AgentOptions{configFlags: flags, Thresholds: agent.DefaultThresholds()}
+func newAgentCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &AgentOptions{configFlags: flags, streams: streams, Thresholds: agent.DefaultThresholds()}
 	return o.command()
 }
 
@@ -81,7 +82,7 @@ func (o *AgentOptions) command() *cobra.Command {
 	f.DurationVar(&th.Cooldown, "wake-cooldown", th.Cooldown, "how long a container that woke the manager waits before it may wake it again")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the agent's Prometheus metrics ("0" disables)`)
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz: ok while the cgroups were read within three intervals")
-	f.BoolVar(&o.Development, "development", false, "human-readable logs")
+	o.logs.bind(f)
 	return cmd
 }
 
@@ -113,7 +114,7 @@ func (o *AgentOptions) Validate() error {
 
 // Run runs the agent until ctx ends.
 func (o *AgentOptions) Run(ctx context.Context) error {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(o.Development)))
+	o.logs.setup(o.streams.ErrOut)
 	log := ctrl.Log.WithName("agent")
 	tree, err := detectTree(o.CgroupRoot)
 	if err != nil {
@@ -121,9 +122,9 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 	}
 	var managers agent.Managers = agent.StaticManagers(o.ManagerURLs)
 	if len(o.ManagerURLs) == 0 {
-		cfg, err := o.configFlags.ToRESTConfig()
+		cfg, err := restConfig(o.configFlags)
 		if err != nil {
-			return fmt.Errorf("loading kubeconfig: %w", err)
+			return err
 		}
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {

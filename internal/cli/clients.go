@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -18,9 +22,9 @@ type clients struct {
 }
 
 func newClients(flags *genericclioptions.ConfigFlags) (*clients, error) {
-	cfg, err := flags.ToRESTConfig()
+	cfg, err := restConfig(flags)
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, err
 	}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
@@ -35,4 +39,58 @@ func newClients(flags *genericclioptions.ConfigFlags) (*clients, error) {
 		return nil, fmt.Errorf("reading namespace from kubeconfig: %w", err)
 	}
 	return &clients{client: c, discovery: dc, namespace: ns}, nil
+}
+
+// errNoKubeconfig is a kubeconfig that names no cluster, outside a cluster.
+// client-go then falls back to http://localhost:8080, and the user would be
+// told only that a connection to 127.0.0.1:8080 was refused.
+var errNoKubeconfig = errors.New("no kubeconfig found")
+
+func isNoKubeconfig(err error) bool { return errors.Is(err, errNoKubeconfig) }
+
+// restConfig is the client configuration the flags and kubeconfig give, or
+// an error saying where tailor looked and how to name a cluster.
+func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, error) {
+	loader := flags.ToRawKubeConfigLoader()
+	if !namesAServer(flags) {
+		raw, err := loader.RawConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		if len(raw.Clusters) == 0 && !inCluster() {
+			return nil, noKubeconfigError(flags, loader.ConfigAccess().GetLoadingPrecedence())
+		}
+	}
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// namesAServer reports whether a flag or the environment names the
+// apiserver outright, whatever the kubeconfig files say.
+func namesAServer(flags *genericclioptions.ConfigFlags) bool {
+	// KUBERNETES_MASTER is client-go's own old default server.
+	return (flags.APIServer != nil && *flags.APIServer != "") || os.Getenv("KUBERNETES_MASTER") != ""
+}
+
+// noKubeconfigError says which files were read and how to name a cluster.
+func noKubeconfigError(flags *genericclioptions.ConfigFlags, files []string) error {
+	const how = "give one with --kubeconfig FILE or KUBECONFIG=FILE, or an apiserver with --server URL"
+	if flags.KubeConfig != nil && *flags.KubeConfig != "" {
+		return fmt.Errorf("%w: --kubeconfig %s names no cluster: %s", errNoKubeconfig, *flags.KubeConfig, how)
+	}
+	looked := "looked in " + strings.Join(files, ", ")
+	if os.Getenv("KUBECONFIG") == "" {
+		looked += "; KUBECONFIG is not set"
+	}
+	return fmt.Errorf("%w (%s) and not running in a cluster: %s", errNoKubeconfig, looked, how)
+}
+
+// inCluster is client-go's own test for the in-cluster configuration it
+// falls back to: the service account token and the service's address.
+func inCluster() bool {
+	_, err := rest.InClusterConfig()
+	return err == nil
 }

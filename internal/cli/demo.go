@@ -87,7 +87,7 @@ func (o *DemoOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cfg, err := o.configFlags.ToRESTConfig()
+	cfg, err := restConfig(o.configFlags)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/dashboard"
@@ -30,7 +28,7 @@ type ManagerOptions struct {
 
 	// The flags fill the manager's own options, so there is one list of them.
 	manager.Options
-	Development bool
+	logs logFlags
 }
 
 func newManagerCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -76,7 +74,7 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, for looking into the manager's memory and CPU ("0" disables)`)
 	f.StringVar(&o.DashboardAddr, "dashboard-bind-address", "0", `address of the read-only web dashboard, e.g. 127.0.0.1:8082 (reach it with kubectl port-forward); "0" disables`)
 	f.IntVar(&o.DashboardPoints, "dashboard-history-points", dashboard.DefaultPoints, "points of usage history each container keeps for the dashboard's charts, one per sync period (40 bytes each)")
-	f.BoolVar(&o.Development, "development", false, "human-readable logs")
+	o.logs.bind(f)
 	return cmd
 }
 
@@ -92,6 +90,9 @@ func (o *ManagerOptions) Validate() error {
 		if ns, name, ok := strings.Cut(o.AgentServiceAccount, ":"); !ok || ns == "" || name == "" || strings.Contains(name, ":") {
 			return usageErrorf("--agent-service-account %q: want <namespace>:<name>", o.AgentServiceAccount)
 		}
+	}
+	if err := validatePrometheusURL("--prometheus-url", o.PrometheusURL); err != nil {
+		return err
 	}
 	if o.SyncPeriod < time.Second {
 		return usageErrorf("--sync-period must be at least 1s, got %s", o.SyncPeriod)
@@ -141,10 +142,10 @@ func goMemLimit(limit uint64) uint64 {
 
 // Run starts the manager and blocks until ctx ends.
 func (o *ManagerOptions) Run(ctx context.Context) error {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(o.Development)))
-	cfg, err := o.configFlags.ToRESTConfig()
+	o.logs.setup(o.streams.ErrOut)
+	cfg, err := restConfig(o.configFlags)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
 	}
 	// The Go runtime does not know the container's memory limit; without
 	// a soft limit its heap grows to twice what is live before a

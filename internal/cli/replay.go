@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -121,8 +123,17 @@ func (o *ReplayOptions) Run() error {
 	if err != nil {
 		return withExitCode(ExitUsage, err)
 	}
+	// A short series is left out because its figures would be the
+	// recommender's warm-up, not its judgement; but the user who gave it
+	// is told which, how long each was, and how to keep it.
+	skipped := skippedText(series, rep.Skipped)
 	if len(rep.Series) == 0 {
-		return fmt.Errorf("no series spans at least --min-span %v (and more than --warmup %v): nothing to judge", o.MinSpan, o.Warmup)
+		return fmt.Errorf("all %d series are too short to judge: each must span at least --min-span %v and more than --warmup %v (%s); replay shorter traces with smaller --min-span and --warmup, e.g. --min-span 0 --warmup 1h",
+			len(series), o.MinSpan, o.Warmup, skipped)
+	}
+	if len(rep.Skipped) > 0 {
+		fmt.Fprintf(o.streams.ErrOut, "warning: skipped %d of %d series spanning less than --min-span %v or no more than --warmup %v (%s); lower them to replay these too\n",
+			len(rep.Skipped), len(series), o.MinSpan, o.Warmup, skipped)
 	}
 	if o.Output == "json" {
 		err = replay.WriteJSON(o.streams.Out, rep, o.SeriesTable)
@@ -155,4 +166,39 @@ func (o *ReplayOptions) Run() error {
 		fmt.Fprintf(o.streams.ErrOut, "wrote %s\n", path)
 	}
 	return nil
+}
+
+// skippedText names the skipped series with their spans, the first few
+// only: a directory of traces may skip hundreds.
+func skippedText(series []replay.Series, skipped []string) string {
+	const shown = 5
+	spans := make(map[string]string, len(series))
+	for i := range series {
+		s := &series[i]
+		switch len(s.Samples) {
+		case 0:
+			spans[s.Name] = "no samples"
+		case 1:
+			spans[s.Name] = "1 sample"
+		default:
+			spans[s.Name] = "spans " + spanText(s.Span())
+		}
+	}
+	var parts []string
+	for i, name := range skipped {
+		if i == shown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(skipped)-shown))
+			break
+		}
+		parts = append(parts, name+": "+spans[name])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// spanText writes a trace's span as a person reads it: days for long ones.
+func spanText(d time.Duration) string {
+	if d >= 24*time.Hour {
+		return strconv.FormatFloat(d.Hours()/24, 'f', 1, 64) + " days"
+	}
+	return d.Round(time.Second).String()
 }

@@ -31,12 +31,40 @@ func TestReplayVerb(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("timestamp,cpu,memory\n1,0.5,1\n2,lots,1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	garbage := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(garbage, []byte("dGhpcyBpcyBub3QgYSB0cmFjZQ==\nQW5kIG5laXRoZXIgaXMgdGhpcw==\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short.csv")
+	if err := os.WriteFile(short, []byte("timestamp,cpu,memory\n1767225600,0.5,1000\n1767229200,0.5,1000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	headerOnly := filepath.Join(dir, "empty.csv")
+	if err := os.WriteFile(headerOnly, []byte("timestamp,cpu,memory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		args       []string
 		wantCode   int
 		wantOut    []string
 		wantErrOut string
 	}{
+		"a text file of garbage names the file and line": {
+			args: []string{"replay", garbage}, wantCode: ExitError,
+			wantErrOut: garbage + `:1: not a CSV trace: want a header or rows of 3 columns (timestamp,cpu cores,memory bytes), got 1 in "dGhpcyBpcyBub3QgYSB0cmFjZQ=="`,
+		},
+		"a short series beside a long one is named, with why": {
+			args:       []string{"replay", good, short, headerOnly},
+			wantOut:    []string{"tailor", "1.00x"},
+			wantErrOut: "warning: skipped 2 of 3 series spanning less than --min-span 168h0m0s or no more than --warmup 24h0m0s (short: spans 1h0m0s, empty: no samples); lower them",
+		},
+		"only short series: an error that says how to replay them": {
+			args: []string{"replay", short}, wantCode: ExitError,
+			wantErrOut: "all 1 series are too short to judge: each must span at least --min-span 168h0m0s and more than --warmup 24h0m0s (short: spans 1h0m0s); replay shorter traces with smaller --min-span and --warmup",
+		},
+		"short series replayed when asked": {
+			args: []string{"replay", "--min-span", "0", "--warmup", "10m", short}, wantOut: []string{"tailor"},
+		},
 		"table": {
 			args:    []string{"replay", good},
 			wantOut: []string{"policy", "tailor", "double", "oracle", "1.00x"},
@@ -80,8 +108,8 @@ func TestReplayVerb(t *testing.T) {
 					t.Errorf("stdout lacks %q:\n%s", w, out.String())
 				}
 			}
-			if !strings.Contains(errOut.String(), tc.wantErrOut) {
-				t.Errorf("stderr %q lacks %q", errOut.String(), tc.wantErrOut)
+			if !strings.Contains(errOut.String(), tc.wantErrOut) || (tc.wantErrOut == "" && errOut.Len() > 0) {
+				t.Errorf("stderr %q, want %q", errOut.String(), tc.wantErrOut)
 			}
 		})
 	}

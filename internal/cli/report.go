@@ -86,16 +86,20 @@ memory. -o json and -o csv are stable schemas (docs/report.md).`,
 	return cmd
 }
 
-// Complete fills in what the flags imply.
-func (o *ReportOptions) Complete(_ []string) error {
+// Complete fills in what the flags imply. It does not connect, so that
+// Validate tells a mistake in the command line before the cluster is read.
+func (o *ReportOptions) Complete(_ []string) error { return nil }
+
+// connect builds the clients Run reads the cluster with.
+func (o *ReportOptions) connect() error {
 	c, err := newClients(o.configFlags)
 	if err != nil {
 		return err
 	}
 	o.clients = c
-	cfg, err := o.configFlags.ToRESTConfig()
+	cfg, err := restConfig(o.configFlags)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
 	}
 	scheme, err := manager.Scheme()
 	if err != nil {
@@ -125,11 +129,19 @@ func (o *ReportOptions) Validate() error {
 	if o.window < report.Step {
 		return usageErrorf("--window %s is shorter than one %s step of history", o.Window, report.Step)
 	}
+	if o.PrometheusURL != "" {
+		return validatePrometheusURL("--prometheus-url", o.PrometheusURL)
+	}
 	return nil
 }
 
 // Run reads pods, policies and, if asked, the history; then prints.
 func (o *ReportOptions) Run(ctx context.Context) error {
+	if o.client == nil {
+		if err := o.connect(); err != nil {
+			return err
+		}
+	}
 	ns := o.clients.namespace
 	var opts []client.ListOption
 	if !o.AllNamespaces {

@@ -151,11 +151,28 @@ func parseResourceList(flag, s string) (corev1.ResourceList, error) {
 		return nil, nil
 	}
 	out := corev1.ResourceList{}
+	given := map[string]string{}
 	for _, kv := range strings.Split(s, ",") {
 		name, value, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok || name == "" || value == "" {
 			return nil, usageErrorf("%s: %q is not NAME=QUANTITY (e.g. cpu=500m)", flag, kv)
 		}
+		// The pods/resize subresource changes cpu and memory only
+		// (ValidatePodResize); anything else would be refused, or is a typo.
+		switch corev1.ResourceName(name) {
+		case corev1.ResourceCPU, corev1.ResourceMemory:
+		case corev1.ResourceEphemeralStorage:
+			return nil, usageErrorf("%s: %s cannot be resized in place: Kubernetes resizes only cpu and memory", flag, name)
+		default:
+			if strings.HasPrefix(name, corev1.ResourceHugePagesPrefix) || strings.Contains(name, "/") {
+				return nil, usageErrorf("%s: %s cannot be resized in place: Kubernetes resizes only cpu and memory", flag, name)
+			}
+			return nil, usageErrorf("%s: unknown resource %q: use cpu or memory (e.g. cpu=500m,memory=1Gi)", flag, name)
+		}
+		if prev, ok := given[name]; ok {
+			return nil, usageErrorf("%s: %s is given twice (%s=%s and %s=%s): give it once", flag, name, name, prev, name, value)
+		}
+		given[name] = value
 		q, err := resource.ParseQuantity(value)
 		if err != nil {
 			return nil, usageErrorf("%s: %s=%q is not a quantity (try 500m, 0.5, 1Gi or 1G)", flag, name, value)

@@ -26,6 +26,13 @@ func TestParseResourceList(t *testing.T) {
 		"not name=value":         {in: "cpu", wantErr: `"cpu" is not NAME=QUANTITY`},
 		"bad quantity":           {in: "memory=lots", wantErr: `memory="lots" is not a quantity`},
 		"negative":               {in: "cpu=-1", wantErr: "must not be negative"},
+		"unknown resource":       {in: "foo=1", wantErr: `--requests: unknown resource "foo": use cpu or memory`},
+		"misspelt resource":      {in: "cpu=1,memroy=1Gi", wantErr: `unknown resource "memroy"`},
+		"not resizable":          {in: "ephemeral-storage=1Gi", wantErr: "ephemeral-storage cannot be resized in place"},
+		"hugepages":              {in: "hugepages-2Mi=4Mi", wantErr: "hugepages-2Mi cannot be resized in place"},
+		"extended resource":      {in: "nvidia.com/gpu=1", wantErr: "nvidia.com/gpu cannot be resized in place"},
+		"repeated":               {in: "cpu=1,cpu=2", wantErr: "cpu is given twice (cpu=1 and cpu=2)"},
+		"repeated, spaced":       {in: "memory=1Gi, cpu=1, memory=2Gi", wantErr: "memory is given twice"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -196,7 +203,7 @@ func TestExecuteExitCodes(t *testing.T) {
 		"bad flag":       {args: []string{"resize", "p", "--nope"}, want: ExitUsage},
 		"missing pod":    {args: []string{"resize", "--limits", "cpu=1"}, want: ExitUsage},
 		"bad quantity":   {args: []string{"resize", "p", "--limits", "cpu=x"}, want: ExitUsage},
-		"status bad -o":  {args: []string{"status", "-o", "xml", "--kubeconfig", "/nonexistent"}, want: ExitError},
+		"status bad -o":  {args: []string{"status", "-o", "xml", "--kubeconfig", "/nonexistent"}, want: ExitUsage},
 		"resize no-op ":  {args: []string{"resize", "p"}, want: ExitUsage},
 		"dry-run bogus":  {args: []string{"resize", "p", "--limits", "cpu=1", "--dry-run=maybe"}, want: ExitUsage},
 		"timeout bogus ": {args: []string{"resize", "p", "--limits", "cpu=1", "--timeout=0s"}, want: ExitUsage},

@@ -60,7 +60,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 
-	root.AddCommand(newVersionCommand(streams))
+	root.AddCommand(newVersionCommand(configFlags, streams))
 	for _, add := range verbs {
 		root.AddCommand(add(configFlags, streams))
 	}
@@ -71,14 +71,30 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 // of a growing list of imports and wiring.
 var verbs []func(*genericclioptions.ConfigFlags, genericiooptions.IOStreams) *cobra.Command
 
+// How the binary was invoked decides how it names itself. kubectl runs a
+// plugin kubectl-NAME for `kubectl NAME`, and since kubectl 1.26 completes
+// `kubectl NAME ...` by running kubectl_complete-NAME with the words typed so
+// far, the last one being the word to complete (kubectl's
+// pkg/cmd/plugin/plugin_completion.go).
+const (
+	pluginBinary     = "kubectl-tailor"
+	completionBinary = "kubectl_complete-tailor"
+	pluginName       = "kubectl tailor"
+)
+
 // Execute runs the CLI and returns the process exit code. argv0 is the name
 // the binary was invoked as.
 func Execute(argv0 string, args []string, in io.Reader, out, errOut io.Writer) int {
 	streams := genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut}
 	root := NewRootCommand(streams)
-	// Invoked as kubectl-tailor, help text should read "kubectl tailor".
-	if strings.HasPrefix(filepath.Base(argv0), "kubectl-") {
-		root.Use = "kubectl tailor"
+	switch filepath.Base(argv0) {
+	case completionBinary:
+		// kubectl wants what cobra's hidden __complete prints: one
+		// candidate a line, then :DIRECTIVE.
+		args = append([]string{cobra.ShellCompRequestCmd}, args...)
+		asPlugin(root)
+	case pluginBinary:
+		asPlugin(root)
 	}
 	root.SetArgs(args)
 	err := root.Execute()
@@ -94,4 +110,35 @@ func Execute(argv0 string, args []string, in io.Reader, out, errOut io.Writer) i
 		return ExitUsage
 	}
 	return ExitError
+}
+
+// asPlugin makes help and examples read "kubectl tailor ...". The display
+// name changes only what is printed: the command's own name stays tailor,
+// so cobra's completion scripts define __start_tailor and complete tailor,
+// never kubectl's own __start_kubectl and kubectl.
+func asPlugin(root *cobra.Command) {
+	if root.Annotations == nil {
+		root.Annotations = map[string]string{}
+	}
+	root.Annotations[cobra.CommandDisplayNameAnnotation] = pluginName
+	var visit func(*cobra.Command)
+	visit = func(c *cobra.Command) {
+		c.Example = strings.ReplaceAll(c.Example, "  tailor ", "  "+pluginName+" ")
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(root)
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		c.Long += `
+
+As a kubectl plugin, "kubectl tailor" is completed by kubectl's own
+completion (kubectl 1.26 or later): it runs an executable named
+kubectl_complete-tailor from PATH. make install links one; by hand:
+
+  ln -s "$(command -v kubectl-tailor)" "$(dirname "$(command -v kubectl-tailor)")/kubectl_complete-tailor"
+
+The scripts below complete the tailor command itself.`
+	}
 }

@@ -62,14 +62,10 @@ Pending-Infeasible, InProgress or Error.`,
 	return cmd
 }
 
-// Complete fills in what the flags imply.
+// Complete fills in what the flags imply. It does not connect, so that
+// Validate tells a mistake in the command line before the cluster is read.
 func (o *StatusOptions) Complete(args []string) error {
 	o.Pods = args
-	c, err := newClients(o.configFlags)
-	if err != nil {
-		return err
-	}
-	o.clients = c
 	return nil
 }
 
@@ -94,6 +90,13 @@ func (o *StatusOptions) Validate() error {
 
 // Run lists the pods and prints their resize status.
 func (o *StatusOptions) Run(ctx context.Context) error {
+	if o.clients == nil {
+		c, err := newClients(o.configFlags)
+		if err != nil {
+			return err
+		}
+		o.clients = c
+	}
 	pods, err := o.pods(ctx)
 	if err != nil {
 		return err

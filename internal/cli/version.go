@@ -1,35 +1,193 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/yaml"
 )
 
-// version is set at link time by the Makefile; the fallback reads the module
-// build info so `go install` builds still say something useful.
-var version = ""
+// The release build stamps these with -ldflags -X (the Makefile's build
+// target): a binary built from a tag says which one, and a bug report
+// carries the exact commit.
+var (
+	buildVersion = ""
+	buildCommit  = ""
+)
 
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "devel"
+// develVersion is what a build that nobody stamped and Go could not stamp
+// either calls itself, as `go version -m` does.
+const develVersion = "(devel)"
+
+// ClientVersion is this binary's build.
+type ClientVersion struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
 }
 
-func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print tailor's version",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(streams.Out, buildVersion())
-			return err
+// VersionReport is the machine-readable `tailor version` (-o json|yaml).
+// The server's version is the apiserver's own /version answer, as kubectl
+// prints it.
+type VersionReport struct {
+	ClientVersion ClientVersion `json:"clientVersion"`
+	ServerVersion *version.Info `json:"serverVersion,omitempty"`
+}
+
+// clientVersion reads the link-time stamps first and falls back to what the
+// Go toolchain embedded: `go install ...@v0.1.0` records the module version,
+// and a build in a git checkout records the revision.
+func clientVersion(stampedVersion, stampedCommit string, bi *debug.BuildInfo) ClientVersion {
+	cv := ClientVersion{Version: stampedVersion, Commit: stampedCommit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if bi != nil {
+		cv.GoVersion = bi.GoVersion
+		if cv.Version == "" && bi.Main.Version != "" {
+			cv.Version = bi.Main.Version
+		}
+		if cv.Commit == "" {
+			modified := false
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					cv.Commit = s.Value
+				case "vcs.modified":
+					modified = s.Value == "true"
+				}
+			}
+			if cv.Commit != "" && modified {
+				cv.Commit += "-dirty"
+			}
+		}
+	}
+	if cv.Version == "" {
+		cv.Version = develVersion
+	}
+	return cv
+}
+
+// VersionOptions holds `tailor version` flags.
+type VersionOptions struct {
+	configFlags *genericclioptions.ConfigFlags
+	streams     genericiooptions.IOStreams
+
+	Client bool
+	Output string
+	// ServerTimeout bounds the wait for the apiserver: `tailor version` is
+	// what one runs when something is wrong, and must not hang on it.
+	ServerTimeout time.Duration
+}
+
+const defaultVersionServerTimeout = 5 * time.Second
+
+func newVersionCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &VersionOptions{configFlags: flags, streams: streams, ServerTimeout: defaultVersionServerTimeout}
+	cmd := &cobra.Command{
+		Use:   "version [--client] [-o json|yaml]",
+		Short: "Print tailor's version, and the Kubernetes server's when a kubeconfig reaches one",
+		Long: `Print tailor's version, the commit it was built from, the Go version and
+the platform. When a kubeconfig (or --server) names a cluster, the
+apiserver's version too, waiting at most 5 seconds for it; --client skips it.`,
+		Example: `  tailor version
+  tailor version --client -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
 		},
 	}
+	cmd.Flags().BoolVar(&o.Client, "client", false, "print the client version only, without contacting the cluster")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: human-readable)")
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *VersionOptions) Validate() error {
+	switch o.Output {
+	case "", "json", "yaml":
+		return nil
+	}
+	return usageErrorf("unknown output format %q: use json or yaml", o.Output)
+}
+
+// Run prints the versions. A cluster that cannot be reached is a warning,
+// not a failure: the client's version is still the answer asked for.
+func (o *VersionOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	bi, _ := debug.ReadBuildInfo()
+	rep := VersionReport{ClientVersion: clientVersion(buildVersion, buildCommit, bi)}
+	if !o.Client {
+		info, err := o.serverVersion(ctx)
+		switch {
+		case err != nil:
+			fmt.Fprintf(o.streams.ErrOut, "warning: server version not read: %v (--client skips the server)\n", err)
+		default:
+			rep.ServerVersion = info
+		}
+	}
+	return printVersion(o.streams.Out, rep, o.Output)
+}
+
+// serverVersion asks the apiserver for its version; nil and no error when
+// no kubeconfig names one.
+func (o *VersionOptions) serverVersion(ctx context.Context) (*version.Info, error) {
+	cfg, err := restConfig(o.configFlags)
+	if err != nil {
+		if isNoKubeconfig(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	cfg.Timeout = o.ServerTimeout
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating discovery client for %s: %w", cfg.Host, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.ServerTimeout)
+	defer cancel()
+	// The error names the server's address already.
+	return dc.ServerVersionWithContext(ctx)
+}
+
+func printVersion(w io.Writer, rep VersionReport, output string) error {
+	switch output {
+	case "json":
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w, string(b))
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	c := rep.ClientVersion
+	commit := c.Commit
+	if commit == "" {
+		commit = "unknown"
+	}
+	_, err := fmt.Fprintf(w, "Version:   %s\nCommit:    %s\nGo:        %s\nPlatform:  %s\n", c.Version, commit, c.GoVersion, c.Platform)
+	if err == nil && rep.ServerVersion != nil {
+		_, err = fmt.Fprintf(w, "Server:    %s\n", rep.ServerVersion.GitVersion)
+	}
+	return err
 }

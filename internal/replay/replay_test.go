@@ -228,6 +228,9 @@ func TestReadErrors(t *testing.T) {
 		"bitbrains bad number": {FormatBitbrains, bbHeader + "1;\t2;\tx;\t1;\t1;\t1;\t1;\t0;\t0;\t0;\t0\n", "x:2: column 3"},
 		"unknown format":       {"xml", "a\n", `x:1: unknown trace format "xml"`},
 		"empty":                {FormatAuto, "", "x:1: empty file"},
+		"garbage first line":   {FormatAuto, "aGVsbG8gd29ybGQ=\n", `x:1: not a CSV trace: want a header or rows of 3 columns (timestamp,cpu cores,memory bytes), got 1 in "aGVsbG8gd29ybGQ="`},
+		"garbage after header": {FormatCSV, "t,c,m\nlorem ipsum\n", `x:2: want 3 columns (timestamp,cpu cores,memory bytes), got 1 in "lorem ipsum"`},
+		"a line too long":      {FormatAuto, strings.Repeat("x", maxLine+1), "x:1: a line longer than 1048576 bytes: not a text trace"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -176,10 +176,14 @@ func ReadFile(path string, format Format) (Series, error) {
 	return s, err
 }
 
+// maxLine bounds a trace's line: a row is a few dozen bytes, so a longer
+// one is a file that is not a trace.
+const maxLine = 1 << 20
+
 // Read parses one trace from r; file is used in error messages only.
 func Read(r io.Reader, file string, format Format) (Series, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
 	p := parser{file: file, format: format}
 	for sc.Scan() {
 		p.line++
@@ -188,6 +192,9 @@ func Read(r io.Reader, file string, format Format) (Series, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("a line longer than %d bytes: not a text trace", maxLine)
+		}
 		return Series{}, &ParseError{File: file, Line: p.line + 1, Err: err}
 	}
 	if p.line == 0 {
@@ -227,6 +234,11 @@ func (p *parser) parseLine(text string) error {
 			return nil
 		case FormatCSV:
 			if looksLikeHeader(text) {
+				// A header has the rows' three columns; a first line
+				// that has not is not a header but another file.
+				if n := len(strings.Split(text, ",")); n != 3 {
+					return p.errorf("not a CSV trace: want a header or rows of 3 columns (timestamp,cpu cores,memory bytes), got %d in %q", n, clip(text))
+				}
 				return nil
 			}
 		default:
@@ -313,7 +325,7 @@ func (p *parser) bitbrainsRow(text string) error {
 func (p *parser) csvRow(text string) error {
 	fields := strings.Split(text, ",")
 	if len(fields) != 3 {
-		return p.errorf("want 3 columns (timestamp,cpu cores,memory bytes), got %d", len(fields))
+		return p.errorf("want 3 columns (timestamp,cpu cores,memory bytes), got %d in %q", len(fields), clip(text))
 	}
 	ts := strings.TrimSpace(fields[0])
 	var t time.Time
