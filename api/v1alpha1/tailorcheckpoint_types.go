@@ -24,6 +24,7 @@ const PodLevelContainerName = "_pod"
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=tcp,categories=tailor
+// +kubebuilder:metadata:labels="app.kubernetes.io/name=tailor";"app.kubernetes.io/part-of=tailor"
 // +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.policyName`,description="The TailorPolicy this checkpoint belongs to"
 // +kubebuilder:printcolumn:name="Written",type=date,JSONPath=`.spec.writeTime`,description="When the manager last wrote the checkpoint"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

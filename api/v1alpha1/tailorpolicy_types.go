@@ -13,6 +13,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=tp,categories=tailor
+// +kubebuilder:metadata:labels="app.kubernetes.io/name=tailor";"app.kubernetes.io/part-of=tailor"
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.updatePolicy.updateMode`,description="How tailor applies recommendations"
 // +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.targetRef.kind`,priority=1,description="Kind of the target workload"
 // +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetRef.name`,description="Name of the target workload (empty when a selector is used)"

@@ -34,9 +34,9 @@ type Agent struct {
 	cs             kubernetes.Interface
 }
 
-// DeployAgent installs the node agent as config/components/agent renders
-// it (its ServiceAccount, Role and binding, and DaemonSet, logging at debug
-// level) in namespace, and in place of the manager's Service a Service
+// DeployAgent installs the node agent as config/agent and
+// config/components/agent render it (its ServiceAccount, Role and binding,
+// and DaemonSet, logging at debug level) in namespace, and in place of the manager's Service a Service
 // without a selector whose endpoint is this host at managerPort, where a
 // manager in the test's process takes reports. It waits for the agent to
 // run.
@@ -72,7 +72,7 @@ func DeployAgent(ctx context.Context, cs kubernetes.Interface, namespace string,
 		}
 	}
 	if ds == nil || service == "" || a.ServiceAccount == "" {
-		return nil, fmt.Errorf("config/components/agent rendered no agent DaemonSet, ServiceAccount or manager Service for agents")
+		return nil, fmt.Errorf("config/agent and config/components/agent rendered no agent DaemonSet, ServiceAccount or manager Service for agents")
 	}
 	if err := pointAtHost(ctx, cs, namespace, service, managerPort); err != nil {
 		return nil, err
@@ -95,11 +95,29 @@ func DeployAgent(ctx context.Context, cs kubernetes.Interface, namespace string,
 	return a, a.waitRunning(ctx, ds.Name)
 }
 
-// renderAgent builds config/default with the agent component and returns
-// its objects, typed, moved into namespace.
+// renderAgent builds config/default with the agent component (the managers'
+// side: the Service for reports, the agent's Role and binding) and
+// config/agent (the agent's ServiceAccount and DaemonSet), both moved into
+// namespace, and returns their objects, typed, each pointed at the other
+// in that one namespace as docs/agent.md says.
 func renderAgent(namespace string) ([]any, error) {
 	_, this, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(this), "..", "..")
+	var out []any
+	for _, build := range []struct{ resource, component string }{{"config/default", "config/components/agent"}, {"config/agent", ""}} {
+		objs, err := kustomizeInto(root, namespace, build.resource, build.component)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// kustomizeInto builds resource, with component if not empty, moved into
+// namespace, and returns its ServiceAccounts, the agent's Role and
+// RoleBinding, its DaemonSets and Services, typed.
+func kustomizeInto(root, namespace, resource, component string) ([]any, error) {
 	overlay, err := os.MkdirTemp("", "tailor-agent-")
 	if err != nil {
 		return nil, err
@@ -109,10 +127,14 @@ func renderAgent(namespace string) ([]any, error) {
 		r, _ := filepath.Rel(overlay, filepath.Join(root, p))
 		return r
 	}
-	k, err := yaml.Marshal(map[string]any{
+	kust := map[string]any{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": namespace,
-		"resources": []string{rel("config/default")}, "components": []string{rel("config/components/agent")},
-	})
+		"resources": []string{rel(resource)},
+	}
+	if component != "" {
+		kust["components"] = []string{rel(component)}
+	}
+	k, err := yaml.Marshal(kust)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +143,7 @@ func renderAgent(namespace string) ([]any, error) {
 	}
 	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build of config/default with the agent component: %w", err)
+		return nil, fmt.Errorf("kustomize build of %s with %q: %w", resource, component, err)
 	}
 	var out []any
 	for _, r := range rm.Resources() {
@@ -137,13 +159,31 @@ func renderAgent(namespace string) ([]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("decoding the rendered %s %s: %w", kind, r.GetName(), err)
 		}
-		// The agent's Role only: the manager's leader-election Role is
-		// not needed by a manager in the test's process.
-		if role, ok := obj.(*rbacv1.Role); ok && role.Name != "tailor-agent" {
-			continue
-		}
-		if rb, ok := obj.(*rbacv1.RoleBinding); ok && rb.Name != "tailor-agent" {
-			continue
+		switch o := obj.(type) {
+		case *rbacv1.Role:
+			// The agent's Role only: the manager's leader-election Role
+			// is not needed by a manager in the test's process.
+			if o.Name != "tailor-agent" {
+				continue
+			}
+		case *rbacv1.RoleBinding:
+			if o.Name != "tailor-agent" {
+				continue
+			}
+			// The agent runs in namespace too, not in its own.
+			for i := range o.Subjects {
+				o.Subjects[i].Namespace = namespace
+			}
+		case *appsv1.DaemonSet:
+			// Its managers' Service is in namespace too.
+			for i := range o.Spec.Template.Spec.Containers {
+				c := &o.Spec.Template.Spec.Containers[i]
+				for j := range c.Env {
+					if c.Env[j].Name == "MANAGER_NAMESPACE" {
+						c.Env[j].Value = namespace
+					}
+				}
+			}
 		}
 		out = append(out, obj)
 	}

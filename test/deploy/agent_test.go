@@ -25,21 +25,24 @@ import (
 
 // agentRender is an install with the node agent, typed.
 type agentRender struct {
-	namespace string
-	agent     *appsv1.DaemonSet
-	managers  []*appsv1.Deployment
-	services  map[string]*corev1.Service
-	accounts  map[string]bool
-	roles     map[string]*rbacv1.Role
-	bindings  []*rbacv1.RoleBinding
+	// namespace is the managers'; agentNamespace the agent's.
+	namespace, agentNamespace string
+	agent                     *appsv1.DaemonSet
+	// namespaces are the rendered Namespaces' labels, by name.
+	namespaces map[string]map[string]string
+	managers   []*appsv1.Deployment
+	services   map[string]*corev1.Service
+	accounts   map[string]bool
+	roles      map[string]*rbacv1.Role
+	bindings   []*rbacv1.RoleBinding
 	// cluster holds the ClusterRoleBindings; clusterRoles their roles.
 	cluster      []*rbacv1.ClusterRoleBinding
 	clusterRoles map[string]*rbacv1.ClusterRole
 }
 
-func newAgentRender(t *testing.T, namespace string, objs []*unstructured.Unstructured) agentRender {
+func newAgentRender(t *testing.T, namespace, agentNamespace string, objs []*unstructured.Unstructured) agentRender {
 	t.Helper()
-	r := agentRender{namespace: namespace, services: map[string]*corev1.Service{}, accounts: map[string]bool{},
+	r := agentRender{namespace: namespace, agentNamespace: agentNamespace, namespaces: map[string]map[string]string{}, services: map[string]*corev1.Service{}, accounts: map[string]bool{},
 		roles: map[string]*rbacv1.Role{}, clusterRoles: map[string]*rbacv1.ClusterRole{}}
 	into := func(o *unstructured.Unstructured, typed any) {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, typed, true); err != nil {
@@ -64,6 +67,8 @@ func newAgentRender(t *testing.T, namespace string, objs []*unstructured.Unstruc
 			r.services[s.Namespace+"/"+s.Name] = s
 		case "ServiceAccount":
 			r.accounts[o.GetNamespace()+"/"+o.GetName()] = true
+		case "Namespace":
+			r.namespaces[o.GetName()] = o.GetLabels()
 		case "Role":
 			role := &rbacv1.Role{}
 			into(o, role)
@@ -96,28 +101,67 @@ func newAgentRender(t *testing.T, namespace string, objs []*unstructured.Unstruc
 // name prefix or release name.
 func TestAgentRender(t *testing.T) {
 	const namespace, release = "deploy-agent", "deploy-test-agent"
-	cases := map[string]func(t *testing.T) []*unstructured.Unstructured{
-		"kustomize": func(t *testing.T) []*unstructured.Unstructured {
-			return renderKustomize(t, namespace, release+"-", "agent")
-		},
-		"helm": func(t *testing.T) []*unstructured.Unstructured {
+	const own = namespace + "-nodes"
+	cases := map[string]struct {
+		render         func(t *testing.T) []*unstructured.Unstructured
+		agentNamespace string
+		// privileged: the agent's namespace is rendered, enforcing the
+		// privileged Pod Security level.
+		privileged bool
+	}{
+		"kustomize": {render: func(t *testing.T) []*unstructured.Unstructured {
+			return renderKustomizeAgent(t, namespace, own, release+"-")
+		}, agentNamespace: own, privileged: true},
+		"helm": {render: func(t *testing.T) []*unstructured.Unstructured {
 			return renderHelm(t, release, namespace, "agent.enabled=true")
-		},
-		"helm sharded": func(t *testing.T) []*unstructured.Unstructured {
+		}, agentNamespace: namespace},
+		"helm own namespace": {render: func(t *testing.T) []*unstructured.Unstructured {
+			return renderHelm(t, release, namespace, "agent.enabled=true", "agent.namespace="+own, "agent.createNamespace=true")
+		}, agentNamespace: own, privileged: true},
+		"helm own namespace, not created": {render: func(t *testing.T) []*unstructured.Unstructured {
+			return renderHelm(t, release, namespace, "agent.enabled=true", "agent.namespace="+own)
+		}, agentNamespace: own},
+		"helm sharded": {render: func(t *testing.T) []*unstructured.Unstructured {
 			return renderHelm(t, release, namespace, "agent.enabled=true", "shards=2")
-		},
+		}, agentNamespace: namespace},
 	}
-	for name, render := range cases {
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			r := newAgentRender(t, namespace, render(t))
-			if want := release + "-tailor-agent"; r.agent.Name != want || r.agent.Namespace != namespace {
-				t.Errorf("the agent DaemonSet is %s/%s, want %s/%s", r.agent.Namespace, r.agent.Name, namespace, want)
+			r := newAgentRender(t, namespace, tc.agentNamespace, tc.render(t))
+			if want := release + "-tailor-agent"; r.agent.Name != want || r.agent.Namespace != tc.agentNamespace {
+				t.Errorf("the agent DaemonSet is %s/%s, want %s/%s", r.agent.Namespace, r.agent.Name, tc.agentNamespace, want)
 			}
+			checkAgentNamespaces(t, r, tc.privileged)
 			checkAgentPod(t, r.agent.Spec.Template.Spec)
 			checkAgentAccess(t, r)
 			flags := checkAgentArgs(t, r)
 			checkManagersTakeReports(t, r, flags)
 		})
+	}
+}
+
+// checkAgentNamespaces: only the agent's own namespace, if rendered,
+// enforces the privileged Pod Security level; the managers' namespace is
+// never relabelled privileged.
+func checkAgentNamespaces(t *testing.T, r agentRender, privileged bool) {
+	t.Helper()
+	const enforce = "pod-security.kubernetes.io/enforce"
+	for name, labels := range r.namespaces {
+		if name != r.agentNamespace && labels[enforce] == "privileged" {
+			t.Errorf("namespace %s, which the agent does not run in, enforces privileged", name)
+		}
+	}
+	if got := r.namespaces[r.agentNamespace][enforce]; privileged && got != "privileged" {
+		t.Errorf("the agent's namespace %s enforces %q, want privileged", r.agentNamespace, got)
+	}
+	if _, ok := r.namespaces[r.agentNamespace]; !privileged && ok && r.agentNamespace != r.namespace {
+		t.Errorf("namespace %s is rendered without being asked for", r.agentNamespace)
+	}
+	if !privileged && r.namespaces[r.namespace][enforce] == "privileged" {
+		t.Errorf("the managers' namespace %s is relabelled privileged", r.namespace)
+	}
+	if privileged && r.agentNamespace == r.namespace {
+		t.Fatalf("bad case: the agent's own namespace is the managers'")
 	}
 }
 
@@ -216,13 +260,13 @@ func envValue(c corev1.Container, name string) string {
 }
 
 // checkAgentAccess: the agent's ServiceAccount may get, list and watch
-// EndpointSlices in the install's namespace and nothing else; the manager's
+// EndpointSlices in the managers' namespace and nothing else; the manager's
 // may create TokenReviews, to authenticate the agents.
 func checkAgentAccess(t *testing.T, r agentRender) {
 	t.Helper()
 	sa := r.agent.Spec.Template.Spec.ServiceAccountName
-	if !r.accounts[r.namespace+"/"+sa] {
-		t.Fatalf("the agent runs as ServiceAccount %s/%s, which is not rendered", r.namespace, sa)
+	if !r.accounts[r.agentNamespace+"/"+sa] {
+		t.Fatalf("the agent runs as ServiceAccount %s/%s, which is not rendered", r.agentNamespace, sa)
 	}
 	for _, m := range r.managers {
 		if m.Spec.Template.Spec.ServiceAccountName == sa {
@@ -231,7 +275,7 @@ func checkAgentAccess(t *testing.T, r agentRender) {
 	}
 	isAgent := func(subjects []rbacv1.Subject) bool {
 		for _, s := range subjects {
-			if s.Kind == rbacv1.ServiceAccountKind && s.Name == sa && s.Namespace == r.namespace {
+			if s.Kind == rbacv1.ServiceAccountKind && s.Name == sa && s.Namespace == r.agentNamespace {
 				return true
 			}
 		}
@@ -292,7 +336,7 @@ func checkAgentAccess(t *testing.T, r agentRender) {
 func checkAgentArgs(t *testing.T, r agentRender) *pflag.FlagSet {
 	t.Helper()
 	c := r.agent.Spec.Template.Spec.Containers[0]
-	flags := parseVerb(t, "agent", expandArgs(t, c, r.namespace))
+	flags := parseVerb(t, "agent", expandArgs(t, c, r.agentNamespace))
 	for flag, want := range map[string]string{
 		"cgroup-root":               "/host/sys/fs/cgroup",
 		"token-file":                "/var/run/secrets/tailor/token",
@@ -342,7 +386,7 @@ func checkManagersTakeReports(t *testing.T, r agentRender, agent *pflag.FlagSet)
 	if sel.Matches(labels.Set(r.agent.Spec.Template.Labels)) {
 		t.Errorf("Service %s selects the agents' own pods", svcName)
 	}
-	wantSA := r.namespace + ":" + r.agent.Spec.Template.Spec.ServiceAccountName
+	wantSA := r.agentNamespace + ":" + r.agent.Spec.Template.Spec.ServiceAccountName
 	for _, m := range r.managers {
 		if !sel.Matches(labels.Set(m.Spec.Template.Labels)) {
 			t.Errorf("Service %s (selector %v) does not select the pods of %s (labels %v)", svcName, svc.Spec.Selector, m.Name, m.Spec.Template.Labels)

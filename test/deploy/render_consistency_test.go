@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -48,7 +49,12 @@ func TestHelmMatchesKustomize(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			kust := roles(t, renderKustomize(t, namespace, release+"-", tc.components...), release+"-tailor-")
+			objs := renderKustomize(t, namespace, release+"-", tc.components...)
+			if slices.Contains(tc.components, "agent") {
+				// The agent itself is config/agent, in a namespace of its own.
+				objs = renderKustomizeAgent(t, namespace, namespace+"-nodes", release+"-")
+			}
+			kust := roles(t, objs, release+"-tailor-")
 			if diff := cmp.Diff(tc.wantRoles, boundTo(kust)); diff != "" {
 				t.Errorf("kustomize roles (-want,+got):\n%s", diff)
 			}

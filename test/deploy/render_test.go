@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -78,6 +78,76 @@ func renderKustomize(t *testing.T, namespace, namePrefix string, components ...s
 	return decode(t, out)
 }
 
+// renderKustomizeAgent builds the kustomize install with the node agent
+// the way docs/agent.md tells a user who moves and prefixes it: config/default
+// with the agent component in namespace, and config/agent in agentNamespace,
+// both with namePrefix, each told the other's namespace and names. The
+// objects of both builds are returned.
+func renderKustomizeAgent(t *testing.T, namespace, agentNamespace, namePrefix string) []*unstructured.Unstructured {
+	t.Helper()
+	root := repoRoot(t)
+	dir := t.TempDir()
+	build := func(name string, k map[string]any) []*unstructured.Unstructured {
+		overlay := filepath.Join(dir, name)
+		if err := os.MkdirAll(overlay, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rel := func(p string) string {
+			r, err := filepath.Rel(overlay, filepath.Join(root, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		for _, key := range []string{"resources", "components"} {
+			if paths, ok := k[key].([]string); ok {
+				for i := range paths {
+					paths[i] = rel(paths[i])
+				}
+			}
+		}
+		data, err := yaml.Marshal(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
+		if err != nil {
+			t.Fatalf("kustomize build of %s: %v", name, err)
+		}
+		out, err := rm.AsYaml()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return decode(t, out)
+	}
+	agentSA := namePrefix + "tailor-agent"
+	managers := build("managers", map[string]any{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+		"namespace": namespace, "namePrefix": namePrefix,
+		"resources":  []string{"config/default"},
+		"components": []string{"config/components/agent"},
+		"patches": []map[string]any{
+			{"patch": fmt.Sprintf(`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "tailor-manager", "namespace": "tailor-system"},
+"spec": {"template": {"spec": {"containers": [{"name": "manager", "env": [{"name": "AGENT_NAMESPACE", "value": %q}, {"name": "AGENT_SERVICE_ACCOUNT", "value": %q}]}]}}}}`, agentNamespace, agentSA)},
+			{"patch": fmt.Sprintf(`{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "tailor-agent", "namespace": "tailor-system"},
+"subjects": [{"kind": "ServiceAccount", "name": %q, "namespace": %q}]}`, agentSA, agentNamespace)},
+		},
+	})
+	agent := build("agent", map[string]any{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+		"namespace": agentNamespace, "namePrefix": namePrefix,
+		"resources": []string{"config/agent"},
+		"patches": []map[string]any{
+			{"patch": fmt.Sprintf(`{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "tailor-agent", "namespace": "tailor-agent"},
+"spec": {"template": {"spec": {"containers": [{"name": "agent", "env": [{"name": "MANAGER_NAMESPACE", "value": %q}, {"name": "MANAGER_SERVICE", "value": %q}]}]}}}}`, namespace, namePrefix+"tailor-manager-agents")},
+		},
+	})
+	return append(managers, agent...)
+}
+
 // helm returns the helm binary, or skips the test when there is none.
 func helm(t *testing.T) string {
 	t.Helper()
@@ -91,21 +161,44 @@ func helm(t *testing.T) string {
 	return p
 }
 
+// mutatingAdmissionPolicy is what a server that serves
+// MutatingAdmissionPolicy (Kubernetes 1.36 or later) lists among its API
+// versions: the chart renders its admission policies only then.
+const mutatingAdmissionPolicy = "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"
+
 // renderHelm runs helm template on deploy/helm/tailor, CRDs included, with
-// --set values.
+// --set values, for a server that serves MutatingAdmissionPolicy.
 func renderHelm(t *testing.T, release, namespace string, set ...string) []*unstructured.Unstructured {
 	t.Helper()
+	return renderHelmFor(t, []string{mutatingAdmissionPolicy}, release, namespace, set...)
+}
+
+// renderHelmFor is renderHelm for a server that serves apiVersions
+// (group/version/kind, on top of helm's built-in group/versions).
+func renderHelmFor(t *testing.T, apiVersions []string, release, namespace string, set ...string) []*unstructured.Unstructured {
+	t.Helper()
+	stdout, stderr, err := helmTemplate(t, apiVersions, release, namespace, set...)
+	if err != nil {
+		t.Fatalf("helm template with %q: %v\n%s", set, err, stderr)
+	}
+	return decode(t, stdout)
+}
+
+// helmTemplate runs helm template and returns what it wrote.
+func helmTemplate(t *testing.T, apiVersions []string, release, namespace string, set ...string) ([]byte, string, error) {
+	t.Helper()
 	args := []string{"template", release, filepath.Join(repoRoot(t), "deploy/helm/tailor"), "--namespace", namespace, "--include-crds"}
+	for _, v := range apiVersions {
+		args = append(args, "--api-versions", v)
+	}
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(helm(t), args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return decode(t, stdout.Bytes())
+	err := cmd.Run()
+	return stdout.Bytes(), stderr.String(), err
 }
 
 func decode(t *testing.T, data []byte) []*unstructured.Unstructured {

@@ -24,6 +24,7 @@ app.kubernetes.io/component: manager
 {{- define "tailor.labels" -}}
 {{ include "tailor.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: tailor
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
@@ -40,6 +41,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- include "tailor.fullname" . }}-agent
 {{- end }}
 
+{{/* Where the node agent runs: agent.namespace, else the release's. */}}
+{{- define "tailor.agentNamespace" -}}
+{{- .Values.agent.namespace | default .Release.Namespace }}
+{{- end }}
+
 {{- define "tailor.agentSelectorLabels" -}}
 app.kubernetes.io/name: {{ include "tailor.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
@@ -49,6 +55,7 @@ app.kubernetes.io/component: agent
 {{- define "tailor.agentLabels" -}}
 {{ include "tailor.agentSelectorLabels" . }}
 app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: tailor
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
@@ -64,4 +71,28 @@ report. Its permissions are granted, and its flags passed.
 {{- else }}
 {{- .Values.metricsSource }}
 {{- end }}
+{{- end }}
+
+{{/*
+"true" when the server serves MutatingAdmissionPolicy at
+admissionregistration.k8s.io/v1 (GA in Kubernetes 1.36), else "": the
+admission policies are rendered only then.
+*/}}
+{{- define "tailor.mapServed" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" }}true{{ end }}
+{{- end }}
+
+{{/*
+"true" when the Prometheus Operator's kind (e.g. ServiceMonitor) is served
+at monitoring.coreos.com/v1, or monitoring.assumeServed says to render it
+anyway. Call with (list $ "Kind").
+*/}}
+{{- define "tailor.monitoringServed" -}}
+{{- $ := index . 0 }}
+{{- if or $.Values.monitoring.assumeServed ($.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" (index . 1))) }}true{{ end }}
+{{- end }}
+
+{{/* The job label of the managers' metrics, for the alerts and the dashboard. */}}
+{{- define "tailor.managerJob" -}}
+{{- .Values.monitoring.prometheusRule.managerJob | default (printf "%s-manager-metrics" (include "tailor.fullname" .)) }}
 {{- end }}
