@@ -63,10 +63,10 @@ func (r hpaRun) String() string {
 }
 
 // runHPARamp creates a Deployment named name with an HPA on 60% cpu
-// utilization and, when withPolicy, a TailorPolicy on it; drives hpaRamp
+// utilization and a TailorPolicy on it; drives hpaRamp
 // across its ready pods as a load balancer would (each burns the total
 // divided by their number), and counts what the HPA and tailor did.
-func runHPARamp(t *testing.T, c client.Client, ns, name string, withPolicy bool) hpaRun {
+func runHPARamp(t *testing.T, c client.Client, ns, name string) hpaRun {
 	t.Helper()
 	ctx := context.Background()
 	deployment(t, ns, name, 1, app().Args("--listen=:8080", "--cpu=60m", "--memory=24Mi").Requests("200m", "64Mi").Limits("400m", "128Mi"))
@@ -86,16 +86,14 @@ func runHPARamp(t *testing.T, c client.Client, ns, name string, withPolicy bool)
 	if _, err := clientset.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if withPolicy {
-		applyPolicy(t, c, ns, name, func(s *v1alpha1.TailorPolicySpec) {
-			s.Selector = nil
-			s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
-			// tailor's defaults, as a team would run it, but for as many
-			// resizes at once as the HPA makes replicas.
-			s.Behavior.MaxConcurrentResizes = ptr(int32(4))
-			s.Behavior.MinResizeInterval = &metav1.Duration{Duration: time.Minute}
-		})
-	}
+	applyPolicy(t, c, ns, name, func(s *v1alpha1.TailorPolicySpec) {
+		s.Selector = nil
+		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
+		// tailor's defaults, as a team would run it, but for as many
+		// resizes at once as the HPA makes replicas.
+		s.Behavior.MaxConcurrentResizes = ptr(int32(4))
+		s.Behavior.MinResizeInterval = &metav1.Duration{Duration: time.Minute}
+	})
 	livePods(t, ns, name, 1, nil)
 
 	run := hpaRun{cpuRequests: map[string]bool{}}
@@ -159,13 +157,11 @@ func runHPARamp(t *testing.T, c client.Client, ns, name string, withPolicy bool)
 	for _, g := range generations {
 		run.resizes += g - 1
 	}
-	if withPolicy {
-		p := &v1alpha1.TailorPolicy{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
-			t.Fatal(err)
-		}
-		run.held = meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRequestsHeldForHPA)
+	p := &v1alpha1.TailorPolicy{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		t.Fatal(err)
 	}
+	run.held = meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionRequestsHeldForHPA)
 	dir := 0
 	for i := 1; i < len(run.replicas); i++ {
 		d := 1
@@ -191,21 +187,21 @@ func runHPARamp(t *testing.T, c client.Client, ns, name string, withPolicy bool)
 	return run
 }
 
-// A Deployment with an HPA on cpu utilization, under the same shared load
-// ramp, first with the HPA alone, then with a TailorPolicy too (and new
-// pods admitted through tailor-admission): tailor keeps every cpu request
-// as the HPA knows it, so it never makes the HPA scale by itself, and the
-// replica count flaps no more than with the HPA alone. The counts of both
-// runs are logged for the record.
+// A Deployment with an HPA on cpu utilization and a TailorPolicy (new pods
+// admitted through tailor-admission), under a load that ramps up and down:
+// tailor keeps every cpu request as the HPA knows it, so it never makes the
+// HPA scale by itself, and sizes what is its own (memory, the cpu limit).
+// The ramp rises once and falls once, one reversal of the replica count;
+// the HPA alone turned once in every recorded run, so two allow one wobble
+// at the top and a third is flapping. How the counts compare with the HPA
+// alone over many ramps is a figure for make bench-e2e, not this gate.
 func TestHPACoexistence(t *testing.T) {
 	cluster.Quiet(t)
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	installAdmission(t)
 
-	alone := runHPARamp(t, c, ns, "alone", false)
-	t.Logf("HPA alone:      %s", alone)
-	with := runHPARamp(t, c, ns, "together", true)
+	with := runHPARamp(t, c, ns, "together")
 	t.Logf("HPA and tailor: %s", with)
 
 	if held := with.held; held == nil || held.Status != metav1.ConditionTrue || !strings.Contains(held.Message, "HorizontalPodAutoscaler together scales on cpu utilization (60%)") {
@@ -216,11 +212,11 @@ func TestHPACoexistence(t *testing.T) {
 	if len(with.cpuRequests) != 1 || !with.cpuRequests["200m"] {
 		t.Errorf("cpu requests seen with tailor: %v; want only the template's 200m, which the HPA divides by", with.cpuRequests)
 	}
-	if maxOf(alone.replicas) < 3 || maxOf(with.replicas) < 3 {
-		t.Errorf("the HPA did not scale out under the ramp (alone %v, with tailor %v): the run proves nothing", alone.replicas, with.replicas)
+	if maxOf(with.replicas) < 3 {
+		t.Errorf("the HPA did not scale out under the ramp (%v): the run proves nothing", with.replicas)
 	}
-	if with.reversals > alone.reversals+1 {
-		t.Errorf("replica count reversed %d times with tailor, %d with the HPA alone: tailor makes the HPA flap", with.reversals, alone.reversals)
+	if with.reversals > 2 {
+		t.Errorf("replica count reversed %d times under one ramp up and down: tailor makes the HPA flap", with.reversals)
 	}
 	if with.resizes == 0 {
 		t.Errorf("tailor resized nothing: memory and the cpu limit are its to size")

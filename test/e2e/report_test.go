@@ -40,13 +40,16 @@ func runReport(t *testing.T, args ...string) (string, int) {
 // Off selects shows the policy's recommendation and what moving to it
 // saves; with Prometheus (the add-on), a Deployment without a policy gets
 // what tailor's recommender makes of its history, with its p95 and peak.
-// The table, JSON and CSV say the same.
+// The table, JSON and CSV say the same. It shares the node: each burner
+// burns less than it requests, so the CPU its figures measure is its own
+// whatever the other tests burn (a container is always given its request),
+// and its 5 minutes of Prometheus history pass while they run.
 func TestReport(t *testing.T) {
-	cluster.Quiet(t)
+	cluster.Shared(t)
 	ns := newNamespace(t)
 	c := startManager(t, ns)
-	deployment(t, ns, "sized", 2, app().Args("--listen=:8080", "--cpu=150m", "--memory=24Mi").Requests("500m", "256Mi").Limits("1", "512Mi"))
-	deployment(t, ns, "bare", 1, app().Args("--listen=:8080", "--cpu=100m", "--memory=24Mi").Requests("1", "512Mi"))
+	deployment(t, ns, "sized", 2, app().Args("--listen=:8080", "--cpu=150m", "--memory=24Mi").Requests("300m", "256Mi").Limits("600m", "512Mi"))
+	deployment(t, ns, "bare", 1, app().Args("--listen=:8080", "--cpu=100m", "--memory=24Mi").Requests("400m", "512Mi"))
 	applyPolicy(t, c, ns, "sized", func(s *v1alpha1.TailorPolicySpec) {
 		s.Selector = nil
 		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "sized"}
@@ -104,21 +107,21 @@ func TestReport(t *testing.T) {
 	}
 	target := p.Status.Recommendation.ContainerRecommendations[0].Target
 	recCPU, want := sized.Recommended[corev1.ResourceCPU], target[corev1.ResourceCPU]
-	// The burner asks for 150m and gets less on a busy node (a 500m one
-	// got 417m in a CI run): the floor is what it certainly burns.
-	if recCPU.MilliValue() < 100 || recCPU.MilliValue() >= 500 {
-		t.Errorf("sized cpu recommended %s (the policy's target was %s minutes before); want above the ~150m used, below the 500m asked", recCPU.String(), want.String())
+	// The burner asks for 150m of its 300m request (181m recommended in
+	// a recorded run): above what it burns, below what it asks.
+	if recCPU.MilliValue() < 100 || recCPU.MilliValue() >= 300 {
+		t.Errorf("sized cpu recommended %s (the policy's target was %s minutes before); want above the ~150m used, below the 300m asked", recCPU.String(), want.String())
 	}
-	if got := 2 * float64(500-recCPU.MilliValue()) / 1000; sized.SavingsCPU < got-0.001 || sized.SavingsCPU > got+0.001 {
-		t.Errorf("sized saves %.3f cores; two replicas at 500m moved to %s free %.3f", sized.SavingsCPU, recCPU.String(), got)
+	if got := 2 * float64(300-recCPU.MilliValue()) / 1000; sized.SavingsCPU < got-0.001 || sized.SavingsCPU > got+0.001 {
+		t.Errorf("sized saves %.3f cores; two replicas at 300m moved to %s free %.3f", sized.SavingsCPU, recCPU.String(), got)
 	}
 	if prom != "" {
 		bare := rows["bare"]
 		t.Logf("bare: %s", mustJSON(bare))
 		cpu := bare.Recommended[corev1.ResourceCPU]
-		// The burner asks for 100m; on a busy node it gets less (a 500m
-		// one got 417m in a CI run), so the history's own p95 is the
-		// floor, and it must be about what was burnt.
+		// The burner burns 100m of its 400m request, which the node
+		// always gives it: the history's p95 is about what was burnt, and
+		// the floor of the recommendation.
 		m := regexp.MustCompile(`p95 CPU (\d+)m`).FindStringSubmatch(bare.Reason)
 		if m == nil || !strings.Contains(bare.Reason, "memory peak") {
 			t.Fatalf("bare reason %q; want the p95 and peaks", bare.Reason)
@@ -127,11 +130,11 @@ func TestReport(t *testing.T) {
 		if p95 < 50 || p95 > 150 {
 			t.Errorf("bare's p95 CPU %dm from Prometheus; the burner asks for 100m", p95)
 		}
-		if cpu.MilliValue() < p95 || cpu.MilliValue() >= 1000 {
+		if cpu.MilliValue() < p95 || cpu.MilliValue() >= 400 {
 			t.Errorf("bare cpu recommended %s from a history with p95 %dm", cpu.String(), p95)
 		}
 		if bare.SavingsCPU <= 0 {
-			t.Errorf("bare saves %.3f cores asking 1 core for 100m", bare.SavingsCPU)
+			t.Errorf("bare saves %.3f cores asking 400m for 100m", bare.SavingsCPU)
 		}
 	}
 	table, code := runReport(t, args...)
