@@ -250,6 +250,7 @@ func cpuRequestMillis(p *corev1.Pod) int64 {
 
 func TestAutoscaleRaisesThrottledCPUInPlaceWithinBounds(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 400) // raised up to maxAllowed 400m
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "hot", app().Args("--listen=:8080", "--cpu=800m", "--memory=24Mi").
@@ -306,6 +307,7 @@ func TestAutoscaleRaisesThrottledCPUInPlaceWithinBounds(t *testing.T) {
 
 func TestAutoscaleLowersOnlyAfterStabilization(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 500) // 500m, then lowered
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "idle", app().Args("--listen=:8080", "--cpu=20m", "--memory=24Mi").
@@ -335,6 +337,7 @@ func TestAutoscaleLowersOnlyAfterStabilization(t *testing.T) {
 
 func TestAutoscaleOffModeOnlyRecommends(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 100) // mode Off: never resized
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "watch", app().Args("--listen=:8080", "--cpu=800m").
@@ -367,6 +370,7 @@ func TestAutoscaleOffModeOnlyRecommends(t *testing.T) {
 
 func TestAutoscaleNeverRestartsAgainstPolicy(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 1000) // an 800m burner raised without a bound
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	// Memory would be raised (the recommender keeps a margin above usage),
@@ -398,6 +402,7 @@ func TestAutoscaleNeverRestartsAgainstPolicy(t *testing.T) {
 
 func TestAutoscaleRaisesMemoryAfterOOMKill(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 100) // 50m
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	// 96Mi under a 64Mi limit: the kernel kills it at every start.
@@ -430,6 +435,7 @@ func TestAutoscaleRaisesMemoryAfterOOMKill(t *testing.T) {
 
 func TestAutoscaleRaisesMemoryAheadOfGrowth(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 100) // 50m; memory only
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "grow", app().Args("--listen=:8080", "--memory=32Mi").

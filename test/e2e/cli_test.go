@@ -91,6 +91,7 @@ func restartsOf(t *testing.T, r cliReport, container string) (int32, int32) {
 
 func TestCLICPULimitInPlace(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 300) // 250m; the CLI moves the limit
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "web", app().Requests("250m", "64Mi").Limits("2", "128Mi").
 		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired)))
@@ -107,6 +108,7 @@ func TestCLICPULimitInPlace(t *testing.T) {
 
 func TestCLIMemoryLimitRestartContainer(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 100) // 100m
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "db", app().Requests("100m", "64Mi").Limits("500m", "1Gi").
 		ResizePolicy(corev1.ResourceMemory, corev1.RestartContainer)))
@@ -123,6 +125,7 @@ func TestCLIMemoryLimitRestartContainer(t *testing.T) {
 
 func TestCLIMemoryLimitInPlace(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 100) // 100m
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "web", app().Requests("100m", "64Mi").Limits("500m", "128Mi").
 		ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
@@ -167,6 +170,7 @@ func TestCLIDeferredCompletesWhenRoomAppears(t *testing.T) {
 
 func TestCLIRefusalsNameTheRule(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 300) // 250m; the refused resizes ask no room
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "web", app().Requests("250m", "64Mi").Limits("1", "128Mi")))
 
@@ -203,6 +207,7 @@ func TestCLIRefusalsNameTheRule(t *testing.T) {
 
 func TestCLIPodLevelResize(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 300) // 200m at pod level
 	ns := newNamespace(t)
 	p := loadgenPod(ns, "pl", app())
 	p.Spec.Resources = &corev1.ResourceRequirements{

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -389,4 +390,30 @@ func mustJSON(v any) string {
 		return fmt.Sprintf("<%v>", err)
 	}
 	return string(b)
+}
+
+// sharedCPU is the node's CPU, in millicores, that the shared tests of this
+// process may request at once: the node's 2 cores less what the other
+// packages' shared tests and the cluster's own pods may hold.
+const sharedCPU = 1800
+
+// nodeCPU hands the shared tests the node's CPU. Side by side, tests whose
+// pods together asked for more than the node has would see their pods wait
+// Pending, and a raise that a test waits for cut to the room another test
+// left: each takes, before it creates anything, the most CPU its pods will
+// request (tailor's raises included), and gives it back when it ends.
+var nodeCPU = semaphore.NewWeighted(sharedCPU)
+
+// reserveCPU takes millis of the node's CPU for t until it ends (all of it
+// for a test that needs more). A quiet test runs alone and reserves
+// nothing.
+func reserveCPU(t *testing.T, millis int64) {
+	t.Helper()
+	millis = min(millis, sharedCPU)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if err := nodeCPU.Acquire(ctx, millis); err != nil {
+		t.Fatalf("waiting for %dm of the node's CPU: %v", millis, err)
+	}
+	t.Cleanup(func() { nodeCPU.Release(millis) })
 }

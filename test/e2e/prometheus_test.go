@@ -59,6 +59,7 @@ func hasCPUTarget(p *v1alpha1.TailorPolicy) bool {
 
 func TestAutoscalePrometheusQueryOverrides(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 400) // a 200m burner raised from 50m
 	url := os.Getenv("TAILOR_PROMETHEUS_URL")
 	if url == "" {
 		t.Skip("TAILOR_PROMETHEUS_URL is not set; run hack/addons/prometheus.sh up and set it to http://127.0.0.1:9090")
@@ -131,6 +132,7 @@ func TestAutoscalePrometheusQueryOverrides(t *testing.T) {
 
 func TestAutoscalePrometheusOverridesIgnoredWithoutPrometheus(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 300) // a 100m burner raised from 50m
 	ns := newNamespace(t)
 	c := startManager(t, ns) // reads the kubelet
 	createRunningPod(t, labelled(ns, "web", app().Args("--listen=:8080", "--cpu=100m", "--memory=24Mi").Requests("50m", "64Mi")))

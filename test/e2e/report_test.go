@@ -46,6 +46,7 @@ func runReport(t *testing.T, args ...string) (string, int) {
 // and its 5 minutes of Prometheus history pass while they run.
 func TestReport(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 1000) // two 300m replicas and one of 400m
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	deployment(t, ns, "sized", 2, app().Args("--listen=:8080", "--cpu=150m", "--memory=24Mi").Requests("300m", "256Mi").Limits("600m", "512Mi"))

@@ -25,6 +25,7 @@ import (
 
 func TestCPUResizeInPlace(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 400) // 200m, resized up
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "cpu", app().
 		Requests("200m", "64Mi").Limits("500m", "128Mi").
@@ -61,6 +62,7 @@ func TestCPUResizeInPlace(t *testing.T) {
 
 func TestMemoryLimitIncreaseRestartsContainer(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 100) // 100m
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "mem", app().
 		Requests("100m", "64Mi").Limits("200m", "1Gi").
@@ -85,6 +87,7 @@ func TestMemoryLimitIncreaseRestartsContainer(t *testing.T) {
 
 func TestGuaranteedMemoryDownAndUpInPlace(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 200) // 200m
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "guaranteed", app().
 		Requests("200m", "256Mi").Limits("200m", "256Mi").
@@ -149,6 +152,7 @@ func TestDeferredResizeCompletesWhenRoomAppears(t *testing.T) {
 
 func TestResizeBeyondAllocatableRefusedAtAdmission(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 100) // 100m; the refused resize asks no room
 	ns := newNamespace(t)
 	pod := createRunningPod(t, loadgenPod(ns, "huge", app().
 		Requests("100m", "32Mi").Limits("200m", "64Mi").
@@ -185,6 +189,7 @@ func TestResizeBeyondAllocatableRefusedAtAdmission(t *testing.T) {
 
 func TestResizeNeedsPodsResizePermission(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 200) // 100m, then 150m
 	ns := newNamespace(t)
 	ctx := context.Background()
 	pod := createRunningPod(t, loadgenPod(ns, "rbac", app().

@@ -34,6 +34,7 @@ func cpuShares(milli int64) int64 { return max(milli*1024/1000, 2) }
 // millicore below, and the limit never moves.
 func TestAutoscaleRequestsOnlyStopsBelowALimitThatWouldMakeItGuaranteed(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 500) // raised up to 499m, below its 500m limit
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "ro", app().Args("--listen=:8080", "--cpu=800m", "--memory=24Mi").
@@ -82,6 +83,7 @@ func TestAutoscaleRequestsOnlyStopsBelowALimitThatWouldMakeItGuaranteed(t *testi
 // itself falls below the working set and only the floor holds it.
 func TestAutoscaleMemoryRequestWithoutLimitKeepsTheWorkingSetFloor(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 100) // 100m; memory only
 	ns := newNamespace(t)
 	rec := recommend.DefaultConfig()
 	rec.MemoryMinMargin, rec.MemoryHeadroom, rec.MemoryJitterMargin = 0, 0, 0
@@ -115,6 +117,7 @@ func TestAutoscaleMemoryRequestWithoutLimitKeepsTheWorkingSetFloor(t *testing.T)
 // the container never gets a limit.
 func TestAutoscalePodLevelResources(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 900) // a 600m burner raised from 200m at pod level
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	p := labelled(ns, "pl", app().Args("--listen=:8080", "--cpu=600m", "--memory=24Mi"))
@@ -157,6 +160,7 @@ func TestAutoscalePodLevelResources(t *testing.T) {
 // (10s) had passed.
 func TestAutoscaleHistoryOutlivesTheManager(t *testing.T) {
 	cluster.Shared(t)
+	reserveCPU(t, 100) // 100m; memory only
 	ns := newNamespace(t)
 	opts := manager.Options{Namespaces: []string{ns}, MetricsSource: "kubelet", KubeletThrottling: true, CheckpointInterval: 2 * time.Second}
 	first, stopFirst := runManager(t, opts)
