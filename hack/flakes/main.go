@@ -52,7 +52,7 @@ func main() {
 		if err := read(f, runs); err != nil {
 			fmt.Fprintf(os.Stderr, "flakes: %s: %v\n", path, err)
 		}
-		f.Close()
+		_ = f.Close() // read only: nothing is lost if closing fails
 	}
 	report(os.Stdout, runs)
 }

@@ -189,13 +189,3 @@ func resizedAt(p *corev1.Pod) time.Time {
 	}
 	return time.Time{}
 }
-
-// reread is the pod as the apiserver has it now.
-func reread(t *testing.T, p *corev1.Pod) *corev1.Pod {
-	t.Helper()
-	got, err := clientset.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
-}
