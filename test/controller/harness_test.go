@@ -116,6 +116,22 @@ func (e *env) restart() {
 	e.ctrl = newController(e.t, e.controllerDeps(), e.opts)
 }
 
+// throttledWeb creates pod (400m/800m of CPU) of app, on node unless
+// node is "" (the test's), throttled 80% of its periods at 200Mi of memory,
+// and a policy of app with the defaults: a manager that syncs it raises its
+// CPU as far as the node's room allows. The scope and shard tests set one
+// beside another's pods.
+func (e *env) throttledWeb(app, pod, node string) {
+	e.t.Helper()
+	w := builder.Pod(pod).Container(builder.Container("app").Requests("400m", "256Mi").Limits("800m", "512Mi"))
+	if node != "" {
+		w.Node(node)
+	}
+	e.pod(app, w)
+	e.source.SetThrottled(e.ns, pod, "app", 0.8, 200*mi, 0.9)
+	e.policy(app, nil)
+}
+
 // pod creates a Running pod labelled app=app from w, on the test's node
 // unless w names another, with
 // container statuses (running, ready, started, resources = spec) written

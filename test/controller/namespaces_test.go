@@ -33,19 +33,10 @@ func TestScopedManagerSyncsOnlyItsNamespaces(t *testing.T) {
 	tight := a.addNode("tight-"+rand.String(5), "2", "8Gi")
 	// B's pod, under no policy: 1500m of the tight node's 2 cores.
 	b.pod("big", builder.Pod("big-0").Node(tight).Container(builder.Container("app").Requests("1500m", "1Gi").Limits("1500m", "1Gi")))
-	throttled := func(e *env, app, pod, node string) {
-		w := builder.Pod(pod).Container(builder.Container("app").Requests("400m", "256Mi").Limits("800m", "512Mi"))
-		if node != "" {
-			w.Node(node)
-		}
-		e.pod(app, w)
-		e.source.SetThrottled(e.ns, pod, "app", 0.8, 200*mi, 0.9)
-		e.policy(app, nil)
-	}
 	// A's pod beside B's, 100m of room left; B's twin, which a manager of
 	// B would raise, on a roomy node.
-	throttled(a, "web", "web-0", tight)
-	throttled(b, "other", "other-0", "")
+	a.throttledWeb("web", "web-0", tight)
+	b.throttledWeb("other", "other-0", "")
 
 	// The manager reads usage from A's source, which notes every
 	// namespace it is asked about: a sync of B's policy would show there.

@@ -36,29 +36,40 @@ func repoRoot(t *testing.T) string {
 // way a user's overlay would.
 func renderKustomize(t *testing.T, namespace, namePrefix string, components ...string) []*unstructured.Unstructured {
 	t.Helper()
-	root := repoRoot(t)
-	overlay := t.TempDir()
-	// kustomize takes only relative paths to other kustomizations.
-	rel := func(p string) string {
-		r, err := filepath.Rel(overlay, filepath.Join(root, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
 	k := map[string]any{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1",
 		"kind":       "Kustomization",
 		"namespace":  namespace,
 		"namePrefix": namePrefix,
-		"resources":  []string{rel("config/default")},
+		"resources":  []string{"config/default"},
 	}
 	var comps []string
 	for _, c := range components {
-		comps = append(comps, rel(filepath.Join("config/components", c)))
+		comps = append(comps, filepath.Join("config/components", c))
 	}
 	if len(comps) > 0 {
 		k["components"] = comps
+	}
+	return kustomizeOverlay(t, t.TempDir(), k, fmt.Sprintf("config/default with components %v", components))
+}
+
+// kustomizeOverlay writes the kustomization k into the directory overlay,
+// its resources and components named from the repository's root, builds it
+// and returns its objects; what names the build in a failure.
+func kustomizeOverlay(t *testing.T, overlay string, k map[string]any, what string) []*unstructured.Unstructured {
+	t.Helper()
+	root := repoRoot(t)
+	// kustomize takes only relative paths to other kustomizations.
+	for _, key := range []string{"resources", "components"} {
+		if paths, ok := k[key].([]string); ok {
+			for i := range paths {
+				r, err := filepath.Rel(overlay, filepath.Join(root, paths[i]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				paths[i] = r
+			}
+		}
 	}
 	data, err := yaml.Marshal(k)
 	if err != nil {
@@ -69,7 +80,7 @@ func renderKustomize(t *testing.T, namespace, namePrefix string, components ...s
 	}
 	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
 	if err != nil {
-		t.Fatalf("kustomize build of config/default with components %v: %v", components, err)
+		t.Fatalf("kustomize build of %s: %v", what, err)
 	}
 	out, err := rm.AsYaml()
 	if err != nil {
@@ -85,43 +96,13 @@ func renderKustomize(t *testing.T, namespace, namePrefix string, components ...s
 // objects of both builds are returned.
 func renderKustomizeAgent(t *testing.T, namespace, agentNamespace, namePrefix string) []*unstructured.Unstructured {
 	t.Helper()
-	root := repoRoot(t)
 	dir := t.TempDir()
 	build := func(name string, k map[string]any) []*unstructured.Unstructured {
 		overlay := filepath.Join(dir, name)
 		if err := os.MkdirAll(overlay, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		rel := func(p string) string {
-			r, err := filepath.Rel(overlay, filepath.Join(root, p))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
-		}
-		for _, key := range []string{"resources", "components"} {
-			if paths, ok := k[key].([]string); ok {
-				for i := range paths {
-					paths[i] = rel(paths[i])
-				}
-			}
-		}
-		data, err := yaml.Marshal(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
-		if err != nil {
-			t.Fatalf("kustomize build of %s: %v", name, err)
-		}
-		out, err := rm.AsYaml()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return decode(t, out)
+		return kustomizeOverlay(t, overlay, k, name)
 	}
 	agentSA := namePrefix + "tailor-agent"
 	managers := build("managers", map[string]any{
