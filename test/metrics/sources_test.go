@@ -3,6 +3,7 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -151,10 +152,24 @@ func TestSources(t *testing.T) {
 	steadyTruth, throttledTruth, stepTruth := sampleTruth(t, steady), sampleTruth(t, throttled), sampleTruth(t, step)
 	srcs := sources(t)
 
-	// What the kubelet source's optional throttling costs: /metrics/cadvisor
-	// is read on every sync in addition to /metrics/resource.
-	t.Run("kubelet scrape cost", func(t *testing.T) {
+	// The kubelet source reads two pages of each node through the
+	// apiserver's proxy: both must name the steady pod's container (the
+	// source has nothing to read otherwise). What each read costs is
+	// logged for the record; it is a figure, not a gate.
+	t.Run("kubelet pages", func(t *testing.T) {
 		for _, page := range []string{"metrics/resource", "metrics/cadvisor"} {
+			// cAdvisor lists a new container at its next housekeeping,
+			// 10-20s after it started.
+			var last []byte
+			err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+				raw, err := clientset.CoreV1().RESTClient().Get().Resource("nodes").Name(steady.Spec.NodeName).
+					SubResource("proxy").Suffix(page).DoRaw(ctx)
+				last = raw
+				return err == nil && bytes.Contains(raw, []byte(`pod="`+steady.Name+`"`)), nil
+			})
+			if err != nil {
+				t.Fatalf("%s never named a series of pod %s within a minute (the kubelet source would read nothing of it); %d bytes last read", page, steady.Name, len(last))
+			}
 			const n = 10
 			var size int
 			begin := time.Now()
@@ -205,10 +220,10 @@ func TestSources(t *testing.T) {
 					} else if !agrees(u.CPU, cg, src.tolerance) {
 						t.Errorf("reading %d: cpu %.3f cores, the cgroup says %.3f over the same window", i, u.CPU, cg)
 					}
-					// The band says whether the machine gave the loadgen the
-					// 0.5 cores it burns for; whether the source is right is
-					// the comparison with the cgroup above, which is stricter
-					// (±0.04 cores, or 10%) than the band and holds on a busy machine.
+					// Whether the source is right is the comparison with the
+					// cgroup above. Whether the machine gave the loadgen the
+					// 0.5 cores it burns for is no property of the source:
+					// said, to read a failure by, not checked.
 					if cg < cpuLow || cg > cpuHigh {
 						t.Logf("reading %d: the loadgen got %.3f cores of the 0.5 it burns for (contended machine), outside %.2f..%.2f", i, cg, cpuLow, cpuHigh)
 					}
@@ -305,6 +320,15 @@ func TestSources(t *testing.T) {
 						if r.u.CPU >= th {
 							record(t, "%-14s step visible after %.1fs (reading: cpu %.3f, window %s, measured %.1fs after the step)",
 								src.Name(), r.at.Sub(at).Seconds(), r.u.CPU, r.u.Window, r.u.Time.Sub(at).Seconds())
+							// A reading that shows the new level must be
+							// dated after the step: one dated before it
+							// would be a window the source got wrong, and
+							// a raise learnt from it learnt against the
+							// wrong limit. How soon each source sees a step
+							// is make bench-e2e's figure, with its ranges.
+							if !r.u.Time.After(at) {
+								t.Errorf("%s: a reading dated %s, before the step at %s, shows the stepped level %.3f", src.Name(), r.u.Time.Format(time.StampMilli), at.Format(time.StampMilli), r.u.CPU)
+							}
 							return
 						}
 					}
