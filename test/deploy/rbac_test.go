@@ -212,7 +212,11 @@ func TestLeastPrivilege(t *testing.T) {
 			wantCan:    always,
 		},
 		"kustomize agent": {
-			render:     kustomize("agent"),
+			// config/default with the agent component, and config/agent,
+			// as docs/agent.md installs them: here into one namespace.
+			render: func(t *testing.T, namespace, prefix string) []*unstructured.Unstructured {
+				return renderKustomizeAgent(t, namespace, namespace, prefix)
+			},
 			wantSource: "agent",
 			wantCan:    slices.Concat(always, leaderElection, kubeletSource, tokenReview),
 		},
