@@ -94,7 +94,11 @@ func (p *prometheusClientFlags) clientConfig(url string) (*config.HTTPClientConf
 			return nil, usageErrorf("--prometheus-header %q: want Name=Value, e.g. X-Scope-OrgID=team-a", h)
 		}
 		if cfg.HTTPHeaders == nil {
-			cfg.HTTPHeaders = &config.Headers{Headers: map[string]config.Header{}}
+			cfg.HTTPHeaders = &config.Headers{}
+		}
+		if cfg.HTTPHeaders.Headers == nil {
+			// http_headers: {} in --prometheus-config leaves no map.
+			cfg.HTTPHeaders.Headers = map[string]config.Header{}
 		}
 		name = http.CanonicalHeaderKey(name)
 		hdr := cfg.HTTPHeaders.Headers[name]
@@ -102,7 +106,7 @@ func (p *prometheusClientFlags) clientConfig(url string) (*config.HTTPClientConf
 		cfg.HTTPHeaders.Headers[name] = hdr
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, usageErrorf("%s: %v%s", from, err, hint(err))
+		return nil, usageErrorf("%s: %v%s", from, err, reservedHeaderHint(err))
 	}
 	if err := cfg.TLSConfig.Validate(); err != nil {
 		return nil, usageErrorf("%s: %v", from, err)
@@ -121,8 +125,8 @@ func (p *prometheusClientFlags) clientConfig(url string) (*config.HTTPClientConf
 	return &cfg, nil
 }
 
-// hint says which flag to use for a header Prometheus' client reserves.
-func hint(err error) string {
+// reservedHeaderHint says which flag to use for a header Prometheus' client reserves.
+func reservedHeaderHint(err error) string {
 	if strings.Contains(err.Error(), `header "Authorization"`) {
 		return ": use --prometheus-bearer-token-file or --prometheus-basic-auth-* instead"
 	}

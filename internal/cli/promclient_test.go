@@ -154,6 +154,7 @@ func TestPrometheusClientUsageErrors(t *testing.T) {
 	notPEM := writeTempFile(t, "ca.crt", "not a certificate")
 	badConfig := writeTempFile(t, "http.yaml", "bearer_token_file: /token\nbasic_auth:\n  username: tailor\n")
 	unknownField := writeTempFile(t, "http.yaml", "bearer_tokn: x\n")
+	emptyHeaders := writeTempFile(t, "http.yaml", "http_headers: {}\n")
 	url := []string{"--prometheus-url", prom.URL}
 	cases := map[string]struct {
 		args    []string
@@ -198,6 +199,10 @@ func TestPrometheusClientUsageErrors(t *testing.T) {
 		"report, a config file Prometheus refuses": {
 			args:    append([]string{"report", "--prometheus-config", badConfig}, url...),
 			wantErr: "at most one of basic_auth, oauth2, bearer_token & bearer_token_file",
+		},
+		"report, a header beside an empty http_headers": {
+			args:    append([]string{"report", "--prometheus-config", emptyHeaders, "--prometheus-header", "X-Scope-OrgID=team-a", "--prometheus-ca-file", notPEM}, url...),
+			wantErr: "unable to use specified CA cert",
 		},
 		"manager, bearer and basic auth": {
 			args:    append([]string{"manager", "--metrics-source=prometheus", "--prometheus-bearer-token-file", token, "--prometheus-basic-auth-username", "u", "--prometheus-basic-auth-password-file", token}, url...),
