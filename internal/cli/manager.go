@@ -28,7 +28,8 @@ type ManagerOptions struct {
 
 	// The flags fill the manager's own options, so there is one list of them.
 	manager.Options
-	logs logFlags
+	prometheus prometheusClientFlags
+	logs       logFlags
 }
 
 func newManagerCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -55,6 +56,7 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.StringVar(&o.AgentServiceAccount, "agent-service-account", manager.DefaultAgentServiceAccount, "with --metrics-source=agent, the agents' service account (<namespace>:<name>); reports under any other identity are refused")
 	f.StringVar(&o.AgentFallback, "agent-fallback", "kubelet", "with --metrics-source=agent, the source read for pods on nodes with no fresh agent report: kubelet, metrics-server, prometheus or none")
 	f.StringVar(&o.PrometheusURL, "prometheus-url", "http://127.0.0.1:9090", "Prometheus HTTP API, with --metrics-source=prometheus")
+	o.prometheus.bind(f)
 	f.BoolVar(&o.KubeletThrottling, "kubelet-throttling", true, "with --metrics-source=kubelet, also read CFS throttling from /metrics/cadvisor")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Second, "how often each policy's usage is read and its pods reconsidered")
 	f.DurationVar(&o.CheckpointInterval, "checkpoint-interval", time.Minute, "how often at most each policy's learnt state is written to its TailorCheckpoint")
@@ -94,6 +96,11 @@ func (o *ManagerOptions) Validate() error {
 	if err := validatePrometheusURL("--prometheus-url", o.PrometheusURL); err != nil {
 		return err
 	}
+	pc, err := o.prometheus.clientConfig(o.PrometheusURL)
+	if err != nil {
+		return err
+	}
+	o.PrometheusClient = pc
 	if o.SyncPeriod < time.Second {
 		return usageErrorf("--sync-period must be at least 1s, got %s", o.SyncPeriod)
 	}

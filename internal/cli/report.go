@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/metrics/prometheus"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/report"
 )
@@ -45,14 +46,21 @@ type ReportOptions struct {
 	PrometheusURL string
 	Window        string
 
-	window  time.Duration
-	clients *clients
-	client  client.Client
-	now     func() time.Time
+	prometheus       prometheusClientFlags
+	prometheusClient *config.HTTPClientConfig
+	window           time.Duration
+	clients          *clients
+	client           client.Client
+	now              func() time.Time
 }
 
 func newReportCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ReportOptions{configFlags: flags, streams: streams, now: time.Now}
+	return o.command()
+}
+
+// command is the cobra command whose flags fill o.
+func (o *ReportOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report [-n NS | -A] [-l selector] [-o table|json|csv]",
 		Short: "Show each workload's requests against tailor's recommendation, and what moving to it would save",
@@ -82,6 +90,7 @@ memory. -o json and -o csv are stable schemas (docs/report.md).`,
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "report on every namespace")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "output format: table, json or csv")
 	cmd.Flags().StringVar(&o.PrometheusURL, "prometheus-url", "", "a Prometheus scraping the kubelets' cAdvisor: read each workload's usage history from it")
+	o.prometheus.bind(cmd.Flags())
 	cmd.Flags().StringVar(&o.Window, "window", "7d", "how much history to read from Prometheus, as a Prometheus duration (7d, 48h)")
 	return cmd
 }
@@ -129,10 +138,17 @@ func (o *ReportOptions) Validate() error {
 	if o.window < report.Step {
 		return usageErrorf("--window %s is shorter than one %s step of history", o.Window, report.Step)
 	}
-	if o.PrometheusURL != "" {
-		return validatePrometheusURL("--prometheus-url", o.PrometheusURL)
+	if o.PrometheusURL == "" {
+		if o.prometheus.given() {
+			return usageErrorf("the --prometheus-* client flags need --prometheus-url, the Prometheus they are for")
+		}
+		return nil
 	}
-	return nil
+	if err := validatePrometheusURL("--prometheus-url", o.PrometheusURL); err != nil {
+		return err
+	}
+	o.prometheusClient, err = o.prometheus.clientConfig(o.PrometheusURL)
+	return err
 }
 
 // Run reads pods, policies and, if asked, the history; then prints.
@@ -166,7 +182,7 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 	report.Match(workloads, policies.Items)
 	now := o.now()
 	if o.PrometheusURL != "" {
-		c, err := api.NewClient(api.Config{Address: o.PrometheusURL})
+		c, err := prometheus.NewClient(o.PrometheusURL, o.prometheusClient, 0)
 		if err != nil {
 			return fmt.Errorf("--prometheus-url %q: %w", o.PrometheusURL, err)
 		}

@@ -3,11 +3,10 @@ package manager
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
+	"github.com/prometheus/common/config"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -40,8 +39,12 @@ var Sources = []string{"kubelet", "metrics-server", "prometheus", "agent"}
 // Options configure a manager.
 type Options struct {
 	// MetricsSource is one of Sources.
-	MetricsSource     string
-	PrometheusURL     string
+	MetricsSource string
+	PrometheusURL string
+	// PrometheusClient says how to connect and authenticate to
+	// PrometheusURL (Prometheus' own http_config); nil is plain HTTP(S)
+	// with no credentials.
+	PrometheusClient  *config.HTTPClientConfig
 	KubeletThrottling bool
 	SyncPeriod        time.Duration
 	// CheckpointInterval is how often at most learnt state is written;
@@ -326,9 +329,9 @@ func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 		}
 		return metricsserver.New(mc.MetricsV1beta1(), metricsserver.Options{}), nil
 	case "prometheus":
-		pc, err := promapi.NewClient(promapi.Config{Address: o.PrometheusURL, Client: &http.Client{Timeout: SourceTimeout}})
+		pc, err := prometheus.NewClient(o.PrometheusURL, o.PrometheusClient, SourceTimeout)
 		if err != nil {
-			return nil, fmt.Errorf("prometheus URL %q: %w", o.PrometheusURL, err)
+			return nil, err
 		}
 		return prometheus.New(pc, prometheus.Options{})
 	case "kubelet", "":
