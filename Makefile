@@ -108,7 +108,8 @@ $(CONTROLLER_GEN):
 	mv $(TOOLS_BIN)/controller-gen $(CONTROLLER_GEN)
 
 ## generate: deepcopy functions and CRD manifests from the kubebuilder markers in api/,
-## the manager's ClusterRole from the rbac markers in internal/controller/, and the
+## the manager's ClusterRole from the rbac markers in internal/controller/,
+## internal/dashboard/ and internal/manager/, and the
 ## Helm chart's copies of both. GENERATE_OUT redirects all of them (verify-generated
 ## uses it); they are committed.
 GENERATE_OUT ?= .
@@ -116,7 +117,7 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./api/... output:object:dir=$(GENERATE_OUT)/api/v1alpha1
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=$(GENERATE_OUT)/config/crd/bases
 	hack/crd-bound-quantities.sh $(GENERATE_OUT)/config/crd/bases/autoscaling.tailor.dev_tailorpolicies.yaml
-	$(CONTROLLER_GEN) rbac:roleName=tailor-manager paths="./internal/controller/...;./internal/dashboard/..." output:rbac:dir=$(GENERATE_OUT)/config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=tailor-manager paths="./internal/controller/...;./internal/dashboard/...;./internal/manager/..." output:rbac:dir=$(GENERATE_OUT)/config/rbac
 	mkdir -p $(GENERATE_OUT)/deploy/helm/tailor/crds
 	cp $(GENERATE_OUT)/config/crd/bases/*.yaml $(GENERATE_OUT)/deploy/helm/tailor/crds/
 	mkdir -p $(GENERATE_OUT)/deploy/helm/tailor/files

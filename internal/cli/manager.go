@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -44,6 +47,7 @@ func (o *ManagerOptions) command() *cobra.Command {
 		Short: "Run the autoscaler: watch TailorPolicies and resize their pods in place",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Complete(cmd.Flags().Changed("metrics-secure"))
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -72,12 +76,38 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.IntVar(&o.Shard.Index, "shard-index", 0, "which of the --shards this manager is, from 0: it syncs the policies of the namespaces this shard owns, under a lease of its own")
 	f.StringSliceVar(&o.Namespaces, "namespaces", nil, "the only namespaces whose policies this manager syncs, comma-separated (one manager per tenant; with --shards, these namespaces split between the shards); it still watches every pod and node, for the room on each node, under a lease of its own. Empty: every namespace")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the Prometheus metrics endpoint ("0" disables)`)
+	f.BoolVar(&o.MetricsSecure, "metrics-secure", true, "serve the metrics over HTTPS, only to clients the apiserver authenticates and authorizes to get /metrics (ClusterRole tailor-metrics-reader); false is plain HTTP to anyone. Unless set, a loopback --metrics-bind-address (127.0.0.1, ::1, localhost) is served plain HTTP, for local runs")
+	f.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "with --metrics-secure, the directory of the metrics' serving certificate, tls.crt and tls.key (reloaded when they change); empty: a self-signed certificate made at start")
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, for looking into the manager's memory and CPU ("0" disables)`)
 	f.StringVar(&o.DashboardAddr, "dashboard-bind-address", "0", `address of the read-only web dashboard, e.g. 127.0.0.1:8082 (reach it with kubectl port-forward); "0" disables`)
 	f.IntVar(&o.DashboardPoints, "dashboard-history-points", dashboard.DefaultPoints, "points of usage history each container keeps for the dashboard's charts, one per sync period (40 bytes each)")
 	o.logs.bind(f)
 	return cmd
+}
+
+// Complete fills what the flags leave to the manager: a loopback metrics
+// address, unless --metrics-secure was set (secureSet), is served plain
+// HTTP. Only the host's own processes reach it, and a manager run by hand
+// or by a test is then scraped with curl and no token.
+func (o *ManagerOptions) Complete(secureSet bool) {
+	if !secureSet && loopback(o.MetricsAddr) {
+		o.MetricsSecure = false
+	}
+}
+
+// loopback reports whether addr (host:port) listens on a loopback address
+// only; an empty host is every address.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Validate checks the flags.
@@ -122,6 +152,18 @@ func (o *ManagerOptions) Validate() error {
 	}
 	if o.CheckpointInterval < time.Second {
 		return usageErrorf("--checkpoint-interval must be at least 1s, got %s", o.CheckpointInterval)
+	}
+	if o.MetricsCertDir != "" {
+		if !o.MetricsSecure {
+			return usageErrorf("--metrics-cert-dir %q needs --metrics-secure: plain HTTP has no certificate", o.MetricsCertDir)
+		}
+		// The metrics server would fall back to a self-signed certificate
+		// without a word: a mistyped directory must fail here instead.
+		for _, name := range []string{"tls.crt", "tls.key"} {
+			if _, err := os.Stat(filepath.Join(o.MetricsCertDir, name)); err != nil {
+				return usageErrorf("--metrics-cert-dir %q: %v (want tls.crt and tls.key there, e.g. a kubernetes.io/tls Secret mounted)", o.MetricsCertDir, err)
+			}
+		}
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +15,12 @@ import (
 // client-go would reject at start, or would never let a leader renew, is a
 // usage error naming the three flags.
 func TestManagerFlags(t *testing.T) {
+	certDir, crtOnly := t.TempDir(), t.TempDir()
+	for _, f := range []string{filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"), filepath.Join(crtOnly, "tls.crt")} {
+		if err := os.WriteFile(f, []byte("pem"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := map[string]struct {
 		args    []string
 		wantErr string
@@ -38,6 +46,11 @@ func TestManagerFlags(t *testing.T) {
 		"agent without fallback":    {args: []string{"--metrics-source=agent", "--agent-fallback=none"}},
 		"agent falls back to self":  {args: []string{"--metrics-source=agent", "--agent-fallback=agent"}, wantErr: `unknown --agent-fallback "agent"`},
 		"agent account unqualified": {args: []string{"--metrics-source=agent", "--agent-service-account=tailor-agent"}, wantErr: "want <namespace>:<name>"},
+		"metrics cert dir":          {args: []string{"--metrics-cert-dir=" + certDir}},
+		"metrics cert dir missing":  {args: []string{"--metrics-cert-dir=" + certDir + "/nowhere"}, wantErr: "want tls.crt and tls.key there"},
+		"metrics cert dir no key":   {args: []string{"--metrics-cert-dir=" + crtOnly}, wantErr: "tls.key"},
+		"metrics cert dir on plain HTTP": {args: []string{"--metrics-secure=false", "--metrics-cert-dir=" + certDir},
+			wantErr: "--metrics-cert-dir " + `"` + certDir + `"` + " needs --metrics-secure"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -47,6 +60,7 @@ func TestManagerFlags(t *testing.T) {
 				t.Fatalf("parse %v: %v", tc.args, err)
 			}
 			// Validated directly: RunE would go on to connect.
+			o.Complete(cmd.Flags().Changed("metrics-secure"))
 			err := o.Validate()
 			if tc.wantErr == "" {
 				if err != nil {
@@ -57,6 +71,40 @@ func TestManagerFlags(t *testing.T) {
 			var ee *exitError
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &ee) || ee.code != ExitUsage {
 				t.Fatalf("Validate = %v, want a usage error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// The metrics are served over HTTPS, to clients the apiserver authorizes,
+// unless --metrics-secure=false says otherwise, or the address is a loopback
+// one (a manager run by hand or by a test) and the flag is not set.
+func TestManagerMetricsSecure(t *testing.T) {
+	cases := map[string]struct {
+		args []string
+		want bool
+	}{
+		"default (:8080)":                {want: true},
+		"every address":                  {args: []string{"--metrics-bind-address=0.0.0.0:8080"}, want: true},
+		"pod address":                    {args: []string{"--metrics-bind-address=10.0.0.7:8080"}, want: true},
+		"turned off":                     {args: []string{"--metrics-secure=false"}, want: false},
+		"loopback":                       {args: []string{"--metrics-bind-address=127.0.0.1:8082"}, want: false},
+		"loopback IPv6":                  {args: []string{"--metrics-bind-address=[::1]:8082"}, want: false},
+		"localhost":                      {args: []string{"--metrics-bind-address=localhost:8082"}, want: false},
+		"loopback, secure asked for":     {args: []string{"--metrics-bind-address=127.0.0.1:8082", "--metrics-secure"}, want: true},
+		"loopback, secure asked for (=)": {args: []string{"--metrics-bind-address=127.0.0.1:8082", "--metrics-secure=true"}, want: true},
+		"disabled: nothing to serve on":  {args: []string{"--metrics-bind-address=0"}, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := &ManagerOptions{configFlags: genericclioptions.NewConfigFlags(false), streams: genericiooptions.NewTestIOStreamsDiscard()}
+			cmd := o.command()
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatalf("parse %v: %v", tc.args, err)
+			}
+			o.Complete(cmd.Flags().Changed("metrics-secure"))
+			if o.MetricsSecure != tc.want {
+				t.Errorf("%v: MetricsSecure = %t, want %t", tc.args, o.MetricsSecure, tc.want)
 			}
 		})
 	}

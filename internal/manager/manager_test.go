@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"crypto/tls"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,46 @@ func TestScope(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("scope() (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Secure metrics are HTTPS behind the apiserver's authentication and
+// authorization, HTTP/1.1 only; plain ones are the bind address alone.
+func TestMetricsServerOptions(t *testing.T) {
+	cases := map[string]struct {
+		o           Options
+		wantSecure  bool
+		wantCertDir string
+	}{
+		"plain":                       {o: Options{MetricsAddr: "127.0.0.1:8082"}},
+		"disabled":                    {o: Options{MetricsAddr: "0"}},
+		"secure, self-signed":         {o: Options{MetricsAddr: ":8080", MetricsSecure: true}, wantSecure: true},
+		"secure, certificate mounted": {o: Options{MetricsAddr: ":8080", MetricsSecure: true, MetricsCertDir: "/certs"}, wantSecure: true, wantCertDir: "/certs"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := metricsServerOptions(tc.o)
+			if got.BindAddress != tc.o.MetricsAddr {
+				t.Errorf("BindAddress = %q, want %q", got.BindAddress, tc.o.MetricsAddr)
+			}
+			if got.SecureServing != tc.wantSecure || (got.FilterProvider != nil) != tc.wantSecure {
+				t.Errorf("SecureServing %t with a filter %t, want both %t", got.SecureServing, got.FilterProvider != nil, tc.wantSecure)
+			}
+			if got.CertDir != tc.wantCertDir {
+				t.Errorf("CertDir = %q, want %q", got.CertDir, tc.wantCertDir)
+			}
+			cfg := &tls.Config{NextProtos: []string{"h2"}}
+			for _, f := range got.TLSOpts {
+				f(cfg)
+			}
+			want := []string{"h2"}
+			if tc.wantSecure {
+				want = []string{"http/1.1"}
+			}
+			if diff := cmp.Diff(want, cfg.NextProtos); diff != "" {
+				t.Errorf("NextProtos (-want,+got):\n%s", diff)
 			}
 		})
 	}

@@ -26,7 +26,19 @@ func TestManagerArgsParse(t *testing.T) {
 		"kustomize": {objs: func(t *testing.T) []*unstructured.Unstructured { return renderKustomize(t, namespace, release+"-") }},
 		"helm default": {
 			objs: func(t *testing.T) []*unstructured.Unstructured { return renderHelm(t, release, namespace) },
-			want: map[string]string{"kube-api-qps": "100", "concurrent-syncs": "4", "leader-elect-lease-duration": "8s"},
+			want: map[string]string{"kube-api-qps": "100", "concurrent-syncs": "4", "leader-elect-lease-duration": "8s", "metrics-secure": "true"},
+		},
+		"helm metrics certificate": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderHelm(t, release, namespace, "metrics.certSecret=tailor-metrics-cert")
+			},
+			want: map[string]string{"metrics-secure": "true", "metrics-cert-dir": "/etc/tailor/metrics-certs"},
+		},
+		"helm plain metrics": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderHelm(t, release, namespace, "metrics.secure=false")
+			},
+			want: map[string]string{"metrics-secure": "false"},
 		},
 		"kustomize dashboard": {
 			objs: func(t *testing.T) []*unstructured.Unstructured {

@@ -81,6 +81,11 @@ var always = slices.Concat(
 	accesses([]string{"get"}, "batch", "jobs", "", otherNamespace),
 	// HorizontalPodAutoscalers, from the cache: which requests they divide by.
 	accesses([]string{"get", "list", "watch"}, "autoscaling", "horizontalpodautoscalers", "", otherNamespace),
+	// The secure metrics endpoint asks who a scraper is and whether it may
+	// get /metrics; the agent source reviews the agents' tokens with the
+	// same right.
+	tokenReview,
+	accesses([]string{"create"}, "authorization.k8s.io", "subjectaccessreviews", "", ""),
 )
 
 // leaderElection is the Lease and its events in the install's namespace.
@@ -93,7 +98,8 @@ var (
 	kubeletSource       = accesses([]string{"get"}, "", "nodes", "proxy", "")
 	metricsServerSource = accesses([]string{"list"}, "metrics.k8s.io", "pods", "", otherNamespace)
 	eviction            = accesses([]string{"create"}, "", "pods", "eviction", otherNamespace)
-	// With the node agent, the manager reviews the agents' tokens.
+	// The manager reviews tokens: its metrics' scrapers', and with the node
+	// agent the agents'.
 	tokenReview = accesses([]string{"create"}, "authentication.k8s.io", "tokenreviews", "", "")
 )
 

@@ -21,22 +21,24 @@ func TestHelmMatchesKustomize(t *testing.T) {
 		components []string
 		set        []string
 		// wantRoles maps each role to the workload whose ServiceAccount it
-		// is bound to.
+		// is bound to; "" is a role left for the cluster to bind
+		// (unboundRoles).
 		wantRoles map[string]string
 	}{
 		"default": {
-			wantRoles: map[string]string{"ClusterRole manager": "manager", "ClusterRole metrics-kubelet": "manager", "Role leader-election": "manager"},
+			wantRoles: map[string]string{"ClusterRole manager": "manager", "ClusterRole metrics-kubelet": "manager", "Role leader-election": "manager",
+				"ClusterRole metrics-reader": ""},
 		},
 		"metrics-server and eviction": {
 			components: []string{"metrics-server", "eviction"},
 			set:        []string{"metricsSource=metrics-server", "evictions.enabled=true"},
 			wantRoles: map[string]string{"ClusterRole eviction": "manager", "ClusterRole manager": "manager", "ClusterRole metrics-server": "manager",
-				"Role leader-election": "manager"},
+				"Role leader-election": "manager", "ClusterRole metrics-reader": ""},
 		},
 		"prometheus": {
 			components: []string{"prometheus"},
 			set:        []string{"metricsSource=prometheus"},
-			wantRoles:  map[string]string{"ClusterRole manager": "manager", "Role leader-election": "manager"},
+			wantRoles:  map[string]string{"ClusterRole manager": "manager", "Role leader-election": "manager", "ClusterRole metrics-reader": ""},
 		},
 		// The agent reads the managers' EndpointSlices; the manager reviews
 		// the agents' tokens, and keeps the kubelet source as fallback.
@@ -44,7 +46,7 @@ func TestHelmMatchesKustomize(t *testing.T) {
 			components: []string{"agent"},
 			set:        []string{"agent.enabled=true"},
 			wantRoles: map[string]string{"ClusterRole agent-reviewer": "manager", "ClusterRole manager": "manager", "ClusterRole metrics-kubelet": "manager",
-				"Role agent": "agent", "Role leader-election": "manager"},
+				"Role agent": "agent", "Role leader-election": "manager", "ClusterRole metrics-reader": ""},
 		},
 	}
 	for name, tc := range cases {
@@ -76,7 +78,8 @@ type boundRole struct {
 // roles maps "Kind name-without-prefix" to every Role and ClusterRole in
 // objs, after checking that each is bound, to the ServiceAccount of the
 // manager's Deployments or the agent's DaemonSet and to no other subject,
-// and that every binding refers to a rendered role.
+// except unboundRoles, which are bound to nothing, and that every binding
+// refers to a rendered role.
 func roles(t *testing.T, objs []*unstructured.Unstructured, prefix string) map[string]boundRole {
 	t.Helper()
 	out := map[string]boundRole{}
@@ -141,12 +144,19 @@ func roles(t *testing.T, objs []*unstructured.Unstructured, prefix string) map[s
 		out[short] = role
 	}
 	for short, role := range out {
-		if role.Workload == "" {
+		if role.Workload == "" && !unboundRoles[short] {
 			t.Errorf("%s is rendered but not bound", short)
+		}
+		if role.Workload != "" && unboundRoles[short] {
+			t.Errorf("%s is bound to the %s: it is the cluster's to bind", short, role.Workload)
 		}
 	}
 	return out
 }
+
+// unboundRoles are rendered for the cluster to bind, not bound to tailor's
+// own ServiceAccounts: who may scrape the managers' metrics.
+var unboundRoles = map[string]bool{"ClusterRole metrics-reader": true}
 
 // boundTo maps each role to the workload it is bound to.
 func boundTo(roles map[string]boundRole) map[string]string {

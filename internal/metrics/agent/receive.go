@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -29,16 +30,40 @@ type Receiver struct {
 	// PerNode bounds each node's pushes: an agent pushes at most once a
 	// second by design, so a faster one is broken or not an agent.
 	PerNode rate.Limit
-	// Unauthenticated bounds the TokenReviews spent on tokens that fail,
-	// across all callers, so garbage cannot turn into apiserver load.
-	Unauthenticated *rate.Limiter
 
-	mu      sync.Mutex
-	nodes   map[string]*nodeReport
-	limits  map[string]*rate.Limiter
-	pruned  time.Time
-	metrics receiverMetrics
+	// A report whose token has no remembered answer (Authenticator.Cached)
+	// costs a TokenReview, one write to the apiserver. It gets one only
+	// within these limits, checked before the review, so that no pod can
+	// turn garbage tokens into apiserver load: PerSource (bursts of
+	// PerSourceBurst) per remote address, Reviews across all of them, and
+	// at most MaxReviewing in flight. An agent needs one review per token
+	// per Authenticator.TTL; over the limits a report is refused (429)
+	// and its agent pushes again at its next interval.
+	PerSource      rate.Limit
+	PerSourceBurst int
+	Reviews        *rate.Limiter
+	MaxReviewing   int
+
+	mu        sync.Mutex
+	nodes     map[string]*nodeReport
+	limits    map[string]*rate.Limiter
+	sources   map[string]*sourceLimit
+	overflow  *rate.Limiter
+	reviewing int
+	pruned    time.Time
+	swept     time.Time
+	metrics   receiverMetrics
 }
+
+// sourceLimit is a remote address's review limiter, and when it last asked.
+type sourceLimit struct {
+	limit *rate.Limiter
+	seen  time.Time
+}
+
+// maxSources bounds the remote addresses given a limiter of their own;
+// past it, until idle ones are forgotten, new ones share one.
+const maxSources = 4096
 
 // forgetAfter is how long a node's last report is kept: long past any
 // freshness a source allows, so nothing in use is dropped.
@@ -58,8 +83,8 @@ type receiverMetrics struct {
 func NewReceiver(auth *Authenticator, clk clock.PassiveClock, log logr.Logger, reg prometheus.Registerer) *Receiver {
 	r := &Receiver{
 		Auth: auth, Clock: clk, Log: log, PerNode: rate.Limit(2),
-		Unauthenticated: rate.NewLimiter(5, 10),
-		nodes:           map[string]*nodeReport{}, limits: map[string]*rate.Limiter{},
+		PerSource: rate.Limit(1), PerSourceBurst: 5, Reviews: rate.NewLimiter(50, 100), MaxReviewing: 16,
+		nodes: map[string]*nodeReport{}, limits: map[string]*rate.Limiter{}, sources: map[string]*sourceLimit{},
 		metrics: receiverMetrics{reports: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tailor_agent_reports_total",
 			Help: "Node agent reports received, by result: ok, urgent, unauthenticated, forbidden, throttled, invalid.",
@@ -87,7 +112,15 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.refuse(w, "unauthenticated", http.StatusUnauthorized, "no bearer token")
 		return
 	}
-	node, err := r.Auth.Node(req.Context(), token)
+	node, known, err := r.Auth.Cached(token)
+	if !known {
+		if why := r.admitReview(req.RemoteAddr); why != "" {
+			r.refuse(w, "throttled", http.StatusTooManyRequests, why)
+			return
+		}
+		node, err = r.Auth.Node(req.Context(), token)
+		r.doneReviewing()
+	}
 	var transient transientError
 	switch {
 	case errors.As(err, &transient):
@@ -97,10 +130,6 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.refuse(w, "forbidden", http.StatusForbidden, err.Error())
 		return
 	case err != nil:
-		if !r.Unauthenticated.AllowN(r.Clock.Now(), 1) {
-			r.refuse(w, "throttled", http.StatusTooManyRequests, "too many unauthenticated reports")
-			return
-		}
 		r.refuse(w, "unauthenticated", http.StatusUnauthorized, err.Error())
 		return
 	}
@@ -133,6 +162,64 @@ func (r *Receiver) refuse(w http.ResponseWriter, result string, code int, msg st
 	r.metrics.reports.WithLabelValues(result).Inc()
 	r.Log.V(1).Info("agent report refused", "status", code, "why", msg)
 	http.Error(w, msg, code)
+}
+
+// admitReview says why a report from remote (host:port) may not have its
+// token reviewed now, or "" when it may; then doneReviewing must follow
+// the review.
+func (r *Receiver) admitReview(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	now := r.Clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reviewing >= r.MaxReviewing {
+		return "too many token reviews in flight"
+	}
+	if !r.sourceLimiter(host, now).AllowN(now, 1) {
+		return fmt.Sprintf("%s asks for token reviews more often than %v a second", host, r.PerSource)
+	}
+	if !r.Reviews.AllowN(now, 1) {
+		return "too many token reviews across all agents"
+	}
+	r.reviewing++
+	return ""
+}
+
+func (r *Receiver) doneReviewing() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reviewing--
+}
+
+// sourceLimiter is host's review limiter; r.mu is held. Addresses idle
+// for a minute (their limiter long refilled, so nothing is lost) are
+// forgotten when the map is full, at most once a second; until then new
+// addresses share the overflow limiter.
+func (r *Receiver) sourceLimiter(host string, now time.Time) *rate.Limiter {
+	if s := r.sources[host]; s != nil {
+		s.seen = now
+		return s.limit
+	}
+	if len(r.sources) >= maxSources && now.Sub(r.swept) >= time.Second {
+		r.swept = now
+		for h, s := range r.sources {
+			if now.Sub(s.seen) >= time.Minute {
+				delete(r.sources, h)
+			}
+		}
+	}
+	if len(r.sources) >= maxSources {
+		if r.overflow == nil {
+			r.overflow = rate.NewLimiter(r.PerSource, r.PerSourceBurst)
+		}
+		return r.overflow
+	}
+	s := &sourceLimit{limit: rate.NewLimiter(r.PerSource, r.PerSourceBurst), seen: now}
+	r.sources[host] = s
+	return s.limit
 }
 
 func (r *Receiver) limiter(node string) *rate.Limiter {
