@@ -36,6 +36,9 @@ func TestColumnsAndStatusSubresource(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj.SetNamespace(namespace)
+	// Its own name: TestSamples, beside it, dry-runs the same sample's
+	// create in this namespace, which a stored "checkout" would refuse.
+	obj.SetName("columns-" + obj.GetName())
 	obj.Object["status"] = map[string]any{"observedGeneration": int64(7)}
 	client := dyn.Resource(policyGVR).Namespace(namespace)
 	created, err := client.Create(ctx, &obj, metav1.CreateOptions{})
@@ -97,7 +100,7 @@ conditions:
 	}
 	delete(got, "Age")
 	want := map[string]string{
-		"Name": "checkout", "Mode": "InPlaceOrRecreate", "Kind": "StatefulSet", "Target": "checkout",
+		"Name": "columns-checkout", "Mode": "InPlaceOrRecreate", "Kind": "StatefulSet", "Target": "checkout",
 		"CPU": "250m", "Memory": "300Mi", "Ready": "True", "Blocked": "RestartNotAllowed",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
