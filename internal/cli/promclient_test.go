@@ -2,16 +2,11 @@ package cli
 
 import (
 	"bytes"
-	"encoding/pem"
+	"crypto/tls"
 	"fmt"
 	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,66 +15,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/metrics/prometheus/promtest"
 	"github.com/tailorhq/tailor/test/builder"
 )
-
-// securedPrometheus is a Prometheus stand-in behind TLS that answers the
-// report's queries (/api/v1/query and /api/v1/query_range) with no series
-// when check passes on the request, and 401 when it does not. It counts
-// every request.
-type securedPrometheus struct {
-	*httptest.Server
-	served, refused atomic.Int32
-	// ca is a file holding the server's certificate, the CA to check it
-	// against.
-	ca string
-}
-
-func newSecuredPrometheus(t *testing.T, check func(r *http.Request) error) *securedPrometheus {
-	t.Helper()
-	p := &securedPrometheus{}
-	p.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := check(r); err != nil {
-			p.refused.Add(1)
-			http.Error(w, err.Error(), http.StatusUnauthorized)
-			return
-		}
-		resultType := "vector"
-		switch r.URL.Path {
-		case "/api/v1/query":
-		case "/api/v1/query_range":
-			resultType = "matrix"
-		default:
-			p.refused.Add(1)
-			http.NotFound(w, r)
-			return
-		}
-		p.served.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"status":"success","data":{"resultType":%q,"result":[]}}`, resultType)
-	}))
-	p.Config.ErrorLog = log.New(io.Discard, "", 0)
-	p.StartTLS()
-	t.Cleanup(p.Close)
-	p.ca = writeTempFile(t, "ca.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.Certificate().Raw})))
-	return p
-}
-
-func writeTempFile(t *testing.T, name, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // `tailor report --prometheus-url` reaches a secured Prometheus with the
 // client flags: TLS under a CA of its own, a bearer token or basic auth,
 // and a tenant header.
 func TestReportSecuredPrometheus(t *testing.T) {
-	token := writeTempFile(t, "token", "s3cret\n")
-	password := writeTempFile(t, "password", "hunter2")
+	token := promtest.WriteFile(t, "token", "s3cret\n")
+	password := promtest.WriteFile(t, "password", "hunter2")
 	tenant := func(r *http.Request) error {
 		if got := r.Header.Get("X-Scope-OrgID"); got != "team-a" {
 			return fmt.Errorf("X-Scope-OrgID %q, want team-a", got)
@@ -111,7 +56,7 @@ func TestReportSecuredPrometheus(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			prom := newSecuredPrometheus(t, tc.check)
+			prom := promtest.New(t, &tls.Config{}, tc.check)
 			scheme, err := manager.Scheme()
 			if err != nil {
 				t.Fatal(err)
@@ -126,15 +71,15 @@ func TestReportSecuredPrometheus(t *testing.T) {
 				client:      fake.NewClientBuilder().WithScheme(scheme).WithObjects(pod).Build(),
 			}
 			cmd := o.command()
-			cmd.SetArgs(append([]string{"--prometheus-url", prom.URL, "--prometheus-ca-file", prom.ca, "-o", "csv"}, tc.args...))
+			cmd.SetArgs(append([]string{"--prometheus-url", prom.URL, "--prometheus-ca-file", prom.CAFile, "-o", "csv"}, tc.args...))
 			cmd.SetOut(io.Discard)
 			cmd.SetErr(io.Discard)
 			if err := cmd.Execute(); err != nil {
 				t.Fatalf("report: %v", err)
 			}
 			// CPU and memory history and throttling, each once.
-			if prom.served.Load() != 3 || prom.refused.Load() != 0 {
-				t.Errorf("Prometheus served %d queries and refused %d, want 3 served", prom.served.Load(), prom.refused.Load())
+			if prom.Served.Load() != 3 || prom.Refused.Load() != 0 {
+				t.Errorf("Prometheus served %d queries and refused %d, want 3 served", prom.Served.Load(), prom.Refused.Load())
 			}
 			if !strings.Contains(out.String(), "shop,Pod,web,app,") {
 				t.Errorf("the report lacks pod web:\n%s", out.String())
@@ -149,12 +94,12 @@ func TestReportSecuredPrometheus(t *testing.T) {
 func TestPrometheusClientUsageErrors(t *testing.T) {
 	noKubeconfig(t)
 	srv, calls := fakeAPIServer(t, 0)
-	prom := newSecuredPrometheus(t, func(*http.Request) error { return nil })
-	token := writeTempFile(t, "token", "s3cret")
-	notPEM := writeTempFile(t, "ca.crt", "not a certificate")
-	badConfig := writeTempFile(t, "http.yaml", "bearer_token_file: /token\nbasic_auth:\n  username: tailor\n")
-	unknownField := writeTempFile(t, "http.yaml", "bearer_tokn: x\n")
-	emptyHeaders := writeTempFile(t, "http.yaml", "http_headers: {}\n")
+	prom := promtest.New(t, &tls.Config{}, func(*http.Request) error { return nil })
+	token := promtest.WriteFile(t, "token", "s3cret")
+	notPEM := promtest.WriteFile(t, "ca.crt", "not a certificate")
+	badConfig := promtest.WriteFile(t, "http.yaml", "bearer_token_file: /token\nbasic_auth:\n  username: tailor\n")
+	unknownField := promtest.WriteFile(t, "http.yaml", "bearer_tokn: x\n")
+	emptyHeaders := promtest.WriteFile(t, "http.yaml", "http_headers: {}\n")
 	url := []string{"--prometheus-url", prom.URL}
 	cases := map[string]struct {
 		args    []string
@@ -169,7 +114,7 @@ func TestPrometheusClientUsageErrors(t *testing.T) {
 			wantErr: "--prometheus-basic-auth-username and --prometheus-basic-auth-password-file go together",
 		},
 		"report, certificate without a key": {
-			args:    append([]string{"report", "--prometheus-cert-file", prom.ca}, url...),
+			args:    append([]string{"report", "--prometheus-cert-file", prom.CAFile}, url...),
 			wantErr: "--prometheus-cert-file and --prometheus-key-file go together",
 		},
 		"report, the Authorization header": {
@@ -215,7 +160,7 @@ func TestPrometheusClientUsageErrors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			before, promBefore := calls.Load(), prom.served.Load()+prom.refused.Load()
+			before, promBefore := calls.Load(), prom.Served.Load()+prom.Refused.Load()
 			var out, errOut bytes.Buffer
 			args := append(tc.args, "--server", srv.URL)
 			if code := Execute("tailor", args, nil, &out, &errOut); code != ExitUsage {
@@ -227,7 +172,7 @@ func TestPrometheusClientUsageErrors(t *testing.T) {
 			if n := calls.Load() - before; n != 0 {
 				t.Errorf("the apiserver was asked %d times before the usage error", n)
 			}
-			if n := prom.served.Load() + prom.refused.Load() - promBefore; n != 0 {
+			if n := prom.Served.Load() + prom.Refused.Load() - promBefore; n != 0 {
 				t.Errorf("Prometheus was asked %d times before the usage error", n)
 			}
 		})

@@ -6,14 +6,8 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,60 +15,12 @@ import (
 	"github.com/prometheus/common/config"
 
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/internal/metrics/prometheus/promtest"
 )
-
-// securedPrometheus is a Prometheus stand-in that answers /api/v1/query
-// with an empty vector when check passes on the request, and 401 with
-// check's complaint when it does not. It counts both.
-type securedPrometheus struct {
-	*httptest.Server
-	served, refused atomic.Int32
-}
-
-func newSecuredPrometheus(t *testing.T, tlsConfig *tls.Config, check func(r *http.Request) error) *securedPrometheus {
-	t.Helper()
-	p := &securedPrometheus{}
-	p.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := check(r); err != nil {
-			p.refused.Add(1)
-			http.Error(w, err.Error(), http.StatusUnauthorized)
-			return
-		}
-		p.served.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
-	}))
-	// Quiet the log of a handshake the client refuses.
-	p.Config.ErrorLog = log.New(io.Discard, "", 0)
-	if tlsConfig != nil {
-		p.TLS = tlsConfig
-		p.StartTLS()
-	} else {
-		p.Start()
-	}
-	t.Cleanup(p.Close)
-	return p
-}
-
-// writeFile writes content to a file of its own and returns its path.
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// serverCertPEM is the PEM of srv's own certificate: the CA its clients
-// check it against, httptest's certificate being self-signed.
-func serverCertPEM(srv *httptest.Server) string {
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
-}
 
 // keyPEM is the PEM of the private key of srv's certificate, so that a
 // client can present that certificate as its own.
-func keyPEM(t *testing.T, srv *httptest.Server) string {
+func keyPEM(t *testing.T, srv *promtest.Server) string {
 	t.Helper()
 	der, err := x509.MarshalPKCS8PrivateKey(srv.TLS.Certificates[0].PrivateKey)
 	if err != nil {
@@ -96,17 +42,17 @@ func wantHeader(name, want string) func(*http.Request) error {
 // http_config says: bearer token, basic auth, a header, TLS checked
 // against a CA file, a client certificate.
 func TestNewClientSecured(t *testing.T) {
-	token := writeFile(t, "token", "s3cret\n")
-	password := writeFile(t, "password", "hunter2")
+	token := promtest.WriteFile(t, "token", "s3cret\n")
+	password := promtest.WriteFile(t, "password", "hunter2")
 	cases := map[string]struct {
 		tls     *tls.Config
 		check   func(*http.Request) error
-		config  func(t *testing.T, srv *httptest.Server) *config.HTTPClientConfig
+		config  func(t *testing.T, srv *promtest.Server) *config.HTTPClientConfig
 		wantErr string
 	}{
 		"bearer token from a file": {
 			check: wantHeader("Authorization", "Bearer s3cret"),
-			config: func(*testing.T, *httptest.Server) *config.HTTPClientConfig {
+			config: func(*testing.T, *promtest.Server) *config.HTTPClientConfig {
 				return &config.HTTPClientConfig{BearerTokenFile: token}
 			},
 		},
@@ -117,27 +63,27 @@ func TestNewClientSecured(t *testing.T) {
 				}
 				return nil
 			},
-			config: func(*testing.T, *httptest.Server) *config.HTTPClientConfig {
+			config: func(*testing.T, *promtest.Server) *config.HTTPClientConfig {
 				return &config.HTTPClientConfig{BasicAuth: &config.BasicAuth{Username: "tailor", PasswordFile: password}}
 			},
 		},
 		"a custom header": {
 			check: wantHeader("X-Scope-OrgID", "team-a"),
-			config: func(*testing.T, *httptest.Server) *config.HTTPClientConfig {
+			config: func(*testing.T, *promtest.Server) *config.HTTPClientConfig {
 				return &config.HTTPClientConfig{HTTPHeaders: &config.Headers{Headers: map[string]config.Header{"X-Scope-OrgID": {Values: []string{"team-a"}}}}}
 			},
 		},
 		"TLS checked against a CA file": {
 			tls:   &tls.Config{},
 			check: func(*http.Request) error { return nil },
-			config: func(t *testing.T, srv *httptest.Server) *config.HTTPClientConfig {
-				return &config.HTTPClientConfig{TLSConfig: config.TLSConfig{CAFile: writeFile(t, "ca.crt", serverCertPEM(srv))}}
+			config: func(t *testing.T, srv *promtest.Server) *config.HTTPClientConfig {
+				return &config.HTTPClientConfig{TLSConfig: config.TLSConfig{CAFile: promtest.WriteFile(t, "ca.crt", srv.CertPEM())}}
 			},
 		},
 		"TLS without the CA is refused": {
 			tls:     &tls.Config{},
 			check:   func(*http.Request) error { return nil },
-			config:  func(*testing.T, *httptest.Server) *config.HTTPClientConfig { return nil },
+			config:  func(*testing.T, *promtest.Server) *config.HTTPClientConfig { return nil },
 			wantErr: "certificate",
 		},
 		"a client certificate": {
@@ -148,19 +94,19 @@ func TestNewClientSecured(t *testing.T) {
 				}
 				return nil
 			},
-			config: func(t *testing.T, srv *httptest.Server) *config.HTTPClientConfig {
+			config: func(t *testing.T, srv *promtest.Server) *config.HTTPClientConfig {
 				return &config.HTTPClientConfig{TLSConfig: config.TLSConfig{
-					CAFile:   writeFile(t, "ca.crt", serverCertPEM(srv)),
-					CertFile: writeFile(t, "tls.crt", serverCertPEM(srv)),
-					KeyFile:  writeFile(t, "tls.key", keyPEM(t, srv)),
+					CAFile:   promtest.WriteFile(t, "ca.crt", srv.CertPEM()),
+					CertFile: promtest.WriteFile(t, "tls.crt", srv.CertPEM()),
+					KeyFile:  promtest.WriteFile(t, "tls.key", keyPEM(t, srv)),
 				}}
 			},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			srv := newSecuredPrometheus(t, tc.tls, tc.check)
-			client, err := prometheus.NewClient(srv.URL, tc.config(t, srv.Server), 10*time.Second)
+			srv := promtest.New(t, tc.tls, tc.check)
+			client, err := prometheus.NewClient(srv.URL, tc.config(t, srv), 10*time.Second)
 			if err != nil {
 				t.Fatalf("NewClient: %v", err)
 			}
@@ -174,8 +120,8 @@ func TestNewClientSecured(t *testing.T) {
 			if err != nil {
 				t.Fatalf("query: %v", err)
 			}
-			if srv.served.Load() != 1 || srv.refused.Load() != 0 {
-				t.Errorf("served %d, refused %d: want the one query served", srv.served.Load(), srv.refused.Load())
+			if srv.Served.Load() != 1 || srv.Refused.Load() != 0 {
+				t.Errorf("served %d, refused %d: want the one query served", srv.Served.Load(), srv.Refused.Load())
 			}
 		})
 	}
@@ -197,7 +143,7 @@ func TestNewClientRefuses(t *testing.T) {
 			wantErr: `setting header "Authorization" is not allowed`,
 		},
 		"a CA that is not one": {
-			config:  &config.HTTPClientConfig{TLSConfig: config.TLSConfig{CAFile: writeFile(t, "ca.crt", "not a certificate")}},
+			config:  &config.HTTPClientConfig{TLSConfig: config.TLSConfig{CAFile: promtest.WriteFile(t, "ca.crt", "not a certificate")}},
 			wantErr: "unable to use specified CA cert",
 		},
 		"a client certificate without its key": {
