@@ -55,7 +55,8 @@ SUITES=(./test/crd ./test/deploy ./test/e2e ./test/metrics ./test/oracle)
 
 # run_phase NAME TIMEOUT PHASE GO_TEST_FLAGS... -- PACKAGES...: one gotestsum
 # run, failed tests run once more (--rerun-fails=2 is two attempts at most),
-# the whole of go test's JSON kept in E2E_OUT for the FLAKES section.
+# the whole of go test's JSON kept in E2E_OUT for the FLAKES section. The
+# summary leaves out the tests each phase skips (the other phase's).
 run_phase() {
   local name=$1 timeout=$2 phase=$3; shift 3
   local flags=()
@@ -64,6 +65,7 @@ run_phase() {
   local pkgs="$*"
   TAILOR_E2E_PHASE="$phase" timed "e2e-${name}" "$GOTESTSUM" \
     --format "${E2E_FORMAT:-testname}" --jsonfile "${E2E_OUT}/${name}.json" \
+    --hide-summary=skipped \
     --rerun-fails=2 --rerun-fails-max-failures=5 --rerun-fails-run-root-test \
     --packages "$pkgs" -- -tags e2e -count=1 -timeout "$timeout" \
     ${E2E_RUN:+-run "$E2E_RUN"} "${flags[@]}"
