@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -34,7 +35,9 @@ type attempt struct {
 	result string
 }
 
-type key struct{ pkg, test string }
+// key names a test in one file: each file is one phase's run, and a test
+// runs in one phase and is skipped in the others.
+type key struct{ file, pkg, test string }
 
 func main() {
 	if len(os.Args) < 2 {
@@ -49,7 +52,7 @@ func main() {
 			fmt.Fprintf(os.Stderr, "flakes: %v\n", err)
 			continue
 		}
-		if err := read(f, runs); err != nil {
+		if err := read(path, f, runs); err != nil {
 			fmt.Fprintf(os.Stderr, "flakes: %s: %v\n", path, err)
 		}
 		_ = f.Close() // read only: nothing is lost if closing fails
@@ -57,8 +60,9 @@ func main() {
 	report(os.Stdout, runs)
 }
 
-// read adds each test's attempts in r to runs.
-func read(r io.Reader, runs map[key][]*attempt) error {
+// read adds each test's attempts in r, the file named file, to runs. A
+// subtest's output is also its top-level test's, whose failure it explains.
+func read(file string, r io.Reader, runs map[key][]*attempt) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -70,13 +74,18 @@ func read(r io.Reader, runs map[key][]*attempt) error {
 		if e.Test == "" {
 			continue
 		}
-		k := key{e.Package, e.Test}
+		k := key{file, e.Package, e.Test}
 		switch e.Action {
 		case "run":
 			runs[k] = append(runs[k], &attempt{})
 		case "output":
 			if a := last(runs[k]); a != nil {
 				a.output = append(a.output, e.Output)
+			}
+			if root, _, sub := strings.Cut(e.Test, "/"); sub {
+				if a := last(runs[key{file, e.Package, root}]); a != nil {
+					a.output = append(a.output, e.Output)
+				}
 			}
 		case "pass", "fail", "skip":
 			if a := last(runs[k]); a != nil {
@@ -107,6 +116,9 @@ func report(w io.Writer, runs map[key][]*attempt) {
 		}
 	}
 	sort.Slice(flaky, func(i, j int) bool {
+		if flaky[i].file != flaky[j].file {
+			return flaky[i].file < flaky[j].file
+		}
 		if flaky[i].pkg != flaky[j].pkg {
 			return flaky[i].pkg < flaky[j].pkg
 		}
@@ -114,7 +126,7 @@ func report(w io.Writer, runs map[key][]*attempt) {
 	})
 	fmt.Fprintf(w, "FLAKES: %d test(s) failed, then passed when run again\n", len(flaky))
 	for _, k := range flaky {
-		fmt.Fprintf(w, "--- FLAKE %s %s; its first failure:\n", k.pkg, k.test)
+		fmt.Fprintf(w, "--- FLAKE %s %s (%s); its first failure:\n", k.pkg, k.test, filepath.Base(k.file))
 		for _, line := range runs[k][0].output {
 			fmt.Fprint(w, "    ", line)
 			if !strings.HasSuffix(line, "\n") {
