@@ -54,13 +54,8 @@ func TestManagerFlags(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			o := &ManagerOptions{configFlags: genericclioptions.NewConfigFlags(false), streams: genericiooptions.NewTestIOStreamsDiscard()}
-			cmd := o.command()
-			if err := cmd.ParseFlags(tc.args); err != nil {
-				t.Fatalf("parse %v: %v", tc.args, err)
-			}
 			// Validated directly: RunE would go on to connect.
-			o.Complete(cmd.Flags().Changed("metrics-secure"))
+			o := completedManagerOptions(t, tc.args)
 			err := o.Validate()
 			if tc.wantErr == "" {
 				if err != nil {
@@ -97,12 +92,7 @@ func TestManagerMetricsSecure(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			o := &ManagerOptions{configFlags: genericclioptions.NewConfigFlags(false), streams: genericiooptions.NewTestIOStreamsDiscard()}
-			cmd := o.command()
-			if err := cmd.ParseFlags(tc.args); err != nil {
-				t.Fatalf("parse %v: %v", tc.args, err)
-			}
-			o.Complete(cmd.Flags().Changed("metrics-secure"))
+			o := completedManagerOptions(t, tc.args)
 			if o.MetricsSecure != tc.want {
 				t.Errorf("%v: MetricsSecure = %t, want %t", tc.args, o.MetricsSecure, tc.want)
 			}
@@ -128,4 +118,17 @@ func TestGoMemLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// completedManagerOptions are the manager's options from args, completed
+// as RunE completes them before it validates.
+func completedManagerOptions(t *testing.T, args []string) *ManagerOptions {
+	t.Helper()
+	o := &ManagerOptions{configFlags: genericclioptions.NewConfigFlags(false), streams: genericiooptions.NewTestIOStreamsDiscard()}
+	cmd := o.command()
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	o.Complete(cmd.Flags().Changed("metrics-secure"))
+	return o
 }
