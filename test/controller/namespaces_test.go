@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -140,21 +138,6 @@ func TestScopedManagersTakeTheirOwnLeases(t *testing.T) {
 		})
 		return &running{mgr: m}
 	}
-	elected := func(r *running) bool {
-		select {
-		case <-r.mgr.Elected():
-			return true
-		default:
-			return false
-		}
-	}
-	holder := func(name string) string {
-		var l coordinationv1.Lease
-		if err := apiClient.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: name}, &l); err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
 	tenant := shard.Shard{Namespaces: []string{n1, n2}}.LeaseName("tailor-manager")
 	other := shard.Shard{Namespaces: []string{n3}}.LeaseName("tailor-manager")
 	if tenant == other {
@@ -162,19 +145,19 @@ func TestScopedManagersTakeTheirOwnLeases(t *testing.T) {
 	}
 	a, b, c := start(n1, n2), start(n2, n1), start(n3)
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return (elected(a) || elected(b)) && elected(c), nil
+		return (elected(a.mgr) || elected(b.mgr)) && elected(c.mgr), nil
 	})
 	if err != nil {
-		t.Fatalf("not every tenant has a leader: a %v, b %v, c %v; leases %s %q, %s %q", elected(a), elected(b), elected(c), tenant, holder(tenant), other, holder(other))
+		t.Fatalf("not every tenant has a leader: a %v, b %v, c %v; leases %s %q, %s %q", elected(a.mgr), elected(b.mgr), elected(c.mgr), tenant, leaseHolder(tenant), other, leaseHolder(other))
 	}
 	time.Sleep(2 * time.Second) // a second election would show by now
-	if elected(a) && elected(b) {
+	if elected(a.mgr) && elected(b.mgr) {
 		t.Errorf("both replicas of one tenant's manager lead: their namespaces' order split the lease")
 	}
-	if holder(tenant) == "" || holder(other) == "" {
-		t.Errorf("the tenants' leases are not held: %s %q, %s %q", tenant, holder(tenant), other, holder(other))
+	if leaseHolder(tenant) == "" || leaseHolder(other) == "" {
+		t.Errorf("the tenants' leases are not held: %s %q, %s %q", tenant, leaseHolder(tenant), other, leaseHolder(other))
 	}
-	if holder("tailor-manager") != "" {
+	if leaseHolder("tailor-manager") != "" {
 		t.Errorf("a scoped manager holds the cluster-wide lease tailor-manager")
 	}
 }

@@ -51,21 +51,6 @@ func TestEachShardElectsItsOwnLeader(t *testing.T) {
 		})
 		return r
 	}
-	elected := func(r *running) bool {
-		select {
-		case <-r.mgr.Elected():
-			return true
-		default:
-			return false
-		}
-	}
-	holder := func(name string) string {
-		var l coordinationv1.Lease
-		if err := apiClient.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: name}, &l); err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
 	zero, one := shard.Shard{Index: 0, Count: 2}, shard.Shard{Index: 1, Count: 2}
 	a, b, c := start(zero), start(zero), start(one)
 
@@ -75,10 +60,10 @@ func TestEachShardElectsItsOwnLeader(t *testing.T) {
 			return cond(), nil
 		}); err != nil {
 			t.Fatalf("%s: a elected %v, b elected %v, c elected %v; leases: shard 0 %q, shard 1 %q", what,
-				elected(a), elected(b), elected(c), holder(zero.LeaseName("tailor-manager")), holder(one.LeaseName("tailor-manager")))
+				elected(a.mgr), elected(b.mgr), elected(c.mgr), leaseHolder(zero.LeaseName("tailor-manager")), leaseHolder(one.LeaseName("tailor-manager")))
 		}
 	}
-	poll("each shard has a leader", func() bool { return (elected(a) || elected(b)) && elected(c) })
+	poll("each shard has a leader", func() bool { return (elected(a.mgr) || elected(b.mgr)) && elected(c.mgr) })
 	// The standby tries for the lease every RetryPeriod and may take it
 	// once it has gone a LeaseDuration unrenewed; so only renewals spanning
 	// a whole LeaseDuration since the leader acquired it show the standby
@@ -102,31 +87,51 @@ func TestEachShardElectsItsOwnLeader(t *testing.T) {
 		}
 		return renewed.Sub(acquired) > manager.DefaultLeaseDuration
 	})
-	if elected(a) && elected(b) {
+	if elected(a.mgr) && elected(b.mgr) {
 		t.Fatal("both managers of shard 0 lead")
 	}
-	if holder(zero.LeaseName("tailor-manager")) == "" || holder(one.LeaseName("tailor-manager")) == "" {
-		t.Fatalf("the shards' leases are not held: shard 0 %q, shard 1 %q", holder(zero.LeaseName("tailor-manager")), holder(one.LeaseName("tailor-manager")))
+	if leaseHolder(zero.LeaseName("tailor-manager")) == "" || leaseHolder(one.LeaseName("tailor-manager")) == "" {
+		t.Fatalf("the shards' leases are not held: shard 0 %q, shard 1 %q", leaseHolder(zero.LeaseName("tailor-manager")), leaseHolder(one.LeaseName("tailor-manager")))
 	}
-	if holder("tailor-manager") != "" {
+	if leaseHolder("tailor-manager") != "" {
 		t.Errorf("a shard's manager holds the unsharded lease tailor-manager")
 	}
-	shard1 := holder(one.LeaseName("tailor-manager"))
+	shard1 := leaseHolder(one.LeaseName("tailor-manager"))
 
 	leader, standby := a, b
-	if elected(b) {
+	if elected(b.mgr) {
 		leader, standby = b, a
 	}
-	before := holder(zero.LeaseName("tailor-manager"))
+	before := leaseHolder(zero.LeaseName("tailor-manager"))
 	stopped := time.Now()
 	leader.cancel()
 	<-leader.done
-	poll("shard 0's standby takes over", func() bool { return elected(standby) })
+	poll("shard 0's standby takes over", func() bool { return elected(standby.mgr) })
 	t.Logf("shard 0's standby led %s after its leader stopped", time.Since(stopped).Round(100*time.Millisecond))
-	if after := holder(zero.LeaseName("tailor-manager")); after == before || after == "" {
+	if after := leaseHolder(zero.LeaseName("tailor-manager")); after == before || after == "" {
 		t.Errorf("shard 0's lease holder %q after the takeover, was %q", after, before)
 	}
-	if got := holder(one.LeaseName("tailor-manager")); got != shard1 || !elected(c) {
+	if got := leaseHolder(one.LeaseName("tailor-manager")); got != shard1 || !elected(c.mgr) {
 		t.Errorf("shard 1's lease moved (%q -> %q) when shard 0's leader stopped", shard1, got)
 	}
+}
+
+// elected says whether m has won its leader election.
+func elected(m interface{ Elected() <-chan struct{} }) bool {
+	select {
+	case <-m.Elected():
+		return true
+	default:
+		return false
+	}
+}
+
+// leaseHolder is who holds lease name in the default namespace, "" when
+// nobody does (or it does not exist yet).
+func leaseHolder(name string) string {
+	var l coordinationv1.Lease
+	if err := apiClient.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: name}, &l); err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
 }
