@@ -323,19 +323,7 @@ func readInt(t *testing.T, path string) int64 {
 // status after writing cgroups, but the test should not depend on ordering.
 func waitCgroup(t *testing.T, p *corev1.Pod, container, controller, file string, want int64) {
 	t.Helper()
-	var got int64
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		// The container may have been restarted: refresh the pod for its ID.
-		fresh, err := clientset.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		got = readCgroup(t, fresh, container, controller, file)
-		return got == want, nil
-	})
-	if err != nil {
-		t.Fatalf("%s/%s of %s/%s: got %d, want %d", controller, file, p.Name, container, got, want)
-	}
+	waitCgroupFollowsSpec(t, p, container, controller, file, func(*corev1.Pod) int64 { return want })
 }
 
 // waitCgroupFollowsSpec polls until the container's cgroup file holds
@@ -366,7 +354,7 @@ func waitCgroupFollowsSpec(t *testing.T, p *corev1.Pod, container, controller, f
 		return want(again) == wanted, nil
 	})
 	if err != nil {
-		t.Fatalf("%s/%s of %s/%s: got %d, want %d from the pod's spec", controller, file, p.Name, container, got, wanted)
+		t.Fatalf("%s/%s of %s/%s: got %d, want %d", controller, file, p.Name, container, got, wanted)
 	}
 	return fresh
 }
