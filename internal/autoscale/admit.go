@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -29,6 +30,11 @@ type AdmitInput struct {
 	Holds Holds
 	// Boost is the policy's startupBoost: new pods start boosted.
 	Boost *v1alpha1.StartupBoost
+	// Room is the most of each resource a new pod may request and still
+	// find a node (NewPodRoom): raises are cut to it, as an in-place raise
+	// is cut to its node's room, so no pod is created that no node could
+	// hold. Nil: unknown, no cut.
+	Room corev1.ResourceList
 }
 
 // Admitted is what a new pod of the workload is created with.
@@ -92,7 +98,8 @@ func Admit(in AdmitInput) (Admitted, error) {
 	if len(targets) == 0 {
 		return out, nil
 	}
-	d, err := Decide(Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true, Holds: in.Holds, Boost: boosted.names})
+	d, err := Decide(Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true, Holds: in.Holds, Boost: boosted.names,
+		Room: roomBeside(pod, in.Room)})
 	if err != nil {
 		return out, fmt.Errorf("admit: %w", err)
 	}
@@ -138,6 +145,9 @@ func Admit(in AdmitInput) (Admitted, error) {
 		summary = append(summary, n+": "+strings.Join(parts, ", "))
 	}
 	out.Summary = strings.Join(summary, "; ")
+	if len(d.Short) > 0 {
+		out.Summary += " (cut to what a node could hold)"
+	}
 	if len(boosted.names) > 0 {
 		// What each boosted container is created with, as the decision
 		// shaped it (maxAllowed, QoS): the value to take back once started.
@@ -154,6 +164,31 @@ func Admit(in AdmitInput) (Admitted, error) {
 		out.Summary += " (startup boost: " + out.Boost + ")"
 	}
 	return out, nil
+}
+
+// roomBeside is how much more than the template's pod a new pod may request
+// within room: room less the template's requests, never below zero.
+func roomBeside(pod *corev1.Pod, room corev1.ResourceList) corev1.ResourceList {
+	if room == nil {
+		return nil
+	}
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	out := corev1.ResourceList{}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		q, ok := room[r]
+		if !ok {
+			// No node says how much of it there is: a zero room would
+			// forbid every raise of it.
+			return nil
+		}
+		q = q.DeepCopy()
+		q.Sub(reqs[r])
+		if q.Sign() < 0 {
+			q = resource.Quantity{Format: q.Format}
+		}
+		out[r] = q
+	}
+	return out
 }
 
 type boosted struct {

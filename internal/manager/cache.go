@@ -98,7 +98,8 @@ func trim(obj any, sh shard.Shard, lists *listTable) (any, error) {
 // labels and owners; every container's name, resources, resize and restart
 // policies; what places the pod (node, priority, tolerations, required node
 // affinity, overhead, OS); the phase, QoS class, observed generation,
-// pod-level resources, the Ready and resize conditions, and each
+// pod-level resources, the Ready and resize conditions, PodScheduled while
+// False, and each
 // container's state, restarts, allocated and actual resources. It drops
 // what real pods are mostly made of and tailor never reads: images, env,
 // commands, probes, volumes and mounts, security contexts, other
@@ -178,6 +179,12 @@ func slimPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
 	// nothing tailor reads; any other (a readiness gate's) may end a
 	// startup boost.
 	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			// A pod the scheduler finds no room for: if tailor sized it,
+			// the policy replaces it smaller (autoscale.DecideStuck).
+			s.Status.Conditions = append(s.Status.Conditions, c)
+			continue
+		}
 		switch c.Type {
 		case corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReadyToStartContainers, corev1.DisruptionTarget:
 			continue

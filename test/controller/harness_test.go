@@ -99,6 +99,14 @@ func (e *env) addNodeFrom(w *builder.NodeWrapper) string {
 	if err := apiClient.Status().Update(e.ctx, n); err != nil {
 		e.t.Fatalf("set status of node %s: %v", name, err)
 	}
+	// The apiserver taints a new node not-ready until the node lifecycle
+	// controller, which does not run here, sees it Ready.
+	if len(n.Spec.Taints) != len(w.Spec.Taints) {
+		n.Spec.Taints = w.Spec.Taints
+		if err := apiClient.Update(e.ctx, n); err != nil {
+			e.t.Fatalf("untaint node %s: %v", name, err)
+		}
+	}
 	e.t.Cleanup(func() {
 		_ = apiClient.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})

@@ -41,6 +41,13 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		}
 	}
 	mode := policyMode(policy)
+	if mode != v1alpha1.UpdateModeOff && autoscale.ApplyOnCreate(&policy.Spec) {
+		retry, err := r.replaceStuck(ctx, policy, in, now, blocked)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		sooner(retry)
+	}
 	if mode == v1alpha1.UpdateModeOff {
 		in.blocked = blocked
 		resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))

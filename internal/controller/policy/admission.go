@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 )
@@ -18,7 +20,7 @@ var admittedKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "Da
 // created with, planned from the target's template as last read and the
 // workload's recommendation. Nil in mode Off, so the admission policy has
 // nothing to apply.
-func (r *Reconciler) admission(policy *v1alpha1.TailorPolicy, state *policyState, rec *v1alpha1.Recommendation, holds autoscale.Holds, now time.Time) *v1alpha1.Admission {
+func (r *Reconciler) admission(policy *v1alpha1.TailorPolicy, state *policyState, rec *v1alpha1.Recommendation, holds autoscale.Holds, room corev1.ResourceList, now time.Time) *v1alpha1.Admission {
 	spec := &policy.Spec
 	if policyMode(policy) == v1alpha1.UpdateModeOff {
 		return nil
@@ -59,7 +61,7 @@ func (r *Reconciler) admission(policy *v1alpha1.TailorPolicy, state *policyState
 		targets[cr.ContainerName] = t
 	}
 	got, err := autoscale.Admit(autoscale.AdmitInput{Template: state.template, Spec: spec, Targets: targets,
-		Server: r.Actuator.Server.Version, Now: now, Holds: holds, Boost: spec.StartupBoost})
+		Server: r.Actuator.Server.Version, Now: now, Holds: holds, Boost: spec.StartupBoost, Room: room})
 	if err != nil {
 		out.Message = truncate("new pods start at their template's size: "+err.Error(), 1024)
 		return out

@@ -48,6 +48,11 @@ type syncInput struct {
 	// notBoosted says which containers the startup boost leaves alone, and
 	// why, for the Ready condition.
 	notBoosted map[string]bool
+	// unbound are the policy's pods not yet bound to a node.
+	unbound []*corev1.Pod
+	// newPodRoom is the most a new pod of the target may request and still
+	// find a node (autoscale.NewPodRoom); nil when unknown or not needed.
+	newPodRoom corev1.ResourceList
 }
 
 // gather reads what the policy's sync needs: its configuration, its running
@@ -58,7 +63,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if err != nil {
 		return nil, err
 	}
-	pods, err := r.pods(ctx, state)
+	pods, unbound, err := r.pods(ctx, state)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +89,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	r.reportMetrics(policy, state, wasDown, wasRejecting)
 	r.learn(state, &policy.Spec, pods, usage, now)
 
-	in := &syncInput{state: state, pods: pods, usage: usage, advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}}
+	in := &syncInput{state: state, pods: pods, unbound: unbound, usage: usage, advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}}
 	in.decision = autoscale.PolicyInput{
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
 	}
@@ -108,6 +113,9 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 			Pod: p, Targets: a.targets, PodTarget: a.podTarget, WorkingSet: a.workingSet,
 			LastResize: ps.lastResize, InFlight: inFlight(p), RaiseSince: ps.raiseSince, Boost: boost,
 		})
+	}
+	if in.newPodRoom, err = r.newPodRoom(ctx, policy, state, unbound, now); err != nil {
+		return nil, err
 	}
 	if policyMode(policy) != v1alpha1.UpdateModeOff {
 		// Only a pod the recommender wants changed can be resized: the
@@ -305,27 +313,40 @@ func podTemplate(target *unstructured.Unstructured) *corev1.PodTemplateSpec {
 		}
 		return out
 	}
-	return &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+	out := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 		Containers: slim(full.Spec.Containers), InitContainers: slim(full.Spec.InitContainers),
 		Resources: full.Spec.Resources, OS: full.Spec.OS,
+		// Which nodes a new pod may land on: its size is cut to theirs.
+		NodeSelector: full.Spec.NodeSelector, Tolerations: full.Spec.Tolerations,
 	}}
+	if a := full.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		out.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+		}}
+	}
+	return out
 }
 
-// pods lists the running pods a policy selects, sorted by name.
-func (r *Reconciler) pods(ctx context.Context, state *policyState) ([]*corev1.Pod, error) {
+// pods lists the running pods a policy selects, and those not yet bound to
+// a node, each sorted by name.
+func (r *Reconciler) pods(ctx context.Context, state *policyState) (running, unbound []*corev1.Pod, err error) {
 	var list corev1.PodList
 	if err := r.Client.List(ctx, &list, client.InNamespace(state.key.Namespace), client.MatchingLabelsSelector{Selector: state.selector}); err != nil {
-		return nil, fmt.Errorf("listing pods for policy %s: %w", state.key, err)
+		return nil, nil, fmt.Errorf("listing pods for policy %s: %w", state.key, err)
 	}
-	var out []*corev1.Pod
 	for i := range list.Items {
 		p := &list.Items[i]
-		if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && p.DeletionTimestamp.IsZero() {
-			out = append(out, p)
+		switch {
+		case !p.DeletionTimestamp.IsZero():
+		case p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "":
+			running = append(running, p)
+		case p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "":
+			unbound = append(unbound, p)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	sort.Slice(running, func(i, j int) bool { return running[i].Name < running[j].Name })
+	sort.Slice(unbound, func(i, j int) bool { return unbound[i].Name < unbound[j].Name })
+	return running, unbound, nil
 }
 
 // hpaHolds reads the HorizontalPodAutoscalers of the policy's namespace
@@ -341,6 +362,41 @@ func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy
 	}
 	holds, text := autoscale.HPAHolds(policy.Spec.TargetRef, list.Items)
 	return holds, text, nil
+}
+
+// newPodRoom reads the nodes a new pod of the policy's target could land on,
+// when new pods are sized at admission: their allocatable, or their free
+// room for a DaemonSet (whose new pod must fit the node it replaces one on)
+// and while a pod tailor sized waits unschedulable.
+func (r *Reconciler) newPodRoom(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, unbound []*corev1.Pod, now time.Time) (corev1.ResourceList, error) {
+	ref := policy.Spec.TargetRef
+	if ref == nil || state.template == nil || policyMode(policy) == v1alpha1.UpdateModeOff || !autoscale.ApplyOnCreate(&policy.Spec) {
+		return nil, nil
+	}
+	in := autoscale.NewPodRoomInput{Template: state.template, DaemonSet: ref.Kind == "DaemonSet"}
+	stuck, _ := autoscale.DecideStuck(autoscale.StuckInput{Pods: unbound, Template: state.template, Now: now.Add(autoscale.UnschedulableAfter)})
+	in.Free = len(stuck) > 0
+	if !in.Free && !in.DaemonSet {
+		var nodes corev1.NodeList
+		if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing nodes: %w", err)
+		}
+		for i := range nodes.Items {
+			in.Nodes = append(in.Nodes, autoscale.NodePods{Node: &nodes.Items[i]})
+		}
+		return autoscale.NewPodRoom(in), nil
+	}
+	if in.DaemonSet {
+		in.Own = func(p *corev1.Pod) bool {
+			owner := metav1.GetControllerOf(p)
+			return p.Namespace == policy.Namespace && owner != nil && owner.Kind == "DaemonSet" && owner.Name == ref.Name
+		}
+	}
+	var err error
+	if in.Nodes, err = r.nodesWithPods(ctx); err != nil {
+		return nil, err
+	}
+	return autoscale.NewPodRoom(in), nil
 }
 
 // nodes reads each node the pods run on once, with the pods bound to it. A

@@ -72,6 +72,9 @@ type policyState struct {
 	recreations map[types.UID]v1alpha1.Recreation
 	// lastEviction paces evictions: one per minResizeInterval per policy.
 	lastEviction time.Time
+	// stuckSeen is when each unschedulable pod tailor sized was first due
+	// to be replaced (replaceStuck).
+	stuckSeen map[types.UID]time.Time
 	// source reads this policy's usage when it overrides the manager's
 	// queries; nil means the manager's source.
 	source metrics.Source

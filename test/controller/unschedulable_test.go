@@ -1,0 +1,123 @@
+//go:build controller
+
+package controller
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+// deployment creates Deployment name whose pods (app=name) land only on
+// nodes labelled pool=<the test's namespace>, with one container app at
+// 500m/256Mi (limits 1/512Mi), and a targetRef policy of it.
+func (e *env) deployment(name string, mutate func(*v1alpha1.TailorPolicySpec)) {
+	e.t.Helper()
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"pool": e.ns},
+					Containers:   []corev1.Container{*builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi").Obj()},
+				},
+			},
+		},
+	}
+	if err := apiClient.Create(e.ctx, d); err != nil {
+		e.t.Fatalf("create deployment: %v", err)
+	}
+	e.policy(name, func(s *v1alpha1.TailorPolicySpec) {
+		s.Selector = nil
+		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
+		if mutate != nil {
+			mutate(s)
+		}
+	})
+}
+
+// unschedulablePod creates a pod of app that the scheduler found no room
+// for ago, at cpu.
+func (e *env) unschedulablePod(app, name, cpu string, ago time.Duration) {
+	e.t.Helper()
+	p := builder.Pod(name).Namespace(e.ns).Label("app", app).
+		Container(builder.Container("app").Requests(cpu, "256Mi").Limits(cpu, "512Mi")).Obj()
+	if err := apiClient.Create(e.ctx, p); err != nil {
+		e.t.Fatalf("create pod %s: %v", name, err)
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/1 nodes are available: 1 Insufficient cpu.", LastTransitionTime: metav1.NewTime(e.clock.Now().Add(-ago)),
+	}}}
+	if err := apiClient.Status().Update(e.ctx, p); err != nil {
+		e.t.Fatalf("set status of pod %s: %v", name, err)
+	}
+}
+
+// A startup boost (or a recommendation) larger than any node the workload
+// may land on is cut to the largest at admission: no new pod is created that
+// no node could hold (issue #23, finding 2).
+func TestAdmissionEntryFitsTheLargestNode(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.addNodeFrom(builder.Node("pool-"+e.ns).Allocatable("4", "8Gi").Ready(corev1.ConditionTrue).Label("pool", e.ns))
+	factor := int32(1000)
+	e.deployment("web", func(s *v1alpha1.TailorPolicySpec) {
+		s.StartupBoost = &v1alpha1.StartupBoost{FactorPercent: &factor}
+	})
+	e.sync("web")
+	adm := e.getPolicy("web").Status.Admission
+	if adm == nil || len(adm.Containers) != 1 {
+		t.Fatalf("status.admission = %+v, want one container", adm)
+	}
+	// 10 x 500m is 5 cores; the only node the pods may land on has 4.
+	if got := adm.Containers[0].Requests.Cpu(); got.String() != "4" {
+		t.Errorf("new pods' cpu request %s, want 4 (the largest node's allocatable); summary %q", got, adm.Summary)
+	}
+}
+
+// A pod tailor sized above its template that no node has room for is
+// replaced once new pods are created at a size that may fit: the entry is
+// planned against the nodes' free room, and the pod is deleted for its
+// controller to create anew, with an event (issue #23, finding 2). A pod at
+// its template's size is left alone: it would be stuck without tailor.
+func TestUnschedulablePodTailorSizedIsReplaced(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.addNodeFrom(builder.Node("pool-"+e.ns).Allocatable("4", "8Gi").Ready(corev1.ConditionTrue).Label("pool", e.ns))
+	e.deployment("web", nil)
+	e.unschedulablePod("web", "web-big", "3", time.Minute)
+	e.unschedulablePod("web", "web-plain", "500m", time.Minute)
+
+	e.sync("web")
+	if got := e.getPolicy("web"); condition(got, v1alpha1.ConditionResizesBlocked).Reason != policyctrl.EventUnschedulable {
+		t.Errorf("ResizesBlocked %+v, want reason %s", condition(got, v1alpha1.ConditionResizesBlocked), policyctrl.EventUnschedulable)
+	}
+	// The replacement waits for the entry to settle in the admission
+	// policy's informer: not deleted on the sync that finds it due.
+	if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "web-big"}, &corev1.Pod{}); err != nil {
+		t.Fatalf("web-big deleted before the entry settled: %v", err)
+	}
+	e.clock.Step(2 * policyctrl.AdmissionSettle)
+	e.reconcile("web")
+	err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "web-big"}, &corev1.Pod{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("web-big, sized above its template and unschedulable, was not replaced: %v; events:%s", err, e.events)
+	}
+	if n := e.events.count("web-big", policyctrl.EventUnschedulable); n != 1 {
+		t.Errorf("%d %s events on web-big, want 1:%s", n, policyctrl.EventUnschedulable, e.events)
+	}
+	if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "web-plain"}, &corev1.Pod{}); err != nil {
+		t.Errorf("web-plain, at its template's size, was deleted: %v", err)
+	}
+}
