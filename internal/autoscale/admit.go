@@ -11,6 +11,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -35,6 +36,17 @@ type AdmitInput struct {
 	// is cut to its node's room, so no pod is created that no node could
 	// hold. Nil: unknown, no cut.
 	Room corev1.ResourceList
+	// Rules are the namespace's LimitRanges and ResourceQuotas. The
+	// template is planned as the LimitRanger admits it (its defaults
+	// applied: what the admission policy sees, and what decides the new
+	// pod's QoS class), each value clamped into the LimitRanges, a raise
+	// cut to what the quotas have left for Replicas pods of it, and an
+	// entry the apiserver would still refuse is not written. Nil: none.
+	Rules *nsrules.Rules
+	// Replicas is how many new pods a rollout of the workload creates at
+	// the entry's size (its pods now, at least one): a quota must hold the
+	// raise for each.
+	Replicas int
 }
 
 // Admitted is what a new pod of the workload is created with.
@@ -81,6 +93,9 @@ func Admit(in AdmitInput) (Admitted, error) {
 		return out, nil
 	}
 	pod := &corev1.Pod{ObjectMeta: *in.Template.ObjectMeta.DeepCopy(), Spec: *in.Template.Spec.DeepCopy()}
+	if in.Rules != nil {
+		pod = in.Rules.Admitted(pod)
+	}
 	if hasPodLevel(pod) {
 		out.Held = "the template has pod-level resources: new pods start at its size and are resized in place once running"
 		return out, nil
@@ -98,8 +113,9 @@ func Admit(in AdmitInput) (Admitted, error) {
 	if len(targets) == 0 {
 		return out, nil
 	}
+	replicas := max(in.Replicas, 1)
 	d, err := Decide(Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true, Holds: in.Holds, Boost: boosted.names,
-		Room: roomBeside(pod, in.Room)})
+		Room: leastRoom(roomBeside(pod, in.Room), quotaRoomPerReplica(in.Rules, pod, replicas)), Rules: in.Rules})
 	if err != nil {
 		return out, fmt.Errorf("admit: %w", err)
 	}
@@ -112,6 +128,10 @@ func Admit(in AdmitInput) (Admitted, error) {
 	}
 	if plan.Outcome == resize.Refused {
 		out.Held = fmt.Sprintf("new pods start at their template's size: the recommended size breaks rule %s (%s)", plan.Rule, plan.Message)
+		return out, nil
+	}
+	if why := refusedBeyondTemplate(in.Rules, plan.AfterPod(), pod, replicas); why != "" {
+		out.Held = "new pods start at their template's size: the apiserver would refuse them at the recommended size: " + why
 		return out, nil
 	}
 	names := make([]string, 0, len(d.Desired.Containers))
@@ -164,6 +184,52 @@ func Admit(in AdmitInput) (Admitted, error) {
 		out.Summary += " (startup boost: " + out.Boost + ")"
 	}
 	return out, nil
+}
+
+// refusedBeyondTemplate says what the namespace's rules would refuse of a new
+// pod created as entry that they would not refuse of it created as template:
+// what refuses the template's own pod is not tailor's to answer. The quotas
+// are charged for the entry's raise over the template on every other replica
+// first. "" when nothing.
+func refusedBeyondTemplate(rules *nsrules.Rules, entry, template *corev1.Pod, replicas int) string {
+	if rules == nil {
+		return ""
+	}
+	already := map[string]bool{}
+	for _, v := range rules.Violations(template, nil) {
+		already[v.Object+"/"+v.Container+"/"+string(v.Resource)] = true
+	}
+	charged := rules.Charged(entry, template, replicas-1)
+	for _, v := range charged.Violations(rules.Admitted(entry), nil) {
+		if !already[v.Object+"/"+v.Container+"/"+string(v.Resource)] {
+			return fmt.Sprintf("%s (%s)", v.Message, v.Object)
+		}
+	}
+	return ""
+}
+
+// quotaRoomPerReplica is how much more than its template each replica may
+// request under the quotas: a rollout creates that many at the entry's size.
+func quotaRoomPerReplica(rules *nsrules.Rules, pod *corev1.Pod, replicas int) corev1.ResourceList {
+	if rules == nil {
+		return nil
+	}
+	room := rules.RequestRoom(pod)
+	// The new pod is charged whole: what is left beyond its template's
+	// requests is what the raises of all replicas share.
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	for r, q := range room {
+		q.Sub(reqs[r])
+		if q.Sign() < 0 {
+			q = resource.Quantity{Format: q.Format}
+		}
+		if r == corev1.ResourceCPU {
+			room[r] = *resource.NewMilliQuantity(q.MilliValue()/int64(replicas), q.Format)
+		} else {
+			room[r] = *resource.NewQuantity(q.Value()/int64(replicas), q.Format)
+		}
+	}
+	return room
 }
 
 // roomBeside is how much more than the template's pod a new pod may request

@@ -11,6 +11,7 @@ import (
 	qosutil "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -65,6 +66,11 @@ type Input struct {
 	// straight to its target (no step limits, no tolerance), has no
 	// working set to keep memory above, and restarts nothing.
 	Creating bool
+	// Rules are the namespace's LimitRanges and ResourceQuotas: each value
+	// is clamped into the LimitRanges' container min, max and
+	// maxLimitRequestRatio, as the apiserver judges a new pod and a resize
+	// alike. Nil: none.
+	Rules *nsrules.Rules
 }
 
 // Skip explains a change Decide chose not to make.
@@ -464,6 +470,7 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 			ch.RequestNow = q.DeepCopy()
 		}
 	}
+	in.clamp(ch, lim == nil || !controlsLimits(pol))
 	if ch.RequestNow.Cmp(req) == 0 && (lim == nil || ch.LimitNow.Cmp(*lim) == 0) {
 		return nil, nil
 	}
@@ -471,6 +478,49 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		return nil, skip(SkipRestartNotAllowed, "%s resizePolicy is RestartContainer and the policy does not allow restarts", r)
 	}
 	return ch, nil
+}
+
+// clamp brings a change into the namespace's LimitRanges, which the
+// apiserver applies to a new pod and to a resize alike, and notes which one
+// capped it. It never adds a limit the container does not have (a pod
+// admitted under a LimitRange max already has its default), and never moves
+// a request held for an HPA; what it cannot bring in is left to the check of
+// the whole pod (DecidePolicy, Admit), which holds it.
+func (in Input) clamp(ch *Change, limitFixed bool) {
+	if in.Rules == nil {
+		return
+	}
+	b := in.Rules.ContainerBounds(ch.Resource)
+	req, lim, why := b.Clamp(ch.RequestNow, ch.LimitNow)
+	if why == "" || (ch.LimitNow == nil && lim != nil) {
+		return
+	}
+	if limitFixed && ch.LimitNow != nil && lim.Cmp(*ch.LimitNow) != 0 {
+		// The policy does not move this limit (RequestsOnly): where the
+		// ratio binds, the request comes up to it instead.
+		lim = ch.LimitNow
+		if r := b.MaxLimitRequestRatio; r != nil && r.Quantity.Sign() > 0 {
+			need := fromFloat(ch.Resource, toFloat(ch.Resource, *lim)/r.Quantity.AsApproximateFloat64())
+			if need.Cmp(req) > 0 && need.Cmp(*lim) <= 0 {
+				req = need
+				why = fmt.Sprintf("request raised to its limit over the maxLimitRequestRatio %s of LimitRange %s", r.Quantity.String(), r.LimitRange)
+			}
+		}
+		if req.Cmp(*lim) > 0 {
+			req = lim.DeepCopy()
+		}
+	}
+	if ch.RequestHeld {
+		if lim != nil && lim.Cmp(ch.RequestNow) < 0 {
+			return
+		}
+		req = ch.RequestNow
+	}
+	if req.Cmp(ch.RequestNow) == 0 && (lim == nil || lim.Cmp(*ch.LimitNow) == 0) {
+		return
+	}
+	ch.RequestNow, ch.LimitNow = req, lim
+	ch.Notes = append(ch.Notes, why)
 }
 
 // bound is a resource's entry of a bound list in cores or bytes, 0 if none.
@@ -584,7 +634,11 @@ func (in Input) fit(ch *Change, r corev1.ResourceName, qos corev1.PodQOSClass, r
 	if now <= before {
 		return ch, nil, nil
 	}
-	free := room[r]
+	free, known := room[r]
+	if !known {
+		// Nothing limits it: no node or quota said how much there is.
+		return ch, nil, nil
+	}
 	allowed := before + toFloat(r, free)
 	if now <= allowed {
 		used := fromFloat(r, now-before)

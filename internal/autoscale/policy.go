@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -45,6 +46,11 @@ type PolicyInput struct {
 	// Holds are the requests HorizontalPodAutoscalers of the workload
 	// divide usage by (HPAHolds).
 	Holds Holds
+	// Rules are the namespace's LimitRanges and ResourceQuotas: values are
+	// clamped into the LimitRanges, raises cut to what the quotas have
+	// left (shared between the pods of the sync, as a node's room is), and
+	// a resize the apiserver would still refuse for them is held. Nil: none.
+	Rules *nsrules.Rules
 }
 
 // Action is a resize to send now.
@@ -68,6 +74,9 @@ const (
 	HoldRefused HoldReason = "Refused"
 	// HoldNoRoom: the planner predicts the kubelet would defer it.
 	HoldNoRoom HoldReason = "NodeFull"
+	// HoldNamespaceRules: a LimitRange or ResourceQuota of the namespace
+	// would refuse it.
+	HoldNamespaceRules HoldReason = "NamespaceRules"
 )
 
 // Held is a pod that wants a change that is not sent now.
@@ -165,6 +174,7 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 	})
 
 	rooms := map[string]corev1.ResourceList{}
+	rules := in.Rules
 	for _, c := range queue {
 		if slots <= 0 {
 			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldMaxConcurrent, Decision: c.wish,
@@ -183,7 +193,10 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 			// less what all of them request.
 			room, _ = resize.Room(c.Pod, node)
 		}
-		d, err := Decide(in.podInput(c.PodInput, room))
+		given := withQuotaRoom(room, rules, c.Pod)
+		pin := in.podInput(c.PodInput, given)
+		pin.Rules = rules
+		d, err := Decide(pin)
 		if err != nil {
 			return out, err
 		}
@@ -207,8 +220,18 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 				Message: fmt.Sprintf("the node has no room now (kubelet would answer %s)", plan.Predicted)})
 			continue
 		}
+		if rules != nil {
+			after := plan.AfterPod()
+			if v := rules.Violations(rules.Admitted(after), c.Pod); len(v) > 0 {
+				out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNamespaceRules, Decision: d,
+					Message: fmt.Sprintf("the apiserver would refuse it: %s (%s)", v[0].Message, v[0].Object)})
+				continue
+			}
+			charged := rules.Charged(after, c.Pod, 1)
+			rules = &charged
+		}
 		if d.RoomLeft != nil {
-			rooms[c.Pod.Spec.NodeName] = d.RoomLeft
+			rooms[c.Pod.Spec.NodeName] = roomLeft(room, given, d.RoomLeft)
 		}
 		out.Resizes = append(out.Resizes, Action{Pod: c.Pod, Decision: d, Plan: plan})
 		slots--
@@ -221,4 +244,44 @@ func (in PolicyInput) podInput(p PodInput, room corev1.ResourceList) Input {
 		Pod: p.Pod, Spec: in.Spec, Targets: p.Targets, PodTarget: p.PodTarget, WorkingSet: p.WorkingSet,
 		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Room: room, LastResize: p.LastResize, Now: in.Now, Holds: in.Holds, Boost: p.Boost,
 	}
+}
+
+// withQuotaRoom is room cut to what the quotas taking p in have left for
+// its requests.
+func withQuotaRoom(room corev1.ResourceList, rules *nsrules.Rules, p *corev1.Pod) corev1.ResourceList {
+	if rules == nil {
+		return room
+	}
+	return leastRoom(room, rules.RequestRoom(p))
+}
+
+// leastRoom is, per resource, the smaller of a and b; a resource only one
+// of them limits is limited by that one. Nil when neither limits any.
+func leastRoom(a, b corev1.ResourceList) corev1.ResourceList {
+	if b == nil {
+		return a
+	}
+	out := a.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for r, q := range b {
+		if have, ok := out[r]; !ok || q.Cmp(have) < 0 {
+			out[r] = q.DeepCopy()
+		}
+	}
+	return out
+}
+
+// roomLeft is the node's room after a decision that was given given and
+// left left: what the decision took, taken from room.
+func roomLeft(room, given, left corev1.ResourceList) corev1.ResourceList {
+	out := room.DeepCopy()
+	for r, q := range out {
+		took := given[r].DeepCopy()
+		took.Sub(left[r])
+		q.Sub(took)
+		out[r] = q
+	}
+	return out
 }

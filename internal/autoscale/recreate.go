@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -212,6 +213,10 @@ type RecreateInput struct {
 	Now   time.Time
 	// Holds are as for PolicyInput: the replacement keeps those requests.
 	Holds Holds
+	// Rules are as for PolicyInput: the replacement is created within the
+	// namespace's LimitRanges, and charged to its quotas for what it asks
+	// beyond the pod it replaces.
+	Rules *nsrules.Rules
 }
 
 // RecreateStep is what to do about the pod now.
@@ -280,7 +285,7 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	// shaped by the same rules as an in-place resize and checked by the
 	// planner, so it is never admitted in another QoS class.
 	full, err := Decide(Input{Pod: p, Spec: in.Spec, Targets: in.Pod.Targets, WorkingSet: in.Pod.WorkingSet,
-		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now, Holds: in.Holds})
+		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now, Holds: in.Holds, Rules: in.Rules})
 	if err != nil {
 		return RecreateDecision{}, fmt.Errorf("deciding the replacement's resources: %w", err)
 	}
@@ -290,6 +295,11 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	}
 	if plan.Outcome == resize.Refused {
 		return blocked("NotPlannable", fmt.Sprintf("its replacement's resources break rule %s: %s", plan.Rule, plan.Message))
+	}
+	if r := in.Rules; r != nil {
+		if v := r.Violations(r.Admitted(plan.AfterPod()), p); len(v) > 0 {
+			return blocked(string(HoldNamespaceRules), fmt.Sprintf("the apiserver would refuse its replacement: %s (%s)", v[0].Message, v[0].Object))
+		}
 	}
 	containers := RecreatedContainers(p, full.Desired)
 	if len(containers) == 0 {
