@@ -328,6 +328,13 @@ func (l *eventLog) count(object, reason string) int {
 	return n
 }
 
+// all is every event sent so far.
+func (l *eventLog) all() []event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]event(nil), l.events...)
+}
+
 func (l *eventLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -171,6 +171,12 @@ func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *
 		if r.reportOnce(ps, p, policy, "refused:"+string(h.Rule), EventResizeRefused, "not sent: "+h.Message) {
 			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
 		}
+	case autoscale.HoldNamespaceRules:
+		msg := "not sent: " + h.Message
+		blocked[string(h.Reason)] = "pod " + p.Name + ": " + msg
+		if r.reportOnce(ps, p, policy, "nsrules", EventResizeRefused, msg) {
+			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
+		}
 	case autoscale.HoldNoRoom:
 		msg := "not sent: " + h.Message
 		blocked[string(h.Reason)] = msg

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 )
@@ -20,7 +18,7 @@ var admittedKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "Da
 // created with, planned from the target's template as last read and the
 // workload's recommendation. Nil in mode Off, so the admission policy has
 // nothing to apply.
-func (r *Reconciler) admission(policy *v1alpha1.TailorPolicy, state *policyState, rec *v1alpha1.Recommendation, holds autoscale.Holds, room corev1.ResourceList, now time.Time) *v1alpha1.Admission {
+func (r *Reconciler) admission(policy *v1alpha1.TailorPolicy, state *policyState, rec *v1alpha1.Recommendation, in *syncInput, now time.Time) *v1alpha1.Admission {
 	spec := &policy.Spec
 	if policyMode(policy) == v1alpha1.UpdateModeOff {
 		return nil
@@ -61,7 +59,8 @@ func (r *Reconciler) admission(policy *v1alpha1.TailorPolicy, state *policyState
 		targets[cr.ContainerName] = t
 	}
 	got, err := autoscale.Admit(autoscale.AdmitInput{Template: state.template, Spec: spec, Targets: targets,
-		Server: r.Actuator.Server.Version, Now: now, Holds: holds, Boost: spec.StartupBoost, Room: room})
+		Server: r.Actuator.Server.Version, Now: now, Holds: in.decision.Holds, Boost: spec.StartupBoost, Room: in.newPodRoom,
+		Rules: in.decision.Rules, Replicas: len(in.pods)})
 	if err != nil {
 		out.Message = truncate("new pods start at their template's size: "+err.Error(), 1024)
 		return out

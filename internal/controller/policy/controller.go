@@ -118,6 +118,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets;replicasets,verbs=get
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=limitranges;resourcequotas,verbs=get;list;watch
 
 // SetupWithManager registers the controller: policies, and the pods they
 // select, so an OOM kill or a finished resize is seen at once.

@@ -23,6 +23,7 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -94,6 +95,9 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
 	}
 	if in.decision.Holds, in.hpa, err = r.hpaHolds(ctx, policy); err != nil {
+		return nil, err
+	}
+	if in.decision.Rules, err = r.namespaceRules(ctx, policy.Namespace); err != nil {
 		return nil, err
 	}
 	for _, p := range pods {
@@ -397,6 +401,21 @@ func (r *Reconciler) newPodRoom(ctx context.Context, policy *v1alpha1.TailorPoli
 		return nil, err
 	}
 	return autoscale.NewPodRoom(in), nil
+}
+
+// namespaceRules reads the namespace's LimitRanges and ResourceQuotas from
+// the cache: the apiserver judges every pod and resize tailor asks for by
+// them.
+func (r *Reconciler) namespaceRules(ctx context.Context, namespace string) (*nsrules.Rules, error) {
+	var ranges corev1.LimitRangeList
+	if err := r.Client.List(ctx, &ranges, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing LimitRanges of namespace %s: %w", namespace, err)
+	}
+	var quotas corev1.ResourceQuotaList
+	if err := r.Client.List(ctx, &quotas, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing ResourceQuotas of namespace %s: %w", namespace, err)
+	}
+	return &nsrules.Rules{LimitRanges: ranges.Items, Quotas: quotas.Items}, nil
 }
 
 // nodes reads each node the pods run on once, with the pods bound to it. A

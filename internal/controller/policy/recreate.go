@@ -68,7 +68,7 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom,
 		ShortSince: ps.shortSince, RecreateAfter: after, LastEviction: state.lastEviction,
 		BlockedUntil: ps.evictionBlocked.until, BlockedReason: ps.evictionBlocked.reason, BlockedMessage: ps.evictionBlocked.message,
-		Settle: AdmissionSettle, Now: now, Holds: in.decision.Holds,
+		Settle: AdmissionSettle, Now: now, Holds: in.decision.Holds, Rules: in.decision.Rules,
 	}
 	for _, candidate := range in.decision.Pods {
 		if candidate.Pod.UID == p.UID {

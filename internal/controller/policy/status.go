@@ -104,7 +104,7 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, "NoUsageYet", msg, gen)
 	}
 
-	status.Admission = r.admission(policy, state, status.Recommendation, in.decision.Holds, in.newPodRoom, now)
+	status.Admission = r.admission(policy, state, status.Recommendation, in, now)
 	if in.hpa != "" && !in.decision.Holds.Empty() {
 		setCondition(status, v1alpha1.ConditionRequestsHeldForHPA, metav1.ConditionTrue, "HPAUtilization", in.hpa, gen)
 	} else {
