@@ -69,6 +69,7 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 		ShortSince: ps.shortSince, RecreateAfter: after, LastEviction: state.lastEviction,
 		BlockedUntil: ps.evictionBlocked.until, BlockedReason: ps.evictionBlocked.reason, BlockedMessage: ps.evictionBlocked.message,
 		Settle: AdmissionSettle, Now: now, Holds: in.decision.Holds,
+		Template: state.template, Generation: policy.Generation,
 	}
 	for _, candidate := range in.decision.Pods {
 		if candidate.Pod.UID == p.UID {
@@ -116,7 +117,7 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 		owner := d.Owner
 		state.recreations[owner.UID] = v1alpha1.Recreation{
 			OwnerUID: string(owner.UID), OwnerKind: owner.Kind, OwnerName: owner.Name, EvictedPod: p.Name,
-			EvictionTime: metav1.NewTime(now), Containers: d.Containers,
+			EvictionTime: metav1.NewTime(now), ObservedGeneration: d.Generation, Containers: d.Containers,
 		}
 		st := policy.Status.DeepCopy()
 		st.Recreations = state.recreationList(now)
