@@ -718,8 +718,16 @@ type Recreation struct {
 	// before the eviction; the entry expires ten minutes later.
 	// +required
 	EvictionTime metav1.Time `json:"evictionTime"`
+	// observedGeneration is the policy's metadata.generation this entry
+	// was planned for; the admission policy applies it only while the
+	// policy still has that generation.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// containers are the requests and limits to create each container with;
-	// a container not listed keeps its template's.
+	// a container not listed keeps its template's. The entry applies to a
+	// new pod only when every container it names has exactly its
+	// templateRequests and templateLimits: all of them change, or none.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -733,6 +741,15 @@ type RecreatedContainer struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
+	// templateRequests and templateLimits are the container's cpu and
+	// memory in the owner's pod template this entry was planned from (the
+	// evicted pod itself was resized since it was created); a new pod's
+	// container must have exactly these for the entry to apply, so a
+	// template edited since is not given resources planned for another.
+	// +optional
+	TemplateRequests corev1.ResourceList `json:"templateRequests,omitempty"`
+	// +optional
+	TemplateLimits corev1.ResourceList `json:"templateLimits,omitempty"`
 	// requests are the container's cpu and memory requests.
 	// +optional
 	Requests corev1.ResourceList `json:"requests,omitempty"`
@@ -758,6 +775,16 @@ type Admission struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	TargetName string `json:"targetName,omitempty"`
+	// observedGeneration is the policy's metadata.generation this entry
+	// was planned for; the admission policy applies it only while the
+	// policy still has that generation, so a policy edited since (a
+	// startupBoost removed, a maxAllowed lowered) sizes no new pod until
+	// the manager has planned for the edit. It is the entry's own, not
+	// status.observedGeneration: a status write that does not plan new
+	// pods (an invalid policy's) must not mark an older entry current.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// containers are the resources to create each controlled container
 	// (and sidecar) with. Empty when new pods are not sized: message says
 	// why.

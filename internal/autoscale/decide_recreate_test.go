@@ -17,14 +17,20 @@ func TestDecideRecreate(t *testing.T) {
 	bigNode := []NodePods{{Node: builder.Node("n2").Allocatable("8", "16Gi").Ready(corev1.ConditionTrue).Obj()}}
 	smallNode := []NodePods{{Node: builder.Node("n2").Allocatable("200m", "16Gi").Ready(corev1.ConditionTrue).Obj()}}
 	wants := map[string]Target{"app": {CPU: q("1")}}
+	// The template the pod was created from, before tailor resized it.
+	template := &corev1.PodTemplateSpec{Spec: builder.Pod("t").Container(builder.Container("app").Requests("100m", "128Mi").Limits("200m", "256Mi")).Obj().Spec}
+	const generation = 3
 	entry := func(pod string, at time.Time, cpuReq, cpuLim string) *v1alpha1.Recreation {
-		return &v1alpha1.Recreation{OwnerUID: "rs-uid", EvictedPod: pod, EvictionTime: metav1.NewTime(at),
-			Containers: []v1alpha1.RecreatedContainer{{Name: "app", Requests: builder.List(cpuReq, "128Mi"), Limits: builder.List(cpuLim, "256Mi")}}}
+		return &v1alpha1.Recreation{OwnerUID: "rs-uid", EvictedPod: pod, EvictionTime: metav1.NewTime(at), ObservedGeneration: generation,
+			Containers: []v1alpha1.RecreatedContainer{{Name: "app",
+				TemplateRequests: builder.List("100m", "128Mi"), TemplateLimits: builder.List("200m", "256Mi"),
+				Requests: builder.List(cpuReq, "128Mi"), Limits: builder.List(cpuLim, "256Mi")}}}
 	}
 	base := func(mutate func(*RecreateInput)) RecreateInput {
 		in := RecreateInput{
 			Pod: PodInput{Pod: owned, Targets: wants}, Spec: spec(), Server: v137, MemoryFloorHeadroom: 0.1,
 			ShortSince: now.Add(-10 * time.Minute), RecreateAfter: 5 * time.Minute, Settle: time.Second, Nodes: bigNode, Now: now,
+			Template: template, Generation: generation,
 		}
 		if mutate != nil {
 			mutate(&in)
@@ -61,6 +67,16 @@ func TestDecideRecreate(t *testing.T) {
 			}),
 			wantStep: RecreateBlocked, wantWhy: "PodLevelResources", wantRetry: time.Minute,
 		},
+		"a selector policy's pod: no template to tie the entry to, so no entry": {
+			in:       base(func(in *RecreateInput) { in.Template = nil }),
+			wantStep: RecreateBlocked, wantWhy: "NoTemplate", wantRetry: time.Minute,
+		},
+		"a template that no longer sets the pod's cpu limit: its replacement would not be created as planned": {
+			in: base(func(in *RecreateInput) {
+				in.Template = &corev1.PodTemplateSpec{Spec: builder.Pod("t").Container(builder.Container("app").Requests("100m", "128Mi").Limit(corev1.ResourceMemory, "256Mi")).Obj().Spec}
+			}),
+			wantStep: RecreateBlocked, wantWhy: "TemplateChanged", wantRetry: time.Minute,
+		},
 		"the nodes are asked for only when needed": {
 			in:       base(func(in *RecreateInput) { in.Nodes = nil }),
 			wantStep: RecreateNeedNodes,
@@ -85,6 +101,20 @@ func TestDecideRecreate(t *testing.T) {
 			in:       base(func(in *RecreateInput) { in.Entry = entry("web-1", now.Add(-2*time.Second), "1", "2") }),
 			wantStep: RecreateEvict,
 		},
+		"a settled entry planned for an earlier generation of the policy is rewritten": {
+			in: base(func(in *RecreateInput) {
+				in.Entry = entry("web-1", now.Add(-2*time.Second), "1", "2")
+				in.Entry.ObservedGeneration = generation - 1
+			}),
+			wantStep: RecreateRecord, wantRetry: time.Second,
+		},
+		"a settled entry planned from another template is rewritten": {
+			in: base(func(in *RecreateInput) {
+				in.Entry = entry("web-1", now.Add(-2*time.Second), "1", "2")
+				in.Entry.Containers[0].TemplateRequests = builder.List("150m", "128Mi")
+			}),
+			wantStep: RecreateRecord, wantRetry: time.Second,
+		},
 		"a settled entry that no longer holds what the pod needs is rewritten": {
 			in:       base(func(in *RecreateInput) { in.Entry = entry("web-1", now.Add(-2*time.Second), "800m", "1600m") }),
 			wantStep: RecreateRecord, wantRetry: time.Second,
@@ -101,9 +131,12 @@ func TestDecideRecreate(t *testing.T) {
 				t.Errorf("step, reason, retry (-want,+got):\n%s\n%s", diff, d.Message)
 			}
 			if d.Step == RecreateRecord || d.Step == RecreateEvict {
-				want := []v1alpha1.RecreatedContainer{{Name: "app", Requests: builder.List("1", "128Mi"), Limits: builder.List("2", "256Mi")}}
+				want := entry("web-1", now, "1", "2").Containers
 				if diff := cmp.Diff(want, d.Containers); diff != "" {
 					t.Errorf("replacement (-want,+got):\n%s", diff)
+				}
+				if d.Generation != generation {
+					t.Errorf("replacement planned for generation %d, want %d", d.Generation, generation)
 				}
 			}
 		})
@@ -120,12 +153,14 @@ func TestDecideRecreateKeepsTheQoSClass(t *testing.T) {
 	d, err := DecideRecreate(RecreateInput{
 		Pod: PodInput{Pod: p, Targets: map[string]Target{"app": {CPU: q("2")}}}, Spec: spec(requestsOnly()), Server: v137,
 		RecreateAfter: time.Minute, ShortSince: now.Add(-time.Hour), Settle: time.Second, Now: now,
-		Nodes: []NodePods{{Node: builder.Node("n2").Allocatable("8", "16Gi").Ready(corev1.ConditionTrue).Obj()}},
+		Nodes:    []NodePods{{Node: builder.Node("n2").Allocatable("8", "16Gi").Ready(corev1.ConditionTrue).Obj()}},
+		Template: &corev1.PodTemplateSpec{Spec: p.Spec},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []v1alpha1.RecreatedContainer{{Name: "app", Requests: builder.List("499m", "256Mi"), Limits: builder.List("500m", "256Mi")}}
+	want := []v1alpha1.RecreatedContainer{{Name: "app", TemplateRequests: builder.List("100m", "256Mi"), TemplateLimits: builder.List("500m", "256Mi"),
+		Requests: builder.List("499m", "256Mi"), Limits: builder.List("500m", "256Mi")}}
 	if d.Step != RecreateRecord || !cmp.Equal(want, d.Containers) {
 		t.Errorf("step %s, replacement %s, want Record with %s", d.Step, cmp.Diff(want, d.Containers), ContainersText(want))
 	}

@@ -45,8 +45,22 @@ func Recreatable(p *corev1.Pod) (*metav1.OwnerReference, error) {
 
 // RecreatedContainers is each resized container of p with desired applied:
 // every cpu and memory request and limit it will be recreated with, so the
-// replacement matches the pod as tailor would have resized it in place.
-func RecreatedContainers(p *corev1.Pod, desired resize.Desired) []v1alpha1.RecreatedContainer {
+// replacement matches the pod as tailor would have resized it in place, and
+// the cpu and memory the container has in template, the owner's pod
+// template the replacement is created from (p itself was resized since it
+// was created, so its values are not the template's). The admission policy
+// applies the entry only to a new pod whose containers have exactly those.
+//
+// It fails when template cannot vouch for the entry: a container it lacks,
+// or one that sets other cpu or memory requests or limits than p's (p was
+// not created from it: a rollout, or an edit since). Applied over such a
+// template the entry would give the replacement a mix of the two, which
+// the apiserver may refuse (a request above a limit the edit added).
+func RecreatedContainers(p *corev1.Pod, template *corev1.PodTemplateSpec, desired resize.Desired) ([]v1alpha1.RecreatedContainer, error) {
+	if template == nil {
+		return nil, fmt.Errorf("the owner's pod template is not known")
+	}
+	tp := &corev1.Pod{Spec: template.Spec}
 	names := make([]string, 0, len(desired.Containers))
 	for n := range desired.Containers {
 		names = append(names, n)
@@ -58,9 +72,22 @@ func RecreatedContainers(p *corev1.Pod, desired resize.Desired) []v1alpha1.Recre
 		if c == nil {
 			continue
 		}
+		tc := findContainer(tp, n)
+		if tc == nil {
+			return nil, fmt.Errorf("container %s is not in the owner's pod template", n)
+		}
 		rc := v1alpha1.RecreatedContainer{Name: n}
 		want := desired.Containers[n]
 		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			_, podReq := c.Resources.Requests[r]
+			_, podLim := c.Resources.Limits[r]
+			_, tmplReq := tc.Resources.Requests[r]
+			_, tmplLim := tc.Resources.Limits[r]
+			if podReq != tmplReq || podLim != tmplLim {
+				return nil, fmt.Errorf("container %s sets other %s requests or limits than the owner's pod template: the pod was not created from it", n, r)
+			}
+			setEntry(&rc.TemplateRequests, r, tc.Resources.Requests)
+			setEntry(&rc.TemplateLimits, r, tc.Resources.Limits)
 			if q, ok := pickQuantity(want.Requests, c.Resources.Requests, r); ok {
 				if rc.Requests == nil {
 					rc.Requests = corev1.ResourceList{}
@@ -76,7 +103,7 @@ func RecreatedContainers(p *corev1.Pod, desired resize.Desired) []v1alpha1.Recre
 		}
 		out = append(out, rc)
 	}
-	return out
+	return out, nil
 }
 
 func pickQuantity(want, have corev1.ResourceList, r corev1.ResourceName) (resource.Quantity, bool) {
@@ -200,6 +227,14 @@ type RecreateInput struct {
 	// again; BlockedReason and BlockedMessage say why it was refused.
 	BlockedUntil                  time.Time
 	BlockedReason, BlockedMessage string
+	// Template is the pod template the pod's owner creates the replacement
+	// from, as last read; nil when not known (a selector policy names no
+	// workload to read it from).
+	Template *corev1.PodTemplateSpec
+	// Generation is the policy's metadata.generation: the entry is planned
+	// for it, and the admission policy applies only an entry planned for
+	// the generation the policy has.
+	Generation int64
 	// Entry is the status.recreations entry already written for the pod's
 	// owner, if any.
 	Entry *v1alpha1.Recreation
@@ -243,9 +278,11 @@ type RecreateDecision struct {
 	Reason, Message string
 	RetryAfter      time.Duration
 	// Owner and Containers are the replacement's maker and resources, for
-	// Record and Evict.
+	// Record and Evict; Generation is the policy generation they are
+	// planned for.
 	Owner      *metav1.OwnerReference
 	Containers []v1alpha1.RecreatedContainer
+	Generation int64
 }
 
 // DecideRecreate decides, for a pod whose raise has found no room on its
@@ -281,6 +318,13 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	if p.Spec.Resources != nil {
 		return blocked("PodLevelResources", "its replacement could not get its pod-level resources: the admission policy sets containers' only")
 	}
+	if in.Template == nil {
+		// The entry must name the template values it was planned from, so
+		// that a template edited since is not given it; the pod itself was
+		// resized and no longer has them.
+		return blocked("NoTemplate", "its owner's pod template is not known (a selector policy names no workload to read it from), "+
+			"so its replacement's resources could not be tied to the template they suit; set targetRef to recreate pods")
+	}
 	// The replacement gets the whole recommendation, not what fits here,
 	// shaped by the same rules as an in-place resize and checked by the
 	// planner, so it is never admitted in another QoS class.
@@ -301,7 +345,10 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 			return blocked(string(HoldNamespaceRules), fmt.Sprintf("the apiserver would refuse its replacement: %s (%s)", v[0].Message, v[0].Object))
 		}
 	}
-	containers := RecreatedContainers(p, full.Desired)
+	containers, err := RecreatedContainers(p, in.Template, full.Desired)
+	if err != nil {
+		return blocked("TemplateChanged", fmt.Sprintf("its replacement would not be created as it was: %v", err))
+	}
 	if len(containers) == 0 {
 		return RecreateDecision{Step: RecreateWait}, nil
 	}
@@ -311,8 +358,9 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	if _, ok := Placeable(p, containers, in.Nodes); !ok {
 		return blocked("NoNodeFits", fmt.Sprintf("no node could hold it at %s, even counting lower-priority pods as preempted; raised in place as far as its node allows", ContainersText(containers)))
 	}
-	d := RecreateDecision{Owner: owner, Containers: containers}
-	if e := in.Entry; e == nil || e.EvictedPod != p.Name || !apiequality.Semantic.DeepEqual(e.Containers, containers) {
+	d := RecreateDecision{Owner: owner, Containers: containers, Generation: in.Generation}
+	if e := in.Entry; e == nil || e.EvictedPod != p.Name || e.ObservedGeneration != in.Generation ||
+		!apiequality.Semantic.DeepEqual(e.Containers, containers) {
 		d.Step, d.RetryAfter = RecreateRecord, in.Settle
 		return d, nil
 	}

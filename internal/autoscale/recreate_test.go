@@ -40,18 +40,70 @@ func TestRecreatable(t *testing.T) {
 }
 
 func TestRecreatedContainers(t *testing.T) {
-	pod := builder.Pod("p").Container(burstable()).Container(builder.Container("side").Requests("100m", "64Mi")).Obj()
+	// The pod as resized in place since its template made it at 250m/500m.
+	pod := builder.Pod("p").Container(builder.Container("app").Requests("400m", "128Mi").Limits("800m", "256Mi")).
+		Container(builder.Container("side").Requests("100m", "64Mi")).Obj()
 	desired := resize.Desired{Containers: map[string]corev1.ResourceRequirements{
 		"app": builder.Requirements(builder.List("1", ""), builder.List("2", "")),
 	}}
-	want := []v1alpha1.RecreatedContainer{{
-		Name:     "app",
-		Requests: builder.List("1", "128Mi"),
-		Limits:   builder.List("2", "256Mi"),
-	}}
-	got := RecreatedContainers(pod, desired)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("RecreatedContainers (-want,+got):\n%s", diff)
+	templateOf := func(cs ...*builder.ContainerWrapper) *corev1.PodTemplateSpec {
+		p := builder.Pod("t")
+		for _, c := range cs {
+			p.Container(c)
+		}
+		return &corev1.PodTemplateSpec{Spec: p.Obj().Spec}
+	}
+	cases := map[string]struct {
+		pod      *corev1.Pod
+		template *corev1.PodTemplateSpec
+		want     []v1alpha1.RecreatedContainer
+		wantErr  string
+	}{
+		"the entry names the template's values, not the resized pod's": {
+			template: templateOf(burstable(), builder.Container("side").Requests("100m", "64Mi")),
+			want: []v1alpha1.RecreatedContainer{{
+				Name:             "app",
+				TemplateRequests: builder.List("250m", "128Mi"), TemplateLimits: builder.List("500m", "256Mi"),
+				Requests: builder.List("1", "128Mi"), Limits: builder.List("2", "256Mi"),
+			}},
+		},
+		"no template: nothing to tie the entry to": {
+			wantErr: "not known",
+		},
+		"a template without the container": {
+			template: templateOf(builder.Container("side").Requests("100m", "64Mi")),
+			wantErr:  "container app is not in the owner's pod template",
+		},
+		"a template that added a cpu limit the pod lacks: the entry would put the request above it": {
+			pod:      builder.Pod("p").Container(builder.Container("app").Requests("400m", "128Mi").Limit(corev1.ResourceMemory, "256Mi")).Obj(),
+			template: templateOf(builder.Container("app").Requests("250m", "128Mi").Limits("300m", "256Mi")),
+			wantErr:  "sets other cpu requests or limits than the owner's pod template",
+		},
+		"a template that dropped a limit the pod has": {
+			template: templateOf(builder.Container("app").Requests("250m", "128Mi").Limit(corev1.ResourceMemory, "256Mi")),
+			wantErr:  "sets other cpu requests or limits than the owner's pod template",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := pod
+			if tc.pod != nil {
+				p = tc.pod
+			}
+			got, err := RecreatedContainers(p, tc.template, desired)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("RecreatedContainers error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("RecreatedContainers (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }
 

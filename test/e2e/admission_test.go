@@ -27,7 +27,7 @@ import (
 
 func installAdmission(t *testing.T) {
 	t.Helper()
-	installAdmissionPolicy(t, filepath.Join("..", "..", "config", "components", "admission", "admission_policy.yaml"))
+	installAdmissionPolicy(t, filepath.Join("..", "..", "config", "components", "admission", "admission_policy.yaml"), "")
 }
 
 // The admission policy tailor-admission alone, against the real apiserver:
@@ -44,8 +44,8 @@ func TestAdmissionPolicy(t *testing.T) {
 	ctx := context.Background()
 	c := apiClient(t)
 
-	entry := func(kind, name string) *v1alpha1.Admission {
-		return &v1alpha1.Admission{TargetKind: kind, TargetName: name, Summary: "app: cpu 100m->300m", Containers: []v1alpha1.AdmittedContainer{
+	entry := func(kind, name string, gen int64) *v1alpha1.Admission {
+		return &v1alpha1.Admission{TargetKind: kind, TargetName: name, ObservedGeneration: gen, Summary: "app: cpu 100m->300m", Containers: []v1alpha1.AdmittedContainer{
 			{Name: "app", TemplateRequests: builder.List("100m", "32Mi"), TemplateLimits: builder.List("200m", "64Mi"),
 				Requests: builder.List("300m", "96Mi"), Limits: builder.List("600m", "192Mi")},
 			{Name: "proxy", TemplateRequests: builder.List("50m", "16Mi"), TemplateLimits: builder.List("100m", "32Mi"),
@@ -74,9 +74,10 @@ func TestAdmissionPolicy(t *testing.T) {
 		if err := c.Create(ctx, policy); err != nil {
 			t.Fatal(err)
 		}
-		policy.Status.Admission = entry(pc.kind, pc.target)
+		policy.Status.Admission = entry(pc.kind, pc.target, policy.Generation)
 		if pc.recreation {
-			policy.Status.Recreations = []v1alpha1.Recreation{{OwnerUID: recreatedUID, OwnerKind: "ReplicaSet", OwnerName: "moving-5d8f", EvictedPod: "moving-old", EvictionTime: metav1.Now()}}
+			policy.Status.Recreations = []v1alpha1.Recreation{{OwnerUID: recreatedUID, OwnerKind: "ReplicaSet", OwnerName: "moving-5d8f", EvictedPod: "moving-old",
+				EvictionTime: metav1.Now(), ObservedGeneration: policy.Generation}}
 		}
 		if err := c.Status().Update(ctx, policy); err != nil {
 			t.Fatalf("writing status.admission of %s: %v", pc.name, err)
@@ -395,4 +396,106 @@ func watchAdmissions(t *testing.T, ns, name string) func() []v1alpha1.Admission 
 		defer mu.Unlock()
 		return append([]v1alpha1.Admission(nil), seen...)
 	}
+}
+
+// A policy edited while no manager runs (issue #23, finding 3): the
+// status.admission a manager planned with the startup boost boosts new
+// pods while the policy is as planned; once the boost is removed, with no
+// manager to plan again, new pods are created as their template says (no
+// boost that no manager would take back); a manager that starts then plans
+// for the edited policy, and its entry applies. Both admission policies are
+// bound to the test's namespace alone, so it shares the cluster; new pods
+// are created with dryRun=All.
+func TestAdmissionWhileNoManagerRuns(t *testing.T) {
+	cluster.Shared(t)
+	reserveCPU(t, 300) // one pod, boosted in place to 300m at most
+	ns := newNamespace(t)
+	opts := manager.Options{Namespaces: []string{ns}, MetricsSource: "kubelet", KubeletThrottling: true}
+	c, stop := runManager(t, opts)
+	for _, path := range []string{
+		filepath.Join("..", "..", "config", "components", "admission", "admission_policy.yaml"),
+		filepath.Join("..", "..", "config", "components", "eviction", "recreate_admission.yaml"),
+	} {
+		installAdmissionPolicy(t, path, ns)
+	}
+	ctx := context.Background()
+	dep := deployment(t, ns, "web", 1, app().Args("--listen=:8080", "--cpu=20m", "--memory=24Mi").Requests("100m", "64Mi").Limits("200m", "128Mi"))
+	applyPolicy(t, c, ns, "web", func(s *v1alpha1.TailorPolicySpec) {
+		s.Selector = nil
+		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+		s.StartupBoost = &v1alpha1.StartupBoost{FactorPercent: ptr(int32(300))}
+	})
+	planned := func(p *v1alpha1.TailorPolicy) bool {
+		return p.Status.Admission != nil && p.Status.Admission.ObservedGeneration == p.Generation
+	}
+	p := waitPolicy(t, c, ns, "web", 2*time.Minute, "a recommendation, and status.admission with the boost planned for this generation", func(p *v1alpha1.TailorPolicy) bool {
+		return p.Status.Recommendation != nil && planned(p) && p.Status.Admission.Boost != ""
+	})
+	t.Logf("status.admission with the boost: %s", mustJSON(p.Status.Admission))
+
+	// A new pod of the Deployment's ReplicaSet, as the ReplicaSet makes it.
+	live := livePods(t, ns, "web", 1, nil)[0]
+	owner := metav1.GetControllerOf(&live)
+	if owner == nil {
+		t.Fatalf("pod %s has no controller", live.Name)
+	}
+	newPod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-dry-run", OwnerReferences: []metav1.OwnerReference{*owner},
+			Labels: map[string]string{"app": "web", "pod-template-hash": live.Labels["pod-template-hash"]}},
+		Spec: *dep.Spec.Template.Spec.DeepCopy(),
+	}
+	admitted := func(step string, ok func(*corev1.Pod) bool) {
+		t.Helper()
+		var last *corev1.Pod
+		if err := admitUntil(ctx, newPod, func(created *corev1.Pod) bool { last = created; return ok(created) }); err != nil {
+			var got any
+			if last != nil {
+				got = map[string]any{"resources": containersText(last)["app"], "annotations": last.Annotations}
+			}
+			t.Fatalf("%s: new pod admitted as %s: %v", step, mustJSON(got), err)
+		}
+	}
+	admitted("the manager planned the boost", func(created *corev1.Pod) bool {
+		return created.Annotations[v1alpha1.BoostAnnotation] != "" && created.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() > 100
+	})
+
+	stop()
+	p = &v1alpha1.TailorPolicy{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.StartupBoost = nil
+	if err := c.Update(ctx, p); err != nil {
+		t.Fatalf("removing startupBoost: %v", err)
+	}
+	asTemplate := "100m/64Mi 200m/128Mi"
+	admitted("startupBoost removed while no manager runs", func(created *corev1.Pod) bool {
+		_, boosted := created.Annotations[v1alpha1.BoostAnnotation]
+		_, sized := created.Annotations[v1alpha1.AdmittedAnnotation]
+		return !boosted && !sized && containersText(created)["app"] == asTemplate
+	})
+
+	c, _ = runManager(t, opts)
+	p = waitPolicy(t, c, ns, "web", time.Minute, "status.admission planned for the edited policy", planned)
+	t.Logf("status.admission after the edit: %s", mustJSON(p.Status.Admission))
+	if p.Status.Admission.Boost != "" {
+		t.Errorf("status.admission planned without startupBoost boosts: %s", p.Status.Admission.Boost)
+	}
+	admitted("a manager planned for the edited policy", func(created *corev1.Pod) bool {
+		if _, boosted := created.Annotations[v1alpha1.BoostAnnotation]; boosted {
+			return false
+		}
+		// The recommendation may move between syncs: the entry as it is now.
+		p := &v1alpha1.TailorPolicy{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, p); err != nil || !planned(p) {
+			return false
+		}
+		entry := p.Status.Admission
+		if len(entry.Containers) == 0 {
+			return containersText(created)["app"] == asTemplate
+		}
+		got := created.Spec.Containers[0].Resources
+		return created.Annotations[v1alpha1.AdmittedAnnotation] == "web: "+entry.Summary &&
+			sameQuantities(entry.Containers[0].Requests, got.Requests) && sameQuantities(entry.Containers[0].Limits, got.Limits)
+	})
 }

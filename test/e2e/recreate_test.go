@@ -130,22 +130,31 @@ func TestRecreateAdmissionPolicy(t *testing.T) {
 	if err := c.Create(ctx, policy); err != nil {
 		t.Fatal(err)
 	}
-	const owner, appOnly, sidecarOnly = "0d1c1b6e-0000-4000-8000-000000000001", "0d1c1b6e-0000-4000-8000-000000000002", "0d1c1b6e-0000-4000-8000-000000000003"
+	const owner, appOnly, sidecarOnly, naming = "0d1c1b6e-0000-4000-8000-000000000001", "0d1c1b6e-0000-4000-8000-000000000002",
+		"0d1c1b6e-0000-4000-8000-000000000003", "0d1c1b6e-0000-4000-8000-000000000004"
 	rl := func(cpu, memory string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
 	}
+	// Each entry names the template values it was planned from (the
+	// template below), and the policy generation.
+	app := func(cpu, memory, cpuLimit, memoryLimit string) v1alpha1.RecreatedContainer {
+		return v1alpha1.RecreatedContainer{Name: "app", TemplateRequests: rl("100m", "32Mi"), TemplateLimits: rl("200m", "64Mi"),
+			Requests: rl(cpu, memory), Limits: rl(cpuLimit, memoryLimit)}
+	}
+	proxy := func(cpu, memory, cpuLimit, memoryLimit string) v1alpha1.RecreatedContainer {
+		return v1alpha1.RecreatedContainer{Name: "proxy", TemplateRequests: rl("50m", "16Mi"), TemplateLimits: rl("100m", "32Mi"),
+			Requests: rl(cpu, memory), Limits: rl(cpuLimit, memoryLimit)}
+	}
+	gen := policy.Generation
 	policy.Status.Recreations = []v1alpha1.Recreation{
-		{OwnerUID: owner, OwnerKind: "ReplicaSet", OwnerName: "web", EvictedPod: "web-old", EvictionTime: metav1.Now(), Containers: []v1alpha1.RecreatedContainer{
-			{Name: "app", Requests: rl("300m", "96Mi"), Limits: rl("600m", "192Mi")},
-			{Name: "proxy", Requests: rl("150m", "48Mi"), Limits: rl("300m", "96Mi")},
-			{Name: "gone", Requests: rl("1", "1Gi")},
-		}},
-		{OwnerUID: appOnly, OwnerKind: "ReplicaSet", OwnerName: "api", EvictedPod: "api-old", EvictionTime: metav1.Now(), Containers: []v1alpha1.RecreatedContainer{
-			{Name: "app", Requests: rl("250m", "80Mi"), Limits: rl("500m", "160Mi")},
-		}},
-		{OwnerUID: sidecarOnly, OwnerKind: "ReplicaSet", OwnerName: "log", EvictedPod: "log-old", EvictionTime: metav1.Now(), Containers: []v1alpha1.RecreatedContainer{
-			{Name: "proxy", Requests: rl("120m", "40Mi"), Limits: rl("240m", "80Mi")},
-		}},
+		{OwnerUID: owner, OwnerKind: "ReplicaSet", OwnerName: "web", EvictedPod: "web-old", EvictionTime: metav1.Now(), ObservedGeneration: gen,
+			Containers: []v1alpha1.RecreatedContainer{app("300m", "96Mi", "600m", "192Mi"), proxy("150m", "48Mi", "300m", "96Mi")}},
+		{OwnerUID: appOnly, OwnerKind: "ReplicaSet", OwnerName: "api", EvictedPod: "api-old", EvictionTime: metav1.Now(), ObservedGeneration: gen,
+			Containers: []v1alpha1.RecreatedContainer{app("250m", "80Mi", "500m", "160Mi")}},
+		{OwnerUID: sidecarOnly, OwnerKind: "ReplicaSet", OwnerName: "log", EvictedPod: "log-old", EvictionTime: metav1.Now(), ObservedGeneration: gen,
+			Containers: []v1alpha1.RecreatedContainer{proxy("120m", "40Mi", "240m", "80Mi")}},
+		{OwnerUID: naming, OwnerKind: "ReplicaSet", OwnerName: "gone", EvictedPod: "gone-old", EvictionTime: metav1.Now(), ObservedGeneration: gen,
+			Containers: []v1alpha1.RecreatedContainer{app("250m", "80Mi", "500m", "160Mi"), {Name: "gone", Requests: rl("1", "1Gi")}}},
 	}
 	if err := c.Status().Update(ctx, policy); err != nil {
 		t.Fatalf("writing status.recreations: %v", err)
@@ -177,6 +186,10 @@ func TestRecreateAdmissionPolicy(t *testing.T) {
 		{name: "an entry naming only the sidecar leaves the container",
 			pod:  template("log-new").Owner("ReplicaSet", "log", sidecarOnly).Obj(),
 			want: want{app: asCreated.app, proxy: "120m/40Mi 240m/80Mi", setup: asCreated.setup},
+		},
+		{name: "an entry naming a container the pod lacks changes none: all or nothing",
+			pod:  template("gone-new").Owner("ReplicaSet", "gone", naming).Obj(),
+			want: asCreated,
 		},
 		{name: "another owner's pod is untouched",
 			pod:  template("other").Owner("ReplicaSet", "other", "0d1c1b6e-0000-4000-8000-0000000000ff").Obj(),
@@ -229,12 +242,14 @@ func containersText(p *corev1.Pod) map[string]string {
 
 func installRecreateAdmission(t *testing.T) {
 	t.Helper()
-	installAdmissionPolicy(t, filepath.Join("..", "..", "config", "components", "eviction", "recreate_admission.yaml"))
+	installAdmissionPolicy(t, filepath.Join("..", "..", "config", "components", "eviction", "recreate_admission.yaml"), "")
 }
 
 // installAdmissionPolicy applies a file of MutatingAdmissionPolicies and
-// their bindings for the test's duration.
-func installAdmissionPolicy(t *testing.T, path string) {
+// their bindings for the test's duration. With ns set, each is renamed
+// after ns and bound to ns alone, so that a shared test's install does not
+// admit other tests' pods, nor its cleanup remove a policy they use.
+func installAdmissionPolicy(t *testing.T, path, ns string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -258,6 +273,9 @@ func installAdmissionPolicy(t *testing.T, path string) {
 		if o.GetKind() == "MutatingAdmissionPolicyBinding" {
 			gvr.Resource = "mutatingadmissionpolicybindings"
 		}
+		if ns != "" {
+			scopeAdmissionPolicy(t, o, ns)
+		}
 		if _, err := dyn.Resource(gvr).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "tailor-e2e", Force: true}); err != nil {
 			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
@@ -267,6 +285,24 @@ func installAdmissionPolicy(t *testing.T, path string) {
 				t.Errorf("deleting %s: %v", name, err)
 			}
 		})
+	}
+}
+
+// scopeAdmissionPolicy renames a MutatingAdmissionPolicy or binding after
+// ns, and binds it to ns alone.
+func scopeAdmissionPolicy(t *testing.T, o *unstructured.Unstructured, ns string) {
+	t.Helper()
+	o.SetName(o.GetName() + "-" + ns)
+	if o.GetKind() != "MutatingAdmissionPolicyBinding" {
+		return
+	}
+	policy, _, _ := unstructured.NestedString(o.Object, "spec", "policyName")
+	if err := unstructured.SetNestedField(o.Object, policy+"-"+ns, "spec", "policyName"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedStringMap(o.Object, map[string]string{"kubernetes.io/metadata.name": ns},
+		"spec", "matchResources", "namespaceSelector", "matchLabels"); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -25,9 +25,11 @@ func (r *Reconciler) admission(policy *v1alpha1.TailorPolicy, state *policyState
 	}
 	ref := spec.TargetRef
 	if ref == nil {
-		return &v1alpha1.Admission{Message: "a selector policy names no workload: new pods start at their template's size and are resized in place once running"}
+		return &v1alpha1.Admission{ObservedGeneration: policy.Generation, Message: "a selector policy names no workload: new pods start at their template's size and are resized in place once running"}
 	}
-	out := &v1alpha1.Admission{TargetKind: ref.Kind, TargetName: ref.Name}
+	// Planned for this generation only: the admission policy applies it
+	// while the policy still has it.
+	out := &v1alpha1.Admission{TargetKind: ref.Kind, TargetName: ref.Name, ObservedGeneration: policy.Generation}
 	switch {
 	case !autoscale.ApplyOnCreate(spec):
 		out.Message = "applyOnCreate is false: new pods start at their template's size"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/nsrules"
 )
 
 // Event reasons of InPlaceOrRecreate.
@@ -69,6 +70,7 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 		ShortSince: ps.shortSince, RecreateAfter: after, LastEviction: state.lastEviction,
 		BlockedUntil: ps.evictionBlocked.until, BlockedReason: ps.evictionBlocked.reason, BlockedMessage: ps.evictionBlocked.message,
 		Settle: AdmissionSettle, Now: now, Holds: in.decision.Holds, Rules: in.decision.Rules,
+		Template: admittedTemplate(state.template, in.decision.Rules), Generation: policy.Generation,
 	}
 	for _, candidate := range in.decision.Pods {
 		if candidate.Pod.UID == p.UID {
@@ -116,7 +118,7 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 		owner := d.Owner
 		state.recreations[owner.UID] = v1alpha1.Recreation{
 			OwnerUID: string(owner.UID), OwnerKind: owner.Kind, OwnerName: owner.Name, EvictedPod: p.Name,
-			EvictionTime: metav1.NewTime(now), Containers: d.Containers,
+			EvictionTime: metav1.NewTime(now), ObservedGeneration: d.Generation, Containers: d.Containers,
 		}
 		st := policy.Status.DeepCopy()
 		st.Recreations = state.recreationList(now)
@@ -214,4 +216,15 @@ func (s *policyState) recreationList(now time.Time) []v1alpha1.Recreation {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].OwnerUID < out[j].OwnerUID })
 	return out
+}
+
+// admittedTemplate is the template as the LimitRanger admits its pods (its
+// defaults applied): what the admission policies see and compare an entry's
+// template values with.
+func admittedTemplate(t *corev1.PodTemplateSpec, rules *nsrules.Rules) *corev1.PodTemplateSpec {
+	if t == nil || rules == nil {
+		return t
+	}
+	p := rules.Admitted(&corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec})
+	return &corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}
 }
