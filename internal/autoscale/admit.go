@@ -160,6 +160,13 @@ func Admit(in AdmitInput) (Admitted, error) {
 			if ch.LimitNow != nil && ch.LimitBefore != nil && ch.LimitNow.Cmp(*ch.LimitBefore) != 0 {
 				s += fmt.Sprintf(" (limit %s->%s)", ch.LimitBefore.String(), ch.LimitNow.String())
 			}
+			for _, n := range ch.Notes {
+				// Which of the namespace's objects shaped it: the status
+				// says what caps new pods.
+				if strings.Contains(n, "LimitRange") {
+					s += " (" + n + ")"
+				}
+			}
 			parts = append(parts, s)
 		}
 		summary = append(summary, n+": "+strings.Join(parts, ", "))
