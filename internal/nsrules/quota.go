@@ -38,6 +38,11 @@ var quotaResources = []corev1.ResourceName{
 //     resize that lowers or keeps a value never exceeds a quota; but the
 //     "must specify" rule of a quota on cpu or memory is checked again.
 //
+// Besides admission, Violations reports a request above its limit: pod
+// validation refuses it (ValidateResourceRequirements, "must be less than or
+// equal to cpu limit"), and a LimitRange's default limit below a request the
+// container sets is how it happens; such a violation names that LimitRange.
+//
 // Only cpu and memory are judged. A quota counts a pod's usage as the larger
 // of its spec and its status (what the kubelet allocated or runs), as the
 // apiserver's quota evaluator does once in-place resize is on.
@@ -50,6 +55,7 @@ func (r Rules) Violations(pod, old *corev1.Pod) []Violation {
 	if old == nil || old.DeletionTimestamp == nil {
 		out = append(out, r.limitRangeViolations(pod)...)
 	}
+	out = append(out, r.requestsOverLimits(pod)...)
 	return append(out, r.quotaViolations(pod, old)...)
 }
 
