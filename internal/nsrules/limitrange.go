@@ -2,6 +2,7 @@ package nsrules
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -291,3 +292,53 @@ func (r Rules) defaultLimitFrom(res corev1.ResourceName) string {
 	}
 	return ""
 }
+
+// otherResourcesDefaulted are the resources other than cpu and memory that
+// pod (a resize, as Admitted) sets and old did not set alike: the LimitRanger's
+// defaults for them, which resize validation refuses
+// (pkg/apis/core/validation/validation.go, ValidatePodResize).
+func (r Rules) otherResourcesDefaulted(pod, old *corev1.Pod) []Violation {
+	before := map[string]corev1.ResourceRequirements{}
+	for _, cs := range [][]corev1.Container{old.Spec.Containers, old.Spec.InitContainers} {
+		for _, c := range cs {
+			before[c.Name] = c.Resources
+		}
+	}
+	var out []Violation
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for _, c := range cs {
+			was := before[c.Name]
+			changed := map[corev1.ResourceName]bool{}
+			for _, pair := range [][2]corev1.ResourceList{{c.Resources.Requests, was.Requests}, {c.Resources.Limits, was.Limits}} {
+				for res, q := range pair[0] {
+					if w, ok := pair[1][res]; !slices.Contains(resources, res) && (!ok || w.Cmp(q) != 0) {
+						changed[res] = true
+					}
+				}
+			}
+			for _, res := range slices.Sorted(maps.Keys(changed)) {
+				out = append(out, Violation{Object: r.defaultFrom(res), Container: c.Name, Resource: res,
+					Message: fmt.Sprintf("only cpu and memory resources are mutable: the LimitRanger defaults %s into the resize", res)})
+			}
+		}
+	}
+	return out
+}
+
+// defaultFrom names the first LimitRange by name that defaults res.
+func (r Rules) defaultFrom(res corev1.ResourceName) string {
+	for _, lr := range sortedLimitRanges(r.LimitRanges) {
+		for _, item := range lr.Spec.Limits {
+			if item.Type != corev1.LimitTypeContainer {
+				continue
+			}
+			it := defaultedItem(item)
+			if has(it.Default, res) || has(it.DefaultRequest, res) {
+				return "LimitRange/" + lr.Name
+			}
+		}
+	}
+	return ""
+}
+
+func has(l corev1.ResourceList, res corev1.ResourceName) bool { _, ok := l[res]; return ok }

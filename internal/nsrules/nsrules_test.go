@@ -205,6 +205,14 @@ func TestViolations(t *testing.T) {
 			want: []Violation{{Object: "LimitRange/team", Container: "app", Resource: "cpu", Message: "maximum cpu usage per Container is 2, but limit is 3"},
 				{Object: "LimitRange/team", Container: "app", Resource: "cpu", Message: "cpu max limit to request ratio per Container is 4, but provided ratio is 6.000000"}},
 		},
+		"a resize the LimitRanger adds another resource's default to is invalid": {
+			rules: Rules{LimitRanges: []corev1.LimitRange{limitRange("eph", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("ephemeral-storage", "10Gi")})}},
+			old:   builder.Pod("p").Container(app("500m", "1")).Obj(),
+			pod: Rules{LimitRanges: []corev1.LimitRange{limitRange("eph", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("ephemeral-storage", "10Gi")})}}.
+				Admitted(builder.Pod("p").Container(app("600m", "1")).Obj()),
+			want: []Violation{{Object: "LimitRange/eph", Container: "app", Resource: "ephemeral-storage",
+				Message: "only cpu and memory resources are mutable: the LimitRanger defaults ephemeral-storage into the resize"}},
+		},
 		"quota exceeded on create": {
 			rules: Rules{Quotas: []corev1.ResourceQuota{quota("q", rl("requests.cpu", "1", "limits.memory", "4Gi"), rl("requests.cpu", "700m", "limits.memory", "1Gi"))}},
 			pod:   builder.Pod("p").Container(app("500m", "1")).Obj(),

@@ -74,7 +74,7 @@ func TestNamespaceRulesOracle(t *testing.T) {
 	resizeCases := make([]oracleCase, resizes)
 	for i := range resizeCases {
 		old, resized := resizablePods(g)
-		resizeCases[i] = oracleCase{rules: nsrules.Rules{LimitRanges: withoutOtherDefaults(g.LimitRanges()), Quotas: g.Quotas()}, pod: resized, old: old}
+		resizeCases[i] = oracleCase{rules: nsrules.Rules{LimitRanges: g.LimitRanges(), Quotas: g.Quotas()}, pod: resized, old: old}
 	}
 
 	// How many the apiserver refused, by what: "" (accepted), Invalid,
@@ -251,7 +251,8 @@ func serverVerdict(err error) (string, error) {
 	switch {
 	case err == nil:
 		return "", nil
-	case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "must be less than or equal to"):
+	case apierrors.IsInvalid(err) && (strings.Contains(err.Error(), "must be less than or equal to") ||
+		strings.Contains(err.Error(), "only cpu and memory resources are mutable")):
 		return "Invalid", nil
 	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "quota"):
 		return "ResourceQuota", nil
@@ -321,8 +322,9 @@ func sized(pod *corev1.Pod) map[string]string {
 }
 
 // resizablePods are a Burstable pod whose containers set every cpu and
-// memory value (so that LimitRanges written after it default nothing into a
-// resize), and the same pod with new cpu values; memory keeps request below
+// memory value, and the same pod with new cpu values (LimitRanges written
+// after the pod may default other resources into the resize, which is then
+// invalid); memory keeps request below
 // limit so the QoS class cannot change, which resize validation refuses.
 func resizablePods(g nsrulestest.Gen) (old, resized *corev1.Pod) {
 	old = &corev1.Pod{
@@ -353,23 +355,4 @@ func ordered(g nsrulestest.Gen, res corev1.ResourceName) (resource.Quantity, res
 		a, b = b, a
 	}
 	return a, b
-}
-
-// withoutOtherDefaults drops LimitRange values for resources other than cpu
-// and memory: their defaults would be merged into a resize of a pod created
-// before them, which resize validation refuses as a change of a resource
-// that cannot be resized (see the report of this oracle).
-func withoutOtherDefaults(lrs []corev1.LimitRange) []corev1.LimitRange {
-	for i := range lrs {
-		for j := range lrs[i].Spec.Limits {
-			it := &lrs[i].Spec.Limits[j]
-			if it.Type != corev1.LimitTypeContainer {
-				continue
-			}
-			for _, l := range []corev1.ResourceList{it.Min, it.Max, it.Default, it.DefaultRequest, it.MaxLimitRequestRatio} {
-				delete(l, corev1.ResourceEphemeralStorage)
-			}
-		}
-	}
-	return lrs
 }
