@@ -2,6 +2,7 @@ package nsrules
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -58,10 +59,19 @@ func defaultedItem(item corev1.LimitRangeItem) corev1.LimitRangeItem {
 	return item
 }
 
-// Admitted is pod as the LimitRanger lets it through: every container and
+// Admitted is pod as the LimitRanger lets it through. First the API's own
+// pod defaulting, which runs when the request is decoded, before any
+// admission: a container's missing request is its limit
+// (pkg/apis/core/v1/defaults.go, SetDefaults_Pod). Then every container and
 // init container (sidecars included) gets each LimitRange's default limit and
-// default request for a resource it does not set, and the pod gets the
+// default request for a resource it still does not set, and the pod gets the
 // LimitRanger's annotation. pod is not changed.
+//
+// The LimitRanger defaults in the mutating phase, before a
+// MutatingAdmissionPolicy or webhook; it checks (Violations) in the
+// validating phase, after them (pkg/kubeapiserver/options/plugins.go,
+// AllOrderedPlugins). So a mutation sees Admitted(pod) and overrides it, and
+// what it leaves is judged.
 //
 // All resources are defaulted, not only cpu and memory, because that is the
 // pod the apiserver stores. Where two LimitRanges default the same resource,
@@ -72,6 +82,11 @@ func defaultedItem(item corev1.LimitRangeItem) corev1.LimitRangeItem {
 // through Admitted before Violations.
 func (r Rules) Admitted(pod *corev1.Pod) *corev1.Pod {
 	out := pod.DeepCopy()
+	for _, cs := range [][]corev1.Container{out.Spec.Containers, out.Spec.InitContainers} {
+		for i := range cs {
+			requestsFromLimits(&cs[i])
+		}
+	}
 	for _, lr := range sortedLimitRanges(r.LimitRanges) {
 		requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
 		for _, item := range lr.Spec.Limits {
@@ -103,6 +118,20 @@ func (r Rules) Admitted(pod *corev1.Pod) *corev1.Pod {
 		}
 	}
 	return out
+}
+
+func requestsFromLimits(c *corev1.Container) {
+	if c.Resources.Limits == nil {
+		return
+	}
+	if c.Resources.Requests == nil {
+		c.Resources.Requests = corev1.ResourceList{}
+	}
+	for k, v := range c.Resources.Limits {
+		if _, ok := c.Resources.Requests[k]; !ok {
+			c.Resources.Requests[k] = v.DeepCopy()
+		}
+	}
 }
 
 func mergeDefaults(c *corev1.Container, requests, limits corev1.ResourceList, kind string, notes []string) []string {
@@ -228,3 +257,88 @@ func ratioViolation(res corev1.ResourceName, kind string, ratio, req resource.Qu
 	}
 	return ""
 }
+
+// requestsOverLimits are the containers whose request is above their limit,
+// which pod validation refuses. The one to blame is the LimitRange that
+// defaulted the limit, where one did (the first by name, as in Admitted).
+func (r Rules) requestsOverLimits(pod *corev1.Pod) []Violation {
+	var out []Violation
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for _, c := range cs {
+			for _, res := range resources {
+				req, okReq := c.Resources.Requests[res]
+				lim, okLim := c.Resources.Limits[res]
+				if !okReq || !okLim || req.Cmp(lim) <= 0 {
+					continue
+				}
+				out = append(out, Violation{Object: r.defaultLimitFrom(res), Container: c.Name, Resource: res, Message: fmt.Sprintf(
+					"%s request %s must be less than or equal to %s limit of %s", res, req.String(), res, lim.String())})
+			}
+		}
+	}
+	return out
+}
+
+func (r Rules) defaultLimitFrom(res corev1.ResourceName) string {
+	for _, lr := range sortedLimitRanges(r.LimitRanges) {
+		for _, item := range lr.Spec.Limits {
+			if item.Type != corev1.LimitTypeContainer {
+				continue
+			}
+			if _, ok := defaultedItem(item).Default[res]; ok {
+				return "LimitRange/" + lr.Name
+			}
+		}
+	}
+	return ""
+}
+
+// otherResourcesDefaulted are the resources other than cpu and memory that
+// pod (a resize, as Admitted) sets and old did not set alike: the LimitRanger's
+// defaults for them, which resize validation refuses
+// (pkg/apis/core/validation/validation.go, ValidatePodResize).
+func (r Rules) otherResourcesDefaulted(pod, old *corev1.Pod) []Violation {
+	before := map[string]corev1.ResourceRequirements{}
+	for _, cs := range [][]corev1.Container{old.Spec.Containers, old.Spec.InitContainers} {
+		for _, c := range cs {
+			before[c.Name] = c.Resources
+		}
+	}
+	var out []Violation
+	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for _, c := range cs {
+			was := before[c.Name]
+			changed := map[corev1.ResourceName]bool{}
+			for _, pair := range [][2]corev1.ResourceList{{c.Resources.Requests, was.Requests}, {c.Resources.Limits, was.Limits}} {
+				for res, q := range pair[0] {
+					if w, ok := pair[1][res]; !slices.Contains(resources, res) && (!ok || w.Cmp(q) != 0) {
+						changed[res] = true
+					}
+				}
+			}
+			for _, res := range slices.Sorted(maps.Keys(changed)) {
+				out = append(out, Violation{Object: r.defaultFrom(res), Container: c.Name, Resource: res,
+					Message: fmt.Sprintf("only cpu and memory resources are mutable: the LimitRanger defaults %s into the resize", res)})
+			}
+		}
+	}
+	return out
+}
+
+// defaultFrom names the first LimitRange by name that defaults res.
+func (r Rules) defaultFrom(res corev1.ResourceName) string {
+	for _, lr := range sortedLimitRanges(r.LimitRanges) {
+		for _, item := range lr.Spec.Limits {
+			if item.Type != corev1.LimitTypeContainer {
+				continue
+			}
+			it := defaultedItem(item)
+			if has(it.Default, res) || has(it.DefaultRequest, res) {
+				return "LimitRange/" + lr.Name
+			}
+		}
+	}
+	return ""
+}
+
+func has(l corev1.ResourceList, res corev1.ResourceName) bool { _, ok := l[res]; return ok }

@@ -54,12 +54,12 @@ func TestAdmitted(t *testing.T) {
 			wantRequests: map[string]corev1.ResourceList{"app": rl("cpu", "200m")},
 			wantLimits:   map[string]corev1.ResourceList{"app": nil},
 		},
-		"missing values defaulted, set ones kept; the default limit is the request's default too": {
+		"missing values defaulted, set ones kept": {
 			rules:        Rules{LimitRanges: []corev1.LimitRange{defaults}},
-			pod:          builder.Pod("p").Container(builder.Container("app").Requests("", "64Mi").Limits("2", "")).Obj(),
+			pod:          builder.Pod("p").Container(builder.Container("app").Requests("", "64Mi")).Obj(),
 			wantRequests: map[string]corev1.ResourceList{"app": rl("cpu", "100m", "memory", "64Mi")},
-			wantLimits:   map[string]corev1.ResourceList{"app": rl("cpu", "2", "memory", "1Gi")},
-			wantNote:     "LimitRanger plugin set: cpu request for container app; memory limit for container app",
+			wantLimits:   map[string]corev1.ResourceList{"app": rl("cpu", "1", "memory", "1Gi")},
+			wantNote:     "LimitRanger plugin set: cpu request for container app; cpu, memory limit for container app",
 		},
 		"init containers and sidecars are defaulted like containers": {
 			rules: Rules{LimitRanges: []corev1.LimitRange{defaults}},
@@ -90,6 +90,13 @@ func TestAdmitted(t *testing.T) {
 			pod:          builder.Pod("p").Container(builder.Container("app")).Obj(),
 			wantRequests: map[string]corev1.ResourceList{"app": nil},
 			wantLimits:   map[string]corev1.ResourceList{"app": nil},
+		},
+		"a limit with no request is the request, before any LimitRange default": {
+			rules:        Rules{LimitRanges: []corev1.LimitRange{defaults}},
+			pod:          builder.Pod("p").Container(builder.Container("app").Limits("2", "")).Obj(),
+			wantRequests: map[string]corev1.ResourceList{"app": rl("cpu", "2", "memory", "1Gi")},
+			wantLimits:   map[string]corev1.ResourceList{"app": rl("cpu", "2", "memory", "1Gi")},
+			wantNote:     "LimitRanger plugin set: memory request for container app; memory limit for container app",
 		},
 		"the first LimitRange by name defaults a resource two of them default": {
 			rules: Rules{LimitRanges: []corev1.LimitRange{
@@ -182,6 +189,11 @@ func TestViolations(t *testing.T) {
 				Sidecar(builder.Container("side").Requests("1", "128Mi").Limits("2", "1Gi")).Obj(),
 			want: []Violation{{Object: "LimitRange/team", Resource: "cpu", Message: "maximum cpu usage per Pod is 3, but limit is 4"}},
 		},
+		"a default limit under the container's own request is invalid, blamed on the LimitRange": {
+			rules: Rules{LimitRanges: []corev1.LimitRange{limitRange("defaults", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: rl("cpu", "1")})}},
+			pod:   Rules{LimitRanges: []corev1.LimitRange{limitRange("defaults", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: rl("cpu", "1")})}}.Admitted(builder.Pod("p").Container(builder.Container("app").Requests("2", "")).Obj()),
+			want:  []Violation{{Object: "LimitRange/defaults", Container: "app", Resource: "cpu", Message: "cpu request 2 must be less than or equal to cpu limit of 1"}},
+		},
 		"other resources are never reported": {
 			rules: Rules{LimitRanges: []corev1.LimitRange{limitRange("eph", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("ephemeral-storage", "1Gi")})}},
 			pod:   builder.Pod("p").Container(builder.Container("app")).Obj(),
@@ -192,6 +204,14 @@ func TestViolations(t *testing.T) {
 			pod:   builder.Pod("p").ResourceVersion("1").Container(app("500m", "3")).Obj(),
 			want: []Violation{{Object: "LimitRange/team", Container: "app", Resource: "cpu", Message: "maximum cpu usage per Container is 2, but limit is 3"},
 				{Object: "LimitRange/team", Container: "app", Resource: "cpu", Message: "cpu max limit to request ratio per Container is 4, but provided ratio is 6.000000"}},
+		},
+		"a resize the LimitRanger adds another resource's default to is invalid": {
+			rules: Rules{LimitRanges: []corev1.LimitRange{limitRange("eph", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("ephemeral-storage", "10Gi")})}},
+			old:   builder.Pod("p").Container(app("500m", "1")).Obj(),
+			pod: Rules{LimitRanges: []corev1.LimitRange{limitRange("eph", corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("ephemeral-storage", "10Gi")})}}.
+				Admitted(builder.Pod("p").Container(app("600m", "1")).Obj()),
+			want: []Violation{{Object: "LimitRange/eph", Container: "app", Resource: "ephemeral-storage",
+				Message: "only cpu and memory resources are mutable: the LimitRanger defaults ephemeral-storage into the resize"}},
 		},
 		"quota exceeded on create": {
 			rules: Rules{Quotas: []corev1.ResourceQuota{quota("q", rl("requests.cpu", "1", "limits.memory", "4Gi"), rl("requests.cpu", "700m", "limits.memory", "1Gi"))}},

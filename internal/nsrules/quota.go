@@ -38,7 +38,20 @@ var quotaResources = []corev1.ResourceName{
 //     resize that lowers or keeps a value never exceeds a quota; but the
 //     "must specify" rule of a quota on cpu or memory is checked again.
 //
-// Only cpu and memory are judged. A quota counts a pod's usage as the larger
+// Besides admission, Violations reports a request above its limit: pod
+// validation refuses it (ValidateResourceRequirements, "must be less than or
+// equal to cpu limit"), and a LimitRange's default limit below a request the
+// container sets is how it happens; such a violation names that LimitRange.
+//
+// On a resize, the LimitRanger also defaults what the pod lacks. A default
+// for cpu or memory simply becomes part of the resize (a pod created without
+// a cpu limit gets the LimitRange's default limit with its first resize). A
+// default for any other resource (say ephemeral-storage, from a LimitRange
+// written after the pod) makes every resize of the pod invalid: "only cpu and
+// memory resources are mutable". Violations reports that too, naming the
+// LimitRange, since no cpu or memory value can get the resize through.
+//
+// Otherwise only cpu and memory are judged. A quota counts a pod's usage as the larger
 // of its spec and its status (what the kubelet allocated or runs), as the
 // apiserver's quota evaluator does once in-place resize is on.
 //
@@ -49,6 +62,10 @@ func (r Rules) Violations(pod, old *corev1.Pod) []Violation {
 	var out []Violation
 	if old == nil || old.DeletionTimestamp == nil {
 		out = append(out, r.limitRangeViolations(pod)...)
+	}
+	out = append(out, r.requestsOverLimits(pod)...)
+	if old != nil {
+		out = append(out, r.otherResourcesDefaulted(pod, old)...)
 	}
 	return append(out, r.quotaViolations(pod, old)...)
 }
