@@ -48,6 +48,9 @@ type syncInput struct {
 	// notBoosted says which containers the startup boost leaves alone, and
 	// why, for the Ready condition.
 	notBoosted map[string]bool
+	// boostRaise names, by pod, the containers whose cpu target is a boost
+	// given: a resize raising one is sent under autoscale.BoostFieldManager.
+	boostRaise map[types.UID]map[string]bool
 }
 
 // gather reads what the policy's sync needs: its configuration, its running
@@ -84,7 +87,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	r.reportMetrics(policy, state, wasDown, wasRejecting)
 	r.learn(state, &policy.Spec, pods, usage, now)
 
-	in := &syncInput{state: state, pods: pods, usage: usage, advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}}
+	in := &syncInput{state: state, pods: pods, usage: usage, advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}, boostRaise: map[types.UID]map[string]bool{}}
 	in.decision = autoscale.PolicyInput{
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
 	}
@@ -99,7 +102,10 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 			ps.lastResize = last
 		}
 		a := r.recommend(state, &policy.Spec, p, usage, now)
-		boost, notBoosted := r.startupBoost(state, &policy.Spec, p, &a, in.decision.Holds, now)
+		boost, raise, notBoosted := r.startupBoost(state, &policy.Spec, p, &a, in.decision.Holds, now)
+		if len(raise) > 0 {
+			in.boostRaise[p.UID] = raise
+		}
 		for _, n := range notBoosted {
 			in.notBoosted[n] = true
 		}
@@ -404,12 +410,13 @@ func observe(p *corev1.Pod) actuator.Observation {
 	return actuator.Observe(&q)
 }
 
-// lastResizeOf is when tailor last resized p, from the managedFields entry
-// its resizes are recorded under; zero when none is there.
+// lastResizeOf is when tailor last resized p, from the managedFields entries
+// its resizes (and its in-place boosts) are recorded under; zero when none
+// is there.
 func lastResizeOf(p *corev1.Pod) time.Time {
 	var last time.Time
 	for _, mf := range p.ManagedFields {
-		if mf.Manager == actuator.FieldManager && mf.Subresource == "resize" && mf.Time != nil && mf.Time.After(last) {
+		if (mf.Manager == actuator.FieldManager || mf.Manager == autoscale.BoostFieldManager) && mf.Subresource == "resize" && mf.Time != nil && mf.Time.After(last) {
 			last = mf.Time.Time
 		}
 	}
