@@ -282,7 +282,7 @@ func cpuSetBy(p *corev1.Pod, manager string) map[string]bool {
 				} `json:"f:resources"`
 			} `json:"f:spec"`
 		}
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
 			// Not what the apiserver writes: it proves nothing.
 			continue
 		}

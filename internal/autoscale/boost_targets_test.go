@@ -23,16 +23,16 @@ func ownsCPU(manager, container string) metav1.ManagedFieldsEntry {
 	return metav1.ManagedFieldsEntry{
 		Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Subresource: "resize",
 		Time: &metav1.Time{Time: now}, FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:containers":{"k:{\"name\":\"` + container +
-			`\"}":{".":{},"f:resources":{"f:limits":{"f:cpu":{}},"f:requests":{"f:cpu":{}}}}}}}`)},
+		FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:containers":{"k:{\"name\":\"` + container +
+			`\"}":{".":{},"f:resources":{"f:limits":{"f:cpu":{}},"f:requests":{"f:cpu":{}}}}}}}`),
 	}
 }
 
 // ownsMemory is like ownsCPU, for the memory request only.
 func ownsMemory(manager, container string) metav1.ManagedFieldsEntry {
 	e := ownsCPU(manager, container)
-	e.FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:containers":{"k:{\"name\":\"` + container +
-		`\"}":{"f:resources":{"f:requests":{"f:memory":{}}}}}}}`)}
+	e.FieldsV1 = metav1.NewFieldsV1(`{"f:spec":{"f:containers":{"k:{\"name\":\"` + container +
+		`\"}":{"f:resources":{"f:requests":{"f:memory":{}}}}}}}`)
 	return e
 }
 
