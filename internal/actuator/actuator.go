@@ -148,6 +148,9 @@ type ApplyOptions struct {
 	// DryRun submits the patch as a server-side dry run: the apiserver
 	// validates and admits it but stores nothing.
 	DryRun bool
+	// FieldManager records the resize under another field manager than
+	// FieldManager (a startup boost's); empty means FieldManager.
+	FieldManager string
 }
 
 // Apply sends patch, the body built by the planner, for pod. The patch
@@ -163,7 +166,11 @@ func (a *Actuator) Apply(ctx context.Context, pod *corev1.Pod, patch []byte, opt
 	if a.Server.Mode != ModeSubresource {
 		return nil, fmt.Errorf("%w: unknown server mode %q", ErrUnsupported, a.Server.Mode)
 	}
-	po := []client.SubResourcePatchOption{client.FieldOwner(FieldManager)}
+	manager := FieldManager
+	if opts.FieldManager != "" {
+		manager = opts.FieldManager
+	}
+	po := []client.SubResourcePatchOption{client.FieldOwner(manager)}
 	if opts.DryRun {
 		po = append(po, client.DryRunAll)
 	}

@@ -1,6 +1,7 @@
 package autoscale
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/metrics"
 )
 
 // DefaultBoostDuration is startupBoost.duration when unset.
@@ -133,4 +135,186 @@ func ParseBoostText(s string) (map[string]resource.Quantity, error) {
 		out[name] = q
 	}
 	return out, nil
+}
+
+// BoostFieldManager is the field manager tailor's in-place boosts are sent
+// under (tailor's other resizes go under actuator.FieldManager). The
+// apiserver gives a field to the last manager that changed it, so while
+// this manager's pods/resize entry in the pod's managedFields owns a
+// container's cpu request, that request is still the boost's, whatever it
+// reached (the node's room may have cut it); once tailor (or anyone) sets
+// it again, the entry loses it. The pod itself so says what is lent: a
+// restarted manager, or a new leader, reads it back.
+const BoostFieldManager = "tailor-startup-boost"
+
+// BoostInput is what the startup boost of one pod is decided from: the pod
+// (its status says whether it starts, its annotation and managedFields
+// which cpu requests are boosts), the policy, and the time.
+type BoostInput struct {
+	Pod  *corev1.Pod
+	Spec *v1alpha1.TailorPolicySpec
+	// Base is the CPU request a container has without a boost (the
+	// recommendation, or the template's request before there is one);
+	// false when nothing says.
+	Base func(container string) (resource.Quantity, bool)
+	// Holds are the requests a HorizontalPodAutoscaler divides by: their
+	// cpu is never boosted.
+	Holds Holds
+	// FieldManager is the field manager of tailor's other resizes
+	// (actuator.FieldManager): a cpu request it owns is no longer what the
+	// pod was admitted with.
+	FieldManager string
+	Now          time.Time
+}
+
+// BoostTarget is what the boost does to one container's cpu request.
+type BoostTarget struct {
+	// CPU is the request to go straight to (no step limits, stabilization
+	// or tolerance); nil holds it as it is.
+	CPU *resource.Quantity
+	// Raise: CPU is a boost given, to be sent under BoostFieldManager;
+	// otherwise it is one taken back.
+	Raise bool
+}
+
+// BoostDecision is the startup boost's say over a pod's cpu requests.
+type BoostDecision struct {
+	// Containers are those whose cpu the boost decides; the others are
+	// sized as usual.
+	Containers map[string]BoostTarget
+	// Boosted names the containers whose cpu request is a boost now (by
+	// the admission annotation or in place).
+	Boosted map[string]bool
+	// NotBoosted says which containers are never boosted, and why, sorted.
+	NotBoosted []string
+}
+
+// BoostTargets decides a pod's startup boost from the pod alone:
+//
+//   - while the pod starts, a container below its boost is raised to it in
+//     place (a pod created without it, a restarted container, a boost the
+//     node's room cut), and one at or above it is held: nothing lowers a
+//     starting pod's CPU;
+//   - once started, a container whose cpu request is still a boost (set by
+//     the admission that annotated the pod and not by tailor since, or set
+//     by an in-place boost, BoostFieldManager, and by no one since) and
+//     above its base goes straight back to the base, whatever the boost
+//     reached: the boost was lent, not learnt. A request tailor set after
+//     the start (a raise for real usage) is its own and is left to the
+//     usual path.
+//
+// A container whose base is unknown is boosted from its request and, once
+// started, keeps its boost until a base is known.
+func BoostTargets(in BoostInput) BoostDecision {
+	out := BoostDecision{Containers: map[string]BoostTarget{}, Boosted: map[string]bool{}}
+	b := in.Spec.StartupBoost
+	if b == nil || in.Pod == nil {
+		return out
+	}
+	p := in.Pod
+	starting, _ := Starting(p, b, in.Now)
+	admitted, err := ParseBoostText(p.Annotations[v1alpha1.BoostAnnotation])
+	if err != nil {
+		// A hand-written annotation takes back nothing.
+		admitted = nil
+	}
+	inPlace := cpuSetBy(p, BoostFieldManager)
+	resized := cpuSetBy(p, in.FieldManager)
+	for _, name := range metrics.Containers(p) {
+		c := findContainer(p, name)
+		pol, err := in.Spec.PolicyFor(name)
+		if c == nil || err != nil {
+			continue
+		}
+		if why := Boostable(c, pol); why != "" {
+			out.NotBoosted = append(out.NotBoosted, fmt.Sprintf("container %s is not boosted: %s", name, why))
+			continue
+		}
+		if in.Holds.Holds(name, corev1.ResourceCPU) {
+			out.NotBoosted = append(out.NotBoosted, fmt.Sprintf("container %s is not boosted: a HorizontalPodAutoscaler divides by its cpu request", name))
+			continue
+		}
+		_, wasAdmitted := admitted[name]
+		boosted := inPlace[name] || (wasAdmitted && !resized[name])
+		if boosted {
+			out.Boosted[name] = true
+		}
+		cur := c.Resources.Requests[corev1.ResourceCPU]
+		var base resource.Quantity
+		known := false
+		if in.Base != nil {
+			base, known = in.Base(name)
+		}
+		switch {
+		case starting:
+			if !known {
+				base = cur
+			}
+			want := BoostedCPU(base, b)
+			if cur.Cmp(want) < 0 {
+				out.Containers[name] = BoostTarget{CPU: &want, Raise: true}
+			} else {
+				out.Containers[name] = BoostTarget{}
+			}
+		case boosted && known && cur.Cmp(base) > 0:
+			out.Containers[name] = BoostTarget{CPU: &base}
+		case boosted && !known:
+			// Nothing says what to go back to: held until something does.
+			out.Containers[name] = BoostTarget{}
+		}
+	}
+	sort.Strings(out.NotBoosted)
+	return out
+}
+
+// cpuSetBy names the containers whose cpu request manager's pods/resize
+// entry in p's managedFields owns: it was the last to change it.
+func cpuSetBy(p *corev1.Pod, manager string) map[string]bool {
+	out := map[string]bool{}
+	for _, mf := range p.ManagedFields {
+		if mf.Manager != manager || mf.Subresource != "resize" || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Spec map[string]map[string]struct {
+				Resources struct {
+					Requests map[string]json.RawMessage `json:"f:requests"`
+				} `json:"f:resources"`
+			} `json:"f:spec"`
+		}
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
+			// Not what the apiserver writes: it proves nothing.
+			continue
+		}
+		for list, items := range fields.Spec {
+			if list != "f:containers" && list != "f:initContainers" {
+				continue
+			}
+			for key, item := range items {
+				var id struct {
+					Name string `json:"name"`
+				}
+				k, ok := strings.CutPrefix(key, "k:")
+				if !ok || json.Unmarshal([]byte(k), &id) != nil || id.Name == "" {
+					continue
+				}
+				if _, ok := item.Resources.Requests["f:cpu"]; ok {
+					out[id.Name] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// GivesBoost says whether d raises the cpu request of a container whose
+// target is a boost given (BoostTarget.Raise): the resize is then sent
+// under BoostFieldManager, so the pod records which requests are lent.
+func GivesBoost(d Decision, raise map[string]bool) bool {
+	for _, ch := range d.Changes {
+		if ch.Resource == corev1.ResourceCPU && raise[ch.Container] && ch.RequestNow.Cmp(ch.RequestBefore) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/shard"
 )
 
@@ -30,8 +31,9 @@ const mirrorPod = "kubernetes.io/config.mirror"
 // (slimPod), nodes lose their image lists, and no object keeps its
 // managedFields, which are often most of its size, except the entries of
 // tailor's own resizes, whose time says when tailor last resized the pod
-// (the controller reads it back after a restart), or kubectl's
-// last-applied copy.
+// (the controller reads it back after a restart), and, on a pod given a
+// startup boost, which fields they own (whether its cpu is still lent), or
+// kubectl's last-applied copy.
 //
 // A manager of one shard (several managers splitting the cluster by
 // namespace) keeps another shard's pods as foreignPod, only what a node's
@@ -131,9 +133,18 @@ func slimPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
 			s.Annotations[k] = v
 		}
 	}
+	// A pod boosted at its start (annotated at admission, or resized under
+	// the boost's field manager) keeps which fields tailor's entries own:
+	// that says whether its cpu requests are still the boost's.
+	boosted := p.Annotations[v1alpha1.BoostAnnotation] != ""
 	for _, mf := range p.ManagedFields {
-		if mf.Manager == actuator.FieldManager && mf.Subresource == "resize" {
-			mf.FieldsV1 = nil
+		boosted = boosted || (mf.Manager == autoscale.BoostFieldManager && mf.Subresource == "resize")
+	}
+	for _, mf := range p.ManagedFields {
+		if (mf.Manager == actuator.FieldManager || mf.Manager == autoscale.BoostFieldManager) && mf.Subresource == "resize" {
+			if !boosted {
+				mf.FieldsV1 = nil
+			}
 			s.ManagedFields = append(s.ManagedFields, mf)
 		}
 	}

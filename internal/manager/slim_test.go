@@ -305,8 +305,9 @@ func TestSlimPodPlacesAlike(t *testing.T) {
 }
 
 // TestSlimPodDropsWhatTailorDoesNotRead: the slim pod is much smaller than
-// a real one, and keeps tailor's resize managedFields entry (without its
-// field set) and nothing else of them.
+// a real one, and keeps tailor's resize managedFields entry (with its field
+// set only because the pod was boosted at its start, see
+// TestSlimPodKeepsWhatABoostOwns) and nothing else of them.
 func TestSlimPodDropsWhatTailorDoesNotRead(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
 	fields := metav1.NewFieldsV1(`{"f:spec":{}}`)
@@ -334,7 +335,7 @@ func TestSlimPodDropsWhatTailorDoesNotRead(t *testing.T) {
 		t.Errorf("readiness gate condition (-want,+got):\n%s", diff)
 	}
 	s.Annotations, s.Status.Conditions = nil, s.Status.Conditions[:len(s.Status.Conditions)-1]
-	want := []metav1.ManagedFieldsEntry{{Manager: "tailor", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "resize", Time: &at}}
+	want := []metav1.ManagedFieldsEntry{{Manager: "tailor", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "resize", Time: &at, FieldsV1: fields}}
 	if diff := cmp.Diff(want, s.ManagedFields); diff != "" {
 		t.Errorf("managedFields (-want,+got):\n%s", diff)
 	}
@@ -396,5 +397,43 @@ func TestListTableSharesAndForgets(t *testing.T) {
 	var nilTable *listTable
 	if l := builder.List("1", "1Gi"); mapOf(nilTable.intern(l)) != mapOf(l) {
 		t.Errorf("a nil table changed a list")
+	}
+}
+
+// TestSlimPodKeepsWhatABoostOwns: tailor's resize entries keep their field
+// sets on a pod boosted at its start (annotated at admission, or resized
+// under the boost's field manager), which say whether its cpu is still
+// lent, and lose them on any other pod.
+func TestSlimPodKeepsWhatABoostOwns(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC))
+	cpu := metav1.NewFieldsV1(`{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:resources":{"f:requests":{"f:cpu":{}}}}}}}`)
+	entry := func(manager string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "resize", Time: &at, FieldsV1: cpu}
+	}
+	cases := map[string]struct {
+		entries []metav1.ManagedFieldsEntry
+		want    []metav1.ManagedFieldsEntry
+	}{
+		"not boosted: times only": {
+			entries: []metav1.ManagedFieldsEntry{entry(actuator.FieldManager)},
+			want:    []metav1.ManagedFieldsEntry{{Manager: actuator.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "resize", Time: &at}},
+		},
+		"boosted in place: both entries whole": {
+			entries: []metav1.ManagedFieldsEntry{entry(actuator.FieldManager), entry(autoscale.BoostFieldManager)},
+			want:    []metav1.ManagedFieldsEntry{entry(actuator.FieldManager), entry(autoscale.BoostFieldManager)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := builder.Pod("web").Node("a").Container(builder.Container("app").Requests("500m", "256Mi")).Obj()
+			p.ManagedFields = tc.entries
+			got, err := trim(p, shard.Shard{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got.(*corev1.Pod).ManagedFields); diff != "" {
+				t.Errorf("managedFields (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

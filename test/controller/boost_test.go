@@ -168,3 +168,64 @@ func TestStartupBoostSkipsRestartingContainers(t *testing.T) {
 		t.Errorf("Ready condition %+v; want it to say app is not boosted and why", ready)
 	}
 }
+
+// A boost the node's room cut is still a boost: once the pod is Ready for
+// the boost's duration it goes back to what the pod had, not only a boost
+// that reached what was wanted (issue #23, finding 6).
+func TestStartupBoostCutByRoomTakenBack(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	small := e.addNode(e.node+"-small", "1200m", "4Gi")
+	e.pod("jvm", builder.Pod("jvm-0").Node(small).Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")))
+	e.setReady("jvm-0", false, false)
+	e.policy("jvm", func(s *v1alpha1.TailorPolicySpec) {
+		s.StartupBoost = &v1alpha1.StartupBoost{FactorPercent: ptr.To[int32](300), Duration: &metav1.Duration{Duration: 30 * time.Second}}
+	})
+	e.source.Set(e.ns, "jvm-0", "app", 1.1, 200*mi)
+	// Four syncs (40s) starting, then Ready: the boost's end is past
+	// minResizeInterval (1m), which paces its taking back too.
+	e.syncs("jvm", 4)
+	cut := e.getPod("jvm-0").Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+	if m := cut.MilliValue(); m <= 500 || m >= 1500 {
+		t.Fatalf("starting pod cpu %s on a 1200m node; want a boost above 500m cut below the 1500m wanted", cut.String())
+	}
+	e.setReady("jvm-0", true, false)
+	e.syncs("jvm", 4)
+	if got := requestOf(e.getPod("jvm-0"), "app", corev1.ResourceCPU); got != "500m" {
+		t.Fatalf("cpu request %s 40s after Ready; want the boost cut to %s taken back to 500m", got, cut.String())
+	}
+}
+
+// A manager restarted between an in-place boost and its end still takes it
+// back: what is lent is read from the pod, not remembered (issue #23,
+// finding 6).
+func TestStartupBoostTakenBackAfterRestart(t *testing.T) {
+	e := startingJVM(t)
+	e.source.Set(e.ns, "jvm-0", "app", 1.4, 200*mi)
+	e.sync("jvm")
+	if got := requestOf(e.getPod("jvm-0"), "app", corev1.ResourceCPU); got != "1500m" {
+		t.Fatalf("starting pod cpu %s, want 1500m (3x its 500m, in place)", got)
+	}
+	e.restart()
+	e.sync("jvm")
+	if got := requestOf(e.getPod("jvm-0"), "app", corev1.ResourceCPU); got != "1500m" {
+		t.Fatalf("cpu %s after the restart, still starting; want the boost held at 1500m", got)
+	}
+	e.setReady("jvm-0", true, false)
+	readyAt := e.elapsed()
+	e.syncs("jvm", 4)
+	e.source.Set(e.ns, "jvm-0", "app", 0.2, 200*mi)
+	// The restarted manager does not know the 500m the pod had, and a
+	// selector policy has no template: the boost goes back to the
+	// recommendation as soon as there is one, with the first figures
+	// measured after the boost, and not a stabilization window later.
+	for range 4 {
+		e.sync("jvm")
+		p := e.getPod("jvm-0")
+		if req := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; req.MilliValue() <= 500 {
+			t.Logf("boost taken back to %s %s after Ready", req.String(), e.elapsed()-readyAt)
+			return
+		}
+	}
+	t.Fatalf("cpu request %s 80s after Ready, with steady figures since 40s: the restarted manager forgot the boost",
+		requestOf(e.getPod("jvm-0"), "app", corev1.ResourceCPU))
+}

@@ -105,7 +105,11 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	}
 	r.reportMemoryAtRisk(policy, in, d, held)
 	for _, a := range d.Resizes {
-		retry, err := r.send(ctx, policy, state, a, now, blocked)
+		opts := actuator.ApplyOptions{}
+		if autoscale.GivesBoost(a.Decision, in.boostRaise[a.Pod.UID]) {
+			opts.FieldManager = autoscale.BoostFieldManager
+		}
+		retry, err := r.send(ctx, policy, state, a, opts, now, blocked)
 		if err != nil {
 			errs = append(errs, err)
 			r.reportFailure(policy, state.pod(a.Pod), a.Pod, "Resize", err, blocked)
@@ -188,10 +192,10 @@ func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *
 
 // send applies one resize. It returns 0 when it was sent, else when to try
 // again.
-func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, a autoscale.Action, now time.Time, blocked map[string]string) (time.Duration, error) {
+func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, a autoscale.Action, opts actuator.ApplyOptions, now time.Time, blocked map[string]string) (time.Duration, error) {
 	p := a.Pod
 	ps := state.pod(p)
-	applied, err := r.Actuator.Apply(ctx, p, a.Plan.Patch, actuator.ApplyOptions{})
+	applied, err := r.Actuator.Apply(ctx, p, a.Plan.Patch, opts)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			// Deleted since it was listed: nothing to resize.

@@ -1,94 +1,57 @@
 package policy
 
 import (
-	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/autoscale"
-	"github.com/tailorhq/tailor/internal/metrics"
 )
 
-// startupBoost sets the cpu targets of a pod's boostable containers while
-// the policy's startupBoost applies to it, and returns the containers whose
-// target is a boost given or taken back (which Decide applies directly):
-//
-//   - while the pod starts, a container below its boost is raised to it in
-//     place (a pod created without it, a restarted container), and one at
-//     or above it is held: nothing lowers a starting pod's CPU;
-//   - once started, a container still at the CPU it was boosted to (the
-//     admission annotation, or the in-place boost) goes straight back to
-//     the recommendation, with no stabilization or step limits: the boost
-//     was lent, not learnt.
-//
-// The second result lists the containers that are not boosted, and why.
-func (r *Reconciler) startupBoost(state *policyState, spec *v1alpha1.TailorPolicySpec, p *corev1.Pod, a *podAdvice, holds autoscale.Holds, now time.Time) (map[string]bool, []string) {
-	b := spec.StartupBoost
-	if b == nil {
-		return nil, nil
+// startupBoost applies autoscale.BoostTargets to a pod's advice: the cpu
+// targets of the containers the boost decides are its own. It returns the
+// containers whose target is a boost given or taken back (which Decide
+// applies directly), those of them given (a resize carrying one is sent
+// under autoscale.BoostFieldManager), and the containers not boosted, and
+// why.
+func (r *Reconciler) startupBoost(state *policyState, spec *v1alpha1.TailorPolicySpec, p *corev1.Pod, a *podAdvice, holds autoscale.Holds, now time.Time) (boost, raise map[string]bool, not []string) {
+	if spec.StartupBoost == nil {
+		return nil, nil, nil
 	}
-	starting, _ := autoscale.Starting(p, b, now)
 	ps := state.pod(p)
-	admitted, err := autoscale.ParseBoostText(p.Annotations[v1alpha1.BoostAnnotation])
-	if err != nil {
-		// A hand-written annotation takes back nothing.
-		admitted = nil
-	}
-	boost := map[string]bool{}
-	var not []string
-	for _, name := range metrics.Containers(p) {
-		c := findContainer(p, name)
-		pol, err := spec.PolicyFor(name)
-		if c == nil || err != nil {
-			continue
-		}
-		if why := autoscale.Boostable(c, pol); why != "" {
-			not = append(not, fmt.Sprintf("container %s is not boosted: %s", name, why))
-			continue
-		}
-		if holds.Holds(name, corev1.ResourceCPU) {
-			not = append(not, fmt.Sprintf("container %s is not boosted: a HorizontalPodAutoscaler divides by its cpu request", name))
-			continue
-		}
-		cur := c.Resources.Requests[corev1.ResourceCPU]
-		rec, recorded := ps.boosts[name]
-		if !recorded {
-			rec.to, recorded = admitted[name]
-		}
-		to := rec.to
-		base, known := r.boostBase(state, a, name)
-		if !known && !rec.from.IsZero() {
-			// No recommendation or template: back to what it had.
-			base, known = rec.from, true
-		}
+	d := autoscale.BoostTargets(autoscale.BoostInput{
+		Pod: p, Spec: spec, Holds: holds, FieldManager: actuator.FieldManager, Now: now,
+		Base: func(name string) (resource.Quantity, bool) {
+			if q, ok := r.boostBase(state, a, name); ok {
+				return q, true
+			}
+			q, ok := ps.boostFrom[name]
+			return q, ok
+		},
+	})
+	boost, raise = map[string]bool{}, map[string]bool{}
+	for name, bt := range d.Containers {
 		t := a.targets[name]
-		switch {
-		case starting && recorded && cur.Cmp(to) >= 0:
-			t.CPU = nil
-		case starting:
-			if !known {
-				base = cur
-			}
-			want := autoscale.BoostedCPU(base, b)
-			if cur.Cmp(want) < 0 {
-				t.CPU = &want
-				boost[name] = true
-				if ps.boosts == nil {
-					ps.boosts = map[string]boostRecord{}
-				}
-				ps.boosts[name] = boostRecord{to: want, from: cur}
-			} else {
-				t.CPU = nil
-			}
-		case recorded && cur.Cmp(to) == 0 && known && cur.Cmp(base) > 0:
-			t.CPU = &base
+		t.CPU = bt.CPU
+		if bt.CPU != nil {
 			boost[name] = true
-		default:
-			delete(ps.boosts, name)
+		}
+		if bt.Raise {
+			raise[name] = true
+			if _, known := r.boostBase(state, a, name); !known {
+				// Nothing else says what to go back to: remember what it
+				// had. A restart forgets it, and the boost then stays
+				// until there is a recommendation.
+				if ps.boostFrom == nil {
+					ps.boostFrom = map[string]resource.Quantity{}
+				}
+				if _, had := ps.boostFrom[name]; !had {
+					ps.boostFrom[name] = findContainer(p, name).Resources.Requests[corev1.ResourceCPU]
+				}
+			}
 		}
 		if t.CPU == nil && t.Memory == nil {
 			delete(a.targets, name)
@@ -96,8 +59,12 @@ func (r *Reconciler) startupBoost(state *policyState, spec *v1alpha1.TailorPolic
 			a.targets[name] = t
 		}
 	}
-	sort.Strings(not)
-	return boost, not
+	for name := range ps.boostFrom {
+		if _, decided := d.Containers[name]; !decided {
+			delete(ps.boostFrom, name)
+		}
+	}
+	return boost, raise, d.NotBoosted
 }
 
 // boostBase is the CPU request a container would have without a boost: the

@@ -54,6 +54,9 @@ type syncInput struct {
 	// newPodRoom is the most a new pod of the target may request and still
 	// find a node (autoscale.NewPodRoom); nil when unknown or not needed.
 	newPodRoom corev1.ResourceList
+	// boostRaise names, by pod, the containers whose cpu target is a boost
+	// given: a resize raising one is sent under autoscale.BoostFieldManager.
+	boostRaise map[types.UID]map[string]bool
 }
 
 // gather reads what the policy's sync needs: its configuration, its running
@@ -90,7 +93,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	r.reportMetrics(policy, state, wasDown, wasRejecting)
 	r.learn(state, &policy.Spec, pods, usage, now)
 
-	in := &syncInput{state: state, pods: pods, unbound: unbound, usage: usage, advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}}
+	in := &syncInput{state: state, pods: pods, unbound: unbound, usage: usage, advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}, boostRaise: map[types.UID]map[string]bool{}}
 	in.decision = autoscale.PolicyInput{
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
 	}
@@ -108,7 +111,10 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 			ps.lastResize = last
 		}
 		a := r.recommend(state, &policy.Spec, p, usage, now)
-		boost, notBoosted := r.startupBoost(state, &policy.Spec, p, &a, in.decision.Holds, now)
+		boost, raise, notBoosted := r.startupBoost(state, &policy.Spec, p, &a, in.decision.Holds, now)
+		if len(raise) > 0 {
+			in.boostRaise[p.UID] = raise
+		}
 		for _, n := range notBoosted {
 			in.notBoosted[n] = true
 		}
@@ -479,12 +485,13 @@ func observe(p *corev1.Pod) actuator.Observation {
 	return actuator.Observe(&q)
 }
 
-// lastResizeOf is when tailor last resized p, from the managedFields entry
-// its resizes are recorded under; zero when none is there.
+// lastResizeOf is when tailor last resized p, from the managedFields entries
+// its resizes (and its in-place boosts) are recorded under; zero when none
+// is there.
 func lastResizeOf(p *corev1.Pod) time.Time {
 	var last time.Time
 	for _, mf := range p.ManagedFields {
-		if mf.Manager == actuator.FieldManager && mf.Subresource == "resize" && mf.Time != nil && mf.Time.After(last) {
+		if (mf.Manager == actuator.FieldManager || mf.Manager == autoscale.BoostFieldManager) && mf.Subresource == "resize" && mf.Time != nil && mf.Time.After(last) {
 			last = mf.Time.Time
 		}
 	}

@@ -129,16 +129,13 @@ type podState struct {
 	// still stand, so one state gives one event and one count, not one per
 	// sync; standing are those seen in the current sync.
 	reported, standing map[string]bool
-	// boosts are the containers boosted in place (a pod created without a
-	// boost, a restarted container), to take back once the pod has
-	// started; a boost given at admission is read from the pod's
-	// annotation instead.
-	boosts map[string]boostRecord
-}
-
-// boostRecord is a CPU request boosted in place: to what, and from what.
-type boostRecord struct {
-	to, from resource.Quantity
+	// boostFrom is the cpu request a container had before tailor boosted
+	// it in place, kept only while nothing else (a recommendation, the
+	// template) says what to take the boost back to. Whether a request is
+	// a boost is read from the pod (autoscale.BoostTargets), not from here:
+	// a restart that forgets this only keeps such a boost until there is a
+	// recommendation.
+	boostFrom map[string]resource.Quantity
 }
 
 func (s *store) get(uid types.UID) (*policyState, bool) {
