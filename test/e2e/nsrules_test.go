@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
@@ -100,6 +101,78 @@ func TestLimitRangeMaxWithBoostAndRollout(t *testing.T) {
 		within(created, "new")
 		if created.Annotations[v1alpha1.BoostAnnotation] == "" {
 			t.Errorf("new pod %s was not boosted at admission: annotations %v", pod.Name, created.Annotations)
+		}
+	}
+}
+
+// A Recreate rollout on a full node: new pods are created with a 10x
+// startup boost that the node's free room cannot hold, so the first wait
+// Pending. tailor notices the pod it sized is unschedulable, plans new pods
+// against the nodes' free room, replaces the pod with an Unschedulable event,
+// and the rollout completes on the real scheduler (issue #23, finding 2).
+func TestRecreateRolloutOnAFullNode(t *testing.T) {
+	cluster.Quiet(t)
+	ns := newNamespace(t)
+	c := startManager(t, ns)
+	installAdmissionPolicy(t, filepath.Join("..", "..", "config", "components", "admission", "admission_policy.yaml"), ns)
+	ctx := context.Background()
+	deployment(t, ns, "web", 1, app().Args("--listen=:8080", "--cpu=20m", "--memory=24Mi").Requests("100m", "64Mi").Limits("200m", "128Mi"),
+		func(*corev1.PodSpec) {})
+	if _, err := clientset.AppsV1().Deployments(ns).Patch(ctx, "web", types.MergePatchType,
+		[]byte(`{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := livePods(t, ns, "web", 1, nil)
+	// 300m free beside it: 400m once the rollout deletes it, far from the
+	// 1000m a boosted new pod asks.
+	fillCPU(t, ns, 300)
+	applyPolicy(t, c, ns, "web", func(s *v1alpha1.TailorPolicySpec) {
+		s.Selector = nil
+		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+		// Taken back a second after Ready: the running pod, long Ready,
+		// is not boosted in place.
+		s.StartupBoost = &v1alpha1.StartupBoost{FactorPercent: ptr(int32(1000)), Duration: &metav1.Duration{Duration: time.Second}}
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
+		}}}
+	})
+	p := waitPolicy(t, c, ns, "web", 2*time.Minute, "status.admission with the boost", func(p *v1alpha1.TailorPolicy) bool {
+		a := p.Status.Admission
+		return a != nil && a.Boost != "" && a.ObservedGeneration == p.Generation
+	})
+	t.Logf("status.admission before the rollout: %s", mustJSON(p.Status.Admission))
+
+	admitted := watchAdmitted(t, ns, "web")
+	rollOut(t, ns, "web")
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := clientset.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := d.Status
+		return s.ObservedGeneration == d.Generation && s.UpdatedReplicas == 1 && s.AvailableReplicas == 1 && s.Replicas == 1, nil
+	})
+	events, evErr := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if evErr != nil {
+		t.Fatal(evErr)
+	}
+	var replaced []string
+	for _, ev := range events.Items {
+		if ev.Reason == "Unschedulable" && ev.InvolvedObject.Kind == "Pod" {
+			replaced = append(replaced, ev.InvolvedObject.Name+": "+ev.Message)
+		}
+	}
+	if err != nil {
+		t.Fatalf("the rollout did not complete: %v; tailor's Unschedulable events: %q; %s", err, replaced, explainNodeRoom())
+	}
+	if len(replaced) == 0 {
+		t.Errorf("no Unschedulable event: the boosted pod was not found stuck (did it fit? %s)", explainNodeRoom())
+	}
+	t.Logf("replaced: %q", replaced)
+	for _, pod := range livePods(t, ns, "web", 1, map[string]bool{first[0].Name: true}) {
+		created := admitted(pod.Name)
+		if cpu := created.Spec.Containers[0].Resources.Requests.Cpu().MilliValue(); cpu > 400 || cpu <= 100 {
+			t.Errorf("the running new pod %s was created with %dm cpu: want its boost cut to the node's free room (at most 400m)", pod.Name, cpu)
 		}
 	}
 }
