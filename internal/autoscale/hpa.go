@@ -7,9 +7,6 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/tailorhq/tailor/api/v1alpha1"
 )
 
 // Holds names the requests tailor must keep as they are because a
@@ -42,29 +39,21 @@ func (h Holds) Holds(container string, r corev1.ResourceName) bool {
 func (h Holds) Empty() bool { return len(h.All) == 0 && len(h.Containers) == 0 }
 
 // HPAHolds finds the HorizontalPodAutoscalers among hpas (those of the
-// policy's namespace) that scale the policy's target, and what their
-// Utilization metrics hold. Metrics of type AverageValue or Value, and Pods,
-// Object and External metrics, do not read requests: they hold nothing. A
-// selector policy names no workload an HPA could scale: nothing is held.
-// The second result describes every HPA found, held or not, for the
-// status; empty when none targets the workload.
-func HPAHolds(ref *v1alpha1.TargetRef, hpas []autoscalingv2.HorizontalPodAutoscaler) (Holds, string) {
+// policy's namespace) that scale one of workloads, and what their
+// Utilization metrics hold. workloads are a targetRef policy's target and
+// the owners of the policy's pods (Workloads): a selector policy's pods
+// are held for an HPA of their Deployment as a targetRef policy's are.
+// Metrics of type AverageValue or Value, and Pods, Object and External
+// metrics, do not read requests: they hold nothing. The second result
+// describes every HPA found, held or not, for the status; empty when none
+// scales the workloads.
+func HPAHolds(workloads []Workload, hpas []autoscalingv2.HorizontalPodAutoscaler) (Holds, string) {
 	var h Holds
-	if ref == nil {
-		return h, ""
-	}
-	group := func(apiVersion string) string {
-		gv, err := schema.ParseGroupVersion(apiVersion)
-		if err != nil {
-			return apiVersion
-		}
-		return gv.Group
-	}
 	var found, held []string
 	for i := range hpas {
 		hpa := &hpas[i]
 		t := hpa.Spec.ScaleTargetRef
-		if t.Kind != ref.Kind || t.Name != ref.Name || group(t.APIVersion) != group(ref.APIVersion) {
+		if !Chain(workloads).Reaches(WorkloadOf(t.APIVersion, t.Kind, t.Name)) {
 			continue
 		}
 		found = append(found, hpa.Name)

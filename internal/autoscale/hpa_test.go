@@ -30,14 +30,16 @@ func utilization(r corev1.ResourceName, pct int32) autoscalingv2.MetricSpec {
 }
 
 func TestHPAHolds(t *testing.T) {
-	web := &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	web := []Workload{{Group: "apps", Kind: "Deployment", Name: "web"}}
+	// A selector policy's pods of Deployment web, through their ReplicaSet.
+	webPods := []Workload{{Group: "apps", Kind: "ReplicaSet", Name: "web-5d9c"}, {Group: "apps", Kind: "Deployment", Name: "web"}}
 	averageValue := autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
 		Name: corev1.ResourceMemory, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: q("100Mi")}}}
 	containerMemory := autoscalingv2.MetricSpec{Type: autoscalingv2.ContainerResourceMetricSourceType, ContainerResource: &autoscalingv2.ContainerResourceMetricSource{
 		Name: corev1.ResourceMemory, Container: "app", Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType}}}
 	external := autoscalingv2.MetricSpec{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{}}
 	cases := map[string]struct {
-		ref      *v1alpha1.TargetRef
+		ref      []Workload
 		hpas     []autoscalingv2.HorizontalPodAutoscaler
 		wantAll  []corev1.ResourceName
 		wantCtr  map[string][]corev1.ResourceName
@@ -56,7 +58,17 @@ func TestHPAHolds(t *testing.T) {
 			wantText: "HorizontalPodAutoscaler web scales on container app's memory utilization: tailor keeps the memory of container app requests it divides usage by and sizes only those limits (a container without a limit keeps its values); other resources are sized as usual"},
 		"AverageValue and external metrics read no request": {ref: web, hpas: []autoscalingv2.HorizontalPodAutoscaler{hpa("web", "Deployment", "web", averageValue, external)},
 			wantText: "HorizontalPodAutoscaler web scales the workload on metrics that do not read requests: tailor sizes it as usual"},
-		"a selector policy names no workload": {hpas: []autoscalingv2.HorizontalPodAutoscaler{hpa("web", "Deployment", "web", utilization(corev1.ResourceCPU, 70))}},
+		"no workload (a selector policy without pods)": {hpas: []autoscalingv2.HorizontalPodAutoscaler{hpa("web", "Deployment", "web", utilization(corev1.ResourceCPU, 70))}},
+		"a selector policy's pods are held for their Deployment's HPA": {ref: webPods, hpas: []autoscalingv2.HorizontalPodAutoscaler{hpa("web", "Deployment", "web", utilization(corev1.ResourceCPU, 70))},
+			wantAll:  []corev1.ResourceName{corev1.ResourceCPU},
+			wantText: "HorizontalPodAutoscaler web scales on cpu utilization (70%): tailor keeps the cpu requests it divides usage by and sizes only those limits (a container without a limit keeps its values); other resources are sized as usual"},
+		"an HPA of another group's Deployment is not the pods'": {ref: webPods, hpas: []autoscalingv2.HorizontalPodAutoscaler{{
+			ObjectMeta: metav1.ObjectMeta{Name: "web"},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "example.com/v1", Kind: "Deployment", Name: "web"},
+				Metrics:        []autoscalingv2.MetricSpec{utilization(corev1.ResourceCPU, 70)},
+			},
+		}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
