@@ -589,6 +589,17 @@ const (
 	// ReasonRestartNotAllowed: a change would restart a container whose
 	// policy does not set allowRestart.
 	ReasonRestartNotAllowed = "RestartNotAllowed"
+	// ReasonConflict: another TailorPolicy of the namespace also claims
+	// some of the policy's pods and sizes them (a targetRef policy wins
+	// over a selector policy, then the older, then the first by name); the
+	// message names it. This policy leaves those pods alone.
+	ReasonConflict = "Conflict"
+	// ReasonVerticalPodAutoscaler: a VerticalPodAutoscaler whose
+	// updateMode is not Off sets the resources of the policy's workload
+	// (or of some of its pods'); the message names it and its mode. Tailor
+	// holds those pods: no resize, no startup boost, no sizing at
+	// admission.
+	ReasonVerticalPodAutoscaler = "VerticalPodAutoscaler"
 )
 
 // TailorPolicyStatus is what tailor recommends and what it last did.

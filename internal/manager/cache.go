@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -46,7 +47,10 @@ const mirrorPod = "kubernetes.io/config.mirror"
 // through its cached client must then be a pod, a node, or in its
 // namespaces (or listed across them): controller-runtime fails a Get or a
 // namespaced List of any other namespace, so every such read is behind
-// shard.Owns. Unstructured reads (a policy's targetRef) are not cached.
+// shard.Owns. Unstructured reads (a policy's targetRef) are not cached,
+// but for VerticalPodAutoscalers, read from the cache itself (without their
+// status). ReplicaSets are cached by their metadata only, cut down to their
+// controller's owner reference (ownerOnly).
 func CacheOptions(sh shard.Shard) cache.Options {
 	lists := newListTable(listTableSize)
 	o := cache.Options{DefaultTransform: func(obj any) (any, error) { return trim(obj, sh, lists) }}
@@ -77,6 +81,14 @@ func trim(obj any, sh shard.Shard, lists *listTable) (any, error) {
 	case *corev1.Node:
 		o.Status.Images = nil
 		o.Status.VolumesInUse, o.Status.VolumesAttached = nil, nil
+	case *metav1.PartialObjectMetadata:
+		return ownerOnly(o, sh), nil
+	case *unstructured.Unstructured:
+		if o.GetKind() == "VerticalPodAutoscaler" {
+			// Its status is its recommendation, per container: tailor
+			// reads only its spec.
+			unstructured.RemoveNestedField(o.Object, "status")
+		}
 	}
 	o, ok := obj.(metav1.Object)
 	if !ok {
@@ -94,6 +106,21 @@ func trim(obj any, sh shard.Shard, lists *listTable) (any, error) {
 		o.SetAnnotations(trimmed)
 	}
 	return obj, nil
+}
+
+// ownerOnly is what the controller reads of an object cached by its
+// metadata (ReplicaSets, of which a cluster may hold thousands: ten per
+// Deployment by default): its identity and its controller's owner
+// reference, through which a pod's chain reaches its Deployment; nothing
+// of another shard's, whose pods this manager does not size.
+func ownerOnly(m *metav1.PartialObjectMetadata, sh shard.Shard) *metav1.PartialObjectMetadata {
+	out := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+	}}
+	if c := metav1.GetControllerOfNoCopy(m); c != nil && sh.Owns(m.Namespace) {
+		out.OwnerReferences = []metav1.OwnerReference{*c}
+	}
+	return out
 }
 
 // slimPod is the part of p that tailor reads, in a new object: identity,

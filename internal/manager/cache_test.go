@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -194,5 +195,73 @@ func TestTrimByScope(t *testing.T) {
 				t.Errorf("containers kept (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// ReplicaSets are cached by their metadata, cut down to their identity and
+// their controller: a pod's chain to its Deployment reads nothing else.
+// Another shard's keep no owner.
+func TestTrimReplicaSetMetadata(t *testing.T) {
+	yes := true
+	deployment := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "d-1", Controller: &yes}
+	rs := func(ns string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{
+			TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "web-5d9c", Namespace: ns, UID: "rs-1", ResourceVersion: "7",
+				Labels:          map[string]string{"app": "web", "pod-template-hash": "5d9c"},
+				Annotations:     map[string]string{"deployment.kubernetes.io/revision": "3"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "c-1"}, deployment},
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}},
+			},
+		}
+	}
+	own, other := "team-a", "team-b"
+	for shard.Of(other, 2) == shard.Of(own, 2) {
+		other += "b"
+	}
+	sh := shard.Shard{Index: shard.Of(own, 2), Count: 2}
+	cases := map[string]struct {
+		ns        string
+		wantOwner []metav1.OwnerReference
+	}{
+		"its shard's keeps its controller": {ns: own, wantOwner: []metav1.OwnerReference{deployment}},
+		"another shard's keeps no owner":   {ns: other},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := trim(rs(tc.ns), sh, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := &metav1.PartialObjectMetadata{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
+				ObjectMeta: metav1.ObjectMeta{Name: "web-5d9c", Namespace: tc.ns, UID: "rs-1", ResourceVersion: "7", OwnerReferences: tc.wantOwner},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("replicaset (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A VerticalPodAutoscaler keeps its spec, not its recommendation.
+func TestTrimVerticalPodAutoscaler(t *testing.T) {
+	vpa := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+		"metadata": map[string]any{"name": "web", "namespace": "a", "managedFields": []any{map[string]any{"manager": "vpa"}}},
+		"spec":     map[string]any{"targetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
+		"status":   map[string]any{"recommendation": map[string]any{"containerRecommendations": []any{}}},
+	}}
+	if _, err := trim(vpa, shard.Shard{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+		"metadata": map[string]any{"name": "web", "namespace": "a"},
+		"spec":     map[string]any{"targetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}},
+	}
+	if diff := cmp.Diff(want, vpa.Object); diff != "" {
+		t.Errorf("vpa (-want,+got):\n%s", diff)
 	}
 }

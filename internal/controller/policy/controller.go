@@ -12,13 +12,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -102,6 +105,12 @@ type Reconciler struct {
 	// threshold. Its sender coalesces and bounds them; the work queue
 	// then holds each policy once however many of its pods woke.
 	Wake <-chan event.GenericEvent
+	// VerticalPodAutoscalers reads VerticalPodAutoscalers (as
+	// unstructured: their CRD may not be installed). nil looks for none;
+	// SetupWithManager sets it to the manager's cache when the CRD is
+	// installed as the manager starts (installed later, it is seen after a
+	// restart).
+	VerticalPodAutoscalers client.Reader
 
 	store *store
 }
@@ -115,7 +124,9 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 // +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets;replicasets,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling.k8s.io,resources=verticalpodautoscalers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=limitranges;resourcequotas,verbs=get;list;watch
@@ -131,10 +142,33 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		workers = DefaultConcurrentSyncs
 	}
 	owned := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.Shard.Owns(o.GetNamespace()) })
+	// A pod's chain to its Deployment goes through its ReplicaSet, whose
+	// owner references are read from a cache of ReplicaSets' metadata
+	// (trimmed to them: internal/manager). Its informer starts with the
+	// manager, so missing RBAC stops the start instead of a sync.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), ReplicaSetMeta(), cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("watching ReplicaSets' metadata: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.Wake != nil {
 		b = b.WatchesRawSource(source.Channel(r.Wake, handler.EnqueueRequestsFromMapFunc(r.policiesForPod),
 			source.WithPredicates[client.Object, reconcile.Request](owned)))
+	}
+	if r.VerticalPodAutoscalers == nil {
+		// The CRD is looked for once: without it (no VPA installed) the
+		// manager starts and looks for no VerticalPodAutoscaler.
+		switch _, err := mgr.GetRESTMapper().RESTMapping(VPAKind.GroupKind(), VPAKind.Version); {
+		case err == nil:
+			r.VerticalPodAutoscalers = mgr.GetCache()
+			vpa := &unstructured.Unstructured{}
+			vpa.SetGroupVersionKind(VPAKind)
+			// A VPA created, changed or deleted holds or frees its
+			// workload at once.
+			b = b.Watches(vpa, handler.EnqueueRequestsFromMapFunc(r.policiesOfNamespace), builder.WithPredicates(owned, predicate.GenerationChangedPredicate{}))
+		case meta.IsNoMatchError(err):
+		default:
+			mgr.GetLogger().Info("VerticalPodAutoscalers are not looked for: their API could not be discovered", "err", err.Error())
+		}
 	}
 	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, RateLimiter: retryLimiter(r.SyncPeriod)}).
@@ -242,7 +276,8 @@ func (r *Reconciler) policiesForPod(_ context.Context, o client.Object) []reconc
 }
 
 // policiesForHPA maps an HPA to the policies of its namespace whose
-// targetRef is the workload it scales.
+// targetRef is the workload it scales, and to its selector policies, whose
+// pods' workloads it may scale.
 func (r *Reconciler) policiesForHPA(ctx context.Context, o client.Object) []reconcile.Request {
 	hpa, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
 	if !ok {
@@ -254,9 +289,23 @@ func (r *Reconciler) policiesForHPA(ctx context.Context, o client.Object) []reco
 	}
 	var out []reconcile.Request
 	for _, p := range list.Items {
-		if ref := p.Spec.TargetRef; ref != nil && ref.Kind == hpa.Spec.ScaleTargetRef.Kind && ref.Name == hpa.Spec.ScaleTargetRef.Name {
+		if ref := p.Spec.TargetRef; ref == nil || ref.Kind == hpa.Spec.ScaleTargetRef.Kind && ref.Name == hpa.Spec.ScaleTargetRef.Name {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
 		}
+	}
+	return out
+}
+
+// policiesOfNamespace maps an object (a VerticalPodAutoscaler, which may
+// name any workload of its pods' chains) to every policy of its namespace.
+func (r *Reconciler) policiesOfNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.TailorPolicyList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
 	}
 	return out
 }

@@ -57,6 +57,10 @@ type syncInput struct {
 	// boostRaise names, by pod, the containers whose cpu target is a boost
 	// given: a resize raising one is sent under autoscale.BoostFieldManager.
 	boostRaise map[types.UID]map[string]bool
+	// conflict says which other policies size some of the pods the
+	// policy's selector matches, and vpa which VerticalPodAutoscaler holds
+	// the policy's workload, for the Ready condition; empty when none.
+	conflict, vpa string
 }
 
 // gather reads what the policy's sync needs: its configuration, its running
@@ -67,10 +71,16 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if err != nil {
 		return nil, err
 	}
-	pods, unbound, err := r.pods(ctx, state)
+	selected, unbound, err := r.pods(ctx, state)
 	if err != nil {
 		return nil, err
 	}
+	own, err := r.owners(ctx, policy, selected)
+	if err != nil {
+		return nil, err
+	}
+	r.reportOwners(policy, state, own)
+	pods := own.pods
 	if err := r.configure(policy, state, pods); err != nil {
 		return nil, err
 	}
@@ -93,11 +103,12 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	r.reportMetrics(policy, state, wasDown, wasRejecting)
 	r.learn(state, &policy.Spec, pods, usage, now)
 
-	in := &syncInput{state: state, pods: pods, unbound: unbound, usage: usage, advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}, boostRaise: map[types.UID]map[string]bool{}}
+	in := &syncInput{state: state, pods: pods, unbound: unbound, usage: usage, advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}, boostRaise: map[types.UID]map[string]bool{},
+		conflict: own.conflict(), vpa: own.vpaHeld()}
 	in.decision = autoscale.PolicyInput{
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
 	}
-	if in.decision.Holds, in.hpa, err = r.hpaHolds(ctx, policy); err != nil {
+	if in.decision.Holds, in.hpa, err = r.hpaHolds(ctx, policy, own.chains); err != nil {
 		return nil, err
 	}
 	if in.decision.Rules, err = r.namespaceRules(ctx, policy.Namespace); err != nil {
@@ -337,8 +348,9 @@ func podTemplate(target *unstructured.Unstructured) *corev1.PodTemplateSpec {
 	return out
 }
 
-// pods lists the running pods a policy selects, and those not yet bound to
-// a node, each sorted by name.
+// pods lists the running pods a policy's label selector matches (the cheap
+// first filter, before their owners are: ownPods), and those not yet bound
+// to a node, each sorted by name.
 func (r *Reconciler) pods(ctx context.Context, state *policyState) (running, unbound []*corev1.Pod, err error) {
 	var list corev1.PodList
 	if err := r.Client.List(ctx, &list, client.InNamespace(state.key.Namespace), client.MatchingLabelsSelector{Selector: state.selector}); err != nil {
@@ -361,16 +373,22 @@ func (r *Reconciler) pods(ctx context.Context, state *policyState) (running, unb
 
 // hpaHolds reads the HorizontalPodAutoscalers of the policy's namespace
 // from the cache (an informer of every HPA in the cluster: there are few)
-// and says which requests those scaling its target hold.
-func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy) (autoscale.Holds, string, error) {
-	if policy.Spec.TargetRef == nil {
+// and says which requests those scaling its target, or a workload its pods'
+// chains reach (a selector policy's pods' Deployment), hold.
+func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy, chains []autoscale.Chain) (autoscale.Holds, string, error) {
+	var target []autoscale.Workload
+	if ref := policy.Spec.TargetRef; ref != nil {
+		target = append(target, autoscale.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name))
+	}
+	workloads := autoscale.Workloads(chains, target...)
+	if len(workloads) == 0 {
 		return autoscale.Holds{}, "", nil
 	}
 	var list autoscalingv2.HorizontalPodAutoscalerList
 	if err := r.Client.List(ctx, &list, client.InNamespace(policy.Namespace)); err != nil {
 		return autoscale.Holds{}, "", fmt.Errorf("listing HorizontalPodAutoscalers of namespace %s: %w", policy.Namespace, err)
 	}
-	holds, text := autoscale.HPAHolds(policy.Spec.TargetRef, list.Items)
+	holds, text := autoscale.HPAHolds(workloads, list.Items)
 	return holds, text, nil
 }
 

@@ -104,13 +104,19 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, "NoUsageYet", msg, gen)
 	}
 
-	status.Admission = r.admission(policy, state, status.Recommendation, in, now)
+	if in.vpa != "" {
+		// No target the admission policy could match: new pods are left
+		// to the VerticalPodAutoscaler.
+		status.Admission = &v1alpha1.Admission{Message: truncate(in.vpa, 1024)}
+	} else {
+		status.Admission = r.admission(policy, state, status.Recommendation, in, now)
+	}
 	if in.hpa != "" && !in.decision.Holds.Empty() {
 		setCondition(status, v1alpha1.ConditionRequestsHeldForHPA, metav1.ConditionTrue, "HPAUtilization", in.hpa, gen)
 	} else {
 		msg := "no HorizontalPodAutoscaler scales the target"
 		if policy.Spec.TargetRef == nil {
-			msg = "a selector policy names no workload a HorizontalPodAutoscaler could scale"
+			msg = "no HorizontalPodAutoscaler scales the workloads of the selected pods"
 		}
 		if in.hpa != "" {
 			msg = in.hpa
@@ -171,6 +177,14 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	}
 	if state.restoreProblem != "" {
 		ready += "; " + state.restoreProblem
+	}
+	switch {
+	case in.vpa != "":
+		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonVerticalPodAutoscaler, in.vpa, gen)
+		return
+	case in.conflict != "":
+		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConflict, in.conflict+"; "+ready, gen)
+		return
 	}
 	if err := state.metricsErr; err != nil {
 		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "MetricsUnavailable",

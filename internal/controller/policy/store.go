@@ -83,6 +83,10 @@ type policyState struct {
 	metricsIgnored string
 	// checkpointed is when the workload states were last written.
 	checkpointed time.Time
+	// othersReported names the other policies and the VerticalPodAutoscaler
+	// that sized some of the policy's pods at the last sync, which an event
+	// has said.
+	othersReported string
 	// restoreProblem says why a checkpoint could not be read back, for the
 	// Ready condition, until the next checkpoint replaces it.
 	restoreProblem string
