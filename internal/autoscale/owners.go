@@ -38,7 +38,9 @@ func (w Workload) String() string { return w.Kind + " " + w.Name }
 var replicaSet = Workload{Group: "apps", Kind: "ReplicaSet"}
 
 // IsReplicaSet reports whether w is a ReplicaSet, whose owner is looked up.
-func (w Workload) IsReplicaSet() bool { return w.Group == replicaSet.Group && w.Kind == replicaSet.Kind }
+func (w Workload) IsReplicaSet() bool {
+	return w.Group == replicaSet.Group && w.Kind == replicaSet.Kind
+}
 
 // Chain is a pod's controller chain, nearest first: the pod's controller
 // (its ownerReference with controller: true), then that one's, as far as
