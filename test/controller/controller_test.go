@@ -87,6 +87,9 @@ func newController(t testing.TB, d deps, opts controllerOptions) *policyctrl.Rec
 		Recommender: rec,
 		Observer:    opts.Observer,
 		Shard:       opts.Shard,
+		// The apiserver serves VerticalPodAutoscalers (main_test.go
+		// installs their CRD); under a manager, SetupWithManager finds them.
+		VerticalPodAutoscalers: c,
 	}
 }
 
@@ -113,6 +116,8 @@ func newManagedController(t *testing.T, d deps, opts controllerOptions) *policyc
 	}
 	opts.Client = mgr.GetClient()
 	r := newController(t, d, opts)
+	// Found as the manager does: through its RESTMapper, read from its cache.
+	r.VerticalPodAutoscalers = nil
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatalf("setting up the controller: %v", err)
 	}

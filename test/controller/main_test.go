@@ -63,7 +63,8 @@ func run(m *testing.M) (int, error) {
 	// The manager scenario logs through controller-runtime's global logger.
 	ctrl.SetLogger(logr.Discard())
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		// tailor's CRDs, and VerticalPodAutoscaler's, which tailor yields to.
+		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("..", "testdata", "vpa")},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()

@@ -132,11 +132,17 @@ func TestTargetReadOncePerMinute(t *testing.T) {
 	if err := apiClient.Create(e.ctx, d); err != nil {
 		t.Fatalf("create deployment: %v", err)
 	}
-	e.pod("web", webPod("web-0"))
-	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
-		s.Selector = nil
-		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
-	})
+	// The Deployment's pod: owned through a ReplicaSet of it.
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "web-5d9c",
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+		Spec: appsv1.ReplicaSetSpec{Selector: d.Spec.Selector, Template: d.Spec.Template},
+	}
+	if err := apiClient.Create(e.ctx, rs); err != nil {
+		t.Fatalf("create replicaset: %v", err)
+	}
+	e.pod("web", webPod("web-0").Owner("ReplicaSet", rs.Name, string(rs.UID)))
+	e.policy("web", targetRef("web"))
 	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 0.5)
 	e.syncs("web", 12)
 	// 12 syncs over 120s: the first read and one per minute after it.
