@@ -66,3 +66,11 @@ func install(ctx context.Context, dyn dynamic.Interface, path string) error {
 		return false, nil
 	})
 }
+
+// InstallVPACRD installs the VerticalPodAutoscaler CRD
+// (test/testdata/vpa), which tailor yields to; no VPA component runs. It is
+// left installed, as tailor's CRDs are: a manager finds it as it starts.
+func InstallVPACRD(ctx context.Context, dyn dynamic.Interface) error {
+	_, this, _, _ := runtime.Caller(0)
+	return install(ctx, dyn, filepath.Join(filepath.Dir(this), "..", "testdata", "vpa", "verticalpodautoscalers.yaml"))
+}
