@@ -77,10 +77,15 @@ var always = slices.Concat(
 	accesses([]string{"get"}, "apps", "deployments", "", otherNamespace),
 	accesses([]string{"get"}, "apps", "statefulsets", "", otherNamespace),
 	accesses([]string{"get"}, "apps", "daemonsets", "", otherNamespace),
-	accesses([]string{"get"}, "apps", "replicasets", "", otherNamespace),
 	accesses([]string{"get"}, "batch", "jobs", "", otherNamespace),
+	// ReplicaSets' metadata, from the cache: a pod's owner chain to its
+	// Deployment (and a targetRef to a ReplicaSet).
+	accesses([]string{"get", "list", "watch"}, "apps", "replicasets", "", otherNamespace),
 	// HorizontalPodAutoscalers, from the cache: which requests they divide by.
 	accesses([]string{"get", "list", "watch"}, "autoscaling", "horizontalpodautoscalers", "", otherNamespace),
+	// VerticalPodAutoscalers, from the cache when their CRD is installed:
+	// a workload one sizes is held.
+	accesses([]string{"get", "list", "watch"}, "autoscaling.k8s.io", "verticalpodautoscalers", "", otherNamespace),
 	// The secure metrics endpoint asks who a scraper is and whether it may
 	// get /metrics; the agent source reviews the agents' tokens with the
 	// same right.
