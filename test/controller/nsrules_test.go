@@ -50,8 +50,9 @@ func TestLimitRangeMaxCapsBoostAndRaise(t *testing.T) {
 		t.Errorf("new pods' cpu request %s above the limit %s", req, c.Limits.Cpu())
 	}
 
-	// In place: a throttled pod's raise stops at the max.
-	e.pod("web", builder.Pod("web-0").Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")))
+	// In place: a throttled pod's raise stops at the max. The pod is the
+	// Deployment's, through a ReplicaSet of it.
+	e.pod("web", podOf(e.replicaSetOf("web"), "web-0"))
 	e.source.SetThrottled(e.ns, "web-0", "app", 1.0, 200*mi, 0.9)
 	e.syncs("web", 6)
 	p := e.getPod("web-0")

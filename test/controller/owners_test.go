@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
@@ -28,27 +29,39 @@ import (
 // runs in envtest: the tests create each Deployment's ReplicaSet and pods
 // with the owner references kube-controller-manager would set.
 
-// ownedDeployment creates Deployment name whose selector and pod template carry
-// podLabels, and one ReplicaSet of it (name-5d9c) with the Deployment as
-// its controller, and returns the ReplicaSet.
+// ownedDeployment creates Deployment name whose selector and pod template
+// carry podLabels, and one ReplicaSet of it (replicaSetOf), which it
+// returns.
 func (e *env) ownedDeployment(name string, podLabels map[string]string) *appsv1.ReplicaSet {
 	e.t.Helper()
-	template := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: builder.DefaultImage,
-			Resources: corev1.ResourceRequirements{Requests: builder.List("500m", "256Mi"), Limits: builder.List("1", "512Mi")}}}},
-	}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec:       appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: podLabels}, Template: template},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: podLabels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: builder.DefaultImage,
+				Resources: corev1.ResourceRequirements{Requests: builder.List("500m", "256Mi"), Limits: builder.List("1", "512Mi")}}}},
+		}},
 	}
 	if err := apiClient.Create(e.ctx, d); err != nil {
 		e.t.Fatalf("create deployment %s: %v", name, err)
 	}
+	return e.replicaSetOf(name)
+}
+
+// replicaSetOf creates a ReplicaSet (name-5d9c) of Deployment name, with
+// the Deployment as its controller and its template, as the Deployment
+// controller would, and returns it.
+func (e *env) replicaSetOf(name string) *appsv1.ReplicaSet {
+	e.t.Helper()
+	d := &appsv1.Deployment{}
+	if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, d); err != nil {
+		e.t.Fatalf("get deployment %s: %v", name, err)
+	}
 	rsLabels := map[string]string{"pod-template-hash": "5d9c"}
-	for k, v := range podLabels {
+	for k, v := range d.Spec.Template.Labels {
 		rsLabels[k] = v
 	}
+	template := *d.Spec.Template.DeepCopy()
 	template.Labels = rsLabels
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name + "-5d9c", Labels: rsLabels,
