@@ -48,11 +48,11 @@ func (e *env) deployment(name string, mutate func(*v1alpha1.TailorPolicySpec)) {
 	})
 }
 
-// unschedulablePod creates a pod of app that the scheduler found no room
-// for ago, at cpu.
-func (e *env) unschedulablePod(app, name, cpu string, ago time.Duration) {
+// unschedulablePod creates a pod of rs (labelled app=app) that the
+// scheduler found no room for ago, at cpu.
+func (e *env) unschedulablePod(rs *appsv1.ReplicaSet, app, name, cpu string, ago time.Duration) {
 	e.t.Helper()
-	p := builder.Pod(name).Namespace(e.ns).Label("app", app).
+	p := builder.Pod(name).Namespace(e.ns).Label("app", app).Owner("ReplicaSet", rs.Name, string(rs.UID)).
 		Container(builder.Container("app").Requests(cpu, "256Mi").Limits(cpu, "512Mi")).Obj()
 	if err := apiClient.Create(e.ctx, p); err != nil {
 		e.t.Fatalf("create pod %s: %v", name, err)
@@ -96,8 +96,11 @@ func TestUnschedulablePodTailorSizedIsReplaced(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
 	e.addNodeFrom(builder.Node("pool-"+e.ns).Allocatable("4", "8Gi").Ready(corev1.ConditionTrue).Label("pool", e.ns))
 	e.deployment("web", nil)
-	e.unschedulablePod("web", "web-big", "3", time.Minute)
-	e.unschedulablePod("web", "web-plain", "500m", time.Minute)
+	rs := e.replicaSetOf("web")
+	e.unschedulablePod(rs, "web", "web-big", "3", time.Minute)
+	e.unschedulablePod(rs, "web", "web-plain", "500m", time.Minute)
+	// Another workload's pod, with the same labels: not this policy's.
+	e.unschedulablePod(e.ownedDeployment("canary", map[string]string{"app": "web", "track": "canary"}), "web", "canary-big", "3", time.Minute)
 
 	e.sync("web")
 	if got := e.getPolicy("web"); condition(got, v1alpha1.ConditionResizesBlocked).Reason != policyctrl.EventUnschedulable {
@@ -119,5 +122,8 @@ func TestUnschedulablePodTailorSizedIsReplaced(t *testing.T) {
 	}
 	if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "web-plain"}, &corev1.Pod{}); err != nil {
 		t.Errorf("web-plain, at its template's size, was deleted: %v", err)
+	}
+	if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "canary-big"}, &corev1.Pod{}); err != nil {
+		t.Errorf("canary-big, another Deployment's pod, was deleted by web's policy: %v", err)
 	}
 }

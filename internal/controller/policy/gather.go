@@ -81,6 +81,15 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	}
 	r.reportOwners(policy, state, own)
 	pods := own.pods
+	// A pod waiting for a node is the policy's by the same owner chain: a
+	// canary's unschedulable pod is not its stable's to replace.
+	if len(unbound) > 0 {
+		waiting, err := r.owners(ctx, policy, unbound)
+		if err != nil {
+			return nil, err
+		}
+		unbound = waiting.pods
+	}
 	if err := r.configure(policy, state, pods); err != nil {
 		return nil, err
 	}
