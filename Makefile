@@ -53,25 +53,21 @@ build:
 	ln -sf tailor $(BIN)/kubectl-tailor
 	ln -sf tailor $(BIN)/kubectl_complete-tailor
 
-## release: tailor for each of RELEASE_PLATFORMS, stamped as make build stamps it,
-## as DIST/tailor-VERSION-OS-ARCH.tar.gz (the binary, its kubectl plugin links,
-## LICENSE, README.md, CHANGELOG.md) and DIST/SHA256SUMS. A tree with uncommitted
-## changes is refused (its version ends in -dirty) unless ALLOW_DIRTY=1.
+## release: everything a release ships, into DIST (hack/release.sh says what):
+## tailor for each of RELEASE_PLATFORMS stamped as make build stamps it
+## (DIST/tailor-VERSION-OS-ARCH.tar.gz), the container image for linux/amd64 and
+## linux/arm64 as one OCI archive, the packaged Helm chart, the krew manifest, a
+## CycloneDX SBOM and DIST/SHA256SUMS. A tree with uncommitted changes is refused
+## (its version ends in -dirty) unless ALLOW_DIRTY=1. test/release checks them.
 .PHONY: release
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 DIST ?= dist
-release:
+release: $(HELM)
 	@test -n "$(VERSION)" || { echo "release: no version: build from a git checkout or set VERSION=v0.1.0" >&2; exit 2; }
 	@case "$(VERSION)" in *-dirty) test "$(ALLOW_DIRTY)" = 1 || { echo "release: $(VERSION) has uncommitted changes: commit them, or set ALLOW_DIRTY=1" >&2; exit 2; };; esac
-	rm -rf $(DIST) && mkdir -p $(DIST)
-	for p in $(RELEASE_PLATFORMS); do \
-		name=tailor-$(VERSION)-$${p%/*}-$${p#*/}; mkdir $(DIST)/$$name; \
-		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags '$(LDFLAGS) -s -w' -o $(DIST)/$$name/tailor ./cmd/tailor; \
-		ln -s tailor $(DIST)/$$name/kubectl-tailor; ln -s tailor $(DIST)/$$name/kubectl_complete-tailor; \
-		cp LICENSE README.md CHANGELOG.md $(DIST)/$$name/; \
-		tar -C $(DIST) -czf $(DIST)/$$name.tar.gz $$name; rm -rf $(DIST)/$$name; \
-	done
-	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS
+	VERSION=$(VERSION) COMMIT=$(COMMIT) DIST=$(DIST) GO=$(GO) HELM=$(HELM) \
+		PLATFORMS="$(RELEASE_PLATFORMS)" IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" hack/release.sh
 
 ## install: tailor and the kubectl plugin (kubectl tailor ...) into PREFIX/bin, with
 ## kubectl_complete-tailor, which kubectl 1.26+ runs to complete kubectl tailor.

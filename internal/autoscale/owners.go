@@ -95,6 +95,10 @@ type Claimant struct {
 	// Selector is a selector policy's own selector; unused for a targetRef
 	// policy, whose pods are those whose chain reaches its target.
 	Selector labels.Selector
+	// RecommendOnly: the policy is in mode Off. It sizes nothing, so it
+	// competes with no one for a pod: it recommends for every pod it
+	// claims, and the policy that sizes the pod is chosen among the others.
+	RecommendOnly bool
 }
 
 // Claims reports whether c claims a pod with these labels and chain: a
@@ -123,7 +127,7 @@ func ClaimedBy(podLabels labels.Set, chain Chain, policies []Claimant) (Claimant
 	var winner Claimant
 	found := false
 	for _, c := range policies {
-		if !c.Claims(podLabels, chain) {
+		if c.RecommendOnly || !c.Claims(podLabels, chain) {
 			continue
 		}
 		if !found || beats(c, winner) {

@@ -67,6 +67,12 @@ var always = slices.Concat(
 	accesses([]string{"get", "list", "watch"}, "", "pods", "", otherNamespace),
 	accesses([]string{"list", "watch"}, "", "pods", "", ""),
 	accesses([]string{"patch"}, "", "pods", "resize", otherNamespace),
+	// A pod tailor sized that no node has room for is deleted, for its
+	// controller to create smaller (autoscale.DecideStuck).
+	accesses([]string{"delete"}, "", "pods", "", otherNamespace),
+	// The namespace's rules every size is planned within, from the cache.
+	accesses([]string{"get", "list", "watch"}, "", "limitranges", "", otherNamespace),
+	accesses([]string{"get", "list", "watch"}, "", "resourcequotas", "", otherNamespace),
 	// Nodes for headroom; the cached client lists and watches them.
 	accesses([]string{"get", "list", "watch"}, "", "nodes", "", ""),
 	// Events on pods and policies, wherever they are.
@@ -118,6 +124,12 @@ var (
 		accesses([]string{"create", "update", "patch", "delete"}, "discovery.k8s.io", "endpointslices", "", ownNamespace),
 		accesses([]string{"get", "list", "watch"}, "", "pods", "", otherNamespace),
 		accesses([]string{"patch"}, "", "pods", "resize", otherNamespace),
+	// A pod tailor sized that no node has room for is deleted, for its
+	// controller to create smaller (autoscale.DecideStuck).
+	accesses([]string{"delete"}, "", "pods", "", otherNamespace),
+	// The namespace's rules every size is planned within, from the cache.
+	accesses([]string{"get", "list", "watch"}, "", "limitranges", "", otherNamespace),
+	accesses([]string{"get", "list", "watch"}, "", "resourcequotas", "", otherNamespace),
 		accesses([]string{"get"}, "", "nodes", "", ""),
 		accesses([]string{"get"}, "", "nodes", "proxy", ""),
 		accesses([]string{"get", "list"}, "", "secrets", "", ownNamespace),

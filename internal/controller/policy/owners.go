@@ -87,7 +87,9 @@ func ownPods(self autoscale.Claimant, pods []*corev1.Pod, chains map[types.UID]a
 			out.held++
 			continue
 		}
-		if winner, _ := autoscale.ClaimedBy(set, chain, claimants); winner.Name != self.Name {
+		// A policy in mode Off sizes nothing and recommends for every pod it
+		// claims; of the others, one sizes the pod.
+		if winner, _ := autoscale.ClaimedBy(set, chain, claimants); !self.RecommendOnly && winner.Name != self.Name {
 			out.lost[winner.Name]++
 			continue
 		}
@@ -156,7 +158,7 @@ func claimant(p *v1alpha1.TailorPolicy) (autoscale.Claimant, bool) {
 	if !p.DeletionTimestamp.IsZero() {
 		return autoscale.Claimant{}, false
 	}
-	c := autoscale.Claimant{Name: p.Name, Created: p.CreationTimestamp.Time}
+	c := autoscale.Claimant{Name: p.Name, Created: p.CreationTimestamp.Time, RecommendOnly: policyMode(p) == v1alpha1.UpdateModeOff}
 	if ref := p.Spec.TargetRef; ref != nil {
 		w := autoscale.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name)
 		c.Target = &w

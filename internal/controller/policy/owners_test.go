@@ -50,6 +50,15 @@ func TestOwnPods(t *testing.T) {
 			self: sel, others: []autoscale.Claimant{sel, stable}, wantPods: []string{"canary-1"},
 			wantLost: map[string]int{"stable": 2}, wantConflict: true,
 		},
+		"a policy in mode Off recommends for every pod it selects, and takes none from the one that sizes them": {
+			self:     autoscale.Claimant{Name: "watch", Created: t0.Add(-time.Hour), Selector: labels.SelectorFromSet(labels.Set{"app": "web"}), RecommendOnly: true},
+			others:   []autoscale.Claimant{stable},
+			wantPods: []string{"stable-1", "stable-2", "canary-1"},
+		},
+		"a policy that sizes does not lose its pods to an older one in mode Off": {
+			self: stable, others: []autoscale.Claimant{stable, {Name: "watch", Created: t0.Add(-time.Hour), Target: &web, RecommendOnly: true}},
+			wantPods: []string{"stable-1", "stable-2"},
+		},
 		"the targetRef policy wins over the older selector policy": {
 			self: stable, others: []autoscale.Claimant{sel, stable}, wantPods: []string{"stable-1", "stable-2"},
 		},
