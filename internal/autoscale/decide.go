@@ -470,7 +470,7 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 			ch.RequestNow = q.DeepCopy()
 		}
 	}
-	in.clamp(ch, lim == nil || !controlsLimits(pol))
+	in.clamp(ch, pol, lim == nil || !controlsLimits(pol))
 	if ch.RequestNow.Cmp(req) == 0 && (lim == nil || ch.LimitNow.Cmp(*lim) == 0) {
 		return nil, nil
 	}
@@ -485,8 +485,14 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 // capped it. It never adds a limit the container does not have (a pod
 // admitted under a LimitRange max already has its default), and never moves
 // a request held for an HPA; what it cannot bring in is left to the check of
-// the whole pod (DecidePolicy, Admit), which holds it.
-func (in Input) clamp(ch *Change, limitFixed bool) {
+// the whole pod (DecidePolicy, Admit), which holds it. Nor does it take a
+// request beyond the policy's own bounds: a LimitRange min above
+// maxAllowed (or max below minAllowed) leaves no size both allow, and the
+// policy's word is kept; the check of the whole pod holds the change.
+// Memory of a running container is not taken below what it had where its
+// working set is unknown or needs more (belowMemoryFloor), as no lowering
+// is.
+func (in Input) clamp(ch *Change, pol v1alpha1.ContainerPolicy, limitFixed bool) {
 	if in.Rules == nil {
 		return
 	}
@@ -519,8 +525,34 @@ func (in Input) clamp(ch *Change, limitFixed bool) {
 	if req.Cmp(ch.RequestNow) == 0 && (lim == nil || lim.Cmp(*ch.LimitNow) == 0) {
 		return
 	}
+	if hi, ok := pol.MaxAllowed[ch.Resource]; ok && req.Cmp(hi) > 0 && req.Cmp(ch.RequestBefore) > 0 {
+		return
+	}
+	if lo, ok := pol.MinAllowed[ch.Resource]; ok && req.Cmp(lo) < 0 && req.Cmp(ch.RequestBefore) < 0 {
+		return
+	}
+	if in.belowMemoryFloor(ch, req, lim) {
+		return
+	}
 	ch.RequestNow, ch.LimitNow = req, lim
 	ch.Notes = append(ch.Notes, why)
+}
+
+// belowMemoryFloor reports whether a clamp to req and lim would lower the
+// memory of a running container below what it had, where its working set is
+// unknown or more than the value plus MemoryFloorHeadroom: a LimitRange's
+// maxLimitRequestRatio or max met by lowering a limit must not take memory
+// the container uses.
+func (in Input) belowMemoryFloor(ch *Change, req resource.Quantity, lim *resource.Quantity) bool {
+	if ch.Resource != corev1.ResourceMemory || in.Creating {
+		return false
+	}
+	ws, known := in.WorkingSet[ch.Container]
+	floor := toFloat(corev1.ResourceMemory, ws) * (1 + in.MemoryFloorHeadroom)
+	below := func(v resource.Quantity, before *resource.Quantity) bool {
+		return before != nil && v.Cmp(*before) < 0 && (!known || toFloat(corev1.ResourceMemory, v) < floor)
+	}
+	return below(req, &ch.RequestBefore) || (lim != nil && below(*lim, ch.LimitBefore))
 }
 
 // bound is a resource's entry of a bound list in cores or bytes, 0 if none.

@@ -3,7 +3,10 @@ package autoscale_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,7 +75,10 @@ func checkAction(spec *v1alpha1.TailorPolicySpec, in autoscale.PodInput, a autos
 }
 
 // memoryFloor: memory lowered only with a known working set, and never
-// below it plus headroom (or below what the unchanged limit allows).
+// below it plus headroom (or below what the unchanged limit allows). Only
+// the values that went down are judged: a request held for an HPA, or
+// raised to maxAllowed, may stay below the working set while a
+// LimitRange's max lowers the limit.
 func memoryFloor(name string, ws map[string]resource.Quantity, b, a corev1.ResourceRequirements, headroom float64) []string {
 	if !lowered(b, a, corev1.ResourceMemory) {
 		return nil
@@ -83,8 +89,9 @@ func memoryFloor(name string, ws map[string]resource.Quantity, b, a corev1.Resou
 	}
 	floor := int64(float64(w.Value())*(1+headroom)) - 1<<20 // a MiB of rounding below a limit
 	var bad []string
-	for _, l := range []corev1.ResourceList{a.Requests, a.Limits} {
-		if q, ok := l[corev1.ResourceMemory]; ok && q.Value() < floor {
+	for _, l := range [][2]corev1.ResourceList{{b.Requests, a.Requests}, {b.Limits, a.Limits}} {
+		b, had := l[0][corev1.ResourceMemory]
+		if q, ok := l[1][corev1.ResourceMemory]; ok && q.Value() < floor && (!had || q.Cmp(b) < 0) {
 			bad = append(bad, fmt.Sprintf("%s memory %s below working set %s + %.0f%%", name, q.String(), w.String(), headroom*100))
 		}
 	}
@@ -107,7 +114,13 @@ func lowered(b, a corev1.ResourceRequirements, r corev1.ResourceName) bool {
 // the planner accepts it, the QoS class stays, nothing restarts that the
 // policy does not allow, no limit is added, bounds hold, memory is never
 // lowered without a working set nor below it plus headroom, the node's room
-// and maxConcurrentResizes hold.
+// and maxConcurrentResizes hold. Most cases are in a namespace with
+// LimitRanges and quotas (autoscaletest.Namespaced): there every resize,
+// admission entry and recreation entry must also get through them
+// (checkNamespaced).
+//
+// The cases are shared among GOMAXPROCS workers: the gate runs it under
+// -race, where one goroutine takes several times as long.
 func TestDecidePolicyInvariants(t *testing.T) {
 	cases := 10000
 	if testing.Short() {
@@ -115,20 +128,57 @@ func TestDecidePolicyInvariants(t *testing.T) {
 	}
 	seed := uint64(time.Now().UnixNano())
 	r := rand.New(rand.NewPCG(seed, 1))
-	stats := map[string]int{}
-	for i := range cases {
-		caseSeed := r.Uint64()
-		if msg := runInvariantCase(caseSeed, stats); msg != "" {
-			t.Fatalf("case %d (seed %d): %s", i, caseSeed, msg)
+	seeds := make([]uint64, cases)
+	for i := range seeds {
+		seeds[i] = r.Uint64()
+	}
+	start := time.Now()
+	workers := runtime.GOMAXPROCS(0)
+	failures := make([]string, cases)
+	perWorker := make([]map[string]int, workers)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for w := range workers {
+		perWorker[w] = map[string]int{}
+		wg.Go(func() {
+			for i := w; i < cases && !failed.Load(); i += workers {
+				if msg := runInvariantCase(seeds[i], perWorker[w]); msg != "" {
+					failures[i] = msg
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, msg := range failures {
+		if msg != "" {
+			t.Fatalf("case %d (seed %d): %s", i, seeds[i], msg)
 		}
 	}
-	t.Logf("%d generated cases (seed %d): %d resizes checked, %d replacements checked, %d held, %d pod-level, %d requests-only, %d limits sized under an HPA's held request", cases, seed,
-		stats["resizes"], stats["replacements"], stats["held"], stats["podLevel"], stats["requestsOnly"], stats["heldRequests"])
+	stats := map[string]int{}
+	for _, m := range perWorker {
+		for k, v := range m {
+			stats[k] += v
+		}
+	}
+	t.Logf("%d generated cases (seed %d) in %s: %d resizes checked, %d replacements checked, %d held, %d pod-level, %d requests-only, %d limits sized under an HPA's held request", cases, seed,
+		time.Since(start).Round(time.Millisecond), stats["resizes"], stats["replacements"], stats["held"], stats["podLevel"], stats["requestsOnly"], stats["heldRequests"])
+	t.Logf("namespace rules in %d cases: %d resizes checked against them (%d clamped into a LimitRange, %d held for them); "+
+		"%d admission entries checked (%d with rules, %d capped by a LimitRange, %d within a node's room, %d boosted; %d not written for them); "+
+		"%d recreation entries checked (%d held for them)",
+		stats["withRules"], stats["nsResizes"], stats["clamped"], stats["nsHeld"],
+		stats["entries"], stats["entriesWithRules"], stats["entriesClamped"], stats["entriesRoom"], stats["boosted"], stats["entriesHeld"],
+		stats["recreations"], stats["recreationsHeld"])
 	if stats["heldRequests"] == 0 {
 		t.Errorf("no limit sized under a held request: the generator no longer exercises HPA holds")
 	}
 	if stats["resizes"] < cases/4 {
 		t.Errorf("only %d resizes in %d cases: the generator no longer exercises the decision", stats["resizes"], cases)
+	}
+	for _, k := range []string{"withRules", "nsResizes", "clamped", "nsHeld", "entriesWithRules", "entriesClamped", "entriesRoom", "recreations", "recreationsHeld"} {
+		if stats[k] < cases/500 {
+			t.Errorf("%s: only %d in %d cases: the generator no longer exercises the namespace's rules", k, stats[k], cases)
+		}
 	}
 }
 
@@ -144,7 +194,8 @@ func FuzzDecidePolicy(f *testing.F) {
 }
 
 func runInvariantCase(seed uint64, stats map[string]int) string {
-	input := autoscaletest.Case(seed)
+	nc := autoscaletest.Namespaced(seed)
+	input := nc.PolicyInput
 	spec, pods := input.Spec, input.Pods
 	node := input.Nodes[autoscaletest.NodeName]
 	bound := node.Pods
@@ -233,7 +284,7 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 			return fmt.Sprintf("pod %s: Decide chose what the planner refuses: %s\npod: %s\ndecision: %s\nnotes: %v", h.Pod.Name, h.Message, podText(h.Pod), describeDesired(h.Decision), notesOf(h.Decision))
 		}
 	}
-	return ""
+	return checkNamespaced(nc, d, stats)
 }
 
 func podText(p *corev1.Pod) string {

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	qosutil "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
@@ -221,10 +222,17 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 			continue
 		}
 		if rules != nil {
-			after := plan.AfterPod()
-			if v := rules.Violations(rules.Admitted(after), c.Pod); len(v) > 0 {
+			// The LimitRanger defaults a resize as it does a new pod: what
+			// it adds is judged, charged, and must not move the QoS class.
+			after := rules.Admitted(plan.AfterPod())
+			if v := rules.Violations(after, c.Pod); len(v) > 0 {
 				out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNamespaceRules, Decision: d,
 					Message: fmt.Sprintf("the apiserver would refuse it: %s (%s)", v[0].Message, v[0].Object)})
+				continue
+			}
+			if was, now := qosutil.GetPodQOS(c.Pod), qosutil.ComputePodQOS(after); was != now {
+				out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNamespaceRules, Decision: d,
+					Message: fmt.Sprintf("the apiserver would refuse it: a LimitRange's defaults would make the pod %s, and a resize may not change its QoS class (%s)", now, was)})
 				continue
 			}
 			charged := rules.Charged(after, c.Pod, 1)

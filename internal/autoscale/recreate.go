@@ -14,6 +14,7 @@ import (
 	schedhelper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+	qosutil "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
@@ -345,12 +346,23 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 			return blocked(string(HoldNamespaceRules), fmt.Sprintf("the apiserver would refuse its replacement: %s (%s)", v[0].Message, v[0].Object))
 		}
 	}
-	containers, err := RecreatedContainers(p, in.Template, full.Desired)
+	// Planned from, and recorded with, the values the replacement is
+	// created with before the recreation policy sees it: a template that
+	// leaves a value to a LimitRange's default (or a request to its limit)
+	// would otherwise never match, and the pod be evicted for nothing.
+	template := admittedTemplate(in.Rules, in.Template)
+	containers, err := RecreatedContainers(p, template, full.Desired)
 	if err != nil {
 		return blocked("TemplateChanged", fmt.Sprintf("its replacement would not be created as it was: %v", err))
 	}
 	if len(containers) == 0 {
 		return RecreateDecision{Step: RecreateWait}, nil
+	}
+	if was, now := replacementQoS(template, containers); was != now {
+		// The decision kept the running pod's class; the replacement's
+		// other containers are the template's, which the LimitRanges may
+		// have defaulted otherwise than the running pod's.
+		return blocked("QoSChange", fmt.Sprintf("its replacement would be %s, where a pod of its template is %s: the template's other containers, as the namespace's LimitRanges default them, differ from the running pod's", now, was))
 	}
 	if in.Nodes == nil {
 		return RecreateDecision{Step: RecreateNeedNodes}, nil
@@ -370,6 +382,35 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	}
 	d.Step = RecreateEvict
 	return d, nil
+}
+
+// admittedTemplate is template as the apiserver creates a pod from it,
+// before any admission policy: requests defaulted from limits, then the
+// LimitRanges' defaults (rules nil: none). The recreation policy compares
+// the new pod's values with the entry's template values at that point, and
+// a pod created from the template under the same LimitRanges has them.
+func admittedTemplate(rules *nsrules.Rules, template *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+	if rules == nil {
+		rules = &nsrules.Rules{}
+	}
+	pod := rules.Admitted(&corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: template.Spec})
+	return &corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta, Spec: pod.Spec}
+}
+
+// replacementQoS is the QoS class of a pod created from template (as
+// admittedTemplate gives it), then with cs applied.
+func replacementQoS(template *corev1.PodTemplateSpec, cs []v1alpha1.RecreatedContainer) (was, now corev1.PodQOSClass) {
+	pod := &corev1.Pod{Spec: *template.Spec.DeepCopy()}
+	was = qosutil.ComputePodQOS(pod)
+	for _, rc := range cs {
+		c := findContainer(pod, rc.Name)
+		if c == nil {
+			continue
+		}
+		c.Resources.Requests = mergeList(c.Resources.Requests, rc.Requests)
+		c.Resources.Limits = mergeList(c.Resources.Limits, rc.Limits)
+	}
+	return was, qosutil.ComputePodQOS(pod)
 }
 
 // ContainersText says what a replacement's containers get, for people.

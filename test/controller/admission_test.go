@@ -35,6 +35,13 @@ import (
 // bound to ns alone: no other test's pods are admitted through them.
 func installAdmissionPolicies(t *testing.T, ns string) {
 	t.Helper()
+	installAdmissionPoliciesFor(t, ns, map[string]string{"kubernetes.io/metadata.name": ns})
+}
+
+// installAdmissionPoliciesFor is installAdmissionPolicies renamed after
+// suffix and bound to the namespaces whose labels match namespaceLabels.
+func installAdmissionPoliciesFor(t *testing.T, suffix string, namespaceLabels map[string]string) {
+	t.Helper()
 	dyn := dynamic.NewForConfigOrDie(restConfig)
 	for _, path := range []string{
 		filepath.Join("..", "..", "config", "components", "admission", "admission_policy.yaml"),
@@ -57,14 +64,14 @@ func installAdmissionPolicies(t *testing.T, ns string) {
 				continue
 			}
 			gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"}
-			o.SetName(o.GetName() + "-" + ns)
+			o.SetName(o.GetName() + "-" + suffix)
 			if o.GetKind() == "MutatingAdmissionPolicyBinding" {
 				gvr.Resource = "mutatingadmissionpolicybindings"
 				policy, _, _ := unstructured.NestedString(o.Object, "spec", "policyName")
-				if err := unstructured.SetNestedField(o.Object, policy+"-"+ns, "spec", "policyName"); err != nil {
+				if err := unstructured.SetNestedField(o.Object, policy+"-"+suffix, "spec", "policyName"); err != nil {
 					t.Fatal(err)
 				}
-				if err := unstructured.SetNestedStringMap(o.Object, map[string]string{"kubernetes.io/metadata.name": ns},
+				if err := unstructured.SetNestedStringMap(o.Object, namespaceLabels,
 					"spec", "matchResources", "namespaceSelector", "matchLabels"); err != nil {
 					t.Fatal(err)
 				}

@@ -123,13 +123,16 @@ type oracleCase struct {
 	// and quotas; pod is then the resize's new pod.
 	old *corev1.Pod
 	ns  string
+	// labels are the namespace's labels (an admission policy's binding
+	// may select it by them).
+	labels map[string]string
 }
 
 // setUp writes the case's namespace: the pod to resize first (when there is
 // one), then the LimitRanges, the quotas and their status, then the
 // sentinels; and waits until admission sees the sentinels.
 func (c *oracleCase) setUp(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "nsrules-oracle-"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "nsrules-oracle-", Labels: c.labels}}
 	if err := apiClient.Create(ctx, ns); err != nil {
 		return err
 	}
