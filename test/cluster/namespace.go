@@ -48,9 +48,13 @@ func Namespace(t testing.TB, cs kubernetes.Interface, name string) string {
 		t.Fatalf("default ServiceAccount in %s never appeared: %v", name, err)
 	}
 	t.Cleanup(func() {
+		// The namespace first: once it is terminating the apiserver creates
+		// no pod in it, so a Deployment's ReplicaSet cannot replace the
+		// pods deleted next with one that runs into the following test and
+		// takes the node's CPU it counted as free.
 		zero := int64(0)
-		_ = cs.CoreV1().Pods(name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = cs.CoreV1().Pods(name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	})
 	return name
 }
