@@ -91,6 +91,18 @@ unit_root() {
   "$GO" test -race -count=1 $pkgs
 }
 
+# What make release builds, checked by test/release: the Linux platforms
+# only (the image's two; darwin cross-builds the same code), into a
+# temporary directory, under a fixed version.
+release_check() {
+  local dist platforms="linux/amd64 linux/arm64"
+  dist=$(mktemp -d)
+  trap 'rm -rf "$dist"' RETURN
+  "$MAKE" --no-print-directory release DIST="$dist" VERSION=v0.0.0-check RELEASE_PLATFORMS="$platforms" >/dev/null &&
+    TAILOR_RELEASE_DIST="$dist" TAILOR_RELEASE_VERSION=v0.0.0-check TAILOR_RELEASE_PLATFORMS="$platforms" \
+      "$GO" test -count=1 ./test/release
+}
+
 # The packages with a Benchmark function, found rather than listed, so a
 # new benchmark is smoke-run too.
 bench_packages() {
@@ -115,6 +127,7 @@ step unit-bench-module bash -c 'cd bench && "$0" test -race -count=1 ./...' "$GO
 step benchmarks-smoke benchmarks
 # Helm and kustomize renders, no cluster: test/deploy without the e2e tag.
 step deploy-render env TAILOR_HELM="$HELM" "$GO" test -race -count=1 ./test/deploy
+step release release_check
 step controller "$MAKE" --no-print-directory controller
 if [[ -n "$step_from" ]]; then
   echo "CHECK_FROM=$step_from names no step" >&2

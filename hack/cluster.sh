@@ -35,7 +35,8 @@ FEATURE_GATES="${FEATURE_GATES:-}"
 ADDONS="${ADDONS-metrics-server prometheus}"
 
 # chromium: the dashboard's browser tests (test/e2e TestDashboard).
-PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables conntrack openssl curl iproute2 procps chromium)
+# ca-certificates: the CA bundle the tailor image carries (hack/images.sh).
+PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables conntrack openssl curl iproute2 procps chromium ca-certificates)
 
 
 install_packages() {

@@ -50,8 +50,14 @@ build() {
   pack loadgen "${LOADGEN_IMAGE:-tailor.local/loadgen:dev}" "$work/loadgen" '["/bin/loadgen"]'
   # tailor itself, for the install manifests (config/, deploy/helm): push the
   # tar to a registry with any OCI tool, or import it on a node with ctr.
-  mkdir -p -m 755 "$work/tailor"
+  # The same root filesystem as the release image (hack/release.sh): the
+  # CA bundle, and the non-root user the manifests run it as.
+  mkdir -p -m 755 "$work/tailor/etc/ssl/certs"
   gobin ./cmd/tailor "$work/tailor/tailor"
+  install -m 644 /etc/ssl/certs/ca-certificates.crt "$work/tailor/etc/ssl/certs/ca-certificates.crt"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > "$work/tailor/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:65532:\n' > "$work/tailor/etc/group"
+  chmod 644 "$work/tailor/etc/passwd" "$work/tailor/etc/group"
   pack tailor "${TAILOR_IMAGE:-ghcr.io/tailorhq/tailor:v0.1.0}" "$work/tailor" '["/tailor"]'
   log "images built in ${IMAGES_DIR}"
 }

@@ -33,6 +33,8 @@ LDFLAGS="-X github.com/tailorhq/tailor/internal/cli.buildVersion=${VERSION} -X g
 # the Helm chart's and kustomize's securityContext name).
 NONROOT=65532
 
+CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
+[[ -s "$CA_BUNDLE" ]] || { echo "release: no CA bundle at $CA_BUNDLE for the image (apt-get install ca-certificates)" >&2; exit 1; }
 case "$DIST" in /*) ;; *) DIST="$ROOT/$DIST" ;; esac
 rm -rf "$DIST" && mkdir -p "$DIST"
 work=$(mktemp -d)
@@ -73,7 +75,7 @@ for p in $IMAGE_PLATFORMS; do
   mkdir -p -m 755 "$rootfs/etc/ssl/certs" "$rootfs/tmp"
   chmod 1777 "$rootfs/tmp"
   gobuild "$os" "$arch" "$rootfs/tailor"
-  cp /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/ca-certificates.crt"
+  cp "$CA_BUNDLE" "$rootfs/etc/ssl/certs/ca-certificates.crt"
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n' $NONROOT $NONROOT > "$rootfs/etc/passwd"
   printf 'root:x:0:\nnonroot:x:%d:\n' $NONROOT > "$rootfs/etc/group"
   chmod 644 "$rootfs/etc/passwd" "$rootfs/etc/group" "$rootfs/etc/ssl/certs/ca-certificates.crt"
