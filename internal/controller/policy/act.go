@@ -22,6 +22,7 @@ import (
 // InPlaceOrRecreate, and sends the resizes. It returns when to look again.
 func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.PolicyDecision, now time.Time) (time.Duration, error) {
 	state := in.state
+	r.announce(policy, in)
 	blocked := map[string]string{}
 	// Errors one pod meets are collected, not returned at once: the other
 	// pods are still served and status still written.
@@ -131,6 +132,14 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
 	in.blocked = blocked
 	return requeue, errors.Join(errs...)
+}
+
+// announce sends the events of what gather and advise found standing: the
+// metrics source down, back or incomplete, and another policy or a
+// VerticalPodAutoscaler sizing some of the policy's pods.
+func (r *Reconciler) announce(policy *v1alpha1.TailorPolicy, in *syncInput) {
+	r.reportOwners(policy, in.state, in.own)
+	r.reportMetrics(policy, in.state, in.wasDown, in.wasRejecting)
 }
 
 // reportFailure says, once per standing state, that a pod's resize or

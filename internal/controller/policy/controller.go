@@ -310,8 +310,9 @@ func (r *Reconciler) policiesOfNamespace(ctx context.Context, o client.Object) [
 	return out
 }
 
-// Reconcile gathers what one sync of a policy needs, decides over all its
-// pods at once (autoscale.DecidePolicy), then acts and writes status once.
+// Reconcile syncs one policy: gather reads, advise learns and advises,
+// autoscale.DecidePolicy decides over all its pods at once, and act carries
+// the decision out; status is written at the end.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if r.store == nil {
 		r.store = newStore()
@@ -344,6 +345,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	status.ObservedGeneration = policy.Generation
 
 	in, err := r.gather(ctx, policy, now)
+	if err == nil {
+		err = r.advise(policy, in, now)
+	}
+	if err == nil {
+		err = r.candidateNodes(ctx, policy, in)
+	}
 	if err != nil {
 		var invalid *invalidPolicyError
 		if errors.As(err, &invalid) {
@@ -358,6 +365,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		// Malformed input the decision cannot work on: a bug, not the
 		// user's. Say so on the policy and try again next sync.
+		r.announce(policy, in)
 		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "DecisionFailed",
 			fmt.Sprintf("deciding this policy's resizes failed: %v", err), policy.Generation)
 		log.FromContext(ctx).Error(err, "deciding policy")

@@ -28,11 +28,18 @@ import (
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
-// syncInput is everything one sync of a policy works from.
+// syncInput is everything one sync of a policy works from: what gather
+// read, then what advise made of it.
 type syncInput struct {
 	state *policyState
 	pods  []*corev1.Pod
+	// own says which of the selected pods are the policy's, and which other
+	// policies or VerticalPodAutoscaler size the rest.
+	own   owned
 	usage metrics.Result
+	// usageErr is why the usage read returned nothing at all, nil when it
+	// answered.
+	usageErr error
 	// advice is what the recommender said per pod and container, for
 	// status and the reaction metric.
 	advice map[types.UID]podAdvice
@@ -61,11 +68,18 @@ type syncInput struct {
 	// policy's selector matches, and vpa which VerticalPodAutoscaler holds
 	// the policy's workload, for the Ready condition; empty when none.
 	conflict, vpa string
+	// wasDown and wasRejecting are what the previous sync knew of the
+	// metrics source, for the events act sends when that changes.
+	wasDown, wasRejecting bool
 }
 
-// gather reads what the policy's sync needs: its configuration, its running
-// pods, one usage read for all of them, the learnt state (restored from the
-// checkpoint on first sight), and the nodes the pods run on.
+// gather reads what the policy's sync needs and changes nothing it learnt:
+// its configuration and its state (restored from the checkpoint on first
+// sight), its pods by owner (those waiting for a node too), one usage read
+// for all of them, their nodes' capacity, the HorizontalPodAutoscalers and
+// namespace rules that hold requests, and the room a new pod would find.
+// The nodes the pods run on are read once the advice says which pods may be
+// resized (candidateNodes).
 func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, now time.Time) (*syncInput, error) {
 	state, err := r.prepare(ctx, policy, now)
 	if err != nil {
@@ -79,7 +93,6 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if err != nil {
 		return nil, err
 	}
-	r.reportOwners(policy, state, own)
 	pods := own.pods
 	// A pod waiting for a node is the policy's by the same owner chain: a
 	// canary's unschedulable pod is not its stable's to replace.
@@ -90,16 +103,13 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		}
 		unbound = waiting.pods
 	}
-	if err := r.configure(policy, state, pods); err != nil {
-		return nil, err
-	}
+	in := &syncInput{state: state, pods: pods, unbound: unbound, own: own, conflict: own.conflict(), vpa: own.vpaHeld(),
+		advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}, boostRaise: map[types.UID]map[string]bool{}}
 	usage, err := r.usageSource(state).Usage(ctx, pods)
-	wasDown, wasRejecting := state.metricsErr != nil, state.rejecting
-	state.metricsErr = nil
 	if err != nil {
 		// No usage: nothing is lowered, since that needs fresh data, but
 		// what pod status says (an OOM kill) is still answered.
-		state.metricsErr = err
+		in.usageErr = err
 		usage = metrics.Result{}
 		log.FromContext(ctx).Info("metrics source unavailable: holding all but raises from pod status", "source", r.Source.Name(), "err", err.Error())
 	}
@@ -107,13 +117,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if err != nil {
 		return nil, err
 	}
-	usage = sane(usage, capacity)
-	state.problems = usage.Problems
-	r.reportMetrics(policy, state, wasDown, wasRejecting)
-	r.learn(state, &policy.Spec, pods, usage, now)
-
-	in := &syncInput{state: state, pods: pods, unbound: unbound, usage: usage, advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}, boostRaise: map[types.UID]map[string]bool{},
-		conflict: own.conflict(), vpa: own.vpaHeld()}
+	in.usage = sane(usage, capacity)
 	in.decision = autoscale.PolicyInput{
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
 	}
@@ -123,14 +127,31 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if in.decision.Rules, err = r.namespaceRules(ctx, policy.Namespace); err != nil {
 		return nil, err
 	}
-	for _, p := range pods {
+	if in.newPodRoom, err = r.newPodRoom(ctx, policy, state, unbound, now); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// advise learns from what gather read (usage, terminations, the metrics
+// source's answer) and asks the learnt state about each pod: its targets,
+// with the startup boost's, become the decision's pods.
+func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now time.Time) error {
+	state := in.state
+	if err := r.configure(policy, state, in.pods); err != nil {
+		return err
+	}
+	in.wasDown, in.wasRejecting = state.metricsErr != nil, state.rejecting
+	state.metricsErr, state.problems = in.usageErr, in.usage.Problems
+	r.learn(state, &policy.Spec, in.pods, in.usage, now)
+	for _, p := range in.pods {
 		ps := state.pod(p)
 		if last := lastResizeOf(p); last.After(ps.lastResize) {
 			// A resize this process did not send, or sent before it
 			// restarted: the pod's own record says when.
 			ps.lastResize = last
 		}
-		a := r.recommend(state, &policy.Spec, p, usage, now)
+		a := r.recommend(state, &policy.Spec, p, in.usage, now)
 		boost, raise, notBoosted := r.startupBoost(state, &policy.Spec, p, &a, in.decision.Holds, now)
 		if len(raise) > 0 {
 			in.boostRaise[p.UID] = raise
@@ -144,23 +165,25 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 			LastResize: ps.lastResize, InFlight: inFlight(p), RaiseSince: ps.raiseSince, Boost: boost,
 		})
 	}
-	if in.newPodRoom, err = r.newPodRoom(ctx, policy, state, unbound, now); err != nil {
-		return nil, err
+	return nil
+}
+
+// candidateNodes reads the nodes of the pods the advice would change, with
+// the pods bound to them: only such a pod can be resized, so the nodes of
+// the others are not read.
+func (r *Reconciler) candidateNodes(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput) error {
+	if policyMode(policy) == v1alpha1.UpdateModeOff {
+		return nil
 	}
-	if policyMode(policy) != v1alpha1.UpdateModeOff {
-		// Only a pod the recommender wants changed can be resized: the
-		// nodes of the others are not read.
-		var candidates []*corev1.Pod
-		for _, pin := range in.decision.Pods {
-			if len(pin.Targets) > 0 || pin.PodTarget.CPU != nil || pin.PodTarget.Memory != nil {
-				candidates = append(candidates, pin.Pod)
-			}
-		}
-		if in.decision.Nodes, err = r.nodes(ctx, candidates); err != nil {
-			return nil, err
+	var candidates []*corev1.Pod
+	for _, pin := range in.decision.Pods {
+		if len(pin.Targets) > 0 || pin.PodTarget.CPU != nil || pin.PodTarget.Memory != nil {
+			candidates = append(candidates, pin.Pod)
 		}
 	}
-	return in, nil
+	var err error
+	in.decision.Nodes, err = r.nodes(ctx, candidates)
+	return err
 }
 
 // prepare resolves the policy's selector and gives it its state: kept across
