@@ -13,6 +13,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 )
@@ -291,11 +292,11 @@ func (r *Reconciler) reportMemoryAtRisk(policy *v1alpha1.TailorPolicy, in *syncI
 			}
 			why := memoryHeldBy(dec, held[p.Name], c)
 			if pol, err := policy.Spec.PolicyFor(c); err == nil {
-				if most, ok := pol.MaxAllowed[corev1.ResourceMemory]; ok && float64(most.Value()) <= requested(p, c, corev1.ResourceMemory) {
+				if most, ok := pol.MaxAllowed[corev1.ResourceMemory]; ok && float64(most.Value()) <= advise.Requested(p, c, corev1.ResourceMemory) {
 					why = fmt.Sprintf("it already has its policy's maxAllowed memory, %s", most.String())
 				}
 			}
-			msg := fmt.Sprintf("container %s: working set %s of its %s memory limit", c, bytesText(u.Memory), bytesText(limited(p, c, corev1.ResourceMemory)))
+			msg := fmt.Sprintf("container %s: working set %s of its %s memory limit", c, bytesText(u.Memory), bytesText(advise.Limited(p, c, corev1.ResourceMemory)))
 			if u.MemoryGrowth != nil && *u.MemoryGrowth > 0 {
 				msg += fmt.Sprintf(", growing %s/s", bytesText(*u.MemoryGrowth))
 			}

@@ -433,20 +433,6 @@ func (ps *podState) settleReports() {
 	ps.standing = nil
 }
 
-func findContainer(p *corev1.Pod, name string) *corev1.Container {
-	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == name {
-			return &p.Spec.Containers[i]
-		}
-	}
-	for i := range p.Spec.InitContainers {
-		if p.Spec.InitContainers[i].Name == name {
-			return &p.Spec.InitContainers[i]
-		}
-	}
-	return nil
-}
-
 // shortText says which raises the node's room cut, for events and status.
 func shortText(short []autoscale.Shortfall) string {
 	parts := make([]string, 0, len(short))

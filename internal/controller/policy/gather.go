@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,10 +22,10 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
-	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -42,7 +43,7 @@ type syncInput struct {
 	usageErr error
 	// advice is what the recommender said per pod and container, for
 	// status and the reaction metric.
-	advice map[types.UID]podAdvice
+	advice map[types.UID]advise.Advice
 	// decision is the input of the pure decision.
 	decision autoscale.PolicyInput
 	// blocked is what held resizes back, by reason, for status.
@@ -104,7 +105,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		unbound = waiting.pods
 	}
 	in := &syncInput{state: state, pods: pods, unbound: unbound, own: own, conflict: own.conflict(), vpa: own.vpaHeld(),
-		advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}, boostRaise: map[types.UID]map[string]bool{}}
+		advice: map[types.UID]advise.Advice{}, notBoosted: map[string]bool{}, boostRaise: map[types.UID]map[string]bool{}}
 	usage, err := r.usageSource(state).Usage(ctx, pods)
 	if err != nil {
 		// No usage: nothing is lowered, since that needs fresh data, but
@@ -138,12 +139,21 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 // with the startup boost's, become the decision's pods.
 func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now time.Time) error {
 	state := in.state
-	if err := r.configure(policy, state, in.pods); err != nil {
+	if err := state.model.Configure(&policy.Spec, in.pods); err != nil {
+		var invalid *advise.ConfigError
+		if errors.As(err, &invalid) {
+			return &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: invalid.Err}
+		}
 		return err
 	}
 	in.wasDown, in.wasRejecting = state.metricsErr != nil, state.rejecting
 	state.metricsErr, state.problems = in.usageErr, in.usage.Problems
-	r.learn(state, &policy.Spec, in.pods, in.usage, now)
+	views := make([]advise.Pod, 0, len(in.pods))
+	for _, p := range in.pods {
+		ps := state.pod(p)
+		views = append(views, advise.Pod{Pod: p, Memory: &ps.memory, LastResize: ps.lastResize})
+	}
+	state.model.Learn(&policy.Spec, views, in.usage, now)
 	for _, p := range in.pods {
 		ps := state.pod(p)
 		if last := lastResizeOf(p); last.After(ps.lastResize) {
@@ -151,18 +161,28 @@ func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now ti
 			// restarted: the pod's own record says when.
 			ps.lastResize = last
 		}
-		a := r.recommend(state, &policy.Spec, p, in.usage, now)
-		boost, raise, notBoosted := r.startupBoost(state, &policy.Spec, p, &a, in.decision.Holds, now)
-		if len(raise) > 0 {
-			in.boostRaise[p.UID] = raise
+		a := state.model.Advise(advise.Input{
+			Spec: &policy.Spec, Pod: advise.Pod{Pod: p, Memory: &ps.memory, LastResize: ps.lastResize}, Usage: in.usage,
+			Holds: in.decision.Holds, Template: state.template, FieldManager: actuator.FieldManager, Now: now,
+		})
+		// The reaction-latency clock runs from the oldest evidence for a
+		// raise not yet sent.
+		switch {
+		case a.RaiseSince.IsZero():
+			ps.raiseSince = time.Time{}
+		case ps.raiseSince.IsZero() || a.RaiseSince.Before(ps.raiseSince):
+			ps.raiseSince = a.RaiseSince
 		}
-		for _, n := range notBoosted {
+		if len(a.BoostRaise) > 0 {
+			in.boostRaise[p.UID] = a.BoostRaise
+		}
+		for _, n := range a.NotBoosted {
 			in.notBoosted[n] = true
 		}
 		in.advice[p.UID] = a
 		in.decision.Pods = append(in.decision.Pods, autoscale.PodInput{
-			Pod: p, Targets: a.targets, PodTarget: a.podTarget, WorkingSet: a.workingSet,
-			LastResize: ps.lastResize, InFlight: inFlight(p), RaiseSince: ps.raiseSince, Boost: boost,
+			Pod: p, Targets: a.Targets, PodTarget: a.PodTarget, WorkingSet: a.WorkingSet,
+			LastResize: ps.lastResize, InFlight: inFlight(p), RaiseSince: ps.raiseSince, Boost: a.Boost,
 		})
 	}
 	return nil
@@ -206,8 +226,7 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 		state = &policyState{
 			key:         types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name},
 			uid:         policy.UID,
-			configs:     map[string]recommend.Config{},
-			workload:    map[string]*workloadContainer{},
+			model:       advise.NewModel(r.Recommender),
 			pods:        map[types.UID]*podState{},
 			recreations: map[types.UID]v1alpha1.Recreation{},
 		}
@@ -236,55 +255,6 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 	state.selector = sel
 	r.store.put(policy.UID, state)
 	return state, nil
-}
-
-// configure gives every container name the policy meets its recommender
-// configuration, checked here so a bad override is a status condition, not
-// a failure later. A container whose configuration changed keeps what it
-// learnt, carried over into the new windows.
-func (r *Reconciler) configure(policy *v1alpha1.TailorPolicy, state *policyState, pods []*corev1.Pod) error {
-	names := map[string]bool{}
-	for _, p := range pods {
-		for _, c := range metrics.Containers(p) {
-			names[c] = true
-		}
-		if p.Spec.Resources != nil {
-			names[autoscale.PodLevelName] = true
-		}
-	}
-	for name := range state.workload {
-		names[name] = true
-	}
-	for name := range names {
-		cfgName := name
-		if name == autoscale.PodLevelName {
-			cfgName = v1alpha1.DefaultContainerName
-		}
-		cfg, err := recommenderConfig(r.Recommender, &policy.Spec, cfgName)
-		if err != nil {
-			return &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
-		}
-		old, had := state.configs[name]
-		state.configs[name] = cfg
-		wc, learnt := state.workload[name]
-		if !had || !learnt || old == cfg {
-			continue
-		}
-		rec, err := recommend.New(cfg)
-		if err != nil {
-			return &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
-		}
-		b, err := wc.state.MarshalBinary()
-		if err != nil {
-			return fmt.Errorf("carrying %s's state over a policy change: %w", name, err)
-		}
-		st, err := rec.Restore(b)
-		if err != nil {
-			return fmt.Errorf("carrying %s's state over a policy change: %w", name, err)
-		}
-		wc.state = st
-	}
-	return nil
 }
 
 // targetRefresh is how long a targetRef's selector is reused before the
