@@ -383,7 +383,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if r.Observer != nil {
 		r.Observer.Observe(req.NamespacedName, observation(now, in.pods, in.usage, status.Recommendation, in.state.template))
 	}
-	if err := errors.Join(actErr, r.writeStatus(ctx, policy, status)); err != nil {
+	writeErr := r.writeStatus(ctx, policy, status)
+	if writeErr != nil {
+		in.state.forgetRecords(in.recorded)
+	}
+	if err := errors.Join(actErr, writeErr); err != nil {
 		// Retried with backoff; what failed is in ResizesBlocked.
 		return reconcile.Result{}, err
 	}

@@ -48,6 +48,10 @@ type syncInput struct {
 	decision autoscale.PolicyInput
 	// blocked is what held resizes back, by reason, for status.
 	blocked map[string]string
+	// recorded are the owners whose status.recreations entry this sync
+	// made: it is written with the sync's status, and taken back if that
+	// write fails.
+	recorded []types.UID
 	// everyNode is every node with its pods, read at most once per sync
 	// and only when a pod may be evicted to be recreated elsewhere.
 	everyNode []autoscale.NodePods
