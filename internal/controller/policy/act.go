@@ -18,10 +18,11 @@ import (
 	"github.com/tailorhq/tailor/internal/metrics"
 )
 
-// act carries out a policy's decision: it reports how earlier resizes ended,
-// says once per state what is held back and why, evicts in mode
+// act carries out a policy's decision (autoscale.DecideSync): it reports how
+// earlier resizes ended, replaces the unschedulable pods that are due, says
+// once per state what is held back and why, evicts in mode
 // InPlaceOrRecreate, and sends the resizes. It returns when to look again.
-func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.PolicyDecision, now time.Time) (time.Duration, error) {
+func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.SyncDecision, now time.Time) (time.Duration, error) {
 	state := in.state
 	r.announce(policy, in)
 	blocked := map[string]string{}
@@ -42,14 +43,13 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 			inFlightNow++
 		}
 	}
-	mode := policyMode(policy)
-	if mode != v1alpha1.UpdateModeOff && autoscale.ApplyOnCreate(&policy.Spec) {
-		retry, err := r.replaceStuck(ctx, policy, in, now, blocked)
-		if err != nil {
+	if d.StuckSeen != nil {
+		if err := r.replaceStuck(ctx, policy, in, d, blocked); err != nil {
 			errs = append(errs, err)
 		}
-		sooner(retry)
+		sooner(d.StuckRetry)
 	}
+	mode := policyMode(policy)
 	if mode == v1alpha1.UpdateModeOff {
 		in.blocked = blocked
 		resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
@@ -59,9 +59,13 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	for _, h := range d.Held {
 		held[h.Pod.Name] = h
 	}
-	sending := map[string]bool{}
-	for _, a := range d.Resizes {
-		sending[a.Pod.Name] = true
+	settled := map[string]autoscale.Settled{}
+	for _, st := range d.Settled {
+		settled[st.Pod.Name] = st
+	}
+	recreate := map[string]bool{}
+	for _, p := range d.Recreate {
+		recreate[p.Name] = true
 	}
 	for _, p := range in.pods {
 		ps := state.pod(p)
@@ -70,19 +74,17 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		if h, ok := held[p.Name]; ok {
 			r.reportHeld(policy, ps, p, h, blocked)
 		}
-		if len(dec.Short) == 0 {
-			// A pod waiting its turn was not measured against its node's
-			// room this sync: its shortfall, and the recreation it may have
-			// led to, stand.
-			if _, waiting := held[p.Name]; !waiting {
-				ps.shortSince = time.Time{}
-				if dec.RetryAfter == 0 {
-					state.dropPendingRecreation(p)
-				}
+		if st, ok := settled[p.Name]; ok {
+			ps.shortSince = time.Time{}
+			if st.DropEntry {
+				state.dropPendingRecreation(p)
 			}
 			continue
 		}
-		if mode == v1alpha1.UpdateModeInPlaceOrRecreate && !sending[p.Name] {
+		if len(dec.Short) == 0 {
+			continue
+		}
+		if recreate[p.Name] {
 			evicted, retry, err := r.considerRecreate(ctx, policy, in, p, now, blocked)
 			if err != nil {
 				// One pod's failure holds that pod, not the policy.
@@ -105,13 +107,9 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 			r.reportOnce(ps, p, policy, key, EventResizeCapped, msg)
 		}
 	}
-	r.reportMemoryAtRisk(policy, in, d, held)
-	for _, a := range d.Resizes {
-		opts := actuator.ApplyOptions{}
-		if autoscale.GivesBoost(a.Decision, in.boostRaise[a.Pod.UID]) {
-			opts.FieldManager = autoscale.BoostFieldManager
-		}
-		retry, err := r.send(ctx, policy, state, a, opts, now, blocked)
+	r.reportMemoryAtRisk(policy, in, d.PolicyDecision, held)
+	for _, a := range d.Sends {
+		retry, err := r.send(ctx, policy, state, a.Action, actuator.ApplyOptions{FieldManager: a.FieldManager}, now, blocked)
 		if err != nil {
 			errs = append(errs, err)
 			r.reportFailure(policy, state.pod(a.Pod), a.Pod, "Resize", err, blocked)

@@ -311,8 +311,9 @@ func (r *Reconciler) policiesOfNamespace(ctx context.Context, o client.Object) [
 }
 
 // Reconcile syncs one policy: gather reads, advise learns and advises,
-// autoscale.DecidePolicy decides over all its pods at once, and act carries
-// the decision out; status is written at the end.
+// autoscale.DecideSync decides everything the sync asks Kubernetes for, over
+// all its pods at once, and act carries the decision out; status is written
+// once, at the end.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if r.store == nil {
 		r.store = newStore()
@@ -361,7 +362,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 
-	decision, err := autoscale.DecidePolicy(in.decision)
+	decision, err := autoscale.DecideSync(autoscale.SyncInput{
+		PolicyInput: in.decision, Unbound: in.unbound, Template: in.state.template, Entry: policy.Status.Admission,
+		NewPodRoom: in.newPodRoom, StuckSeen: in.state.stuckSeen, Settle: AdmissionSettle, BoostRaise: in.boostRaise,
+	})
 	if err != nil {
 		// Malformed input the decision cannot work on: a bug, not the
 		// user's. Say so on the policy and try again next sync.
