@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -344,3 +345,63 @@ func memoryHeldBy(dec autoscale.Decision, h autoscale.Held, c string) string {
 }
 
 func bytesText(b float64) string { return fmt.Sprintf("%.0fMi", b/(1<<20)) }
+
+// reportOnce emits an event for a pod's state the first time it is seen,
+// and says whether it did, so counters count states, not syncs.
+func (r *Reconciler) reportOnce(ps *podState, p *corev1.Pod, policy *v1alpha1.TailorPolicy, key, reason, msg string) bool {
+	if ps.standing == nil {
+		ps.standing = map[string]bool{}
+	}
+	ps.standing[key] = true
+	if ps.reported[key] {
+		return false
+	}
+	if ps.reported == nil {
+		ps.reported = map[string]bool{}
+	}
+	ps.reported[key] = true
+	r.Events.Eventf(p, policy, corev1.EventTypeWarning, reason, "Resize", "%s", msg)
+	return true
+}
+
+// settleReports forgets the reported states that no longer stand, so one
+// that comes back is reported again.
+func (ps *podState) settleReports() {
+	for k := range ps.reported {
+		if !ps.standing[k] {
+			delete(ps.reported, k)
+		}
+	}
+	ps.standing = nil
+}
+
+// shortText says which raises the node's room cut, for events and status.
+func shortText(short []autoscale.Shortfall) string {
+	parts := make([]string, 0, len(short))
+	for _, s := range short {
+		parts = append(parts, fmt.Sprintf("container %s %s request raised to %s of the %s recommended: the node had %s free",
+			s.Container, s.Resource, s.Got.String(), s.Wanted.String(), s.Room.String()))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func describe(d autoscale.Decision) string {
+	var parts []string
+	for _, c := range d.All() {
+		name := c.Container
+		if name == autoscale.PodLevelName {
+			name = "pod"
+		}
+		s := fmt.Sprintf("%s %s request %s -> %s", name, c.Resource, c.RequestBefore.String(), c.RequestNow.String())
+		if c.LimitBefore != nil && c.LimitNow != nil {
+			s += fmt.Sprintf(", limit %s -> %s", c.LimitBefore.String(), c.LimitNow.String())
+		}
+		if len(c.Notes) > 0 {
+			// Which rule shaped the value: a bound, a step, the working
+			// set, the limit that caps a request.
+			s += " (" + strings.Join(c.Notes, "; ") + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
