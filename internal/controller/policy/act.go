@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -134,10 +135,15 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	return requeue, errors.Join(errs...)
 }
 
-// announce sends the events of what gather and advise found standing: the
-// metrics source down, back or incomplete, and another policy or a
-// VerticalPodAutoscaler sizing some of the policy's pods.
+// announce sends the events of what gather and advise found standing: a
+// checkpoint that could not be read back, the metrics source down, back or
+// incomplete, and another policy or a VerticalPodAutoscaler sizing some of
+// the policy's pods.
 func (r *Reconciler) announce(policy *v1alpha1.TailorPolicy, in *syncInput) {
+	if in.state.restoreUnsaid {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventCheckpointInvalid, "Restore", "%s", in.state.restoreProblem)
+		in.state.restoreUnsaid = false
+	}
 	r.reportOwners(policy, in.state, in.own)
 	r.reportMetrics(policy, in.state, in.wasDown, in.wasRejecting)
 }
@@ -404,4 +410,50 @@ func describe(d autoscale.Decision) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// reportMetrics says, once when it starts and once when it ends, that the
+// metrics source is down, and once when it starts that some containers have
+// no usable figures (missing, stale, malformed, or none a container can
+// have): the Ready condition says so on every sync, an event marks when.
+func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *policyState, wasDown, wasRejecting bool) {
+	switch down := state.metricsErr != nil; {
+	case down && !wasDown:
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsUnavailable, "Read",
+			"metrics source %s: %v; nothing is lowered until usage is back, OOM kills are still answered", r.Source.Name(), state.metricsErr)
+	case !down && wasDown:
+		r.Events.Eventf(policy, nil, corev1.EventTypeNormal, EventMetricsRestored, "Read", "metrics source %s answers again", r.Source.Name())
+	}
+	held := heldFor(state.problems)
+	state.rejecting = held != ""
+	if state.rejecting && !wasRejecting {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsIncomplete, "Read",
+			"metrics source %s: %s; those containers are held (never lowered, raised only on OOM kills) until their figures are back", r.Source.Name(), held)
+	}
+}
+
+// reportOwners says once, when it starts, that another policy or a
+// VerticalPodAutoscaler sizes some of the policy's pods: the Ready
+// condition says so on every sync.
+func (r *Reconciler) reportOwners(policy *v1alpha1.TailorPolicy, state *policyState, o owned) {
+	var keys []string
+	if o.vpa.Name != "" {
+		keys = append(keys, "vpa:"+o.vpa.String())
+	}
+	for n := range o.lost {
+		keys = append(keys, "policy:"+n)
+	}
+	sort.Strings(keys)
+	key := strings.Join(keys, ",")
+	was := state.othersReported
+	state.othersReported = key
+	if key == "" || key == was {
+		return
+	}
+	if o.vpa.Name != "" {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventVerticalPodAutoscaler, "Hold", "%s", o.vpaHeld())
+	}
+	if len(o.lost) > 0 {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventConflict, "Hold", "%s", o.conflict())
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -62,7 +61,8 @@ func (r *Reconciler) restore(ctx context.Context, policy *v1alpha1.TailorPolicy,
 	state.checkpointed = cp.Spec.WriteTime.Time
 	if len(bad) > 0 {
 		state.restoreProblem = fmt.Sprintf("checkpoint %s: %d container state(s) could not be read and start afresh (%s)", cp.Name, len(bad), bad[0])
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventCheckpointInvalid, "Restore", "%s", state.restoreProblem)
+		// An event says so when the sync acts (announce).
+		state.restoreUnsaid = true
 	}
 	log.FromContext(ctx).V(1).Info("restored checkpoint", "containers", len(cp.Spec.Containers)-len(bad), "written", cp.Spec.WriteTime)
 	return nil

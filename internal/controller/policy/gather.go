@@ -599,26 +599,6 @@ func (r *Reconciler) nodeCapacities(ctx context.Context, pods []*corev1.Pod) (ma
 	return out, nil
 }
 
-// reportMetrics says, once when it starts and once when it ends, that the
-// metrics source is down, and once when it starts that some containers have
-// no usable figures (missing, stale, malformed, or none a container can
-// have): the Ready condition says so on every sync, an event marks when.
-func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *policyState, wasDown, wasRejecting bool) {
-	switch down := state.metricsErr != nil; {
-	case down && !wasDown:
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsUnavailable, "Read",
-			"metrics source %s: %v; nothing is lowered until usage is back, OOM kills are still answered", r.Source.Name(), state.metricsErr)
-	case !down && wasDown:
-		r.Events.Eventf(policy, nil, corev1.EventTypeNormal, EventMetricsRestored, "Read", "metrics source %s answers again", r.Source.Name())
-	}
-	held := heldFor(state.problems)
-	state.rejecting = held != ""
-	if state.rejecting && !wasRejecting {
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsIncomplete, "Read",
-			"metrics source %s: %s; those containers are held (never lowered, raised only on OOM kills) until their figures are back", r.Source.Name(), held)
-	}
-}
-
 // heldFor says which containers have no usable figures and why, counted by
 // reason with the first problem; "" when all have (warming up, the first
 // read of a counter, and not running are not a source's fault).

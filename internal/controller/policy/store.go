@@ -85,6 +85,9 @@ type policyState struct {
 	// restoreProblem says why a checkpoint could not be read back, for the
 	// Ready condition, until the next checkpoint replaces it.
 	restoreProblem string
+	// restoreUnsaid: a checkpoint could not be read back and no event has
+	// said so yet.
+	restoreUnsaid bool
 }
 
 // podState is what tailor remembers of one pod; all of it is either
