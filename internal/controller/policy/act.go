@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,15 +15,18 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 )
 
-// act carries out a policy's decision: it reports how earlier resizes ended,
-// says once per state what is held back and why, evicts in mode
+// act carries out a policy's decision (autoscale.DecideSync): it reports how
+// earlier resizes ended, replaces the unschedulable pods that are due, says
+// once per state what is held back and why, evicts in mode
 // InPlaceOrRecreate, and sends the resizes. It returns when to look again.
-func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.PolicyDecision, now time.Time) (time.Duration, error) {
+func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.SyncDecision, now time.Time) (time.Duration, error) {
 	state := in.state
+	r.announce(policy, in)
 	blocked := map[string]string{}
 	// Errors one pod meets are collected, not returned at once: the other
 	// pods are still served and status still written.
@@ -40,14 +45,13 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 			inFlightNow++
 		}
 	}
-	mode := policyMode(policy)
-	if mode != v1alpha1.UpdateModeOff && autoscale.ApplyOnCreate(&policy.Spec) {
-		retry, err := r.replaceStuck(ctx, policy, in, now, blocked)
-		if err != nil {
+	if d.StuckSeen != nil {
+		if err := r.replaceStuck(ctx, policy, in, d, blocked); err != nil {
 			errs = append(errs, err)
 		}
-		sooner(retry)
+		sooner(d.StuckRetry)
 	}
+	mode := policyMode(policy)
 	if mode == v1alpha1.UpdateModeOff {
 		in.blocked = blocked
 		resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
@@ -57,9 +61,13 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	for _, h := range d.Held {
 		held[h.Pod.Name] = h
 	}
-	sending := map[string]bool{}
-	for _, a := range d.Resizes {
-		sending[a.Pod.Name] = true
+	settled := map[string]autoscale.Settled{}
+	for _, st := range d.Settled {
+		settled[st.Pod.Name] = st
+	}
+	recreate := map[string]bool{}
+	for _, p := range d.Recreate {
+		recreate[p.Name] = true
 	}
 	for _, p := range in.pods {
 		ps := state.pod(p)
@@ -68,19 +76,17 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		if h, ok := held[p.Name]; ok {
 			r.reportHeld(policy, ps, p, h, blocked)
 		}
-		if len(dec.Short) == 0 {
-			// A pod waiting its turn was not measured against its node's
-			// room this sync: its shortfall, and the recreation it may have
-			// led to, stand.
-			if _, waiting := held[p.Name]; !waiting {
-				ps.shortSince = time.Time{}
-				if dec.RetryAfter == 0 {
-					state.dropPendingRecreation(p)
-				}
+		if st, ok := settled[p.Name]; ok {
+			ps.shortSince = time.Time{}
+			if st.DropEntry {
+				state.dropPendingRecreation(p)
 			}
 			continue
 		}
-		if mode == v1alpha1.UpdateModeInPlaceOrRecreate && !sending[p.Name] {
+		if len(dec.Short) == 0 {
+			continue
+		}
+		if recreate[p.Name] {
 			evicted, retry, err := r.considerRecreate(ctx, policy, in, p, now, blocked)
 			if err != nil {
 				// One pod's failure holds that pod, not the policy.
@@ -103,13 +109,9 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 			r.reportOnce(ps, p, policy, key, EventResizeCapped, msg)
 		}
 	}
-	r.reportMemoryAtRisk(policy, in, d, held)
-	for _, a := range d.Resizes {
-		opts := actuator.ApplyOptions{}
-		if autoscale.GivesBoost(a.Decision, in.boostRaise[a.Pod.UID]) {
-			opts.FieldManager = autoscale.BoostFieldManager
-		}
-		retry, err := r.send(ctx, policy, state, a, opts, now, blocked)
+	r.reportMemoryAtRisk(policy, in, d.PolicyDecision, held)
+	for _, a := range d.Sends {
+		retry, err := r.send(ctx, policy, state, a.Action, actuator.ApplyOptions{FieldManager: a.FieldManager}, now, blocked)
 		if err != nil {
 			errs = append(errs, err)
 			r.reportFailure(policy, state.pod(a.Pod), a.Pod, "Resize", err, blocked)
@@ -131,6 +133,19 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
 	in.blocked = blocked
 	return requeue, errors.Join(errs...)
+}
+
+// announce sends the events of what gather and advise found standing: a
+// checkpoint that could not be read back, the metrics source down, back or
+// incomplete, and another policy or a VerticalPodAutoscaler sizing some of
+// the policy's pods.
+func (r *Reconciler) announce(policy *v1alpha1.TailorPolicy, in *syncInput) {
+	if in.state.restoreUnsaid {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventCheckpointInvalid, "Restore", "%s", in.state.restoreProblem)
+		in.state.restoreUnsaid = false
+	}
+	r.reportOwners(policy, in.state, in.own)
+	r.reportMetrics(policy, in.state, in.wasDown, in.wasRejecting)
 }
 
 // reportFailure says, once per standing state, that a pod's resize or
@@ -282,11 +297,11 @@ func (r *Reconciler) reportMemoryAtRisk(policy *v1alpha1.TailorPolicy, in *syncI
 			}
 			why := memoryHeldBy(dec, held[p.Name], c)
 			if pol, err := policy.Spec.PolicyFor(c); err == nil {
-				if most, ok := pol.MaxAllowed[corev1.ResourceMemory]; ok && float64(most.Value()) <= requested(p, c, corev1.ResourceMemory) {
+				if most, ok := pol.MaxAllowed[corev1.ResourceMemory]; ok && float64(most.Value()) <= advise.Requested(p, c, corev1.ResourceMemory) {
 					why = fmt.Sprintf("it already has its policy's maxAllowed memory, %s", most.String())
 				}
 			}
-			msg := fmt.Sprintf("container %s: working set %s of its %s memory limit", c, bytesText(u.Memory), bytesText(limited(p, c, corev1.ResourceMemory)))
+			msg := fmt.Sprintf("container %s: working set %s of its %s memory limit", c, bytesText(u.Memory), bytesText(advise.Limited(p, c, corev1.ResourceMemory)))
 			if u.MemoryGrowth != nil && *u.MemoryGrowth > 0 {
 				msg += fmt.Sprintf(", growing %s/s", bytesText(*u.MemoryGrowth))
 			}
@@ -336,3 +351,109 @@ func memoryHeldBy(dec autoscale.Decision, h autoscale.Held, c string) string {
 }
 
 func bytesText(b float64) string { return fmt.Sprintf("%.0fMi", b/(1<<20)) }
+
+// reportOnce emits an event for a pod's state the first time it is seen,
+// and says whether it did, so counters count states, not syncs.
+func (r *Reconciler) reportOnce(ps *podState, p *corev1.Pod, policy *v1alpha1.TailorPolicy, key, reason, msg string) bool {
+	if ps.standing == nil {
+		ps.standing = map[string]bool{}
+	}
+	ps.standing[key] = true
+	if ps.reported[key] {
+		return false
+	}
+	if ps.reported == nil {
+		ps.reported = map[string]bool{}
+	}
+	ps.reported[key] = true
+	r.Events.Eventf(p, policy, corev1.EventTypeWarning, reason, "Resize", "%s", msg)
+	return true
+}
+
+// settleReports forgets the reported states that no longer stand, so one
+// that comes back is reported again.
+func (ps *podState) settleReports() {
+	for k := range ps.reported {
+		if !ps.standing[k] {
+			delete(ps.reported, k)
+		}
+	}
+	ps.standing = nil
+}
+
+// shortText says which raises the node's room cut, for events and status.
+func shortText(short []autoscale.Shortfall) string {
+	parts := make([]string, 0, len(short))
+	for _, s := range short {
+		parts = append(parts, fmt.Sprintf("container %s %s request raised to %s of the %s recommended: the node had %s free",
+			s.Container, s.Resource, s.Got.String(), s.Wanted.String(), s.Room.String()))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func describe(d autoscale.Decision) string {
+	var parts []string
+	for _, c := range d.All() {
+		name := c.Container
+		if name == autoscale.PodLevelName {
+			name = "pod"
+		}
+		s := fmt.Sprintf("%s %s request %s -> %s", name, c.Resource, c.RequestBefore.String(), c.RequestNow.String())
+		if c.LimitBefore != nil && c.LimitNow != nil {
+			s += fmt.Sprintf(", limit %s -> %s", c.LimitBefore.String(), c.LimitNow.String())
+		}
+		if len(c.Notes) > 0 {
+			// Which rule shaped the value: a bound, a step, the working
+			// set, the limit that caps a request.
+			s += " (" + strings.Join(c.Notes, "; ") + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// reportMetrics says, once when it starts and once when it ends, that the
+// metrics source is down, and once when it starts that some containers have
+// no usable figures (missing, stale, malformed, or none a container can
+// have): the Ready condition says so on every sync, an event marks when.
+func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *policyState, wasDown, wasRejecting bool) {
+	switch down := state.metricsErr != nil; {
+	case down && !wasDown:
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsUnavailable, "Read",
+			"metrics source %s: %v; nothing is lowered until usage is back, OOM kills are still answered", r.Source.Name(), state.metricsErr)
+	case !down && wasDown:
+		r.Events.Eventf(policy, nil, corev1.EventTypeNormal, EventMetricsRestored, "Read", "metrics source %s answers again", r.Source.Name())
+	}
+	held := heldFor(state.problems)
+	state.rejecting = held != ""
+	if state.rejecting && !wasRejecting {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsIncomplete, "Read",
+			"metrics source %s: %s; those containers are held (never lowered, raised only on OOM kills) until their figures are back", r.Source.Name(), held)
+	}
+}
+
+// reportOwners says once, when it starts, that another policy or a
+// VerticalPodAutoscaler sizes some of the policy's pods: the Ready
+// condition says so on every sync.
+func (r *Reconciler) reportOwners(policy *v1alpha1.TailorPolicy, state *policyState, o owned) {
+	var keys []string
+	if o.vpa.Name != "" {
+		keys = append(keys, "vpa:"+o.vpa.String())
+	}
+	for n := range o.lost {
+		keys = append(keys, "policy:"+n)
+	}
+	sort.Strings(keys)
+	key := strings.Join(keys, ",")
+	was := state.othersReported
+	state.othersReported = key
+	if key == "" || key == was {
+		return
+	}
+	if o.vpa.Name != "" {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventVerticalPodAutoscaler, "Hold", "%s", o.vpaHeld())
+	}
+	if len(o.lost) > 0 {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventConflict, "Hold", "%s", o.conflict())
+	}
+}

@@ -2,11 +2,11 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/internal/advise"
 )
 
 // DefaultCheckpointInterval is how often a policy's learnt state is written
@@ -51,32 +51,18 @@ func (r *Reconciler) restore(ctx context.Context, policy *v1alpha1.TailorPolicy,
 	}
 	var bad []string
 	for _, c := range cp.Spec.Containers {
-		name := c.Name
-		cfgName := name
-		if name == v1alpha1.PodLevelContainerName {
-			cfgName = v1alpha1.DefaultContainerName
-		}
-		cfg, err := recommenderConfig(r.Recommender, &policy.Spec, cfgName)
-		if err != nil {
+		switch err := state.model.Restore(&policy.Spec, c.Name, c.State, c.UpdateTime.Time); {
+		case errors.Is(err, advise.ErrUnusable):
 			// The policy itself is invalid: configure reports it.
-			continue
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("%s: %v", c.Name, err))
 		}
-		rec, err := recommend.New(cfg)
-		if err != nil {
-			continue
-		}
-		st, err := rec.Restore(c.State)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s: %v", name, err))
-			continue
-		}
-		state.configs[name] = cfg
-		state.workload[name] = &workloadContainer{state: st, fed: c.UpdateTime.Time, changed: c.UpdateTime.Time}
 	}
 	state.checkpointed = cp.Spec.WriteTime.Time
 	if len(bad) > 0 {
 		state.restoreProblem = fmt.Sprintf("checkpoint %s: %d container state(s) could not be read and start afresh (%s)", cp.Name, len(bad), bad[0])
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventCheckpointInvalid, "Restore", "%s", state.restoreProblem)
+		// An event says so when the sync acts (announce).
+		state.restoreUnsaid = true
 	}
 	log.FromContext(ctx).V(1).Info("restored checkpoint", "containers", len(cp.Spec.Containers)-len(bad), "written", cp.Spec.WriteTime)
 	return nil
@@ -93,14 +79,14 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 	if !state.checkpointed.IsZero() && now.Sub(state.checkpointed) < interval {
 		return nil
 	}
-	names := make([]string, 0, len(state.workload))
+	names := make([]string, 0, len(state.model.Containers))
 	changed := false
-	for n, wc := range state.workload {
-		if wc.fed.IsZero() {
+	for n, wc := range state.model.Containers {
+		if wc.Fed.IsZero() {
 			continue
 		}
 		names = append(names, n)
-		if wc.changed.After(state.checkpointed) {
+		if wc.Changed.After(state.checkpointed) {
 			changed = true
 		}
 	}
@@ -113,12 +99,12 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 	}
 	spec := v1alpha1.TailorCheckpointSpec{PolicyName: policy.Name, PolicyUID: string(policy.UID), WriteTime: metav1.NewTime(now.Truncate(time.Second))}
 	for _, n := range names {
-		wc := state.workload[n]
-		b, err := wc.state.MarshalBinary()
+		wc := state.model.Containers[n]
+		b, err := wc.State.MarshalBinary()
 		if err != nil {
 			return fmt.Errorf("encoding %s of policy %s/%s: %w", n, policy.Namespace, policy.Name, err)
 		}
-		spec.Containers = append(spec.Containers, v1alpha1.ContainerCheckpoint{Name: n, State: b, UpdateTime: metav1.NewTime(wc.fed.Truncate(time.Second))})
+		spec.Containers = append(spec.Containers, v1alpha1.ContainerCheckpoint{Name: n, State: b, UpdateTime: metav1.NewTime(wc.Fed.Truncate(time.Second))})
 	}
 	cp := &v1alpha1.TailorCheckpoint{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: policy.Namespace, Name: policy.Name}, cp)

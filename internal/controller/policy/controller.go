@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -16,9 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,90 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/autoscale"
-	"github.com/tailorhq/tailor/internal/metrics"
-	"github.com/tailorhq/tailor/internal/recommend"
-	"github.com/tailorhq/tailor/internal/shard"
 )
-
-// Event reasons, on pods and on the policy.
-const (
-	EventResized        = "Resized"
-	EventResizeDeferred = "ResizeDeferred"
-	EventResizeRefused  = "ResizeRefused"
-	EventResizeSkipped  = "ResizeSkipped"
-	EventResizeFailed   = "ResizeFailed"
-	EventInvalidPolicy  = "InvalidPolicy"
-	// The metrics source: down (no usage at all), back, or leaving some
-	// containers without usable figures (missing, stale, or none a
-	// container can have: NaN, negative, beyond its node).
-	EventMetricsUnavailable = "MetricsUnavailable"
-	EventMetricsRestored    = "MetricsRestored"
-	EventMetricsIncomplete  = "MetricsIncomplete"
-	// EventResizeCapped: a raise was cut to what the node has room for.
-	EventResizeCapped = "ResizeCapped"
-	// EventMemoryAtRisk: the node agent saw a container's working set on
-	// course for its memory limit, and tailor cannot raise it.
-	EventMemoryAtRisk = "MemoryAtRisk"
-)
-
-// DefaultConcurrentSyncs is how many policies are synced at once. A sync
-// mostly waits (for a node's kubelet pages, for the apiserver to take a
-// resize or a status), so syncs one after another left a 10,000-pod,
-// 1,000-policy manager's pass longer than its sync period on 2 cores (the
-// scale benchmark, bench/cmd/scale-bench).
-const DefaultConcurrentSyncs = 4
-
-// MemoryFloorHeadroom is what a memory limit keeps above the working set.
-const MemoryFloorHeadroom = 0.1
-
-// Reconciler right-sizes the pods a TailorPolicy selects, in place.
-type Reconciler struct {
-	Client   client.Client
-	Clock    clock.PassiveClock
-	Events   events.EventRecorder
-	Source   metrics.Source
-	Actuator *actuator.Actuator
-	// APIReader reads from the apiserver, past the cache, where the cache
-	// may be behind (a checkpoint the cache has not seen yet); nil reads
-	// only through Client.
-	APIReader client.Reader
-	// SyncPeriod is how often usage is read for each policy.
-	SyncPeriod time.Duration
-	// Recommender is the configuration policies override.
-	Recommender recommend.Config
-	// CheckpointInterval is how often learnt state is written at most;
-	// 0 is DefaultCheckpointInterval.
-	CheckpointInterval time.Duration
-	// ConcurrentSyncs is how many policies are synced at once (one
-	// policy is never synced twice at once); 0 is DefaultConcurrentSyncs.
-	ConcurrentSyncs int
-	// Observer, if set, is told what each sync saw and did (the
-	// dashboard's history).
-	Observer Observer
-	// Shard is the slice of namespaces whose policies this controller
-	// syncs; the zero value is every namespace. Another shard's policies,
-	// and the events of their pods and HPAs, are not its to act on; nor
-	// are a scoped manager's other namespaces, whose objects but pods its
-	// cache does not hold.
-	Shard shard.Shard
-	// Wake, if set, brings pods whose policies must sync now rather than
-	// at their next sync: the node agent saw a container cross an urgent
-	// threshold. Its sender coalesces and bounds them; the work queue
-	// then holds each policy once however many of its pods woke.
-	Wake <-chan event.GenericEvent
-	// VerticalPodAutoscalers reads VerticalPodAutoscalers (as
-	// unstructured: their CRD may not be installed). nil looks for none;
-	// SetupWithManager sets it to the manager's cache when the CRD is
-	// installed as the manager starts (installed later, it is seen after a
-	// restart).
-	VerticalPodAutoscalers client.Reader
-
-	store *store
-}
-
-var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorpolicies/status,verbs=patch
@@ -310,8 +225,10 @@ func (r *Reconciler) policiesOfNamespace(ctx context.Context, o client.Object) [
 	return out
 }
 
-// Reconcile gathers what one sync of a policy needs, decides over all its
-// pods at once (autoscale.DecidePolicy), then acts and writes status once.
+// Reconcile syncs one policy: gather reads, advise learns and advises,
+// autoscale.DecideSync decides everything the sync asks Kubernetes for, over
+// all its pods at once, and act carries the decision out; status is written
+// once, at the end.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if r.store == nil {
 		r.store = newStore()
@@ -344,6 +261,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	status.ObservedGeneration = policy.Generation
 
 	in, err := r.gather(ctx, policy, now)
+	if err == nil {
+		err = r.advise(policy, in, now)
+	}
+	if err == nil {
+		err = r.candidateNodes(ctx, policy, in)
+	}
 	if err != nil {
 		var invalid *invalidPolicyError
 		if errors.As(err, &invalid) {
@@ -354,10 +277,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 
-	decision, err := autoscale.DecidePolicy(in.decision)
+	decision, err := autoscale.DecideSync(autoscale.SyncInput{
+		PolicyInput: in.decision, Unbound: in.unbound, Template: in.state.template, Entry: policy.Status.Admission,
+		NewPodRoom: in.newPodRoom, StuckSeen: in.state.stuckSeen, Settle: AdmissionSettle, BoostRaise: in.boostRaise,
+	})
 	if err != nil {
 		// Malformed input the decision cannot work on: a bug, not the
 		// user's. Say so on the policy and try again next sync.
+		r.announce(policy, in)
 		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "DecisionFailed",
 			fmt.Sprintf("deciding this policy's resizes failed: %v", err), policy.Generation)
 		log.FromContext(ctx).Error(err, "deciding policy")
@@ -375,97 +302,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if r.Observer != nil {
 		r.Observer.Observe(req.NamespacedName, observation(now, in.pods, in.usage, status.Recommendation, in.state.template))
 	}
-	if err := errors.Join(actErr, r.writeStatus(ctx, policy, status)); err != nil {
+	writeErr := r.writeStatus(ctx, policy, status)
+	if writeErr != nil {
+		in.state.forgetRecords(in.recorded)
+	}
+	if err := errors.Join(actErr, writeErr); err != nil {
 		// Retried with backoff; what failed is in ResizesBlocked.
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: requeue}, nil
-}
-
-func policyMode(policy *v1alpha1.TailorPolicy) v1alpha1.UpdateMode {
-	if policy.Spec.UpdatePolicy != nil && policy.Spec.UpdatePolicy.UpdateMode != "" {
-		return policy.Spec.UpdatePolicy.UpdateMode
-	}
-	return v1alpha1.UpdateModeInPlace
-}
-
-type invalidPolicyError struct {
-	reason string
-	err    error
-}
-
-func (e *invalidPolicyError) Error() string { return e.err.Error() }
-
-// reportOnce emits an event for a pod's state the first time it is seen,
-// and says whether it did, so counters count states, not syncs.
-func (r *Reconciler) reportOnce(ps *podState, p *corev1.Pod, policy *v1alpha1.TailorPolicy, key, reason, msg string) bool {
-	if ps.standing == nil {
-		ps.standing = map[string]bool{}
-	}
-	ps.standing[key] = true
-	if ps.reported[key] {
-		return false
-	}
-	if ps.reported == nil {
-		ps.reported = map[string]bool{}
-	}
-	ps.reported[key] = true
-	r.Events.Eventf(p, policy, corev1.EventTypeWarning, reason, "Resize", "%s", msg)
-	return true
-}
-
-// settleReports forgets the reported states that no longer stand, so one
-// that comes back is reported again.
-func (ps *podState) settleReports() {
-	for k := range ps.reported {
-		if !ps.standing[k] {
-			delete(ps.reported, k)
-		}
-	}
-	ps.standing = nil
-}
-
-func findContainer(p *corev1.Pod, name string) *corev1.Container {
-	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == name {
-			return &p.Spec.Containers[i]
-		}
-	}
-	for i := range p.Spec.InitContainers {
-		if p.Spec.InitContainers[i].Name == name {
-			return &p.Spec.InitContainers[i]
-		}
-	}
-	return nil
-}
-
-// shortText says which raises the node's room cut, for events and status.
-func shortText(short []autoscale.Shortfall) string {
-	parts := make([]string, 0, len(short))
-	for _, s := range short {
-		parts = append(parts, fmt.Sprintf("container %s %s request raised to %s of the %s recommended: the node had %s free",
-			s.Container, s.Resource, s.Got.String(), s.Wanted.String(), s.Room.String()))
-	}
-	return strings.Join(parts, "; ")
-}
-
-func describe(d autoscale.Decision) string {
-	var parts []string
-	for _, c := range d.All() {
-		name := c.Container
-		if name == autoscale.PodLevelName {
-			name = "pod"
-		}
-		s := fmt.Sprintf("%s %s request %s -> %s", name, c.Resource, c.RequestBefore.String(), c.RequestNow.String())
-		if c.LimitBefore != nil && c.LimitNow != nil {
-			s += fmt.Sprintf(", limit %s -> %s", c.LimitBefore.String(), c.LimitNow.String())
-		}
-		if len(c.Notes) > 0 {
-			// Which rule shaped the value: a bound, a step, the working
-			// set, the limit that caps a request.
-			s += " (" + strings.Join(c.Notes, "; ") + ")"
-		}
-		parts = append(parts, s)
-	}
-	return strings.Join(parts, "; ")
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,25 +22,36 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
-	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
-// syncInput is everything one sync of a policy works from.
+// syncInput is everything one sync of a policy works from: what gather
+// read, then what advise made of it.
 type syncInput struct {
 	state *policyState
 	pods  []*corev1.Pod
+	// own says which of the selected pods are the policy's, and which other
+	// policies or VerticalPodAutoscaler size the rest.
+	own   owned
 	usage metrics.Result
+	// usageErr is why the usage read returned nothing at all, nil when it
+	// answered.
+	usageErr error
 	// advice is what the recommender said per pod and container, for
 	// status and the reaction metric.
-	advice map[types.UID]podAdvice
+	advice map[types.UID]advise.Advice
 	// decision is the input of the pure decision.
 	decision autoscale.PolicyInput
 	// blocked is what held resizes back, by reason, for status.
 	blocked map[string]string
+	// recorded are the owners whose status.recreations entry this sync
+	// made: it is written with the sync's status, and taken back if that
+	// write fails.
+	recorded []types.UID
 	// everyNode is every node with its pods, read at most once per sync
 	// and only when a pod may be evicted to be recreated elsewhere.
 	everyNode []autoscale.NodePods
@@ -61,11 +73,18 @@ type syncInput struct {
 	// policy's selector matches, and vpa which VerticalPodAutoscaler holds
 	// the policy's workload, for the Ready condition; empty when none.
 	conflict, vpa string
+	// wasDown and wasRejecting are what the previous sync knew of the
+	// metrics source, for the events act sends when that changes.
+	wasDown, wasRejecting bool
 }
 
-// gather reads what the policy's sync needs: its configuration, its running
-// pods, one usage read for all of them, the learnt state (restored from the
-// checkpoint on first sight), and the nodes the pods run on.
+// gather reads what the policy's sync needs and changes nothing it learnt:
+// its configuration and its state (restored from the checkpoint on first
+// sight), its pods by owner (those waiting for a node too), one usage read
+// for all of them, their nodes' capacity, the HorizontalPodAutoscalers and
+// namespace rules that hold requests, and the room a new pod would find.
+// The nodes the pods run on are read once the advice says which pods may be
+// resized (candidateNodes).
 func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, now time.Time) (*syncInput, error) {
 	state, err := r.prepare(ctx, policy, now)
 	if err != nil {
@@ -79,7 +98,6 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if err != nil {
 		return nil, err
 	}
-	r.reportOwners(policy, state, own)
 	pods := own.pods
 	// A pod waiting for a node is the policy's by the same owner chain: a
 	// canary's unschedulable pod is not its stable's to replace.
@@ -90,16 +108,13 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		}
 		unbound = waiting.pods
 	}
-	if err := r.configure(policy, state, pods); err != nil {
-		return nil, err
-	}
+	in := &syncInput{state: state, pods: pods, unbound: unbound, own: own, conflict: own.conflict(), vpa: own.vpaHeld(),
+		advice: map[types.UID]advise.Advice{}, notBoosted: map[string]bool{}, boostRaise: map[types.UID]map[string]bool{}}
 	usage, err := r.usageSource(state).Usage(ctx, pods)
-	wasDown, wasRejecting := state.metricsErr != nil, state.rejecting
-	state.metricsErr = nil
 	if err != nil {
 		// No usage: nothing is lowered, since that needs fresh data, but
 		// what pod status says (an OOM kill) is still answered.
-		state.metricsErr = err
+		in.usageErr = err
 		usage = metrics.Result{}
 		log.FromContext(ctx).Info("metrics source unavailable: holding all but raises from pod status", "source", r.Source.Name(), "err", err.Error())
 	}
@@ -107,13 +122,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if err != nil {
 		return nil, err
 	}
-	usage = sane(usage, capacity)
-	state.problems = usage.Problems
-	r.reportMetrics(policy, state, wasDown, wasRejecting)
-	r.learn(state, &policy.Spec, pods, usage, now)
-
-	in := &syncInput{state: state, pods: pods, unbound: unbound, usage: usage, advice: map[types.UID]podAdvice{}, notBoosted: map[string]bool{}, boostRaise: map[types.UID]map[string]bool{},
-		conflict: own.conflict(), vpa: own.vpaHeld()}
+	in.usage = sane(usage, capacity)
 	in.decision = autoscale.PolicyInput{
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
 	}
@@ -123,44 +132,82 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if in.decision.Rules, err = r.namespaceRules(ctx, policy.Namespace); err != nil {
 		return nil, err
 	}
-	for _, p := range pods {
+	if in.newPodRoom, err = r.newPodRoom(ctx, policy, state, unbound, now); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// advise learns from what gather read (usage, terminations, the metrics
+// source's answer) and asks the learnt state about each pod: its targets,
+// with the startup boost's, become the decision's pods.
+func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now time.Time) error {
+	state := in.state
+	if err := state.model.Configure(&policy.Spec, in.pods); err != nil {
+		var invalid *advise.ConfigError
+		if errors.As(err, &invalid) {
+			return &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: invalid.Err}
+		}
+		return err
+	}
+	in.wasDown, in.wasRejecting = state.metricsErr != nil, state.rejecting
+	state.metricsErr, state.problems = in.usageErr, in.usage.Problems
+	views := make([]advise.Pod, 0, len(in.pods))
+	for _, p := range in.pods {
+		ps := state.pod(p)
+		views = append(views, advise.Pod{Pod: p, Memory: &ps.memory, LastResize: ps.lastResize})
+	}
+	state.model.Learn(&policy.Spec, views, in.usage, now)
+	for _, p := range in.pods {
 		ps := state.pod(p)
 		if last := lastResizeOf(p); last.After(ps.lastResize) {
 			// A resize this process did not send, or sent before it
 			// restarted: the pod's own record says when.
 			ps.lastResize = last
 		}
-		a := r.recommend(state, &policy.Spec, p, usage, now)
-		boost, raise, notBoosted := r.startupBoost(state, &policy.Spec, p, &a, in.decision.Holds, now)
-		if len(raise) > 0 {
-			in.boostRaise[p.UID] = raise
+		a := state.model.Advise(advise.Input{
+			Spec: &policy.Spec, Pod: advise.Pod{Pod: p, Memory: &ps.memory, LastResize: ps.lastResize}, Usage: in.usage,
+			Holds: in.decision.Holds, Template: state.template, FieldManager: actuator.FieldManager, Now: now,
+		})
+		// The reaction-latency clock runs from the oldest evidence for a
+		// raise not yet sent.
+		switch {
+		case a.RaiseSince.IsZero():
+			ps.raiseSince = time.Time{}
+		case ps.raiseSince.IsZero() || a.RaiseSince.Before(ps.raiseSince):
+			ps.raiseSince = a.RaiseSince
 		}
-		for _, n := range notBoosted {
+		if len(a.BoostRaise) > 0 {
+			in.boostRaise[p.UID] = a.BoostRaise
+		}
+		for _, n := range a.NotBoosted {
 			in.notBoosted[n] = true
 		}
 		in.advice[p.UID] = a
 		in.decision.Pods = append(in.decision.Pods, autoscale.PodInput{
-			Pod: p, Targets: a.targets, PodTarget: a.podTarget, WorkingSet: a.workingSet,
-			LastResize: ps.lastResize, InFlight: inFlight(p), RaiseSince: ps.raiseSince, Boost: boost,
+			Pod: p, Targets: a.Targets, PodTarget: a.PodTarget, WorkingSet: a.WorkingSet,
+			LastResize: ps.lastResize, InFlight: inFlight(p), RaiseSince: ps.raiseSince, Boost: a.Boost,
 		})
 	}
-	if in.newPodRoom, err = r.newPodRoom(ctx, policy, state, unbound, now); err != nil {
-		return nil, err
+	return nil
+}
+
+// candidateNodes reads the nodes of the pods the advice would change, with
+// the pods bound to them: only such a pod can be resized, so the nodes of
+// the others are not read.
+func (r *Reconciler) candidateNodes(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput) error {
+	if policyMode(policy) == v1alpha1.UpdateModeOff {
+		return nil
 	}
-	if policyMode(policy) != v1alpha1.UpdateModeOff {
-		// Only a pod the recommender wants changed can be resized: the
-		// nodes of the others are not read.
-		var candidates []*corev1.Pod
-		for _, pin := range in.decision.Pods {
-			if len(pin.Targets) > 0 || pin.PodTarget.CPU != nil || pin.PodTarget.Memory != nil {
-				candidates = append(candidates, pin.Pod)
-			}
-		}
-		if in.decision.Nodes, err = r.nodes(ctx, candidates); err != nil {
-			return nil, err
+	var candidates []*corev1.Pod
+	for _, pin := range in.decision.Pods {
+		if len(pin.Targets) > 0 || pin.PodTarget.CPU != nil || pin.PodTarget.Memory != nil {
+			candidates = append(candidates, pin.Pod)
 		}
 	}
-	return in, nil
+	var err error
+	in.decision.Nodes, err = r.nodes(ctx, candidates)
+	return err
 }
 
 // prepare resolves the policy's selector and gives it its state: kept across
@@ -183,8 +230,7 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 		state = &policyState{
 			key:         types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name},
 			uid:         policy.UID,
-			configs:     map[string]recommend.Config{},
-			workload:    map[string]*workloadContainer{},
+			model:       advise.NewModel(r.Recommender),
 			pods:        map[types.UID]*podState{},
 			recreations: map[types.UID]v1alpha1.Recreation{},
 		}
@@ -213,55 +259,6 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 	state.selector = sel
 	r.store.put(policy.UID, state)
 	return state, nil
-}
-
-// configure gives every container name the policy meets its recommender
-// configuration, checked here so a bad override is a status condition, not
-// a failure later. A container whose configuration changed keeps what it
-// learnt, carried over into the new windows.
-func (r *Reconciler) configure(policy *v1alpha1.TailorPolicy, state *policyState, pods []*corev1.Pod) error {
-	names := map[string]bool{}
-	for _, p := range pods {
-		for _, c := range metrics.Containers(p) {
-			names[c] = true
-		}
-		if p.Spec.Resources != nil {
-			names[autoscale.PodLevelName] = true
-		}
-	}
-	for name := range state.workload {
-		names[name] = true
-	}
-	for name := range names {
-		cfgName := name
-		if name == autoscale.PodLevelName {
-			cfgName = v1alpha1.DefaultContainerName
-		}
-		cfg, err := recommenderConfig(r.Recommender, &policy.Spec, cfgName)
-		if err != nil {
-			return &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
-		}
-		old, had := state.configs[name]
-		state.configs[name] = cfg
-		wc, learnt := state.workload[name]
-		if !had || !learnt || old == cfg {
-			continue
-		}
-		rec, err := recommend.New(cfg)
-		if err != nil {
-			return &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
-		}
-		b, err := wc.state.MarshalBinary()
-		if err != nil {
-			return fmt.Errorf("carrying %s's state over a policy change: %w", name, err)
-		}
-		st, err := rec.Restore(b)
-		if err != nil {
-			return fmt.Errorf("carrying %s's state over a policy change: %w", name, err)
-		}
-		wc.state = st
-	}
-	return nil
 }
 
 // targetRefresh is how long a targetRef's selector is reused before the
@@ -600,26 +597,6 @@ func (r *Reconciler) nodeCapacities(ctx context.Context, pods []*corev1.Pod) (ma
 		out[podKey{p.Namespace, p.Name}] = c
 	}
 	return out, nil
-}
-
-// reportMetrics says, once when it starts and once when it ends, that the
-// metrics source is down, and once when it starts that some containers have
-// no usable figures (missing, stale, malformed, or none a container can
-// have): the Ready condition says so on every sync, an event marks when.
-func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *policyState, wasDown, wasRejecting bool) {
-	switch down := state.metricsErr != nil; {
-	case down && !wasDown:
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsUnavailable, "Read",
-			"metrics source %s: %v; nothing is lowered until usage is back, OOM kills are still answered", r.Source.Name(), state.metricsErr)
-	case !down && wasDown:
-		r.Events.Eventf(policy, nil, corev1.EventTypeNormal, EventMetricsRestored, "Read", "metrics source %s answers again", r.Source.Name())
-	}
-	held := heldFor(state.problems)
-	state.rejecting = held != ""
-	if state.rejecting && !wasRejecting {
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsIncomplete, "Read",
-			"metrics source %s: %s; those containers are held (never lowered, raised only on OOM kills) until their figures are back", r.Source.Name(), held)
-	}
 }
 
 // heldFor says which containers have no usable figures and why, counted by

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -123,11 +124,11 @@ func observation(now time.Time, pods []*corev1.Pod, usage metrics.Result, rec *v
 	for _, p := range pods {
 		po := PodObservation{Name: p.Name, Node: p.Spec.NodeName, BeforeKnown: template != nil}
 		for _, ct := range autoscale.RunningContainers(&p.Spec) {
-			cpu, mem := quantityOf(ct.Resources.Requests, corev1.ResourceCPU), quantityOf(ct.Resources.Requests, corev1.ResourceMemory)
+			cpu, mem := advise.Amount(ct.Resources.Requests, corev1.ResourceCPU), advise.Amount(ct.Resources.Requests, corev1.ResourceMemory)
 			po.CPURequest += cpu
 			po.MemoryRequest += mem
 			if tc := templateContainer(template, ct.Name); tc != nil {
-				cpu, mem = quantityOf(tc.Resources.Requests, corev1.ResourceCPU), quantityOf(tc.Resources.Requests, corev1.ResourceMemory)
+				cpu, mem = advise.Amount(tc.Resources.Requests, corev1.ResourceCPU), advise.Amount(tc.Resources.Requests, corev1.ResourceMemory)
 			}
 			po.CPUBefore += cpu
 			po.MemoryBefore += mem
@@ -180,7 +181,7 @@ func larger(v float64, list corev1.ResourceList, name corev1.ResourceName) float
 	if _, ok := list[name]; !ok {
 		return v
 	}
-	return maxKnown(v, quantityOf(list, name))
+	return maxKnown(v, advise.Amount(list, name))
 }
 
 func maxKnown(a, b float64) float64 {

@@ -264,29 +264,3 @@ func vpaOf(u *unstructured.Unstructured) (autoscale.VPA, bool) {
 	mode, _, _ := unstructured.NestedString(u.Object, "spec", "updatePolicy", "updateMode")
 	return autoscale.VPA{Name: u.GetName(), Target: autoscale.WorkloadOf(apiVersion, kind, name), Mode: mode}, true
 }
-
-// reportOwners says once, when it starts, that another policy or a
-// VerticalPodAutoscaler sizes some of the policy's pods: the Ready
-// condition says so on every sync.
-func (r *Reconciler) reportOwners(policy *v1alpha1.TailorPolicy, state *policyState, o owned) {
-	var keys []string
-	if o.vpa.Name != "" {
-		keys = append(keys, "vpa:"+o.vpa.String())
-	}
-	for n := range o.lost {
-		keys = append(keys, "policy:"+n)
-	}
-	sort.Strings(keys)
-	key := strings.Join(keys, ",")
-	was := state.othersReported
-	state.othersReported = key
-	if key == "" || key == was {
-		return
-	}
-	if o.vpa.Name != "" {
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventVerticalPodAutoscaler, "Hold", "%s", o.vpaHeld())
-	}
-	if len(o.lost) > 0 {
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventConflict, "Hold", "%s", o.conflict())
-	}
-}

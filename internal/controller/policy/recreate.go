@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -47,9 +48,9 @@ const (
 const stateEvicted = "Evicted"
 
 // considerRecreate runs while a raise finds no room on the pod's node. In
-// mode InPlaceOrRecreate, once that has lasted recreateAfter, it writes to
-// status.recreations the resources its replacement is to be created with
-// and, on a sync at least AdmissionSettle later, evicts the pod through the
+// mode InPlaceOrRecreate, once that has lasted recreateAfter, it records for
+// status.recreations (written with the sync's status, once, at its end) the
+// resources its replacement is to be created with and, on a sync at least AdmissionSettle later, evicts the pod through the
 // Eviction API (PodDisruptionBudgets decide). It evicts only a pod some
 // controller will recreate and some node can hold at the recommended size,
 // and at most one pod per policy per minResizeInterval. It returns whether
@@ -114,18 +115,14 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 		return block(d.Reason, d.Message)
 	case autoscale.RecreateRecord:
 		// The replacement reads its resources from status at admission:
-		// they are written a sync before the eviction.
+		// they are written with this sync's status, a sync before the
+		// eviction (taken back if that write fails: recordedThisSync).
 		owner := d.Owner
 		state.recreations[owner.UID] = v1alpha1.Recreation{
 			OwnerUID: string(owner.UID), OwnerKind: owner.Kind, OwnerName: owner.Name, EvictedPod: p.Name,
 			EvictionTime: metav1.NewTime(now), ObservedGeneration: d.Generation, Containers: d.Containers,
 		}
-		st := policy.Status.DeepCopy()
-		st.Recreations = state.recreationList(now)
-		if err := r.writeStatus(ctx, policy, st); err != nil {
-			delete(state.recreations, owner.UID)
-			return false, 0, err
-		}
+		in.recorded = append(in.recorded, owner.UID)
 		return false, d.RetryAfter, nil
 	case autoscale.RecreateEvict:
 	default:
@@ -158,6 +155,15 @@ func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.Tail
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventEvicted, "Evict", "%s", ps.message)
 	log.FromContext(ctx).Info("pod evicted for recreation", "pod", klog.KObj(p), "owner", owner.Name, "resources", text)
 	return true, 0, nil
+}
+
+// forgetRecords takes back the status.recreations entries of owners whose
+// write failed: a pod is evicted only once its replacement's entry is on the
+// apiserver, where the admission policy reads it.
+func (s *policyState) forgetRecords(owners []types.UID) {
+	for _, uid := range owners {
+		delete(s.recreations, uid)
+	}
 }
 
 // evictionBlock is why a pod was last not evicted, and until when tailor

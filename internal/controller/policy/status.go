@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -13,14 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
-	"github.com/tailorhq/tailor/internal/autoscale"
-	"github.com/tailorhq/tailor/internal/recommend"
 )
 
 // maxPodsInStatus bounds status.pods (the CRD allows 256).
@@ -44,56 +40,16 @@ func truncate(s string, n int) string {
 // state writes an unchanged status, which writeStatus then skips.
 func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, in *syncInput, now time.Time) {
 	gen, state, pods := policy.Generation, in.state, in.pods
-	names := make([]string, 0, len(state.workload))
-	for n, wc := range state.workload {
-		if !wc.fed.IsZero() {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	rec := &v1alpha1.Recommendation{}
-	for _, n := range names {
-		// The advice for the workload: against the largest value its pods
-		// have now, so it reads "hold" while they are within the band.
-		var cur recommend.Resources
-		for _, p := range pods {
-			if n == autoscale.PodLevelName {
-				if pr := p.Spec.Resources; pr != nil {
-					cur.CPU = max(cur.CPU, quantityOf(pr.Requests, corev1.ResourceCPU))
-					cur.Memory = max(cur.Memory, quantityOf(pr.Requests, corev1.ResourceMemory))
-				}
-				continue
-			}
-			// A starting pod's CPU is lent by the startup boost: it is not
-			// what new pods are sized from.
-			if starting, _ := autoscale.Starting(p, policy.Spec.StartupBoost, now); !starting {
-				cur.CPU = max(cur.CPU, requested(p, n, corev1.ResourceCPU))
-			}
-			cur.Memory = max(cur.Memory, requested(p, n, corev1.ResourceMemory))
-		}
-		last := state.workload[n].state.Recommend(cur, time.Time{}, now)
-		uncapped := list(last.CPU.Target, last.Memory.Target)
-		target := uncapped.DeepCopy()
-		if n != autoscale.PodLevelName {
-			if pol, err := policy.Spec.PolicyFor(n); err == nil {
-				target = bounded(target, pol.MinAllowed, pol.MaxAllowed)
-			}
-		}
-		rec.ContainerRecommendations = append(rec.ContainerRecommendations, v1alpha1.RecommendedContainerResources{
-			ContainerName:  n,
-			Target:         target,
-			LowerBound:     list(last.CPU.Lower, last.Memory.Lower),
-			UpperBound:     list(last.CPU.Upper, last.Memory.Upper),
-			UncappedTarget: uncapped,
-		})
-		cpu, mem := target[corev1.ResourceCPU], target[corev1.ResourceMemory]
-		recommendationGauge.WithLabelValues(policy.Namespace, policy.Name, n, "cpu").Set(float64(cpu.MilliValue()) / 1000)
-		recommendationGauge.WithLabelValues(policy.Namespace, policy.Name, n, "memory").Set(float64(mem.Value()))
+	rec := &v1alpha1.Recommendation{ContainerRecommendations: state.model.Recommendation(&policy.Spec, pods, now)}
+	for _, cr := range rec.ContainerRecommendations {
+		cpu, mem := cr.Target[corev1.ResourceCPU], cr.Target[corev1.ResourceMemory]
+		recommendationGauge.WithLabelValues(policy.Namespace, policy.Name, cr.ContainerName, "cpu").Set(float64(cpu.MilliValue()) / 1000)
+		recommendationGauge.WithLabelValues(policy.Namespace, policy.Name, cr.ContainerName, "memory").Set(float64(mem.Value()))
 	}
 	if len(rec.ContainerRecommendations) > 0 {
 		status.Recommendation = rec
 		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, "Recommended",
-			fmt.Sprintf("recommendations for %d container(s) of %d pod(s)", len(names), len(pods)), gen)
+			fmt.Sprintf("recommendations for %d container(s) of %d pod(s)", len(rec.ContainerRecommendations), len(pods)), gen)
 	} else {
 		msg := fmt.Sprintf("no usage from metrics source %s yet for %d selected pod(s)", r.Source.Name(), len(pods))
 		// Say why: a query Prometheus refuses or a series it lacks shows
@@ -194,19 +150,6 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	setCondition(status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Active", ready, gen)
 }
 
-// bounded clamps each entry of l into [lo, hi] where they are set.
-func bounded(l, lo, hi corev1.ResourceList) corev1.ResourceList {
-	for r, q := range l {
-		if m, ok := lo[r]; ok && q.Cmp(m) < 0 {
-			l[r] = m.DeepCopy()
-		}
-		if m, ok := hi[r]; ok && q.Cmp(m) > 0 {
-			l[r] = m.DeepCopy()
-		}
-	}
-	return l
-}
-
 func resultOf(state string) v1alpha1.ResizeResult {
 	switch actuator.State(state) {
 	case actuator.StateDone:
@@ -221,20 +164,6 @@ func resultOf(state string) v1alpha1.ResizeResult {
 		return v1alpha1.ResizeResultEvicted
 	}
 	return v1alpha1.ResizeResultInProgress
-}
-
-func list(cpu, mem float64) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	if cpu > 0 {
-		l[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(cpu*1000+0.5), resource.DecimalSI)
-	}
-	if mem > 0 {
-		// Whole MiB, rounded up as requests are: byte-exact figures would
-		// change with every sample and rewrite status every sync.
-		const mi = 1 << 20
-		l[corev1.ResourceMemory] = *resource.NewQuantity(int64(math.Ceil(mem/mi))*mi, resource.BinarySI)
-	}
-	return l
 }
 
 // writeStatus updates the status subresource when it changed.

@@ -2,16 +2,17 @@ package policy
 
 import (
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/metrics"
-	"github.com/tailorhq/tailor/internal/recommend"
 )
 
 // store is the controller's memory between syncs: what the recommender has
@@ -50,16 +51,10 @@ type policyState struct {
 	// sizing new pods needs; nil for a selector policy or a target with
 	// none.
 	template *corev1.PodTemplateSpec
-	// configs is each container's recommender configuration, with the
-	// policy's overrides applied, by container name (PodLevelName for the
-	// pod-level resources).
-	configs map[string]recommend.Config
-	// workload holds one recommender state per container name, fed from
-	// every pod of the workload: a new pod starts from what its siblings
-	// and predecessors taught, as VerticalPodAutoscaler's aggregate
-	// container state does.
-	workload map[string]*workloadContainer
-	pods     map[types.UID]*podState
+	// model is what was learnt of the workload: one recommender state per
+	// container name, fed from every pod of it.
+	model *advise.Model
+	pods  map[types.UID]*podState
 	// problems are why the last read left containers without usage.
 	problems []metrics.Problem
 	// metricsErr is why the last read returned no usage at all, nil when
@@ -90,16 +85,9 @@ type policyState struct {
 	// restoreProblem says why a checkpoint could not be read back, for the
 	// Ready condition, until the next checkpoint replaces it.
 	restoreProblem string
-}
-
-// workloadContainer is what is learnt about one container of a workload.
-type workloadContainer struct {
-	state *recommend.State
-	// fed is the time of the newest usage fed.
-	fed time.Time
-	// changed is when the state last learnt something; the checkpoint is
-	// written when it is newer than the last write.
-	changed time.Time
+	// restoreUnsaid: a checkpoint could not be read back and no event has
+	// said so yet.
+	restoreUnsaid bool
 }
 
 // podState is what tailor remembers of one pod; all of it is either
@@ -107,8 +95,9 @@ type workloadContainer struct {
 // flight from its status) or a convenience that a restart only delays.
 type podState struct {
 	name string
-	// lastEvent is the newest termination already fed to the recommender.
-	lastEvent time.Time
+	// memory is what the workload's model remembers of the pod: the
+	// terminations it learnt from, what a boost goes back to.
+	memory advise.PodMemory
 	// lastResize is when tailor last sent a resize, and resizeGeneration the
 	// pod generation it produced, to tell its outcome apart from older ones.
 	lastResize       time.Time
@@ -133,13 +122,6 @@ type podState struct {
 	// still stand, so one state gives one event and one count, not one per
 	// sync; standing are those seen in the current sync.
 	reported, standing map[string]bool
-	// boostFrom is the cpu request a container had before tailor boosted
-	// it in place, kept only while nothing else (a recommendation, the
-	// template) says what to take the boost back to. Whether a request is
-	// a boost is read from the pod (autoscale.BoostTargets), not from here:
-	// a restart that forgets this only keeps such a boost until there is a
-	// recommendation.
-	boostFrom map[string]resource.Quantity
 }
 
 func (s *store) get(uid types.UID) (*policyState, bool) {
@@ -189,4 +171,32 @@ func (s *store) selecting(namespace string, podLabels labels.Set) []types.Namesp
 		}
 	}
 	return out
+}
+
+func (s *policyState) pod(p *corev1.Pod) *podState {
+	ps, ok := s.pods[p.UID]
+	if !ok {
+		ps = &podState{name: p.Name, memory: advise.NewPodMemory(p)}
+		s.pods[p.UID] = ps
+	}
+	return ps
+}
+
+// forgetGone drops the pods that are no longer selected, except an evicted
+// pod whose replacement may still come, and the containers nothing has been
+// learnt of for longer than the recommender remembers.
+func (s *policyState) forgetGone(pods []*corev1.Pod, now time.Time) {
+	live := map[types.UID]bool{}
+	for _, p := range pods {
+		live[p.UID] = true
+	}
+	for uid, ps := range s.pods {
+		keep := ps.result == stateEvicted && now.Sub(ps.lastResize) < RecreationTTL
+		if !live[uid] && !keep {
+			delete(s.pods, uid)
+		}
+	}
+	for _, name := range s.model.ForgetStale(now) {
+		recommendationGauge.DeletePartialMatch(prometheus.Labels{"namespace": s.key.Namespace, "policy": s.key.Name, "container": name})
+	}
 }

@@ -3,12 +3,10 @@ package policy
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -23,35 +21,19 @@ const EventUnschedulable = "Unschedulable"
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=delete
 
-// replaceStuck deletes the pods tailor sized that wait unschedulable once a
-// new pod of their workload would be created smaller (the entry this sync
-// read, planned by an earlier sync against the nodes' free room and standing
-// at least AdmissionSettle, so the admission policy's informer has it), so
-// their controller creates ones that fit. A pod that is not yet due is said
-// in status; nothing else is touched. It returns when to look again.
-func (r *Reconciler) replaceStuck(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, now time.Time, blocked map[string]string) (time.Duration, error) {
+// replaceStuck deletes the pods tailor sized that wait unschedulable and
+// that the decision found due (autoscale.DecideSync: a new pod of their
+// workload would be created smaller, by the entry this sync read, standing
+// at least AdmissionSettle so the admission policy's informer has it), so
+// their controller creates ones that fit. A pod not yet due is said in
+// status; nothing else is touched.
+func (r *Reconciler) replaceStuck(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.SyncDecision, blocked map[string]string) error {
 	state := in.state
-	seen := state.stuckSeen
-	state.stuckSeen = map[types.UID]time.Time{}
-	if in.newPodRoom == nil && policy.Spec.TargetRef == nil {
-		return 0, nil
-	}
-	stuck, retry := autoscale.DecideStuck(autoscale.StuckInput{Pods: in.unbound, Template: state.template, Entry: policy.Status.Admission, Now: now})
+	state.stuckSeen = d.StuckSeen
 	var errs []error
-	for _, s := range stuck {
+	for _, s := range d.Stuck {
 		blocked[EventUnschedulable] = s.Message
-		if !s.Replace {
-			// The entry comes down this sync; the pod goes on a later one.
-			retry = soonest(retry, AdmissionSettle)
-			continue
-		}
-		first, ok := seen[s.Pod.UID]
-		if !ok {
-			first = now
-		}
-		state.stuckSeen[s.Pod.UID] = first
-		if wait := first.Add(AdmissionSettle).Sub(now); wait > 0 {
-			retry = soonest(retry, wait)
+		if !s.Due {
 			continue
 		}
 		uid := s.Pod.UID
@@ -74,14 +56,7 @@ func (r *Reconciler) replaceStuck(ctx context.Context, policy *v1alpha1.TailorPo
 		log.FromContext(ctx).Info("unschedulable pod replaced", "pod", klog.KObj(s.Pod), "reason", s.Message)
 	}
 	if len(errs) > 0 {
-		return retry, errs[0]
+		return errs[0]
 	}
-	return retry, nil
-}
-
-func soonest(a, b time.Duration) time.Duration {
-	if a == 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
+	return nil
 }

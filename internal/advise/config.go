@@ -1,4 +1,4 @@
-package policy
+package advise
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"github.com/tailorhq/tailor/internal/recommend"
 )
 
-// recommenderConfig applies a policy's overrides for one container to the
+// Config applies a policy's overrides for one container to the
 // manager's recommender configuration: the container's recommender fields,
 // and the scale-down stabilization window, which is the recommender's.
-func recommenderConfig(base recommend.Config, spec *v1alpha1.TailorPolicySpec, container string) (recommend.Config, error) {
+func Config(base recommend.Config, spec *v1alpha1.TailorPolicySpec, container string) (recommend.Config, error) {
 	cfg := base
 	pol, err := spec.PolicyFor(container)
 	if err != nil {

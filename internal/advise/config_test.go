@@ -1,4 +1,4 @@
-package policy
+package advise
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func TestRecommenderConfigAppliesOverrides(t *testing.T) {
 		Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: time.Minute}}},
 	}
 	base := recommend.DefaultConfig()
-	got, err := recommenderConfig(base, spec, "app")
+	got, err := Config(base, spec, "app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,14 +34,14 @@ func TestRecommenderConfigAppliesOverrides(t *testing.T) {
 		t.Errorf("memory window changed without an override: %s, daily profile %v", got.MemoryWindow, got.MemoryProfile)
 	}
 	spec.ResourcePolicy.ContainerPolicies[1].Recommender.MemoryWindow = &metav1.Duration{Duration: 7 * 24 * time.Hour}
-	long, err := recommenderConfig(base, spec, "app")
+	long, err := Config(base, spec, "app")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if long.MemoryWindow != 7*24*time.Hour || long.MemoryProfile {
 		t.Errorf("a policy's memoryWindow of 7 days gives window %s and daily profile %v, want the window held, without the profile", long.MemoryWindow, long.MemoryProfile)
 	}
-	other, err := recommenderConfig(base, spec, "sidecar")
+	other, err := Config(base, spec, "sidecar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestRecommenderConfigRefusesContradictions(t *testing.T) {
 		{ContainerName: "*", MinAllowed: builder.List("2", "")},
 		{ContainerName: "app", MaxAllowed: builder.List("1", "")},
 	}}}
-	_, err := recommenderConfig(recommend.DefaultConfig(), spec, "app")
+	_, err := Config(recommend.DefaultConfig(), spec, "app")
 	if err == nil || !strings.Contains(err.Error(), "exceeds maxAllowed") {
 		t.Fatalf("error = %v, want a min > max contradiction", err)
 	}

@@ -1,0 +1,225 @@
+package advise
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/recommend"
+)
+
+// Input is what one pod's advice is asked with.
+type Input struct {
+	Spec  *v1alpha1.TailorPolicySpec
+	Pod   Pod
+	Usage metrics.Result
+	// Holds are the requests HorizontalPodAutoscalers hold, which the
+	// startup boost leaves alone.
+	Holds autoscale.Holds
+	// Template is the target's pod template, nil when there is none: what
+	// a boost goes back to before there is a recommendation.
+	Template *corev1.PodTemplateSpec
+	// FieldManager is the one tailor's resizes are sent under.
+	FieldManager string
+	Now          time.Time
+}
+
+// Advice is what the model says for one pod.
+type Advice struct {
+	// Targets are the values each container should have, by name; a
+	// container with nothing to change has none.
+	Targets   map[string]autoscale.Target
+	PodTarget autoscale.Target
+	// WorkingSet is each container's memory in use, from fresh usage.
+	WorkingSet map[string]resource.Quantity
+	// Recs are the recommendations against this pod's values, by
+	// container name (autoscale.PodLevelName for the pod's own).
+	Recs map[string]recommend.Recommendation
+	// RaiseSince is when the oldest evidence for a raise was taken; zero
+	// when nothing is to be raised.
+	RaiseSince time.Time
+	// Boost are the containers whose cpu target is a startup boost given
+	// or taken back (which autoscale.Decide applies directly), BoostRaise
+	// those of them given (a resize carrying one is sent under
+	// autoscale.BoostFieldManager), and NotBoosted the containers the
+	// boost leaves alone, and why. All nil without a startup boost.
+	Boost, BoostRaise map[string]bool
+	NotBoosted        []string
+}
+
+// Advise asks the workload's states about one pod's current values, then
+// applies the startup boost to the cpu targets it decides. It changes only
+// the pod's memory (what a boost goes back to).
+func (m *Model) Advise(in Input) Advice {
+	a := m.recommend(in)
+	m.startupBoost(in, &a)
+	return a
+}
+
+// recommend is the recommenders' targets for one pod.
+func (m *Model) recommend(in Input) Advice {
+	p, spec, now := in.Pod.Pod, in.Spec, in.Now
+	a := Advice{Targets: map[string]autoscale.Target{}, WorkingSet: map[string]resource.Quantity{}, Recs: map[string]recommend.Recommendation{}}
+	allFresh := true
+	consider := func(name string, cur recommend.Resources, fresh bool, at time.Time) *autoscale.Target {
+		wc, ok := m.Containers[name]
+		if !ok {
+			return nil
+		}
+		rec := wc.State.Recommend(cur, in.Pod.LastResize, now)
+		a.Recs[name] = rec
+		t := autoscale.Target{}
+		// Without fresh usage only a raise is allowed: an OOM-killed
+		// container in a crash loop reports no usage and needs memory most;
+		// missing data never lowers anything.
+		if rec.CPU.Decision == recommend.Raise || (fresh && rec.CPU.Decision == recommend.Lower) {
+			t.CPU = resource.NewMilliQuantity(int64(rec.CPU.Target*1000+0.5), resource.DecimalSI)
+		}
+		if rec.Memory.Decision == recommend.Raise || (fresh && rec.Memory.Decision == recommend.Lower) {
+			t.Memory = resource.NewQuantity(int64(rec.Memory.Target), resource.BinarySI)
+		}
+		// A value outside the policy's bounds (an edit of minAllowed or
+		// maxAllowed, a pod created outside them) moves to the bound even
+		// when usage alone would hold it; lowering still needs fresh data.
+		bounded := false
+		if name != autoscale.PodLevelName {
+			if pol, err := spec.PolicyFor(name); err == nil {
+				if t.CPU == nil {
+					t.CPU = outOfBounds(pol, corev1.ResourceCPU, cur.CPU, fresh)
+					bounded = bounded || t.CPU != nil
+				}
+				if t.Memory == nil {
+					t.Memory = outOfBounds(pol, corev1.ResourceMemory, cur.Memory, fresh)
+					bounded = bounded || t.Memory != nil
+				}
+			}
+		}
+		if rec.CPU.Decision == recommend.Raise || rec.Memory.Decision == recommend.Raise || bounded {
+			since := now
+			if fresh && at.Before(now) {
+				since = at
+			}
+			if oom := wc.State.LastOOM(); !oom.IsZero() && oom.Before(since) && oom.After(in.Pod.LastResize) {
+				since = oom
+			}
+			if a.RaiseSince.IsZero() || since.Before(a.RaiseSince) {
+				a.RaiseSince = since
+			}
+		}
+		if t.CPU == nil && t.Memory == nil {
+			return nil
+		}
+		return &t
+	}
+	for _, c := range metrics.Containers(p) {
+		u, fresh := in.Usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
+		if fresh {
+			a.WorkingSet[c] = *resource.NewQuantity(int64(u.Memory), resource.BinarySI)
+		} else {
+			allFresh = false
+		}
+		cur := recommend.Resources{CPU: Requested(p, c, corev1.ResourceCPU), Memory: Requested(p, c, corev1.ResourceMemory)}
+		if t := consider(c, cur, fresh, u.Time); t != nil {
+			a.Targets[c] = *t
+		}
+	}
+	if pr := p.Spec.Resources; pr != nil {
+		cur := recommend.Resources{CPU: Amount(pr.Requests, corev1.ResourceCPU), Memory: Amount(pr.Requests, corev1.ResourceMemory)}
+		if t := consider(autoscale.PodLevelName, cur, allFresh, now); t != nil {
+			a.PodTarget = *t
+		}
+	}
+	return a
+}
+
+// startupBoost applies autoscale.BoostTargets to a pod's advice: the cpu
+// targets of the containers the boost decides are its own.
+func (m *Model) startupBoost(in Input, a *Advice) {
+	spec, p, mem := in.Spec, in.Pod.Pod, in.Pod.Memory
+	if spec.StartupBoost == nil {
+		return
+	}
+	d := autoscale.BoostTargets(autoscale.BoostInput{
+		Pod: p, Spec: spec, Holds: in.Holds, FieldManager: in.FieldManager, Now: in.Now,
+		Base: func(name string) (resource.Quantity, bool) {
+			if q, ok := boostBase(in.Template, a, name); ok {
+				return q, true
+			}
+			q, ok := mem.BoostFrom[name]
+			return q, ok
+		},
+	})
+	a.Boost, a.BoostRaise = map[string]bool{}, map[string]bool{}
+	for name, bt := range d.Containers {
+		t := a.Targets[name]
+		t.CPU = bt.CPU
+		if bt.CPU != nil {
+			a.Boost[name] = true
+		}
+		if bt.Raise {
+			a.BoostRaise[name] = true
+			if _, known := boostBase(in.Template, a, name); !known {
+				// Nothing else says what to go back to: remember what it
+				// had. A restart forgets it, and the boost then stays
+				// until there is a recommendation.
+				if mem.BoostFrom == nil {
+					mem.BoostFrom = map[string]resource.Quantity{}
+				}
+				if _, had := mem.BoostFrom[name]; !had {
+					mem.BoostFrom[name] = findContainer(p, name).Resources.Requests[corev1.ResourceCPU]
+				}
+			}
+		}
+		if t.CPU == nil && t.Memory == nil {
+			delete(a.Targets, name)
+		} else {
+			a.Targets[name] = t
+		}
+	}
+	for name := range mem.BoostFrom {
+		if _, decided := d.Containers[name]; !decided {
+			delete(mem.BoostFrom, name)
+		}
+	}
+	a.NotBoosted = d.NotBoosted
+}
+
+// boostBase is the CPU request a container would have without a boost: the
+// workload's recommendation, or its template's request before there is one.
+func boostBase(template *corev1.PodTemplateSpec, a *Advice, name string) (resource.Quantity, bool) {
+	if rec, ok := a.Recs[name]; ok {
+		if needed, seen := rec.CPU.Needed(); seen && needed > 0 {
+			return *resource.NewMilliQuantity(int64(needed*1000+0.5), resource.DecimalSI), true
+		}
+	}
+	if template != nil {
+		tp := &corev1.Pod{Spec: template.Spec}
+		if c := findContainer(tp, name); c != nil {
+			if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
+				return q, true
+			}
+		}
+	}
+	return resource.Quantity{}, false
+}
+
+// outOfBounds is the bound of pol that cur (cores or bytes, the request)
+// breaks, nil when it is within them or not requested at all. A value above
+// maxAllowed moves down only on fresh usage, as any lowering does.
+func outOfBounds(pol v1alpha1.ContainerPolicy, r corev1.ResourceName, cur float64, fresh bool) *resource.Quantity {
+	if cur <= 0 {
+		return nil
+	}
+	if lo, ok := pol.MinAllowed[r]; ok && cur < lo.AsApproximateFloat64() {
+		return ptr.To(lo.DeepCopy())
+	}
+	if hi, ok := pol.MaxAllowed[r]; ok && fresh && cur > hi.AsApproximateFloat64() {
+		return ptr.To(hi.DeepCopy())
+	}
+	return nil
+}

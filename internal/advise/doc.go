@@ -1,0 +1,10 @@
+// Package advise is what tailor learns about a workload and what it advises
+// for each of its pods. A Model keeps one recommender state per container
+// name, fed from every pod of the workload (usage, OOM kills, restarts), and
+// turns it into each pod's targets, with the startup boost's, and into the
+// workload's recommendation that status and new pods read.
+//
+// It is pure: no Kubernetes client, no events, no metrics registry, and time
+// is always an argument. The controller gathers what it reads, calls Learn
+// and Advise, and checkpoints the states (recommend.State.MarshalBinary).
+package advise

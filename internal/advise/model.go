@@ -1,0 +1,201 @@
+package advise
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/recommend"
+)
+
+// Model is one workload's learnt state: a recommender state per container
+// name (autoscale.PodLevelName for the pod-level resources), fed from every
+// pod of the workload, so a new pod starts from what its siblings and
+// predecessors taught, as VerticalPodAutoscaler's aggregate container state
+// does.
+type Model struct {
+	// Base is the recommender configuration a container name gets when the
+	// policy has none for it.
+	Base recommend.Config
+	// Configs is each container's recommender configuration, with the
+	// policy's overrides applied, by container name.
+	Configs map[string]recommend.Config
+	// Containers is what is learnt of each container name.
+	Containers map[string]*Container
+}
+
+// Container is what is learnt about one container of a workload.
+type Container struct {
+	State *recommend.State
+	// Fed is the time of the newest usage fed.
+	Fed time.Time
+	// Changed is when the state last learnt something; a checkpoint is
+	// written when it is newer than the last write.
+	Changed time.Time
+}
+
+// PodMemory is what the model remembers of one pod between syncs.
+type PodMemory struct {
+	// LastEvent is the newest termination already fed to the recommender.
+	LastEvent time.Time
+	// BoostFrom is the cpu request a container had before tailor boosted
+	// it in place, kept only while nothing else (a recommendation, the
+	// template) says what to take the boost back to. Whether a request is
+	// a boost is read from the pod (autoscale.BoostTargets), not from here:
+	// forgetting this only keeps such a boost until there is a
+	// recommendation.
+	BoostFrom map[string]resource.Quantity
+}
+
+// NewPodMemory is the memory of a pod first seen: terminations from before
+// tailor saw it are history the recommender cannot date against its samples.
+func NewPodMemory(p *corev1.Pod) PodMemory {
+	return PodMemory{LastEvent: p.CreationTimestamp.Time}
+}
+
+// Pod is one pod as the model sees it.
+type Pod struct {
+	Pod    *corev1.Pod
+	Memory *PodMemory
+	// LastResize is when tailor last resized it; zero when never.
+	LastResize time.Time
+}
+
+// NewModel is an empty model whose container names get base unless the
+// policy overrides it.
+func NewModel(base recommend.Config) *Model {
+	return &Model{Base: base, Configs: map[string]recommend.Config{}, Containers: map[string]*Container{}}
+}
+
+// ConfigError is a policy's recommender override that cannot be used: the
+// user's to fix.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Configure gives every container name the pods have, and every name
+// learnt, its recommender configuration, checked here so a bad override is
+// a ConfigError before anything is learnt. A container whose configuration
+// changed keeps what it learnt, carried over into the new windows.
+func (m *Model) Configure(spec *v1alpha1.TailorPolicySpec, pods []*corev1.Pod) error {
+	names := map[string]bool{}
+	for _, p := range pods {
+		for _, c := range metrics.Containers(p) {
+			names[c] = true
+		}
+		if p.Spec.Resources != nil {
+			names[autoscale.PodLevelName] = true
+		}
+	}
+	for name := range m.Containers {
+		names[name] = true
+	}
+	for name := range names {
+		cfg, err := Config(m.Base, spec, ConfigName(name))
+		if err != nil {
+			return &ConfigError{Err: err}
+		}
+		old, had := m.Configs[name]
+		m.Configs[name] = cfg
+		wc, learnt := m.Containers[name]
+		if !had || !learnt || old == cfg {
+			continue
+		}
+		rec, err := recommend.New(cfg)
+		if err != nil {
+			return &ConfigError{Err: err}
+		}
+		b, err := wc.State.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("carrying %s's state over a policy change: %w", name, err)
+		}
+		st, err := rec.Restore(b)
+		if err != nil {
+			return fmt.Errorf("carrying %s's state over a policy change: %w", name, err)
+		}
+		wc.State = st
+	}
+	return nil
+}
+
+// ConfigName is the container name whose policy configures the state of
+// name: the pod-level state takes the policy's default.
+func ConfigName(name string) string {
+	if name == autoscale.PodLevelName {
+		return v1alpha1.DefaultContainerName
+	}
+	return name
+}
+
+// ErrUnusable is returned by Restore for a container whose policy
+// configuration is invalid: the policy itself is, which Configure reports.
+var ErrUnusable = errors.New("no usable recommender configuration")
+
+// Restore puts back a container's state as a checkpoint encoded it
+// (recommend.State.MarshalBinary), learnt up to updated.
+func (m *Model) Restore(spec *v1alpha1.TailorPolicySpec, name string, encoded []byte, updated time.Time) error {
+	cfg, err := Config(m.Base, spec, ConfigName(name))
+	if err != nil {
+		return ErrUnusable
+	}
+	rec, err := recommend.New(cfg)
+	if err != nil {
+		return ErrUnusable
+	}
+	st, err := rec.Restore(encoded)
+	if err != nil {
+		return err
+	}
+	m.Configs[name] = cfg
+	m.Containers[name] = &Container{State: st, Fed: updated, Changed: updated}
+	return nil
+}
+
+// container is the state of one container name, made on first use from its
+// configuration (Configure checked every name the pods have).
+func (m *Model) container(name string) *Container {
+	wc, ok := m.Containers[name]
+	if ok {
+		return wc
+	}
+	cfg, ok := m.Configs[name]
+	if !ok {
+		cfg = m.Base
+	}
+	rec, err := recommend.New(cfg)
+	if err != nil {
+		// Configure validated every container's configuration.
+		panic("recommender configuration for " + name + " became invalid: " + err.Error())
+	}
+	wc = &Container{State: rec.NewState()}
+	m.Containers[name] = wc
+	return wc
+}
+
+// ForgetStale drops the container names no pod has fed for longer than both
+// their windows: they hold no peak any more, so forgetting one loses
+// nothing, and a container removed from the workload does not stay in
+// memory and checkpoint. It returns the names dropped.
+func (m *Model) ForgetStale(now time.Time) []string {
+	var gone []string
+	for name, wc := range m.Containers {
+		cfg := m.Configs[name]
+		last := wc.Fed
+		if wc.Changed.After(last) {
+			last = wc.Changed
+		}
+		if !last.IsZero() && now.Sub(last) > max(cfg.CPUWindow, cfg.MemoryWindow) {
+			delete(m.Containers, name)
+			delete(m.Configs, name)
+			gone = append(gone, name)
+		}
+	}
+	return gone
+}

@@ -1,0 +1,52 @@
+package advise
+
+import corev1 "k8s.io/api/core/v1"
+
+// Requested is the container's request in cores or bytes (0 when unset):
+// the value the recommendation sizes, so the one the recommender compares
+// its target with.
+func Requested(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
+	c := findContainer(p, container)
+	if c == nil {
+		return 0
+	}
+	return Amount(c.Resources.Requests, r)
+}
+
+// Limited is the container's limit in cores or bytes (0 when unset): the
+// value CFS throttling and memory risk are measured against.
+func Limited(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
+	c := findContainer(p, container)
+	if c == nil {
+		return 0
+	}
+	return Amount(c.Resources.Limits, r)
+}
+
+// Amount is l's r in cores or bytes, 0 when it has none.
+func Amount(l corev1.ResourceList, r corev1.ResourceName) float64 {
+	q, ok := l[r]
+	if !ok {
+		return 0
+	}
+	if r == corev1.ResourceCPU {
+		return float64(q.MilliValue()) / 1000
+	}
+	return float64(q.Value())
+}
+
+// findContainer is the container, sidecar or init container of p named
+// name; nil when there is none.
+func findContainer(p *corev1.Pod, name string) *corev1.Container {
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == name {
+			return &p.Spec.Containers[i]
+		}
+	}
+	for i := range p.Spec.InitContainers {
+		if p.Spec.InitContainers[i].Name == name {
+			return &p.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}

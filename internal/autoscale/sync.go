@@ -1,0 +1,169 @@
+package autoscale
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+)
+
+// SyncInput is everything one sync of a policy decides on: its running
+// pods' resizes (PolicyInput), and its pods waiting for a node.
+type SyncInput struct {
+	PolicyInput
+	// Unbound are the policy's pods not yet bound to a node, and Template
+	// and Entry what DecideStuck judges them by (StuckInput).
+	Unbound  []*corev1.Pod
+	Template *corev1.PodTemplateSpec
+	Entry    *v1alpha1.Admission
+	// NewPodRoom is the most a new pod of the target may request and
+	// still find a node; nil when unknown or not needed.
+	NewPodRoom corev1.ResourceList
+	// StuckSeen is when each unschedulable pod tailor sized was first due
+	// to be replaced, as the last sync left it.
+	StuckSeen map[types.UID]time.Time
+	// Settle is how long a stuck pod stays due before it is replaced, so
+	// the admission policy's informer has the entry that sizes its
+	// replacement (the controller's AdmissionSettle).
+	Settle time.Duration
+	// BoostRaise names, by pod, the containers whose cpu target is a boost
+	// given (the startup boost's advice).
+	BoostRaise map[types.UID]map[string]bool
+}
+
+// SyncDecision is everything tailor asks Kubernetes for in one sync of a
+// policy, and everything it holds back, each with its reason.
+type SyncDecision struct {
+	// PolicyDecision decides the running pods' resizes, and why the
+	// others are held. In mode Off nothing of it is carried out but its
+	// RetryAfter.
+	PolicyDecision
+	// Sends are the resizes to send now, in order, each with the field
+	// manager it goes under: BoostFieldManager for one that gives a
+	// startup boost, "" for tailor's own.
+	Sends []Send
+	// Stuck are the unschedulable pods tailor sized, each with whether it
+	// is replaced now; StuckSeen is StuckSeen for the next sync (nil:
+	// unchanged), and StuckRetry when a pod not yet due becomes so (0:
+	// none).
+	Stuck      []StuckStep
+	StuckSeen  map[types.UID]time.Time
+	StuckRetry time.Duration
+	// Recreate are the pods whose raise finds no room on their node and
+	// is not sent, in mode InPlaceOrRecreate: each may be recreated
+	// elsewhere (DecideRecreate).
+	Recreate []*corev1.Pod
+	// Settled are the pods no longer short of their node's room (and not
+	// waiting their turn): their run of shortfall ends.
+	Settled []Settled
+}
+
+// Send is a resize to send now.
+type Send struct {
+	Action
+	FieldManager string
+}
+
+// StuckStep is an unschedulable pod and what is done with it this sync.
+type StuckStep struct {
+	Stuck
+	// Due: delete it now, so its controller creates one that fits. False:
+	// the entry comes down first, or it has not stood Settle yet.
+	Due bool
+}
+
+// Settled is a pod whose shortfall ended.
+type Settled struct {
+	Pod *corev1.Pod
+	// DropEntry: a status.recreations entry made for it and not followed
+	// by an eviction comes down (it is not waiting out minResizeInterval).
+	DropEntry bool
+}
+
+// DecideSync decides one whole sync of a policy: the running pods' resizes
+// and holds (DecidePolicy), the field manager each resize goes under, the
+// unschedulable pods to replace (DecideStuck, each due once it has stood
+// Settle), and which pods short of room may be recreated or have settled.
+func DecideSync(in SyncInput) (SyncDecision, error) {
+	d, err := DecidePolicy(in.PolicyInput)
+	if err != nil {
+		return SyncDecision{}, err
+	}
+	out := SyncDecision{PolicyDecision: d}
+	spec, now := in.Spec, in.Now
+	mode := v1alpha1.UpdateModeInPlace
+	if u := spec.UpdatePolicy; u != nil && u.UpdateMode != "" {
+		mode = u.UpdateMode
+	}
+	if mode == v1alpha1.UpdateModeOff {
+		return out, nil
+	}
+	if ApplyOnCreate(spec) {
+		out.StuckSeen = map[types.UID]time.Time{}
+		if in.NewPodRoom != nil || spec.TargetRef != nil {
+			stuck, retry := DecideStuck(StuckInput{Pods: in.Unbound, Template: in.Template, Entry: in.Entry, Now: now})
+			for _, s := range stuck {
+				step := StuckStep{Stuck: s}
+				if !s.Replace {
+					// The entry comes down this sync; the pod goes on a
+					// later one.
+					retry = soonest(retry, in.Settle)
+					out.Stuck = append(out.Stuck, step)
+					continue
+				}
+				first, ok := in.StuckSeen[s.Pod.UID]
+				if !ok {
+					first = now
+				}
+				out.StuckSeen[s.Pod.UID] = first
+				if wait := first.Add(in.Settle).Sub(now); wait > 0 {
+					retry = soonest(retry, wait)
+				} else {
+					step.Due = true
+				}
+				out.Stuck = append(out.Stuck, step)
+			}
+			out.StuckRetry = retry
+		}
+	}
+	held := map[string]bool{}
+	for _, h := range d.Held {
+		held[h.Pod.Name] = true
+	}
+	sending := map[string]bool{}
+	for _, a := range d.Resizes {
+		sending[a.Pod.Name] = true
+		s := Send{Action: a}
+		if GivesBoost(a.Decision, in.BoostRaise[a.Pod.UID]) {
+			s.FieldManager = BoostFieldManager
+		}
+		out.Sends = append(out.Sends, s)
+	}
+	for _, pin := range in.Pods {
+		p := pin.Pod
+		dec := d.Decisions[p.Name]
+		if len(dec.Short) == 0 {
+			// A pod waiting its turn was not measured against its node's
+			// room this sync: its shortfall, and the recreation it may
+			// have led to, stand.
+			if !held[p.Name] {
+				out.Settled = append(out.Settled, Settled{Pod: p, DropEntry: dec.RetryAfter == 0})
+			}
+			continue
+		}
+		if mode == v1alpha1.UpdateModeInPlaceOrRecreate && !sending[p.Name] {
+			out.Recreate = append(out.Recreate, p)
+		}
+	}
+	return out, nil
+}
+
+// soonest is the sooner of two waits, 0 being none.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,138 @@
+package autoscale_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+// TestDecideSyncStuck: an unschedulable pod tailor sized is replaced once
+// it has been due for Settle, never in mode Off or when new pods are not
+// sized at admission; the next sync's timers come with the decision.
+func TestDecideSyncStuck(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	const settle = time.Second
+	stuck := builder.Pod("a").UID("a").Container(builder.Container("app").Requests("3", "256Mi")).Obj()
+	stuck.Status.Phase = corev1.PodPending
+	stuck.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}
+	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{*builder.Container("app").Requests("500m", "256Mi").Obj()}}}
+	target := &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	type step struct {
+		Pod string
+		Due bool
+	}
+	off, noCreate := v1alpha1.UpdateModeOff, false
+	cases := map[string]struct {
+		mode      *v1alpha1.UpdateMode
+		applyOff  bool
+		seen      map[types.UID]time.Time
+		wantSteps []step
+		wantSeen  map[types.UID]time.Time
+		wantRetry time.Duration
+	}{
+		"first seen due: waits Settle": {
+			wantSteps: []step{{"a", false}}, wantSeen: map[types.UID]time.Time{"a": now}, wantRetry: settle,
+		},
+		"due for Settle: replaced": {
+			seen:      map[types.UID]time.Time{"a": now.Add(-settle)},
+			wantSteps: []step{{"a", true}}, wantSeen: map[types.UID]time.Time{"a": now.Add(-settle)},
+		},
+		"mode Off: nothing judged, timers unchanged": {mode: &off},
+		"new pods not sized at admission: nothing judged, timers unchanged": {
+			applyOff: true, seen: map[types.UID]time.Time{"a": now},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := &v1alpha1.TailorPolicySpec{TargetRef: target}
+			if tc.mode != nil || tc.applyOff {
+				spec.UpdatePolicy = &v1alpha1.UpdatePolicy{}
+				if tc.mode != nil {
+					spec.UpdatePolicy.UpdateMode = *tc.mode
+				}
+				if tc.applyOff {
+					spec.UpdatePolicy.ApplyOnCreate = &noCreate
+				}
+			}
+			d, err := autoscale.DecideSync(autoscale.SyncInput{
+				PolicyInput: autoscale.PolicyInput{Spec: spec, Now: now},
+				Unbound:     []*corev1.Pod{stuck}, Template: tmpl, StuckSeen: tc.seen, Settle: settle,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var steps []step
+			for _, s := range d.Stuck {
+				steps = append(steps, step{s.Pod.Name, s.Due})
+			}
+			if diff := cmp.Diff(tc.wantSteps, steps); diff != "" {
+				t.Errorf("stuck (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantSeen, d.StuckSeen); diff != "" {
+				t.Errorf("stuck seen (-want,+got):\n%s", diff)
+			}
+			if d.StuckRetry != tc.wantRetry {
+				t.Errorf("retry %s, want %s", d.StuckRetry, tc.wantRetry)
+			}
+		})
+	}
+}
+
+// TestDecideSyncSettledPods: a pod with nothing short of its node's room
+// settles (and its pending recreation entry comes down unless it waits out
+// minResizeInterval); in mode Off nothing settles, as nothing is acted on.
+func TestDecideSyncSettledPods(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	p := builder.Pod("a").UID("a").Node("n").Container(builder.Container("app").Requests("100m", "128Mi")).Running().Obj()
+	off := v1alpha1.UpdateModeOff
+	cases := map[string]struct {
+		mode *v1alpha1.UpdateMode
+		want []string
+	}{
+		"in place": {want: []string{"a"}},
+		"mode Off": {mode: &off},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := &v1alpha1.TailorPolicySpec{}
+			if tc.mode != nil {
+				spec.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: *tc.mode}
+			}
+			d, err := autoscale.DecideSync(autoscale.SyncInput{PolicyInput: autoscale.PolicyInput{
+				Spec: spec, Now: now, Pods: []autoscale.PodInput{{Pod: p}},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range d.Settled {
+				got = append(got, s.Pod.Name)
+				if !s.DropEntry {
+					t.Errorf("pod %s: entry kept, want dropped", s.Pod.Name)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("settled (-want,+got):\n%s", diff)
+			}
+			if len(d.Sends) != 0 || len(d.Recreate) != 0 {
+				t.Errorf("sends %v, recreate %v: want none without targets", d.Sends, d.Recreate)
+			}
+		})
+	}
+}
+
+// TestDecideSyncRefusesWhatDecidePolicyRefuses.
+func TestDecideSyncRefusesWhatDecidePolicyRefuses(t *testing.T) {
+	if _, err := autoscale.DecideSync(autoscale.SyncInput{}); err == nil {
+		t.Error("no spec: decided, want an error")
+	}
+}

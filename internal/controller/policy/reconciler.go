@@ -1,0 +1,109 @@
+package policy
+
+import (
+	"time"
+
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/recommend"
+	"github.com/tailorhq/tailor/internal/shard"
+)
+
+// Event reasons, on pods and on the policy.
+const (
+	EventResized        = "Resized"
+	EventResizeDeferred = "ResizeDeferred"
+	EventResizeRefused  = "ResizeRefused"
+	EventResizeSkipped  = "ResizeSkipped"
+	EventResizeFailed   = "ResizeFailed"
+	EventInvalidPolicy  = "InvalidPolicy"
+	// The metrics source: down (no usage at all), back, or leaving some
+	// containers without usable figures (missing, stale, or none a
+	// container can have: NaN, negative, beyond its node).
+	EventMetricsUnavailable = "MetricsUnavailable"
+	EventMetricsRestored    = "MetricsRestored"
+	EventMetricsIncomplete  = "MetricsIncomplete"
+	// EventResizeCapped: a raise was cut to what the node has room for.
+	EventResizeCapped = "ResizeCapped"
+	// EventMemoryAtRisk: the node agent saw a container's working set on
+	// course for its memory limit, and tailor cannot raise it.
+	EventMemoryAtRisk = "MemoryAtRisk"
+)
+
+// DefaultConcurrentSyncs is how many policies are synced at once. A sync
+// mostly waits (for a node's kubelet pages, for the apiserver to take a
+// resize or a status), so syncs one after another left a 10,000-pod,
+// 1,000-policy manager's pass longer than its sync period on 2 cores (the
+// scale benchmark, bench/cmd/scale-bench).
+const DefaultConcurrentSyncs = 4
+
+// MemoryFloorHeadroom is what a memory limit keeps above the working set.
+const MemoryFloorHeadroom = 0.1
+
+// Reconciler right-sizes the pods a TailorPolicy selects, in place.
+type Reconciler struct {
+	Client   client.Client
+	Clock    clock.PassiveClock
+	Events   events.EventRecorder
+	Source   metrics.Source
+	Actuator *actuator.Actuator
+	// APIReader reads from the apiserver, past the cache, where the cache
+	// may be behind (a checkpoint the cache has not seen yet); nil reads
+	// only through Client.
+	APIReader client.Reader
+	// SyncPeriod is how often usage is read for each policy.
+	SyncPeriod time.Duration
+	// Recommender is the configuration policies override.
+	Recommender recommend.Config
+	// CheckpointInterval is how often learnt state is written at most;
+	// 0 is DefaultCheckpointInterval.
+	CheckpointInterval time.Duration
+	// ConcurrentSyncs is how many policies are synced at once (one
+	// policy is never synced twice at once); 0 is DefaultConcurrentSyncs.
+	ConcurrentSyncs int
+	// Observer, if set, is told what each sync saw and did (the
+	// dashboard's history).
+	Observer Observer
+	// Shard is the slice of namespaces whose policies this controller
+	// syncs; the zero value is every namespace. Another shard's policies,
+	// and the events of their pods and HPAs, are not its to act on; nor
+	// are a scoped manager's other namespaces, whose objects but pods its
+	// cache does not hold.
+	Shard shard.Shard
+	// Wake, if set, brings pods whose policies must sync now rather than
+	// at their next sync: the node agent saw a container cross an urgent
+	// threshold. Its sender coalesces and bounds them; the work queue
+	// then holds each policy once however many of its pods woke.
+	Wake <-chan event.GenericEvent
+	// VerticalPodAutoscalers reads VerticalPodAutoscalers (as
+	// unstructured: their CRD may not be installed). nil looks for none;
+	// SetupWithManager sets it to the manager's cache when the CRD is
+	// installed as the manager starts (installed later, it is seen after a
+	// restart).
+	VerticalPodAutoscalers client.Reader
+
+	store *store
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+func policyMode(policy *v1alpha1.TailorPolicy) v1alpha1.UpdateMode {
+	if policy.Spec.UpdatePolicy != nil && policy.Spec.UpdatePolicy.UpdateMode != "" {
+		return policy.Spec.UpdatePolicy.UpdateMode
+	}
+	return v1alpha1.UpdateModeInPlace
+}
+
+type invalidPolicyError struct {
+	reason string
+	err    error
+}
+
+func (e *invalidPolicyError) Error() string { return e.err.Error() }
