@@ -31,6 +31,8 @@ type SyncInput struct {
 	// BoostRaise names, by pod, the containers whose cpu target is a boost
 	// given (the startup boost's advice).
 	BoostRaise map[types.UID]map[string]bool
+	// NewPods is what the admission entry is planned from (PlanEntry).
+	NewPods EntryInput
 }
 
 // SyncDecision is everything tailor asks Kubernetes for in one sync of a
@@ -40,6 +42,9 @@ type SyncDecision struct {
 	// others are held. In mode Off nothing of it is carried out but its
 	// RetryAfter.
 	PolicyDecision
+	// Admission is status.admission: what new pods of the target are
+	// created with, planned by the same rules (PlanEntry); nil in mode Off.
+	Admission *v1alpha1.Admission
 	// Sends are the resizes to send now, in order, each with the field
 	// manager it goes under: BoostFieldManager for one that gives a
 	// startup boost, "" for tailor's own.
@@ -92,6 +97,9 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 		return SyncDecision{}, err
 	}
 	out := SyncDecision{PolicyDecision: d}
+	if in.NewPods.Spec != nil {
+		out.Admission = PlanEntry(in.NewPods)
+	}
 	spec, now := in.Spec, in.Now
 	mode := v1alpha1.UpdateModeInPlace
 	if u := spec.UpdatePolicy; u != nil && u.UpdateMode != "" {

@@ -124,12 +124,12 @@ var (
 		accesses([]string{"create", "update", "patch", "delete"}, "discovery.k8s.io", "endpointslices", "", ownNamespace),
 		accesses([]string{"get", "list", "watch"}, "", "pods", "", otherNamespace),
 		accesses([]string{"patch"}, "", "pods", "resize", otherNamespace),
-	// A pod tailor sized that no node has room for is deleted, for its
-	// controller to create smaller (autoscale.DecideStuck).
-	accesses([]string{"delete"}, "", "pods", "", otherNamespace),
-	// The namespace's rules every size is planned within, from the cache.
-	accesses([]string{"get", "list", "watch"}, "", "limitranges", "", otherNamespace),
-	accesses([]string{"get", "list", "watch"}, "", "resourcequotas", "", otherNamespace),
+		// A pod tailor sized that no node has room for is deleted, for its
+		// controller to create smaller (autoscale.DecideStuck).
+		accesses([]string{"delete"}, "", "pods", "", otherNamespace),
+		// The namespace's rules every size is planned within, from the cache.
+		accesses([]string{"get", "list", "watch"}, "", "limitranges", "", otherNamespace),
+		accesses([]string{"get", "list", "watch"}, "", "resourcequotas", "", otherNamespace),
 		accesses([]string{"get"}, "", "nodes", "", ""),
 		accesses([]string{"get"}, "", "nodes", "proxy", ""),
 		accesses([]string{"get", "list"}, "", "secrets", "", ownNamespace),

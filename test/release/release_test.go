@@ -10,6 +10,7 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,13 +42,12 @@ var platforms = strings.Fields(cmp.Or(os.Getenv("TAILOR_RELEASE_PLATFORMS"), "li
 // Every artifact is in SHA256SUMS, with its sum.
 func TestChecksums(t *testing.T) {
 	dir, version := dist(t)
-	f, err := os.Open(filepath.Join(dir, "SHA256SUMS"))
+	data, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	listed := map[string]bool{}
-	s := bufio.NewScanner(f)
+	s := bufio.NewScanner(bytes.NewReader(data))
 	for s.Scan() {
 		sum, name, ok := strings.Cut(s.Text(), "  ")
 		if !ok {
@@ -354,12 +354,11 @@ func mustJSON(t *testing.T, data []byte, v any) {
 
 func readTarGz(t *testing.T, path string) map[string]entry {
 	t.Helper()
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +385,7 @@ func readTarFrom(t *testing.T, r io.Reader) map[string]entry {
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return out
 		}
 		if err != nil {

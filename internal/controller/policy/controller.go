@@ -277,9 +277,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 
+	// The workload's recommendation, which status says and new pods are
+	// planned from, as the model advises it this sync.
+	if recs := in.state.model.Recommendation(&policy.Spec, in.pods, now); len(recs) > 0 {
+		in.recommendation = &v1alpha1.Recommendation{ContainerRecommendations: recs}
+	}
+	// Without one this sync, status keeps the last it said, and new pods
+	// are planned from that.
+	forNewPods := in.recommendation
+	if forNewPods == nil {
+		forNewPods = policy.Status.Recommendation
+	}
 	decision, err := autoscale.DecideSync(autoscale.SyncInput{
 		PolicyInput: in.decision, Unbound: in.unbound, Template: in.state.template, Entry: policy.Status.Admission,
 		NewPodRoom: in.newPodRoom, StuckSeen: in.state.stuckSeen, Settle: AdmissionSettle, BoostRaise: in.boostRaise,
+		NewPods: autoscale.EntryInput{
+			Spec: &policy.Spec, Generation: policy.Generation, Template: in.state.template, Recommendation: forNewPods,
+			HeldByVPA: in.vpa, Holds: in.decision.Holds, Room: in.newPodRoom, Rules: in.decision.Rules, Replicas: len(in.pods),
+			Server: r.Actuator.Server.Version, Now: now,
+		},
 	})
 	if err != nil {
 		// Malformed input the decision cannot work on: a bug, not the
@@ -297,7 +313,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).Error(err, "writing checkpoint")
 	}
 	in.state.forgetGone(in.pods, now)
-	r.fillStatus(status, policy, in, now)
+	r.fillStatus(status, policy, in, decision.Admission, now)
 	syncsTotal.WithLabelValues(policy.Namespace, policy.Name).Inc()
 	if r.Observer != nil {
 		r.Observer.Observe(req.NamespacedName, observation(now, in.pods, in.usage, status.Recommendation, in.state.template))

@@ -61,6 +61,9 @@ type syncInput struct {
 	// notBoosted says which containers the startup boost leaves alone, and
 	// why, for the Ready condition.
 	notBoosted map[string]bool
+	// recommendation is the workload's, as the model advises it this sync
+	// (nil: none yet): status says it, new pods are planned from it.
+	recommendation *v1alpha1.Recommendation
 	// unbound are the policy's pods not yet bound to a node.
 	unbound []*corev1.Pod
 	// newPodRoom is the most a new pod of the target may request and still

@@ -38,9 +38,12 @@ func truncate(s string, n int) string {
 // fillStatus writes the workload's recommendations, the pods' last resizes
 // and the conditions. Everything is sorted and bounded, so an unchanged
 // state writes an unchanged status, which writeStatus then skips.
-func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, in *syncInput, now time.Time) {
+func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, in *syncInput, admission *v1alpha1.Admission, now time.Time) {
 	gen, state, pods := policy.Generation, in.state, in.pods
-	rec := &v1alpha1.Recommendation{ContainerRecommendations: state.model.Recommendation(&policy.Spec, pods, now)}
+	rec := in.recommendation
+	if rec == nil {
+		rec = &v1alpha1.Recommendation{}
+	}
 	for _, cr := range rec.ContainerRecommendations {
 		cpu, mem := cr.Target[corev1.ResourceCPU], cr.Target[corev1.ResourceMemory]
 		recommendationGauge.WithLabelValues(policy.Namespace, policy.Name, cr.ContainerName, "cpu").Set(float64(cpu.MilliValue()) / 1000)
@@ -60,12 +63,9 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, "NoUsageYet", msg, gen)
 	}
 
-	if in.vpa != "" {
-		// No target the admission policy could match: new pods are left
-		// to the VerticalPodAutoscaler.
-		status.Admission = &v1alpha1.Admission{Message: truncate(in.vpa, 1024)}
-	} else {
-		status.Admission = r.admission(policy, state, status.Recommendation, in, now)
+	status.Admission = admission
+	if a := status.Admission; a != nil {
+		a.Message, a.Summary = truncate(a.Message, 1024), truncate(a.Summary, 1024)
 	}
 	if in.hpa != "" && !in.decision.Holds.Empty() {
 		setCondition(status, v1alpha1.ConditionRequestsHeldForHPA, metav1.ConditionTrue, "HPAUtilization", in.hpa, gen)

@@ -1,0 +1,110 @@
+package autoscale
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/resize"
+)
+
+// admittedKinds are the targets whose new pods the admission policy can
+// tell apart: those it creates itself, and a Deployment's through its
+// ReplicaSets (named after it and the pod-template-hash label).
+var admittedKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true, "Job": true}
+
+// EntryInput is what the admission entry of a policy is planned from.
+type EntryInput struct {
+	Spec *v1alpha1.TailorPolicySpec
+	// Generation is the policy's metadata.generation: the entry applies
+	// to it alone.
+	Generation int64
+	// Template is the target's pod template as last read (nil: none).
+	Template *corev1.PodTemplateSpec
+	// Recommendation is the workload's, as status says it (nil: none yet).
+	Recommendation *v1alpha1.Recommendation
+	// HeldByVPA names the VerticalPodAutoscaler that sizes the workload's
+	// pods instead ("": none): new pods are left to it.
+	HeldByVPA string
+	Holds     Holds
+	Room      corev1.ResourceList
+	Rules     *nsrules.Rules
+	Replicas  int
+	Server    resize.Version
+	Now       time.Time
+}
+
+// PlanEntry is status.admission: what new pods of the policy's target are
+// created with (Admit, from the template and the recommendation), or why
+// they start at their template's size. Nil in mode Off, so the admission
+// policy has nothing to apply.
+func PlanEntry(in EntryInput) *v1alpha1.Admission {
+	spec := in.Spec
+	if u := spec.UpdatePolicy; u != nil && u.UpdateMode == v1alpha1.UpdateModeOff {
+		return nil
+	}
+	if in.HeldByVPA != "" {
+		// No target the admission policy could match: new pods are left
+		// to the VerticalPodAutoscaler.
+		return &v1alpha1.Admission{Message: in.HeldByVPA}
+	}
+	ref := spec.TargetRef
+	if ref == nil {
+		return &v1alpha1.Admission{ObservedGeneration: in.Generation, Message: "a selector policy names no workload: new pods start at their template's size and are resized in place once running"}
+	}
+	// Planned for this generation only: the admission policy applies it
+	// while the policy still has it.
+	out := &v1alpha1.Admission{TargetKind: ref.Kind, TargetName: ref.Name, ObservedGeneration: in.Generation}
+	switch {
+	case !ApplyOnCreate(spec):
+		out.Message = "applyOnCreate is false: new pods start at their template's size"
+		return out
+	case !admittedKinds[ref.Kind]:
+		out.Message = fmt.Sprintf("new pods of a %s are not told apart at admission (only those of Deployments, StatefulSets, DaemonSets, ReplicaSets and Jobs are): they start at their template's size", ref.Kind)
+		return out
+	case in.Template == nil:
+		out.Message = fmt.Sprintf("%s %s has no pod template", ref.Kind, ref.Name)
+		return out
+	case in.Recommendation == nil && spec.StartupBoost == nil:
+		out.Message = "no recommendation yet: new pods start at their template's size"
+		return out
+	}
+	// Before a recommendation, a startup boost still applies, to the
+	// template's requests.
+	targets := map[string]Target{}
+	if in.Recommendation != nil {
+		for _, cr := range in.Recommendation.ContainerRecommendations {
+			if cr.ContainerName == PodLevelName {
+				continue
+			}
+			var t Target
+			if q, ok := cr.Target[corev1.ResourceCPU]; ok {
+				t.CPU = &q
+			}
+			if q, ok := cr.Target[corev1.ResourceMemory]; ok {
+				t.Memory = &q
+			}
+			targets[cr.ContainerName] = t
+		}
+	}
+	got, err := Admit(AdmitInput{Template: in.Template, Spec: spec, Targets: targets, Server: in.Server, Now: in.Now,
+		Holds: in.Holds, Boost: spec.StartupBoost, Room: in.Room, Rules: in.Rules, Replicas: in.Replicas})
+	if err != nil {
+		out.Message = "new pods start at their template's size: " + err.Error()
+		return out
+	}
+	out.Containers, out.Summary, out.Boost = got.Containers, got.Summary, got.Boost
+	msg := got.Held
+	if len(out.Containers) == 0 && msg == "" {
+		msg = "the template's resources match the recommendation"
+	}
+	if len(got.NotBoosted) > 0 {
+		msg = strings.TrimPrefix(msg+"; "+strings.Join(got.NotBoosted, "; "), "; ")
+	}
+	out.Message = msg
+	return out
+}
