@@ -1,9 +1,11 @@
 package autoscale
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
@@ -33,6 +35,47 @@ type SyncInput struct {
 	BoostRaise map[types.UID]map[string]bool
 	// NewPods is what the admission entry is planned from (PlanEntry).
 	NewPods EntryInput
+	// Recreation is what deciding the recreation of a pod short of room
+	// reads beyond the pod itself, in mode InPlaceOrRecreate.
+	Recreation RecreationState
+}
+
+// RecreationState is what DecideRecreate reads of a policy's past and its
+// cluster, for DecideSync.
+type RecreationState struct {
+	// RecreateAfter is updatePolicy.recreateAfter, or its default.
+	RecreateAfter time.Duration
+	// ShortSince is when each pod's raise first found no room, in a run
+	// not since interrupted (missing: this sync starts it).
+	ShortSince map[types.UID]time.Time
+	// LastEviction is the policy's last eviction (zero: none).
+	LastEviction time.Time
+	// Blocked is each pod's last refused eviction, while it stands.
+	Blocked map[types.UID]EvictionBlock
+	// Entries are the status.recreations entries by owner UID.
+	Entries map[types.UID]v1alpha1.Recreation
+	// Template is the target's template as the LimitRanger admits it, and
+	// Generation the policy's: what an entry is planned for.
+	Template   *corev1.PodTemplateSpec
+	Generation int64
+	// Nodes are every node with its pods; nil until a decision asks for
+	// them (SyncDecision.NeedNodes), since listing them costs.
+	Nodes []NodePods
+}
+
+// EvictionBlock is why a pod's eviction was last refused, and until when
+// it is not asked again.
+type EvictionBlock struct {
+	Until           time.Time
+	Reason, Message string
+}
+
+// RecreateStepOf is what is done this sync about one pod short of room.
+type RecreateStepOf struct {
+	Pod *corev1.Pod
+	// ShortSince is when its run of shortfall started.
+	ShortSince time.Time
+	RecreateDecision
 }
 
 // SyncDecision is everything tailor asks Kubernetes for in one sync of a
@@ -57,9 +100,14 @@ type SyncDecision struct {
 	StuckSeen  map[types.UID]time.Time
 	StuckRetry time.Duration
 	// Recreate are the pods whose raise finds no room on their node and
-	// is not sent, in mode InPlaceOrRecreate: each may be recreated
-	// elsewhere (DecideRecreate).
-	Recreate []*corev1.Pod
+	// is not sent, in mode InPlaceOrRecreate, each with what is done about
+	// it now (DecideRecreate): wait, blocked, record its replacement's
+	// resources, or evict it. At most one is evicted per
+	// minResizeInterval, this sync's counted.
+	Recreate []RecreateStepOf
+	// NeedNodes: a recreation needs every node with its pods; decide
+	// again with Recreation.Nodes.
+	NeedNodes bool
 	// Settled are the pods no longer short of their node's room (and not
 	// waiting their turn): their run of shortfall ends.
 	Settled []Settled
@@ -162,10 +210,49 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 			continue
 		}
 		if mode == v1alpha1.UpdateModeInPlaceOrRecreate && !sending[p.Name] {
-			out.Recreate = append(out.Recreate, p)
+			step, err := in.recreate(pin)
+			if err != nil {
+				return out, err
+			}
+			if step.Step == RecreateNeedNodes {
+				out.NeedNodes = true
+				return out, nil
+			}
+			if step.Step == RecreateEvict {
+				// One eviction per minResizeInterval: the next pod waits.
+				in.Recreation.LastEviction = now
+			}
+			out.Recreate = append(out.Recreate, step)
 		}
 	}
 	return out, nil
+}
+
+// recreate decides what is done about a pod short of room (DecideRecreate).
+func (in SyncInput) recreate(pin PodInput) (RecreateStepOf, error) {
+	rs, p := in.Recreation, pin.Pod
+	since, ok := rs.ShortSince[p.UID]
+	if !ok || since.IsZero() {
+		since = in.Now
+	}
+	block := rs.Blocked[p.UID]
+	rin := RecreateInput{
+		Pod: pin, Spec: in.Spec, Server: in.Server, MemoryFloorHeadroom: in.MemoryFloorHeadroom,
+		ShortSince: since, RecreateAfter: rs.RecreateAfter, LastEviction: rs.LastEviction,
+		BlockedUntil: block.Until, BlockedReason: block.Reason, BlockedMessage: block.Message,
+		Settle: in.Settle, Now: in.Now, Holds: in.Holds, Rules: in.Rules,
+		Template: rs.Template, Generation: rs.Generation, Nodes: rs.Nodes,
+	}
+	if owner := metav1.GetControllerOf(p); owner != nil {
+		if rc, ok := rs.Entries[owner.UID]; ok {
+			rin.Entry = &rc
+		}
+	}
+	d, err := DecideRecreate(rin)
+	if err != nil {
+		return RecreateStepOf{}, fmt.Errorf("deciding recreation of pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return RecreateStepOf{Pod: p, ShortSince: since, RecreateDecision: d}, nil
 }
 
 // soonest is the sooner of two waits, 0 being none.

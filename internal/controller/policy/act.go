@@ -65,9 +65,9 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	for _, st := range d.Settled {
 		settled[st.Pod.Name] = st
 	}
-	recreate := map[string]bool{}
-	for _, p := range d.Recreate {
-		recreate[p.Name] = true
+	recreate := map[string]autoscale.RecreateStepOf{}
+	for _, st := range d.Recreate {
+		recreate[st.Pod.Name] = st
 	}
 	for _, p := range in.pods {
 		ps := state.pod(p)
@@ -86,8 +86,8 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		if len(dec.Short) == 0 {
 			continue
 		}
-		if recreate[p.Name] {
-			evicted, retry, err := r.considerRecreate(ctx, policy, in, p, now, blocked)
+		if step, ok := recreate[p.Name]; ok {
+			evicted, retry, err := r.recreate(ctx, policy, in, step, now, blocked)
 			if err != nil {
 				// One pod's failure holds that pod, not the policy.
 				errs = append(errs, err)

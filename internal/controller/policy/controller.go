@@ -288,7 +288,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if forNewPods == nil {
 		forNewPods = policy.Status.Recommendation
 	}
-	decision, err := autoscale.DecideSync(autoscale.SyncInput{
+	input := autoscale.SyncInput{
 		PolicyInput: in.decision, Unbound: in.unbound, Template: in.state.template, Entry: policy.Status.Admission,
 		NewPodRoom: in.newPodRoom, StuckSeen: in.state.stuckSeen, Settle: AdmissionSettle, BoostRaise: in.boostRaise,
 		NewPods: autoscale.EntryInput{
@@ -296,7 +296,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			HeldByVPA: in.vpa, Holds: in.decision.Holds, Room: in.newPodRoom, Rules: in.decision.Rules, Replicas: len(in.pods),
 			Server: r.Actuator.Server.Version, Now: now,
 		},
-	})
+		Recreation: r.recreationState(policy, in),
+	}
+	decision, err := autoscale.DecideSync(input)
+	if err == nil && decision.NeedNodes {
+		// A pod may be recreated elsewhere: whether some node could hold
+		// it needs every node, read only now.
+		if input.Recreation.Nodes, err = r.nodesWithPods(ctx); err == nil {
+			decision, err = autoscale.DecideSync(input)
+		}
+	}
 	if err != nil {
 		// Malformed input the decision cannot work on: a bug, not the
 		// user's. Say so on the policy and try again next sync.

@@ -52,9 +52,6 @@ type syncInput struct {
 	// made: it is written with the sync's status, and taken back if that
 	// write fails.
 	recorded []types.UID
-	// everyNode is every node with its pods, read at most once per sync
-	// and only when a pod may be evicted to be recreated elsewhere.
-	everyNode []autoscale.NodePods
 	// hpa describes the HorizontalPodAutoscalers of the target, for the
 	// RequestsHeldForHPA condition; empty when there are none.
 	hpa string

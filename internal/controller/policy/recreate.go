@@ -47,55 +47,43 @@ const (
 // stateEvicted is the podState result of a pod tailor evicted.
 const stateEvicted = "Evicted"
 
-// considerRecreate runs while a raise finds no room on the pod's node. In
-// mode InPlaceOrRecreate, once that has lasted recreateAfter, it records for
-// status.recreations (written with the sync's status, once, at its end) the
-// resources its replacement is to be created with and, on a sync at least AdmissionSettle later, evicts the pod through the
-// Eviction API (PodDisruptionBudgets decide). It evicts only a pod some
-// controller will recreate and some node can hold at the recommended size,
-// and at most one pod per policy per minResizeInterval. It returns whether
-// the pod was evicted, and when to look again.
-func (r *Reconciler) considerRecreate(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, p *corev1.Pod,
-	now time.Time, blocked map[string]string) (bool, time.Duration, error) {
+// recreationState is what the decision reads to recreate a pod short of
+// room: each pod's run of shortfall and last refused eviction, the
+// policy's last eviction and status.recreations, and the template and
+// generation an entry is planned for.
+func (r *Reconciler) recreationState(policy *v1alpha1.TailorPolicy, in *syncInput) autoscale.RecreationState {
 	state := in.state
-	ps := state.pod(p)
-	if ps.shortSince.IsZero() {
-		ps.shortSince = now
-	}
 	after := DefaultRecreateAfter
 	if u := policy.Spec.UpdatePolicy; u != nil && u.RecreateAfter != nil {
 		after = u.RecreateAfter.Duration
 	}
-	rin := autoscale.RecreateInput{
-		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom,
-		ShortSince: ps.shortSince, RecreateAfter: after, LastEviction: state.lastEviction,
-		BlockedUntil: ps.evictionBlocked.until, BlockedReason: ps.evictionBlocked.reason, BlockedMessage: ps.evictionBlocked.message,
-		Settle: AdmissionSettle, Now: now, Holds: in.decision.Holds, Rules: in.decision.Rules,
+	out := autoscale.RecreationState{
+		RecreateAfter: after, LastEviction: state.lastEviction, Entries: state.recreations,
 		Template: admittedTemplate(state.template, in.decision.Rules), Generation: policy.Generation,
+		ShortSince: map[types.UID]time.Time{}, Blocked: map[types.UID]autoscale.EvictionBlock{},
 	}
-	for _, candidate := range in.decision.Pods {
-		if candidate.Pod.UID == p.UID {
-			rin.Pod = candidate
+	for _, p := range in.pods {
+		ps := state.pod(p)
+		out.ShortSince[p.UID] = ps.shortSince
+		if b := ps.evictionBlocked; b.reason != "" {
+			out.Blocked[p.UID] = autoscale.EvictionBlock{Until: b.until, Reason: b.reason, Message: b.message}
 		}
 	}
-	if owner := metav1.GetControllerOf(p); owner != nil {
-		if rc, ok := state.recreations[owner.UID]; ok {
-			rin.Entry = &rc
-		}
-	}
-	d, err := autoscale.DecideRecreate(rin)
-	if err == nil && d.Step == autoscale.RecreateNeedNodes {
-		if in.everyNode == nil {
-			if in.everyNode, err = r.nodesWithPods(ctx); err != nil {
-				return false, 0, err
-			}
-		}
-		rin.Nodes = in.everyNode
-		d, err = autoscale.DecideRecreate(rin)
-	}
-	if err != nil {
-		return false, 0, fmt.Errorf("deciding recreation of pod %s/%s: %w", p.Namespace, p.Name, err)
-	}
+	return out
+}
+
+// recreate carries out what the decision says of a pod whose raise finds no
+// room on its node, in mode InPlaceOrRecreate: once that has lasted
+// recreateAfter, its replacement's resources are recorded for
+// status.recreations (written with the sync's status, once, at its end) and,
+// on a sync at least AdmissionSettle later, the pod is evicted through the
+// Eviction API (PodDisruptionBudgets decide). It returns whether the pod was
+// evicted, and when to look again.
+func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, step autoscale.RecreateStepOf,
+	now time.Time, blocked map[string]string) (bool, time.Duration, error) {
+	state, p, d := in.state, step.Pod, step.RecreateDecision
+	ps := state.pod(p)
+	ps.shortSince = step.ShortSince
 	interval := autoscale.MinResizeInterval(&policy.Spec)
 	block := func(reason, msg string) (bool, time.Duration, error) {
 		state.dropPendingRecreation(p)
