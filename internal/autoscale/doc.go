@@ -5,9 +5,11 @@
 // respected); DecidePolicy decides a whole policy's sync over all its pods
 // (order, maxConcurrentResizes, each node's room shared between the raises
 // on it, the planner's verdict); DecideRecreate decides when a pod that has
-// no room in place is evicted to be recreated larger; DecideSync wraps
-// DecidePolicy into everything one sync asks for (resizes and their field
-// managers, unschedulable pods to replace, pods that may be recreated). All
-// of it is pure: the controller gathers the input and carries the decision
-// out.
+// no room in place is evicted to be recreated larger; Admit plans what a
+// new pod is created with; all of them within the namespace's LimitRanges
+// and quotas (internal/nsrules). DecideSync is the one decision of a sync:
+// everything it asks Kubernetes for (resizes and their field managers, the
+// admission entry, recreation steps, unschedulable pods to replace), each
+// held thing with its reason. All of it is pure: the controller gathers the
+// input and carries the decision out.
 package autoscale
