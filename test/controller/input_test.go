@@ -162,9 +162,19 @@ func TestOOMKillAnsweredDuringAMetricsOutage(t *testing.T) {
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "MetricsUnavailable" || !strings.Contains(c.Message, "connection refused") {
 		t.Errorf("Ready = %+v, want False MetricsUnavailable naming the error", c)
 	}
+	// What TailorMetricsUnavailable alerts on.
+	up := func() float64 {
+		return metricValue(t, "tailor_metrics_source_up", map[string]string{"namespace": e.ns, "policy": "db"})
+	}
+	if v := up(); v != 0 {
+		t.Errorf("tailor_metrics_source_up = %v during the outage, want 0", v)
+	}
 	// Back: Ready again, and one event each marks when it went and came.
 	e.source.Fail(nil)
 	e.syncs("db", 2)
+	if v := up(); v != 1 {
+		t.Errorf("tailor_metrics_source_up = %v once the source answers, want 1", v)
+	}
 	if c := condition(e.getPolicy("db"), v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready = %+v after the source answered again, want True", c)
 	}

@@ -449,8 +449,8 @@ func TestPrometheusRuleExpressions(t *testing.T) {
 		}
 	}
 	sort.Strings(alerts)
-	want := []string{"TailorAgentReportsMissing", "TailorAgentReportsRefused", "TailorEvictionsBlocked", "TailorManagerDown",
-		"TailorPolicyNotSynced", "TailorResizesFailing"}
+	want := []string{"TailorAgentReportsMissing", "TailorAgentReportsRefused", "TailorCheckpointWritesFailing", "TailorEvictionsBlocked",
+		"TailorManagerDown", "TailorMetricsUnavailable", "TailorPolicyNotSynced", "TailorResizesFailing"}
 	if diff := cmp.Diff(want, alerts); diff != "" {
 		t.Errorf("alerts (-want,+got):\n%s", diff)
 	}

@@ -417,6 +417,11 @@ func describe(d autoscale.Decision) string {
 // no usable figures (missing, stale, malformed, or none a container can
 // have): the Ready condition says so on every sync, an event marks when.
 func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *policyState, wasDown, wasRejecting bool) {
+	up := 1.0
+	if state.metricsErr != nil {
+		up = 0
+	}
+	metricsSourceUp.WithLabelValues(policy.Namespace, policy.Name).Set(up)
 	switch down := state.metricsErr != nil; {
 	case down && !wasDown:
 		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsUnavailable, "Read",

@@ -135,8 +135,10 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 		return nil
 	}
 	if err != nil {
+		checkpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "failed").Inc()
 		return fmt.Errorf("writing checkpoint %s/%s: %w", policy.Namespace, policy.Name, err)
 	}
+	checkpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "written").Inc()
 	state.checkpointed, state.restoreProblem = now, ""
 	return nil
 }

@@ -35,6 +35,17 @@ var (
 		Name: "tailor_policy_syncs_total",
 		Help: "Syncs of a policy that read its pods and usage and decided (whether or not anything was to be done).",
 	}, []string{"namespace", "policy"})
+	// metricsSourceUp is what an alert on a source down for minutes reads:
+	// the Ready condition and the MetricsUnavailable event say it per
+	// policy, not to a monitoring stack.
+	metricsSourceUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tailor_metrics_source_up",
+		Help: "1 when the policy's last sync read usage from its metrics source, 0 when the source did not answer (nothing is lowered meanwhile).",
+	}, []string{"namespace", "policy"})
+	checkpointWritesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tailor_checkpoint_writes_total",
+		Help: "Writes of a policy's TailorCheckpoint (what it learnt, restored after a restart), by result: written or failed.",
+	}, []string{"namespace", "policy", "result"})
 	recommendationGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tailor_recommendation",
 		Help: "Current recommended target per container: cpu in cores, memory in bytes.",
@@ -42,7 +53,8 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge)
+	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge,
+		metricsSourceUp, checkpointWritesTotal)
 }
 
 // forgetMetrics drops a deleted policy's series, so a gauge such as the
@@ -51,7 +63,7 @@ func forgetMetrics(key types.NamespacedName) {
 	labels := prometheus.Labels{"namespace": key.Namespace, "policy": key.Name}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge} {
+	}{resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge, metricsSourceUp, checkpointWritesTotal} {
 		v.DeletePartialMatch(labels)
 	}
 }
