@@ -95,12 +95,15 @@ unit_root() {
 # only (the image's two; darwin cross-builds the same code), into a
 # temporary directory, under a fixed version.
 release_check() {
-  local dist platforms="linux/amd64 linux/arm64"
+  local dist platforms="linux/amd64 linux/arm64" rc=0
   dist=$(mktemp -d)
-  trap 'rm -rf "$dist"' RETURN
   "$MAKE" --no-print-directory release DIST="$dist" VERSION=v0.0.0-check RELEASE_PLATFORMS="$platforms" >/dev/null &&
     TAILOR_RELEASE_DIST="$dist" TAILOR_RELEASE_VERSION=v0.0.0-check TAILOR_RELEASE_PLATFORMS="$platforms" \
-      "$GO" test -count=1 ./test/release
+      "$GO" test -count=1 ./test/release || rc=$?
+  # No RETURN trap: it would outlive this function and fire, with dist
+  # unset, on every later return.
+  rm -rf "$dist"
+  return "$rc"
 }
 
 # The packages with a Benchmark function, found rather than listed, so a
