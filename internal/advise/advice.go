@@ -171,7 +171,7 @@ func (m *Model) startupBoost(in Input, a *Advice) {
 					mem.BoostFrom = map[string]resource.Quantity{}
 				}
 				if _, had := mem.BoostFrom[name]; !had {
-					mem.BoostFrom[name] = findContainer(p, name).Resources.Requests[corev1.ResourceCPU]
+					mem.BoostFrom[name] = autoscale.RunningContainer(p, name).Resources.Requests[corev1.ResourceCPU]
 				}
 			}
 		}
@@ -199,7 +199,7 @@ func boostBase(template *corev1.PodTemplateSpec, a *Advice, name string) (resour
 	}
 	if template != nil {
 		tp := &corev1.Pod{Spec: template.Spec}
-		if c := findContainer(tp, name); c != nil {
+		if c := autoscale.RunningContainer(tp, name); c != nil {
 			if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
 				return q, true
 			}

@@ -1,12 +1,16 @@
 package advise
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailorhq/tailor/internal/autoscale"
+)
 
 // Requested is the container's request in cores or bytes (0 when unset):
 // the value the recommendation sizes, so the one the recommender compares
 // its target with.
 func Requested(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
-	c := findContainer(p, container)
+	c := autoscale.RunningContainer(p, container)
 	if c == nil {
 		return 0
 	}
@@ -16,7 +20,7 @@ func Requested(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
 // Limited is the container's limit in cores or bytes (0 when unset): the
 // value CFS throttling and memory risk are measured against.
 func Limited(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
-	c := findContainer(p, container)
+	c := autoscale.RunningContainer(p, container)
 	if c == nil {
 		return 0
 	}
@@ -33,20 +37,4 @@ func Amount(l corev1.ResourceList, r corev1.ResourceName) float64 {
 		return float64(q.MilliValue()) / 1000
 	}
 	return float64(q.Value())
-}
-
-// findContainer is the container, sidecar or init container of p named
-// name; nil when there is none.
-func findContainer(p *corev1.Pod, name string) *corev1.Container {
-	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == name {
-			return &p.Spec.Containers[i]
-		}
-	}
-	for i := range p.Spec.InitContainers {
-		if p.Spec.InitContainers[i].Name == name {
-			return &p.Spec.InitContainers[i]
-		}
-	}
-	return nil
 }

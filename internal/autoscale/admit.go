@@ -104,7 +104,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 	for name, t := range in.Targets {
 		// A container the template no longer has (renamed, removed) is
 		// not one a new pod needs sizing for.
-		if findContainer(pod, name) != nil {
+		if RunningContainer(pod, name) != nil {
 			targets[name] = t
 		}
 	}
@@ -141,7 +141,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 	sort.Strings(names)
 	var summary []string
 	for _, n := range names {
-		c := findContainer(pod, n)
+		c := RunningContainer(pod, n)
 		want := d.Desired.Containers[n]
 		ac := v1alpha1.AdmittedContainer{Name: n}
 		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
@@ -180,7 +180,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 		// shaped it (maxAllowed, QoS): the value to take back once started.
 		values := map[string]resource.Quantity{}
 		for n := range boosted.names {
-			c := findContainer(pod, n)
+			c := RunningContainer(pod, n)
 			q := c.Resources.Requests[corev1.ResourceCPU]
 			if want, ok := d.Desired.Containers[n].Requests[corev1.ResourceCPU]; ok {
 				q = want

@@ -221,7 +221,7 @@ func BoostTargets(in BoostInput) BoostDecision {
 	inPlace := cpuSetBy(p, BoostFieldManager)
 	resized := cpuSetBy(p, in.FieldManager)
 	for _, name := range metrics.Containers(p) {
-		c := findContainer(p, name)
+		c := RunningContainer(p, name)
 		pol, err := in.Spec.PolicyFor(name)
 		if c == nil || err != nil {
 			continue

@@ -232,7 +232,7 @@ func Decide(in Input) (Decision, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		c := findContainer(in.Pod, name)
+		c := RunningContainer(in.Pod, name)
 		if c == nil {
 			return d, fmt.Errorf("decide: pod %s/%s has no running container %q", in.Pod.Namespace, in.Pod.Name, name)
 		}
@@ -381,7 +381,7 @@ func (in Input) keepQoS(d *Decision, before corev1.PodQOSClass) {
 func (in Input) after(d *Decision) corev1.PodQOSClass {
 	p := in.Pod.DeepCopy()
 	for _, ch := range d.Changes {
-		c := findContainer(p, ch.Container)
+		c := RunningContainer(p, ch.Container)
 		c.Resources.Requests[ch.Resource] = ch.RequestNow
 		if ch.LimitNow != nil {
 			c.Resources.Limits[ch.Resource] = *ch.LimitNow
@@ -762,9 +762,10 @@ func restartsFor(c *corev1.Container, r corev1.ResourceName) bool {
 	return false
 }
 
-// findContainer returns a regular container or sidecar by name: the ones that
-// run alongside the workload. Finished init containers are not autoscaled.
-func findContainer(p *corev1.Pod, name string) *corev1.Container {
+// RunningContainer returns a regular container or sidecar of p by name: the
+// ones that run alongside the workload (RunningContainers); nil for any
+// other name. Finished init containers are not autoscaled.
+func RunningContainer(p *corev1.Pod, name string) *corev1.Container {
 	for i := range p.Spec.Containers {
 		if p.Spec.Containers[i].Name == name {
 			return &p.Spec.Containers[i]

@@ -110,7 +110,7 @@ func TestAdmitWithinTheNamespaceRules(t *testing.T) {
 			pod := tc.rules.Admitted(&corev1.Pod{Spec: tc.template.Spec})
 			before := qosutil.ComputePodQOS(pod)
 			for _, ac := range got.Containers {
-				c := findContainer(pod, ac.Name)
+				c := RunningContainer(pod, ac.Name)
 				c.Resources.Requests, c.Resources.Limits = ac.Requests, ac.Limits
 			}
 			charged := tc.rules.Charged(pod, &corev1.Pod{Spec: tc.template.Spec}, max(tc.replicas, 1)-1)

@@ -218,7 +218,7 @@ func (in Input) containerSum(d *Decision, r corev1.ResourceName) float64 {
 		InitContainers: append([]corev1.Container(nil), in.Pod.Spec.InitContainers...),
 	}}
 	for _, ch := range d.Changes {
-		if c := findContainer(p, ch.Container); c != nil && ch.Resource == r {
+		if c := RunningContainer(p, ch.Container); c != nil && ch.Resource == r {
 			c.Resources.Requests = c.Resources.Requests.DeepCopy()
 			c.Resources.Requests[r] = ch.RequestNow
 		}

@@ -69,11 +69,11 @@ func RecreatedContainers(p *corev1.Pod, template *corev1.PodTemplateSpec, desire
 	sort.Strings(names)
 	var out []v1alpha1.RecreatedContainer
 	for _, n := range names {
-		c := findContainer(p, n)
+		c := RunningContainer(p, n)
 		if c == nil {
 			continue
 		}
-		tc := findContainer(tp, n)
+		tc := RunningContainer(tp, n)
 		if tc == nil {
 			return nil, fmt.Errorf("container %s is not in the owner's pod template", n)
 		}
@@ -403,7 +403,7 @@ func replacementQoS(template *corev1.PodTemplateSpec, cs []v1alpha1.RecreatedCon
 	pod := &corev1.Pod{Spec: *template.Spec.DeepCopy()}
 	was = qosutil.ComputePodQOS(pod)
 	for _, rc := range cs {
-		c := findContainer(pod, rc.Name)
+		c := RunningContainer(pod, rc.Name)
 		if c == nil {
 			continue
 		}

@@ -102,7 +102,7 @@ func PodRequests(p *corev1.Pod, entry *v1alpha1.Admission) corev1.ResourceList {
 	q := p.DeepCopy()
 	if entry != nil {
 		for _, ac := range entry.Containers {
-			if c := findContainer(q, ac.Name); c != nil {
+			if c := RunningContainer(q, ac.Name); c != nil {
 				c.Resources.Requests = mergeList(c.Resources.Requests, ac.Requests)
 				c.Resources.Limits = mergeList(c.Resources.Limits, ac.Limits)
 			}

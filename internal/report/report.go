@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
 
@@ -148,7 +150,7 @@ func Build(workloads []*Workload, cfg recommend.Config, window time.Duration, no
 	}
 	var rows []Row
 	for _, w := range workloads {
-		for _, name := range containerNames(w.Pods[0]) {
+		for _, name := range metrics.Containers(w.Pods[0]) {
 			row := Row{Namespace: w.Namespace, Kind: w.Kind, Workload: w.Name, Container: name, Replicas: len(w.Pods)}
 			row.Requests, row.Limits = largest(w.Pods, name)
 			h, seen := w.History[name]
@@ -329,7 +331,7 @@ func percentile(xs []Sample, q float64) float64 {
 func savings(pods []*corev1.Pod, name string, rec corev1.ResourceList) (float64, float64) {
 	var cpu, mem float64
 	for _, p := range pods {
-		c := container(p, name)
+		c := autoscale.RunningContainer(p, name)
 		if c == nil {
 			continue
 		}
@@ -350,7 +352,7 @@ func savings(pods []*corev1.Pod, name string, rec corev1.ResourceList) (float64,
 func largest(pods []*corev1.Pod, name string) (corev1.ResourceList, corev1.ResourceList) {
 	req, lim := corev1.ResourceList{}, corev1.ResourceList{}
 	for _, p := range pods {
-		c := container(p, name)
+		c := autoscale.RunningContainer(p, name)
 		if c == nil {
 			continue
 		}
@@ -365,33 +367,4 @@ func largest(pods []*corev1.Pod, name string) (corev1.ResourceList, corev1.Resou
 		}
 	}
 	return req, lim
-}
-
-// containerNames are the containers that run alongside the workload:
-// sidecars, then regular containers.
-func containerNames(p *corev1.Pod) []string {
-	var out []string
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			out = append(out, c.Name)
-		}
-	}
-	for _, c := range p.Spec.Containers {
-		out = append(out, c.Name)
-	}
-	return out
-}
-
-func container(p *corev1.Pod, name string) *corev1.Container {
-	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == name {
-			return &p.Spec.Containers[i]
-		}
-	}
-	for i := range p.Spec.InitContainers {
-		if p.Spec.InitContainers[i].Name == name {
-			return &p.Spec.InitContainers[i]
-		}
-	}
-	return nil
 }
