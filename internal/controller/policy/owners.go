@@ -178,7 +178,9 @@ func claimant(p *v1alpha1.TailorPolicy) (autoscale.Claimant, bool) {
 // claimants are the policies of the namespace, from the cache.
 func (r *Reconciler) claimants(ctx context.Context, namespace string) ([]autoscale.Claimant, error) {
 	var list v1alpha1.TailorPolicyList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	// Read only (claimant copies what it keeps): the cache's policies, with
+	// their statuses, are not copied for it at every sync.
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the TailorPolicies of namespace %s: %w", namespace, err)
 	}
 	out := make([]autoscale.Claimant, 0, len(list.Items))
