@@ -4,9 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
-	schedhelper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
 )
 
 // NewPodRoomInput is what NewPodRoom reads.
@@ -45,13 +43,7 @@ func NewPodRoom(in NewPodRoomInput) corev1.ResourceList {
 	var out corev1.ResourceList
 	for _, np := range in.Nodes {
 		n := np.Node
-		if n == nil || n.Spec.Unschedulable || !nodeReady(n) {
-			continue
-		}
-		if _, untolerated := schedhelper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, noScheduleTaints, false); untolerated {
-			continue
-		}
-		if ok, err := affinity.Match(n); err != nil || !ok {
+		if !mayLand(p, affinity, n) {
 			continue
 		}
 		room := corev1.ResourceList{}

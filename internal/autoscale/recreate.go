@@ -141,13 +141,7 @@ func Placeable(p *corev1.Pod, containers []v1alpha1.RecreatedContainer, nodes []
 	affinity := nodeaffinity.GetRequiredNodeAffinity(p)
 	for _, np := range nodes {
 		n := np.Node
-		if n == nil || n.Spec.Unschedulable || !nodeReady(n) {
-			continue
-		}
-		if _, untolerated := schedhelper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, noScheduleTaints, false); untolerated {
-			continue
-		}
-		if ok, err := affinity.Match(n); err != nil || !ok {
+		if !mayLand(p, affinity, n) {
 			continue
 		}
 		used := corev1.ResourceList{}
@@ -192,6 +186,21 @@ func mergeList(dst, src corev1.ResourceList) corev1.ResourceList {
 		out[k] = v.DeepCopy()
 	}
 	return out
+}
+
+// mayLand reports whether the scheduler may place p on n: n is Ready and
+// schedulable, p tolerates its NoSchedule and NoExecute taints, and n
+// matches p's node selector and required node affinity (affinity, read from
+// p once by the caller).
+func mayLand(p *corev1.Pod, affinity nodeaffinity.RequiredNodeAffinity, n *corev1.Node) bool {
+	if n == nil || n.Spec.Unschedulable || !nodeReady(n) {
+		return false
+	}
+	if _, untolerated := schedhelper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, noScheduleTaints, false); untolerated {
+		return false
+	}
+	ok, err := affinity.Match(n)
+	return err == nil && ok
 }
 
 func nodeReady(n *corev1.Node) bool {
