@@ -19,6 +19,7 @@ import (
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/dashboard"
 	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/metrics/prometheus"
 	"github.com/tailorhq/tailor/internal/shard"
 )
 
@@ -61,6 +62,7 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.StringVar(&o.AgentFallback, "agent-fallback", "kubelet", "with --metrics-source=agent, the source read for pods on nodes with no fresh agent report: kubelet, metrics-server, prometheus or none")
 	f.StringVar(&o.PrometheusURL, "prometheus-url", "http://127.0.0.1:9090", "Prometheus HTTP API, with --metrics-source=prometheus")
 	o.prometheus.bind(f)
+	f.DurationVar(&o.PrometheusRateWindow, "prometheus-rate-window", prometheus.DefaultWindow, "with --metrics-source=prometheus, the range of the CPU queries' rate(): at least four of the Prometheus' scrape intervals of the kubelets' cAdvisor (2m for a 30s scrape), so a missed scrape leaves a rate. A new container's CPU is read once it has run two of these")
 	f.BoolVar(&o.KubeletThrottling, "kubelet-throttling", true, "with --metrics-source=kubelet, also read CFS throttling from /metrics/cadvisor")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Second, "how often each policy's usage is read and its pods reconsidered")
 	f.DurationVar(&o.CheckpointInterval, "checkpoint-interval", time.Minute, "how often at most each policy's learnt state is written to its TailorCheckpoint")
@@ -125,6 +127,11 @@ func (o *ManagerOptions) Validate() error {
 	}
 	if err := validatePrometheusURL("--prometheus-url", o.PrometheusURL); err != nil {
 		return err
+	}
+	// PromQL ranges are whole milliseconds; under a second no scrape
+	// interval leaves two samples in it. 0 is the default.
+	if w := o.PrometheusRateWindow; w < 0 || (w > 0 && w < time.Second) || w%time.Millisecond != 0 {
+		return usageErrorf("--prometheus-rate-window %s: want a duration of at least 1s, in whole milliseconds", o.PrometheusRateWindow)
 	}
 	pc, err := o.prometheus.clientConfig(o.PrometheusURL)
 	if err != nil {

@@ -46,9 +46,12 @@ type Options struct {
 	// PrometheusClient says how to connect and authenticate to
 	// PrometheusURL (Prometheus' own http_config); nil is plain HTTP(S)
 	// with no credentials.
-	PrometheusClient  *config.HTTPClientConfig
-	KubeletThrottling bool
-	SyncPeriod        time.Duration
+	PrometheusClient *config.HTTPClientConfig
+	// PrometheusRateWindow is the range of the CPU queries' rate(); 0 is
+	// the source's default (1m).
+	PrometheusRateWindow time.Duration
+	KubeletThrottling    bool
+	SyncPeriod           time.Duration
 	// CheckpointInterval is how often at most learnt state is written;
 	// 0 is the controller's default.
 	CheckpointInterval time.Duration
@@ -367,7 +370,7 @@ func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		return prometheus.New(pc, prometheus.Options{})
+		return prometheus.New(pc, prometheus.Options{Window: o.PrometheusRateWindow})
 	case "kubelet", "":
 		// The proxied reads are bounded by the source's concurrency, not
 		// by a rate: a rate low enough to protect the apiserver would hold

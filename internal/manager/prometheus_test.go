@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/config"
 	corev1 "k8s.io/api/core/v1"
@@ -16,18 +19,25 @@ import (
 
 // The manager's Prometheus source reaches a secured Prometheus (TLS under
 // a CA of its own, a bearer token, a tenant header) as its client config
-// says, on every query it sends.
+// says, on every query it sends, with the rate window it was given.
 func TestPrometheusSourceSecured(t *testing.T) {
 	srv := promtest.New(t, &tls.Config{}, func(r *http.Request) error {
 		if r.Header.Get("Authorization") != "Bearer s3cret" || r.Header.Get("X-Scope-OrgID") != "team-a" {
 			return errors.New("unauthorized")
 		}
+		if err := r.ParseForm(); err != nil {
+			return err
+		}
+		if q := r.Form.Get("query"); strings.Contains(q, "rate(") && !strings.Contains(q, "[2m]") {
+			return fmt.Errorf("query %q: want the rate window 2m", q)
+		}
 		return nil
 	})
 	token, ca := promtest.WriteFile(t, "token", "s3cret"), srv.CAFile
 	src, err := NewSource(nil, Options{
-		MetricsSource: "prometheus",
-		PrometheusURL: srv.URL,
+		MetricsSource:        "prometheus",
+		PrometheusURL:        srv.URL,
+		PrometheusRateWindow: 2 * time.Minute,
 		PrometheusClient: &config.HTTPClientConfig{
 			BearerTokenFile: token,
 			TLSConfig:       config.TLSConfig{CAFile: ca},

@@ -253,6 +253,7 @@ func TestHelmNotes(t *testing.T) {
 func TestHelmSchemaRefuses(t *testing.T) {
 	cases := map[string]struct{ set, wantErr string }{
 		"duration":                 {"syncPeriod=banana", "/syncPeriod"},
+		"rate window":              {"prometheusRateWindow=60", "/prometheusRateWindow"},
 		"agent duration":           {"agent.interval=1", "/agent/interval"},
 		"lease duration":           {"leaderElection.leaseDuration=8", "/leaderElection/leaseDuration"},
 		"alert duration":           {"monitoring.prometheusRule.managerDownFor=soon", "/monitoring/prometheusRule/managerDownFor"},
@@ -287,7 +288,7 @@ func TestHelmSchemaRefuses(t *testing.T) {
 	}
 	// And takes what values.yaml documents.
 	for _, set := range []string{"syncPeriod=1m30s", "agent.interval=500ms", "podDisruptionBudget.maxUnavailable=50%",
-		"resources.limits.memory=1Gi", "resources.requests.cpu=0.5", "agent.fallback=none", "watchNamespaces={team-a,team-b}"} {
+		"resources.limits.memory=1Gi", "resources.requests.cpu=0.5", "agent.fallback=none", "watchNamespaces={team-a,team-b}", "prometheusRateWindow=1m30s"} {
 		if _, stderr, err := helmTemplate(t, nil, "schema", "deploy-schema", set); err != nil {
 			t.Errorf("helm template --set %s: %v\n%s", set, err, stderr)
 		}

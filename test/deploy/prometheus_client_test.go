@@ -18,7 +18,7 @@ import (
 // read-only; where Prometheus is not read, nothing is rendered.
 func TestHelmPrometheusClient(t *testing.T) {
 	const namespace, release = "deploy-prom", "deploy-test-prom"
-	secured := []string{"prometheusURL=https://prometheus.example:9090",
+	secured := []string{"prometheusURL=https://prometheus.example:9090", "prometheusRateWindow=2m",
 		"prometheusClient.bearerToken.secretName=prom-token", "prometheusClient.ca.configMapName=prom-ca",
 		"prometheusClient.clientCertSecretName=prom-mtls", "prometheusClient.headers.X-Scope-OrgID=team-a"}
 	cases := map[string]struct {
@@ -37,6 +37,7 @@ func TestHelmPrometheusClient(t *testing.T) {
 				"prometheus-cert-file":         "/etc/tailor/prometheus-client-cert/tls.crt",
 				"prometheus-key-file":          "/etc/tailor/prometheus-client-cert/tls.key",
 				"prometheus-header":            "[X-Scope-OrgID=team-a]",
+				"prometheus-rate-window":       "2m0s",
 			},
 			wantFiles: map[string]string{
 				"prometheus-bearer-token-file": "Secret prom-token token",
@@ -54,6 +55,7 @@ func TestHelmPrometheusClient(t *testing.T) {
 				"prometheus-basic-auth-password-file": "/etc/tailor/prometheus-basic-auth/password",
 				"prometheus-ca-file":                  "/etc/tailor/prometheus-ca/bundle.pem",
 				"prometheus-insecure-skip-verify":     "true",
+				"prometheus-rate-window":              "1m0s",
 			},
 			wantFiles: map[string]string{
 				"prometheus-basic-auth-password-file": "Secret prom-basic password",

@@ -21,12 +21,16 @@ import (
 	"github.com/tailorhq/tailor/internal/metrics"
 )
 
+// DefaultWindow is the rate window when Options leave it 0: twelve of the
+// 5s scrapes Prometheus is usually given for cAdvisor, enough for rate() to
+// survive a missed scrape.
+const DefaultWindow = time.Minute
+
 // Options configure a Source.
 type Options struct {
 	// Queries override DefaultQueries field by field.
 	Queries Queries
-	// Window is the rate window (default 1m: twelve 5s scrapes, enough for
-	// rate() to survive a missed scrape).
+	// Window is the rate window (0: DefaultWindow).
 	Window time.Duration
 	// MaxAge is how old data may be before a container is held (default 2m).
 	MaxAge time.Duration
@@ -58,7 +62,7 @@ func New(client api.Client, o Options) (*Source, error) {
 	}
 	s := &Source{api: promv1.NewAPI(client), text: text, queries: c, window: o.Window, maxAge: o.MaxAge, clock: o.Clock}
 	if s.window <= 0 {
-		s.window = time.Minute
+		s.window = DefaultWindow
 	}
 	if s.maxAge <= 0 {
 		s.maxAge = 2 * time.Minute
