@@ -45,10 +45,11 @@ type ReportOptions struct {
 	Output        string
 	PrometheusURL string
 	Window        string
+	Step          string
 
 	prometheus       prometheusClientFlags
 	prometheusClient *config.HTTPClientConfig
-	window           time.Duration
+	window, step     time.Duration
 	clients          *clients
 	client           client.Client
 	now              func() time.Time
@@ -92,6 +93,7 @@ memory. -o json and -o csv are stable schemas (docs/report.md).`,
 	cmd.Flags().StringVar(&o.PrometheusURL, "prometheus-url", "", "a Prometheus scraping the kubelets' cAdvisor: read each workload's usage history from it")
 	o.prometheus.bind(cmd.Flags())
 	cmd.Flags().StringVar(&o.Window, "window", "7d", "how much history to read from Prometheus, as a Prometheus duration (7d, 48h)")
+	cmd.Flags().StringVar(&o.Step, "step", model.Duration(report.DefaultStep).String(), "the history's resolution, one sample per step, and the range of its CPU rate(): at least four of your Prometheus' scrape intervals of the kubelets' cAdvisor. A container's first step of CPU history is left out (a rate over a series younger than its range reads low)")
 	return cmd
 }
 
@@ -135,8 +137,19 @@ func (o *ReportOptions) Validate() error {
 		return usageErrorf("invalid --window %q: use a Prometheus duration such as 7d or 48h", o.Window)
 	}
 	o.window = time.Duration(d)
-	if o.window < report.Step {
-		return usageErrorf("--window %s is shorter than one %s step of history", o.Window, report.Step)
+	if o.Step == "" {
+		o.Step = model.Duration(report.DefaultStep).String()
+	}
+	step, err := model.ParseDuration(o.Step)
+	if err != nil || step <= 0 {
+		return usageErrorf("invalid --step %q: use a Prometheus duration such as 5m or 1m", o.Step)
+	}
+	o.step = time.Duration(step)
+	if o.window < o.step {
+		return usageErrorf("--window %s is shorter than one %s step of history", o.Window, o.Step)
+	}
+	if n := o.window / o.step; n > report.MaxPoints {
+		return usageErrorf("--window %s over --step %s is %d samples a series; Prometheus returns at most %d: a longer step or a shorter window", o.Window, o.Step, n, report.MaxPoints)
 	}
 	if o.PrometheusURL == "" {
 		if o.prometheus.given() {
@@ -186,7 +199,7 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("--prometheus-url %q: %w", o.PrometheusURL, err)
 		}
-		if err := report.ReadHistory(ctx, promv1.NewAPI(c), workloads, o.window, now); err != nil {
+		if err := report.ReadHistory(ctx, promv1.NewAPI(c), workloads, o.window, o.step, now); err != nil {
 			return fmt.Errorf("prometheus at %s: %w", o.PrometheusURL, err)
 		}
 	}

@@ -78,7 +78,10 @@ func TestReportValidate(t *testing.T) {
 	}{
 		{ReportOptions{Output: "yaml", Window: "7d"}, `unknown output format "yaml"`},
 		{ReportOptions{Output: "table", Window: "a week"}, `invalid --window "a week"`},
-		{ReportOptions{Output: "table", Window: "1m"}, "shorter than one 5m0s step"},
+		{ReportOptions{Output: "table", Window: "1m"}, "--window 1m is shorter than one 5m step"},
+		{ReportOptions{Output: "table", Window: "7d", Step: "fast"}, `invalid --step "fast"`},
+		{ReportOptions{Output: "table", Window: "7d", Step: "0s"}, `invalid --step "0s"`},
+		{ReportOptions{Output: "table", Window: "30d", Step: "1m"}, "--window 30d over --step 1m is 43200 samples a series; Prometheus returns at most 11000"},
 		{ReportOptions{Output: "csv", Window: "7d", Selector: "app in (x"}, "invalid selector"},
 	} {
 		err := tc.o.Validate()
@@ -86,8 +89,9 @@ func TestReportValidate(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want %q", tc.o, err, tc.want)
 		}
 	}
-	ok := ReportOptions{Output: "json", Window: "48h"}
-	if err := ok.Validate(); err != nil {
-		t.Errorf("Validate(%+v) = %v", ok, err)
+	for _, ok := range []ReportOptions{{Output: "json", Window: "48h"}, {Output: "json", Window: "15m", Step: "1m"}} {
+		if err := ok.Validate(); err != nil {
+			t.Errorf("Validate(%+v) = %v", ok, err)
+		}
 	}
 }

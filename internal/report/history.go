@@ -11,32 +11,40 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Step is the resolution of a history read: the manager's rate window, a
-// sample every 5 minutes (2,016 a week per container).
-const Step = 5 * time.Minute
+// DefaultStep is the resolution of a history read and the range of its CPU
+// rate(): a sample every 5 minutes (2,016 a week per container).
+const DefaultStep = 5 * time.Minute
+
+// MaxPoints is the most samples Prometheus returns per series of a range
+// query; a window over a step asking for more is refused.
+const MaxPoints = 11000
 
 // Queries read the history from cAdvisor's series, as a Prometheus that
 // scrapes the kubelets keeps them; %s is the namespace.
 const (
-	cpuQuery       = `max by (pod, container) (rate(container_cpu_usage_seconds_total{namespace=%q, container!="", container!="POD"}[5m]))`
+	cpuQuery       = `max by (pod, container) (rate(container_cpu_usage_seconds_total{namespace=%[1]q, container!="", container!="POD"}[%[2]s]))`
 	memoryQuery    = `max by (pod, container) (container_memory_working_set_bytes{namespace=%q, container!="", container!="POD"})`
 	throttledQuery = `sum by (pod, container) (increase(container_cpu_cfs_throttled_periods_total{namespace=%[1]q, container!=""}[%[2]s])) / sum by (pod, container) (increase(container_cpu_cfs_periods_total{namespace=%[1]q, container!=""}[%[2]s]))`
 )
 
 // ReadHistory fills each workload's History from Prometheus over window
-// ending at now: per container, at each step, the busiest of the pods that
+// ending at now, a sample each step (also the CPU rate's range; 0 is
+// DefaultStep): per container, at each step, the busiest of the pods that
 // are or were the workload's (matched by name: a Deployment's pods of
 // earlier ReplicaSets count), and the share of CFS periods throttled over
 // the whole window. A namespace whose queries fail is an error: a report
 // without the history it was asked for would mislead.
-func ReadHistory(ctx context.Context, api promv1.API, workloads []*Workload, window time.Duration, now time.Time) error {
+func ReadHistory(ctx context.Context, api promv1.API, workloads []*Workload, window, step time.Duration, now time.Time) error {
+	if step <= 0 {
+		step = DefaultStep
+	}
 	byNS := map[string][]*Workload{}
 	for _, w := range workloads {
 		byNS[w.Namespace] = append(byNS[w.Namespace], w)
 	}
-	r := promv1.Range{Start: now.Add(-window), End: now, Step: Step}
+	r := promv1.Range{Start: now.Add(-window), End: now, Step: step}
 	for ns, ws := range byNS {
-		cpu, _, err := api.QueryRange(ctx, fmt.Sprintf(cpuQuery, ns), r)
+		cpu, _, err := api.QueryRange(ctx, fmt.Sprintf(cpuQuery, ns, model.Duration(step).String()), r)
 		if err != nil {
 			return fmt.Errorf("reading CPU history of namespace %s: %w", ns, err)
 		}
@@ -73,7 +81,7 @@ func ReadHistory(ctx context.Context, api promv1.API, workloads []*Workload, win
 				}
 				points := s.Values
 				if rate {
-					points = matureRates(points, r.Start)
+					points = matureRates(points, r.Start, step)
 				}
 				h := w.history(c)
 				*into(h) = maxMerge(*into(h), points)
@@ -107,14 +115,12 @@ func (w *Workload) history(container string) *History {
 	return h
 }
 
-// rateWindow is the range of the CPU query's rate().
-const rateWindow = 5 * time.Minute
-
-// matureRates drops the rates of a series' first rateWindow, unless it
+// matureRates drops the rates of a series' first rateWindow (the CPU
+// query's rate() range), unless it
 // already ran when the history begins: Prometheus divides a rate by its
 // whole range, so a container younger than the range reads low (a minute
 // old, at a fifth of its use).
-func matureRates(points []model.SamplePair, start time.Time) []model.SamplePair {
+func matureRates(points []model.SamplePair, start time.Time, rateWindow time.Duration) []model.SamplePair {
 	if len(points) == 0 || !points[0].Timestamp.Time().After(start) {
 		return points
 	}

@@ -60,10 +60,14 @@ func TestMatureRates(t *testing.T) {
 		return model.TimeFromUnixNano(t0.Add(time.Duration(m) * time.Minute).UnixNano())
 	}
 	points := []model.SamplePair{{Timestamp: at(10), Value: 0.02}, {Timestamp: at(15), Value: 0.1}, {Timestamp: at(20), Value: 0.1}}
-	if got := matureRates(points, t0); len(got) != 2 || got[0].Timestamp != at(15) {
+	if got := matureRates(points, t0, 5*time.Minute); len(got) != 2 || got[0].Timestamp != at(15) {
 		t.Errorf("young series: kept %v", got)
 	}
-	if got := matureRates(points, t0.Add(10*time.Minute)); len(got) != 3 {
+	if got := matureRates(points, t0.Add(10*time.Minute), 5*time.Minute); len(got) != 3 {
 		t.Errorf("series older than the history: kept %v", got)
+	}
+	// A longer rate range (a coarser step) is young for longer.
+	if got := matureRates(points, t0, 10*time.Minute); len(got) != 1 || got[0].Timestamp != at(20) {
+		t.Errorf("young series under a 10m rate: kept %v", got)
 	}
 }
