@@ -42,8 +42,9 @@ func runReport(t *testing.T, args ...string) (string, int) {
 // what tailor's recommender makes of its history, with its p95 and peak.
 // The table, JSON and CSV say the same. It shares the node: each burner
 // burns less than it requests, so the CPU its figures measure is its own
-// whatever the other tests burn (a container is always given its request),
-// and its 5 minutes of Prometheus history pass while they run.
+// whatever the other tests burn (a container is always given its request).
+// Its history is read at a 1m step (the add-on scrapes every 5s), so a
+// rate counts a minute after the container's first sample, not five.
 func TestReport(t *testing.T) {
 	cluster.Shared(t)
 	reserveCPU(t, 1000) // two 300m replicas and one of 400m
@@ -68,14 +69,14 @@ func TestReport(t *testing.T) {
 	args := []string{"-n", ns}
 	prom := os.Getenv("TAILOR_PROMETHEUS_URL")
 	if prom != "" {
-		args = append(args, "--prometheus-url", prom, "--window", "15m")
+		args = append(args, "--prometheus-url", prom, "--window", "15m", "--step", "1m")
 	}
 
 	var rows map[string]report.Row
-	// A container's CPU rates count once it has run for the rate's 5m
-	// window (younger, Prometheus's rate reads low): bare's history needs
-	// that long.
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Second, 9*time.Minute, true, func(context.Context) (bool, error) {
+	// A container's CPU rates count once it has run for the rate's range,
+	// the 1m step (younger, Prometheus's rate reads low): bare's history
+	// needs that long after cAdvisor's first sample of it.
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Second, 5*time.Minute, true, func(context.Context) (bool, error) {
 		out, code := runReport(t, append(args, "-o", "json")...)
 		if code != 0 {
 			return false, nil
