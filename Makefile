@@ -240,7 +240,8 @@ clean:
 
 ## bench-e2e: reaction benchmark on the local cluster, per metrics source (the
 ## node agent included): idle -> full CPU step, and a 50 MiB/s memory ramp;
-## and the agent's own cost beside 100 containers. Checks
+## the agent's own cost beside 100 containers; and a slow starter's time to
+## Ready with and without a startup boost. Checks
 ## test/perf/reaction/ranges.json.
 BENCH_E2E_TRIALS ?= 5
 bench-e2e: build

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +26,7 @@ import (
 
 func installAdmission(t *testing.T) {
 	t.Helper()
-	installAdmissionPolicy(t, filepath.Join("..", "..", "config", "components", "admission", "admission_policy.yaml"), "")
+	installAdmissionPolicy(t, cluster.AdmissionPolicyFile, "")
 }
 
 // The admission policy tailor-admission alone, against the real apiserver:
@@ -412,11 +411,8 @@ func TestAdmissionWhileNoManagerRuns(t *testing.T) {
 	ns := newNamespace(t)
 	opts := manager.Options{Namespaces: []string{ns}, MetricsSource: "kubelet", KubeletThrottling: true}
 	c, stop := runManager(t, opts)
-	for _, path := range []string{
-		filepath.Join("..", "..", "config", "components", "admission", "admission_policy.yaml"),
-		filepath.Join("..", "..", "config", "components", "eviction", "recreate_admission.yaml"),
-	} {
-		installAdmissionPolicy(t, path, ns)
+	for _, file := range []string{cluster.AdmissionPolicyFile, cluster.RecreatePolicyFile} {
+		installAdmissionPolicy(t, file, ns)
 	}
 	ctx := context.Background()
 	dep := deployment(t, ns, "web", 1, app().Args("--listen=:8080", "--cpu=20m", "--memory=24Mi").Requests("100m", "64Mi").Limits("200m", "128Mi"))

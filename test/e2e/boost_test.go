@@ -61,14 +61,14 @@ func startOne(t *testing.T, ns, name string) (*corev1.Pod, time.Duration) {
 }
 
 // A slow starter (3s of CPU time before it is Ready, at a 200m limit) is
-// started once at its template's size (a policy in mode Off), then under a
-// policy with a 4x startup boost for 10s after Ready: the boosted pod is
+// started under a policy with a 4x startup boost for 10s after Ready: it is
 // admitted at 400m/800m and its container runs at that size until Ready,
 // and the boost is taken back in place no sooner than 10s after Ready (by
 // the kubelet's and the apiserver's clocks, not the test's), with no
-// restart, the cgroup's CPU quota back at the unboosted limit. Both times
-// to Ready are logged; how much sooner the boost makes a pod Ready is a
-// figure for benchmarks, not a gate on a shared 2-core node.
+// restart, the cgroup's CPU quota back at the unboosted limit. How much
+// sooner the boost makes a pod Ready than its template's size would is
+// make bench-e2e's figure (startupBoost), measured over several trials; it
+// is no gate on a shared 2-core node.
 func TestStartupBoost(t *testing.T) {
 	cluster.Quiet(t)
 	ns := newNamespace(t)
@@ -76,7 +76,7 @@ func TestStartupBoost(t *testing.T) {
 	installAdmission(t)
 	ctx := context.Background()
 
-	run := func(name string, mode v1alpha1.UpdateMode, boost *v1alpha1.StartupBoost) (*corev1.Pod, time.Duration, func(string) *corev1.Pod) {
+	run := func(name string, boost *v1alpha1.StartupBoost) (*corev1.Pod, time.Duration, func(string) *corev1.Pod) {
 		deployment(t, ns, name, 0, slowStarter(), readinessProbe)
 		applyPolicy(t, c, ns, name, func(s *v1alpha1.TailorPolicySpec) {
 			s.Selector = nil
@@ -85,7 +85,7 @@ func TestStartupBoost(t *testing.T) {
 				ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceCPU},
 			}}}
 			s.StartupBoost = boost
-			s.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: mode}
+			s.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace}
 		})
 		waitPolicy(t, c, ns, name, time.Minute, "the policy read, and any boost in status.admission", func(p *v1alpha1.TailorPolicy) bool {
 			return p.Status.ObservedGeneration > 0 && (boost == nil || (p.Status.Admission != nil && p.Status.Admission.Boost != ""))
@@ -95,12 +95,8 @@ func TestStartupBoost(t *testing.T) {
 		return pod, d, admitted
 	}
 
-	// Without a boost, and without tailor acting (mode Off): the start at
-	// the template's size. (tailor's own raise on throttling would shorten
-	// it, by a margin that depends on when the kubelet's figures come.)
-	_, plain, _ := run("plain", v1alpha1.UpdateModeOff, nil)
-	boosted, fast, admitted := run("boosted", v1alpha1.UpdateModeInPlace, &v1alpha1.StartupBoost{FactorPercent: ptr(int32(400)), Duration: &metav1.Duration{Duration: 10 * time.Second}})
-	t.Logf("time to Ready: %s at the template's 100m/200m, %s with a 4x startup boost", plain.Round(100*time.Millisecond), fast.Round(100*time.Millisecond))
+	boosted, fast, admitted := run("boosted", &v1alpha1.StartupBoost{FactorPercent: ptr(int32(400)), Duration: &metav1.Duration{Duration: 10 * time.Second}})
+	t.Logf("time to Ready with a 4x startup boost: %s", fast.Round(100*time.Millisecond))
 
 	created := admitted(boosted.Name)
 	res := created.Spec.Containers[0].Resources

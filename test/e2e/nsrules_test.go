@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +29,7 @@ func TestLimitRangeMaxWithBoostAndRollout(t *testing.T) {
 	reserveCPU(t, 600) // two pods of at most 300m each during the rollout
 	ns := newNamespace(t)
 	c := startManager(t, ns)
-	installAdmissionPolicy(t, filepath.Join("..", "..", "config", "components", "admission", "admission_policy.yaml"), ns)
+	installAdmissionPolicy(t, cluster.AdmissionPolicyFile, ns)
 	ctx := context.Background()
 	lr := &corev1.LimitRange{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team-caps"},
@@ -114,7 +113,7 @@ func TestRecreateRolloutOnAFullNode(t *testing.T) {
 	cluster.Quiet(t)
 	ns := newNamespace(t)
 	c := startManager(t, ns)
-	installAdmissionPolicy(t, filepath.Join("..", "..", "config", "components", "admission", "admission_policy.yaml"), ns)
+	installAdmissionPolicy(t, cluster.AdmissionPolicyFile, ns)
 	ctx := context.Background()
 	deployment(t, ns, "web", 1, app().Args("--listen=:8080", "--cpu=20m", "--memory=24Mi").Requests("100m", "64Mi").Limits("200m", "128Mi"),
 		func(*corev1.PodSpec) {})

@@ -3,13 +3,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,15 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -242,66 +233,22 @@ func containersText(p *corev1.Pod) map[string]string {
 
 func installRecreateAdmission(t *testing.T) {
 	t.Helper()
-	installAdmissionPolicy(t, filepath.Join("..", "..", "config", "components", "eviction", "recreate_admission.yaml"), "")
+	installAdmissionPolicy(t, cluster.RecreatePolicyFile, "")
 }
 
 // installAdmissionPolicy applies a file of MutatingAdmissionPolicies and
-// their bindings for the test's duration. With ns set, each is renamed
-// after ns and bound to ns alone, so that a shared test's install does not
-// admit other tests' pods, nor its cleanup remove a policy they use.
-func installAdmissionPolicy(t *testing.T, path, ns string) {
+// their bindings (cluster.ApplyAdmissionPolicies) for the test's duration.
+func installAdmissionPolicy(t *testing.T, file, ns string) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn := dynamic.NewForConfigOrDie(restConfig)
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	ctx := context.Background()
-	for {
-		o := &unstructured.Unstructured{}
-		if err := dec.Decode(&o.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatal(err)
-		}
-		if len(o.Object) == 0 {
-			continue
-		}
-		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"}
-		if o.GetKind() == "MutatingAdmissionPolicyBinding" {
-			gvr.Resource = "mutatingadmissionpolicybindings"
-		}
-		if ns != "" {
-			scopeAdmissionPolicy(t, o, ns)
-		}
-		if _, err := dyn.Resource(gvr).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "tailor-e2e", Force: true}); err != nil {
-			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-		name := o.GetName()
+	remove, err := cluster.ApplyAdmissionPolicies(context.Background(), dynamic.NewForConfigOrDie(restConfig), file, ns)
+	if remove != nil {
 		t.Cleanup(func() {
-			if err := dyn.Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting %s: %v", name, err)
+			if err := remove(); err != nil {
+				t.Error(err)
 			}
 		})
 	}
-}
-
-// scopeAdmissionPolicy renames a MutatingAdmissionPolicy or binding after
-// ns, and binds it to ns alone.
-func scopeAdmissionPolicy(t *testing.T, o *unstructured.Unstructured, ns string) {
-	t.Helper()
-	o.SetName(o.GetName() + "-" + ns)
-	if o.GetKind() != "MutatingAdmissionPolicyBinding" {
-		return
-	}
-	policy, _, _ := unstructured.NestedString(o.Object, "spec", "policyName")
-	if err := unstructured.SetNestedField(o.Object, policy+"-"+ns, "spec", "policyName"); err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedStringMap(o.Object, map[string]string{"kubernetes.io/metadata.name": ns},
-		"spec", "matchResources", "namespaceSelector", "matchLabels"); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -42,6 +42,7 @@ type options struct {
 	agentTrials   int
 	memoryTrials  int
 	costPods      int
+	boostTrials   int
 	syncPeriod    time.Duration
 	agentSync     time.Duration
 	prometheusURL string
@@ -55,6 +56,7 @@ func main() {
 	flag.IntVar(&o.trials, "trials", 5, "steps per source")
 	flag.IntVar(&o.agentTrials, "agent-trials", 20, "steps for the agent source (its goal is a p95, which wants at least 20)")
 	flag.IntVar(&o.memoryTrials, "memory-trials", 3, "memory ramps per source (0: none)")
+	flag.IntVar(&o.boostTrials, "boost-trials", 3, "slow starters started at their template's size and with a 4x startup boost, one pair per trial (0: none)")
 	flag.IntVar(&o.costPods, "agent-cost-pods", 25, "pods of 4 containers each the agent's cost is measured beside (0: not measured)")
 	flag.DurationVar(&o.agentSync, "agent-sync-period", 10*time.Second, "the manager's sync period with the agent source: the manager's default, so its reaction comes from the agent's wake-ups")
 	flag.DurationVar(&o.syncPeriod, "sync-period", 2*time.Second, "the manager's sync period, the same for every source")
@@ -108,6 +110,9 @@ func run(o options) error {
 	var cost *agentCost
 	for _, src := range strings.Split(o.sources, ",") {
 		src = strings.TrimSpace(src)
+		if src == "" {
+			continue
+		}
 		m, err := startManager(cfg, cs, o, src)
 		if err != nil {
 			return fmt.Errorf("source %s: %w", src, err)
@@ -125,12 +130,24 @@ func run(o options) error {
 		}
 		m.stop()
 	}
+	var boost *boostResult
+	if o.boostTrials > 0 {
+		m, err := startManager(cfg, cs, o, "kubelet")
+		if err != nil {
+			return fmt.Errorf("startup boost: %w", err)
+		}
+		b := measureBoost(m, cs, dynamic.NewForConfigOrDie(cfg), o)
+		boost = &b
+		m.stop()
+	}
 
-	fmt.Printf("\ncpu step: idle (20m) -> 1000m on a 200m limit, seconds to the raised cpu.cfs_quota_us\n")
-	fmt.Printf("%-15s %7s %8s %8s %8s %9s\n", "source", "trials", "p50 s", "p95 s", "max s", "failures")
-	for _, r := range results {
-		fmt.Printf("%-15s %7d %8.1f %8.1f %8.1f %9d\n", r.source, len(r.seconds)+r.failures,
-			percentile(r.seconds, 50), percentile(r.seconds, 95), percentile(r.seconds, 100), r.failures)
+	if len(results) > 0 {
+		fmt.Printf("\ncpu step: idle (20m) -> 1000m on a 200m limit, seconds to the raised cpu.cfs_quota_us\n")
+		fmt.Printf("%-15s %7s %8s %8s %8s %9s\n", "source", "trials", "p50 s", "p95 s", "max s", "failures")
+		for _, r := range results {
+			fmt.Printf("%-15s %7d %8.1f %8.1f %8.1f %9d\n", r.source, len(r.seconds)+r.failures,
+				percentile(r.seconds, 50), percentile(r.seconds, 95), percentile(r.seconds, 100), r.failures)
+		}
 	}
 	if len(ramps) > 0 {
 		fmt.Printf("\nmemory ramp: 128Mi -> 384Mi at 50 MiB/s under a 256Mi limit (from half of it), seconds to the raised memory limit, and OOM kills\n")
@@ -144,10 +161,15 @@ func run(o options) error {
 		fmt.Printf("\nagent cost beside %d pod containers on the node, over %s: %.4f cores (%.2f%% of a core), working set %.1f MiB, peak RSS %.1f MiB\n",
 			cost.containers, cost.over, cost.cores, cost.cores*100, cost.workingSetMiB, cost.rssMiB)
 	}
+	if boost != nil {
+		fmt.Printf("\nstartup boost: a slow starter (3s of CPU time before Ready, 100m/200m), time to Ready at its template's size and with a 4x boost\n")
+		fmt.Printf("%7s %14s %16s %14s %9s\n", "trials", "plain p50 s", "boosted p50 s", "boosted/plain", "failures")
+		fmt.Printf("%7d %14.1f %16.1f %14.2f %9d\n", len(boost.plain)+boost.failures, percentile(boost.plain, 50), percentile(boost.boosted, 50), boost.ratio(), boost.failures)
+	}
 	if o.ranges == "" {
 		return nil
 	}
-	return check(o.ranges, results, ramps, cost)
+	return check(o.ranges, results, ramps, cost, boost)
 }
 
 // running is a manager in this process, reading one source.
@@ -431,7 +453,13 @@ type costBounds struct {
 	WorkingSetMiBMax float64 `json:"workingSetMiBMax"`
 }
 
-func check(path string, results []result, ramps []rampResult, cost *agentCost) error {
+// boostBounds bound the median boosted time to Ready over the median plain
+// one.
+type boostBounds struct {
+	RatioMax float64 `json:"ratioMax"`
+}
+
+func check(path string, results []result, ramps []rampResult, cost *agentCost, boost *boostResult) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -471,6 +499,15 @@ func check(path string, results []result, ramps []rampResult, cost *agentCost) e
 		}
 		if cost.cores > cb.CoresMax || cost.workingSetMiB > cb.WorkingSetMiBMax {
 			bad = append(bad, fmt.Sprintf("agent cost %.4f cores, %.1f MiB (bounds %.2f cores, %.0f MiB)", cost.cores, cost.workingSetMiB, cb.CoresMax, cb.WorkingSetMiBMax))
+		}
+	}
+	if raw, ok := ranges["startupBoost"]; ok && boost != nil {
+		var bb boostBounds
+		if err := json.Unmarshal(raw, &bb); err != nil {
+			return fmt.Errorf("%s: startupBoost: %w", path, err)
+		}
+		if boost.failures > 0 || len(boost.boosted) == 0 || boost.ratio() > bb.RatioMax {
+			bad = append(bad, fmt.Sprintf("startup boost: boosted/plain time to Ready %.2f (bound %.2f), %d failures", boost.ratio(), bb.RatioMax, boost.failures))
 		}
 	}
 	if len(bad) > 0 {
