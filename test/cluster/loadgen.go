@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -33,6 +34,20 @@ func LoadgenPod(ns, name string, containers ...*builder.ContainerWrapper) *corev
 	pod := p.Obj()
 	pod.Spec.AutomountServiceAccountToken = new(bool)
 	return pod
+}
+
+// Deployment is a Deployment of replicas pods labelled app=<name>, of the
+// containers given, made as LoadgenPod makes a pod.
+func Deployment(ns, name string, replicas int32, containers ...*builder.ContainerWrapper) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: LoadgenPod(ns, name, containers...).Spec},
+		},
+	}
 }
 
 // Drive asks the load generator of a running pod for a load, e.g.

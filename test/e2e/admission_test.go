@@ -153,17 +153,9 @@ func TestAdmissionPolicy(t *testing.T) {
 // app=<name>, with c's args and resources.
 func deployment(t *testing.T, ns, name string, replicas int32, c *builder.ContainerWrapper, mutate ...func(*corev1.PodSpec)) *appsv1.Deployment {
 	t.Helper()
-	template := labelled(ns, name, c)
+	dep := cluster.Deployment(ns, name, replicas, c)
 	for _, m := range mutate {
-		m(&template.Spec)
-	}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: template.Labels}, Spec: template.Spec},
-		},
+		m(&dep.Spec.Template.Spec)
 	}
 	created, err := clientset.AppsV1().Deployments(ns).Create(context.Background(), dep, metav1.CreateOptions{})
 	if err != nil {

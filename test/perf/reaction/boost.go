@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -89,19 +88,10 @@ func boostTrial(ctx context.Context, c client.Client, cs *kubernetes.Clientset, 
 // policy, waits until the policy is read (and its boost is in
 // status.admission), then scales it to one and returns the time to Ready.
 func startSlowStarter(ctx context.Context, c client.Client, cs *kubernetes.Clientset, ns, name string, mode v1alpha1.UpdateMode, boost *v1alpha1.StartupBoost) (time.Duration, error) {
-	pod := cluster.LoadgenPod(ns, name, cluster.Loadgen().Args("--listen=:8080", "--start-work=3s").Requests("100m", "64Mi").Limits("200m", "128Mi"))
-	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+	dep := cluster.Deployment(ns, name, 0, cluster.Loadgen().Args("--listen=:8080", "--start-work=3s").Requests("100m", "64Mi").Limits("200m", "128Mi"))
+	dep.Spec.Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
 		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
 		PeriodSeconds: 1,
-	}
-	labels := map[string]string{"app": name}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](0),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec},
-		},
 	}
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		return 0, err

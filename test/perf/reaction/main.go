@@ -43,6 +43,7 @@ type options struct {
 	memoryTrials  int
 	costPods      int
 	boostTrials   int
+	hpaTrials     int
 	syncPeriod    time.Duration
 	agentSync     time.Duration
 	prometheusURL string
@@ -57,6 +58,7 @@ func main() {
 	flag.IntVar(&o.agentTrials, "agent-trials", 20, "steps for the agent source (its goal is a p95, which wants at least 20)")
 	flag.IntVar(&o.memoryTrials, "memory-trials", 3, "memory ramps per source (0: none)")
 	flag.IntVar(&o.boostTrials, "boost-trials", 3, "slow starters started at their template's size and with a 4x startup boost, one pair per trial (0: none)")
+	flag.IntVar(&o.hpaTrials, "hpa-trials", 3, "HPA ramps (3m20s each) alone and with a TailorPolicy, one pair per trial (0: none)")
 	flag.IntVar(&o.costPods, "agent-cost-pods", 25, "pods of 4 containers each the agent's cost is measured beside (0: not measured)")
 	flag.DurationVar(&o.agentSync, "agent-sync-period", 10*time.Second, "the manager's sync period with the agent source: the manager's default, so its reaction comes from the agent's wake-ups")
 	flag.DurationVar(&o.syncPeriod, "sync-period", 2*time.Second, "the manager's sync period, the same for every source")
@@ -131,13 +133,21 @@ func run(o options) error {
 		m.stop()
 	}
 	var boost *boostResult
-	if o.boostTrials > 0 {
+	var hpa *hpaResult
+	if o.boostTrials > 0 || o.hpaTrials > 0 {
 		m, err := startManager(cfg, cs, o, "kubelet")
 		if err != nil {
-			return fmt.Errorf("startup boost: %w", err)
+			return fmt.Errorf("startup boost and HPA: %w", err)
 		}
-		b := measureBoost(m, cs, dynamic.NewForConfigOrDie(cfg), o)
-		boost = &b
+		dyn := dynamic.NewForConfigOrDie(cfg)
+		if o.boostTrials > 0 {
+			b := measureBoost(m, cs, dyn, o)
+			boost = &b
+		}
+		if o.hpaTrials > 0 {
+			h := measureHPA(m, cs, dyn, o)
+			hpa = &h
+		}
 		m.stop()
 	}
 
@@ -166,10 +176,16 @@ func run(o options) error {
 		fmt.Printf("%7s %14s %16s %14s %9s\n", "trials", "plain p50 s", "boosted p50 s", "boosted/plain", "failures")
 		fmt.Printf("%7d %14.1f %16.1f %14.2f %9d\n", len(boost.plain)+boost.failures, percentile(boost.plain, 50), percentile(boost.boosted, 50), boost.ratio(), boost.failures)
 	}
+	if hpa != nil {
+		fmt.Printf("\nHPA on 60%% cpu utilization under a 60m -> 420m -> 60m ramp, alone and with a TailorPolicy, medians over the trials\n")
+		fmt.Printf("%7s %15s %17s %15s %17s %9s\n", "trials", "alone changes", "alone reversals", "with changes", "with reversals", "failures")
+		fmt.Printf("%7d %15.1f %17.1f %15.1f %17.1f %9d\n", len(hpa.alone)+hpa.failures, medianOf(hpa.alone, changes), medianOf(hpa.alone, reversals),
+			medianOf(hpa.with, changes), medianOf(hpa.with, reversals), hpa.failures)
+	}
 	if o.ranges == "" {
 		return nil
 	}
-	return check(o.ranges, results, ramps, cost, boost)
+	return check(o.ranges, results, ramps, cost, boost, hpa)
 }
 
 // running is a manager in this process, reading one source.
@@ -453,13 +469,20 @@ type costBounds struct {
 	WorkingSetMiBMax float64 `json:"workingSetMiBMax"`
 }
 
+// hpaBounds bound how many more replica changes and reversals (medians)
+// the HPA makes with tailor beside it than alone, in the same run.
+type hpaBounds struct {
+	ExtraChangesMax   float64 `json:"extraChangesMax"`
+	ExtraReversalsMax float64 `json:"extraReversalsMax"`
+}
+
 // boostBounds bound the median boosted time to Ready over the median plain
 // one.
 type boostBounds struct {
 	RatioMax float64 `json:"ratioMax"`
 }
 
-func check(path string, results []result, ramps []rampResult, cost *agentCost, boost *boostResult) error {
+func check(path string, results []result, ramps []rampResult, cost *agentCost, boost *boostResult, hpa *hpaResult) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -508,6 +531,18 @@ func check(path string, results []result, ramps []rampResult, cost *agentCost, b
 		}
 		if boost.failures > 0 || len(boost.boosted) == 0 || boost.ratio() > bb.RatioMax {
 			bad = append(bad, fmt.Sprintf("startup boost: boosted/plain time to Ready %.2f (bound %.2f), %d failures", boost.ratio(), bb.RatioMax, boost.failures))
+		}
+	}
+	if raw, ok := ranges["hpa"]; ok && hpa != nil {
+		var hb hpaBounds
+		if err := json.Unmarshal(raw, &hb); err != nil {
+			return fmt.Errorf("%s: hpa: %w", path, err)
+		}
+		extraChanges := medianOf(hpa.with, changes) - medianOf(hpa.alone, changes)
+		extraReversals := medianOf(hpa.with, reversals) - medianOf(hpa.alone, reversals)
+		if hpa.failures > 0 || len(hpa.with) == 0 || extraChanges > hb.ExtraChangesMax || extraReversals > hb.ExtraReversalsMax {
+			bad = append(bad, fmt.Sprintf("hpa: with tailor %+.1f replica changes and %+.1f reversals over the HPA alone (bounds %+.1f, %+.1f), %d failures",
+				extraChanges, extraReversals, hb.ExtraChangesMax, hb.ExtraReversalsMax, hpa.failures))
 		}
 	}
 	if len(bad) > 0 {
