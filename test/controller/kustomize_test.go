@@ -81,7 +81,8 @@ type kustomizeBuild struct {
 // entry points as they are (config/default, and config/agent beside it),
 // the CRDs alone, each component composed onto config/default as
 // docs/install.md's overlay does, the agent's as docs/agent.md installs it
-// (beside config/agent, and moved and prefixed), and the components that
+// (beside config/agent, and moved and prefixed), one tenant's install as
+// config/samples/tenant makes it, and the components that
 // go together: a metrics source with eviction and the dashboard (two
 // sources together are refused, TestKustomizeRefusesTwoSources). The
 // bases config/rbac and config/manager have no namespace of their own:
@@ -101,6 +102,7 @@ func kustomizeBuilds() map[string]kustomizeBuild {
 		"prometheus, eviction":                {overlays: []kustomization{installOverlay("prometheus", "eviction")}},
 		"agent, eviction, dashboard":          {dirs: []string{"config/agent"}, overlays: []kustomization{installOverlay("agent", "eviction", "dashboard")}},
 		"agent moved and prefixed (agent.md)": {overlays: movedAgent("team-ops", "team-ops-nodes", "ops-")},
+		"one tenant (config/samples/tenant)":  {dirs: []string{"config/samples/tenant"}},
 	}
 }
 
