@@ -51,15 +51,20 @@ type HelmTemplate struct {
 	// SetJSON are --set-json values, name=JSON, for values that are
 	// objects or lists of objects.
 	SetJSON []string
-	// Kubeconfig, when set, renders against that server (--validate): its
-	// discovery gives the capabilities and its version the kubeVersion
-	// check, as helm install does.
+	// Kubeconfig, when set, renders against that server (--validate), as
+	// helm install does: its discovery gives the capabilities, its version
+	// the kubeVersion check, and an object of the render that exists and
+	// is not the release's is refused. The CRDs are left out then: helm
+	// install applies crds/ apart, and leaves those that exist.
 	Kubeconfig string
 }
 
-// Args are the helm command line, CRDs included.
+// Args are the helm command line, CRDs included unless Kubeconfig is set.
 func (h HelmTemplate) Args() []string {
-	args := []string{"template", h.Release, h.Chart, "--namespace", h.Namespace, "--include-crds"}
+	args := []string{"template", h.Release, h.Chart, "--namespace", h.Namespace}
+	if h.Kubeconfig == "" {
+		args = append(args, "--include-crds")
+	}
 	for _, v := range h.APIVersions {
 		args = append(args, "--api-versions", v)
 	}
@@ -145,4 +150,28 @@ func KubectlKustomize(kubectl, dir string) ([]*unstructured.Unstructured, error)
 		return nil, &CommandError{Command: kubectl + " kustomize " + dir, Err: err, Stderr: stderr.String()}
 	}
 	return Decode(stdout.Bytes())
+}
+
+// Images are the images of every container and init container of the
+// workloads among objs (Deployments, DaemonSets, StatefulSets, Jobs), by
+// kind/namespace/name/container.
+func Images(objs []*unstructured.Unstructured) map[string]string {
+	out := map[string]string{}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Deployment", "DaemonSet", "StatefulSet", "Job":
+		default:
+			continue
+		}
+		for _, field := range []string{"initContainers", "containers"} {
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", field)
+			for _, c := range containers {
+				c, _ := c.(map[string]any)
+				name, _ := c["name"].(string)
+				image, _ := c["image"].(string)
+				out[o.GetKind()+"/"+Name(o)+"/"+name] = image
+			}
+		}
+	}
+	return out
 }
