@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,15 +26,18 @@ import (
 
 // tenantSample is config/samples/tenant's kustomization, the one tenant's
 // install docs/install.md shows, with the eviction component its comment
-// offers turned on, as an overlay of the repository's config/default.
-func tenantSample(t *testing.T) kustomization {
+// offers turned on, as an overlay of the repository's config/default; its
+// tenant's namespaces, team-a and team-b, renamed to a and b wherever it
+// names them, so that each run has its own.
+func tenantSample(t *testing.T, a, b string) kustomization {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", "tenant", "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	text := strings.NewReplacer("team-a", a, "team-b", b).Replace(string(data))
 	var k kustomization
-	if err := yaml.Unmarshal(data, &k); err != nil {
+	if err := yaml.Unmarshal([]byte(text), &k); err != nil {
 		t.Fatal(err)
 	}
 	if res, _ := k["resources"].([]any); len(res) != 1 || res[0] != "../../default" {
@@ -73,10 +77,10 @@ func TestAdmissionOnlyInWatchedNamespaces(t *testing.T) {
 				}
 				return objs
 			}},
-		// The namespaces config/samples/tenant names.
-		"kustomize config/samples/tenant": {watched: []string{"team-a", "team-b"}, other: "team-c",
+		"kustomize config/samples/tenant": {watched: []string{"team-" + id + "-a", "team-" + id + "-b"}, other: "team-" + id + "-c",
 			render: func(t *testing.T) []*unstructured.Unstructured {
-				objs, err := (kustomizeBuild{overlays: []kustomization{tenantSample(t)}}).build(t, tool(t, "TAILOR_KUBECTL"), t.TempDir(), false)
+				sample := tenantSample(t, "team-"+id+"-a", "team-"+id+"-b")
+				objs, err := (kustomizeBuild{overlays: []kustomization{sample}}).build(t, tool(t, "TAILOR_KUBECTL"), t.TempDir(), false)
 				if err != nil {
 					t.Fatal(err)
 				}
