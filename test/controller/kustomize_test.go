@@ -3,6 +3,7 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -224,6 +225,11 @@ func TestKustomizeRefusesTwoSources(t *testing.T) {
 			t.Errorf("kubectl kustomize with components %v builds: want it refused", pair)
 			continue
 		}
-		t.Logf("components %v refused: %s", pair, strings.TrimSpace(err.(*manifests.CommandError).Stderr))
+		var cerr *manifests.CommandError
+		if !errors.As(err, &cerr) {
+			t.Errorf("kubectl kustomize with components %v: %v, want kubectl to refuse it", pair, err)
+			continue
+		}
+		t.Logf("components %v refused: %s", pair, strings.TrimSpace(cerr.Stderr))
 	}
 }
