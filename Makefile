@@ -84,13 +84,18 @@ unit:
 ## a real kube-apiserver and etcd (envtest, on random ports: it does not touch the
 ## local cluster), with a fake clock, a scripted metrics source and a simulated
 ## kubelet, with -race: reconciles and the informers' event mapping share state.
-## Builds those two binaries first when they are not cached.
+## And the install manifests on that apiserver: the chart's values cases and
+## config/'s overlays (built with the cluster's kubectl), server-side dry run.
+## Builds kube-apiserver, etcd and kubectl first when they are not cached.
 ## CONTROLLER_FLAGS passes go test flags, e.g. CONTROLLER_FLAGS='-run Restart -v'.
+## TAILOR_RELEASE_DIST and TAILOR_RELEASE_VERSION, when set (hack/check.sh sets
+## them after its release step), name a make release output whose chart is checked too.
 CONTROLLER_FLAGS ?=
-controller:
-	hack/cluster.sh build etcd kube-apiserver
+controller: $(HELM)
+	hack/cluster.sh build etcd kube-apiserver kubectl
 	source hack/lib.sh; \
 	TEST_ASSET_KUBE_APISERVER="$$K8S_BIN/kube-apiserver" TEST_ASSET_ETCD="$$ETCD_BIN/etcd" \
+	TAILOR_HELM=$(HELM) TAILOR_KUBECTL="$$K8S_BIN/kubectl" \
 		$(GO) test -race -tags controller -count=1 $(CONTROLLER_FLAGS) ./test/controller
 
 $(GOLANGCI_LINT):

@@ -31,6 +31,9 @@ var (
 	apiClient client.WithWatch
 	clientset kubernetes.Interface
 	server    actuator.Server
+	// kubeconfig is a kubeconfig file for the apiserver, for the tools
+	// that take one (helm template --validate).
+	kubeconfig string
 )
 
 // The binaries envtest runs; make controller builds them and sets these.
@@ -63,8 +66,10 @@ func run(m *testing.M) (int, error) {
 	// The manager scenario logs through controller-runtime's global logger.
 	ctrl.SetLogger(logr.Discard())
 	env := &envtest.Environment{
-		// tailor's CRDs, and VerticalPodAutoscaler's, which tailor yields to.
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("..", "testdata", "vpa")},
+		// tailor's CRDs, VerticalPodAutoscaler's, which tailor yields to,
+		// and the Prometheus Operator's that the chart renders objects of.
+		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("..", "testdata", "vpa"),
+			filepath.Join("..", "testdata", "prometheus-operator")},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()
@@ -78,6 +83,23 @@ func run(m *testing.M) (int, error) {
 	}()
 	cfg.QPS, cfg.Burst = 500, 1000
 	restConfig = cfg
+	admin, err := env.AddUser(envtest.User{Name: "tailor-controller-test", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return 0, err
+	}
+	data, err := admin.KubeConfig()
+	if err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "tailor-controller-")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
+		return 0, err
+	}
 	if scheme, err = manager.Scheme(); err != nil {
 		return 0, err
 	}

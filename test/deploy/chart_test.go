@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
@@ -272,6 +274,23 @@ func TestHelmSchemaRefuses(t *testing.T) {
 		"disruption budget":        {"podDisruptionBudget.maxUnavailable=0", "/podDisruptionBudget/maxUnavailable"},
 		"network policy selector":  {"networkPolicy.metrics.namespaceSelector.matchLabel.a=b", "matchLabel"},
 		"watch namespaces entries": {"watchNamespaces={Team-A}", "/watchNamespaces/0"},
+		// An empty entry would pass --namespaces= (or a trailing comma),
+		// and scope the admission bindings to no namespace at all.
+		"watch namespace empty":       {"watchNamespaces[0]=", "/watchNamespaces/0"},
+		"watch namespace trailing":    {"watchNamespaces={team-a,}", "/watchNamespaces/1"},
+		"watch namespace twice":       {"watchNamespaces={team-a,team-a}", "/watchNamespaces"},
+		"concurrent syncs":            {"concurrentSyncs=0", "/concurrentSyncs"},
+		"api qps":                     {"kubeAPI.qps=0", "/kubeAPI/qps"},
+		"api burst":                   {"kubeAPI.burst=0", "/kubeAPI/burst"},
+		"too many shards":             {"shards=65", "/shards"},
+		"history points":              {"dashboard.historyPoints=0", "/dashboard/historyPoints"},
+		"metrics port":                {"metrics.service.port=0", "/metrics/service/port"},
+		"service account name":        {"serviceAccount.name=Tailor_SA", "/serviceAccount/name"},
+		"priority class name":         {"priorityClassName=High_Priority", "/priorityClassName"},
+		"grafana namespace":           {"monitoring.grafanaDashboard.namespace=Grafana", "/monitoring/grafanaDashboard/namespace"},
+		"alert job with a quote":      {`monitoring.prometheusRule.managerJob=a"b`, "/monitoring/prometheusRule/managerJob"},
+		"pull secret without a name":  {"imagePullSecrets[0].nam=regcred", "/imagePullSecrets/0"},
+		"monitor labels not a string": {"monitoring.serviceMonitor.labels.release=1", "/monitoring/serviceMonitor/labels/release"},
 	}
 	chart := filepath.Join(repoRoot(t), "deploy/helm/tailor")
 	for name, tc := range cases {
@@ -293,6 +312,99 @@ func TestHelmSchemaRefuses(t *testing.T) {
 			t.Errorf("helm template --set %s: %v\n%s", set, err, stderr)
 		}
 	}
+}
+
+// TestHelmRefusesCombinations: values each valid alone that the chart
+// cannot render together are refused by helm template, saying what to
+// change (the Prometheus client's are TestHelmPrometheusClientRefused's).
+func TestHelmRefusesCombinations(t *testing.T) {
+	cases := map[string]struct {
+		apiVersions []string
+		set         []string
+		wantErr     string
+	}{
+		"replicas without leader election": {set: []string{"replicaCount=2", "leaderElection.enabled=false"},
+			wantErr: "replicaCount > 1 needs leaderElection.enabled"},
+		"a metrics certificate over plain HTTP": {set: []string{"metrics.secure=false", "metrics.certSecret=tailor-metrics-cert"},
+			wantErr: "metrics.certSecret needs metrics.secure"},
+		"a ServiceMonitor without the metrics Service": {apiVersions: monitoringAPIs,
+			set:     []string{"monitoring.serviceMonitor.enabled=true", "metrics.service.enabled=false"},
+			wantErr: "monitoring.serviceMonitor.enabled needs metrics.service.enabled"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, stderr, err := helmTemplate(t, tc.apiVersions, "combo", "deploy-combo", tc.set...)
+			if err == nil || !strings.Contains(stderr, tc.wantErr) {
+				t.Errorf("helm template --set %q: err %v, stderr %q: want it refused with %q", tc.set, err, stderr, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestAdmissionScopedToWatchNamespaces: a release scoped to its tenant's
+// namespaces (watchNamespaces) binds both admission policies to those
+// namespaces only; an unscoped release binds them everywhere. So does
+// config/samples/tenant, the kustomize install of one tenant, whose
+// bindings name the namespaces its manager's --namespaces does.
+// test/controller's TestAdmissionOnlyInWatchedNamespaces installs both on
+// an apiserver and admits pods through them.
+func TestAdmissionScopedToWatchNamespaces(t *testing.T) {
+	scopes := func(objs []*unstructured.Unstructured) map[string]any {
+		out := map[string]any{}
+		for _, o := range objs {
+			if o.GetKind() == "MutatingAdmissionPolicyBinding" {
+				m, _, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "matchResources")
+				out[o.GetName()] = m
+			}
+		}
+		return out
+	}
+	in := func(namespaces ...any) map[string]any {
+		return map[string]any{"namespaceSelector": map[string]any{"matchExpressions": []any{
+			map[string]any{"key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces}}}}
+	}
+	const release, namespace = "deploy-test-tenant", "deploy-tenant"
+	for name, tc := range map[string]struct {
+		objs []*unstructured.Unstructured
+		want map[string]any
+	}{
+		"helm, every namespace": {renderHelm(t, release, namespace, "evictions.enabled=true"),
+			map[string]any{release + "-tailor-admission": nil, release + "-tailor-recreate": nil}},
+		"helm watchNamespaces": {renderHelm(t, release, namespace, "watchNamespaces={team-a,team-b}", "evictions.enabled=true"),
+			map[string]any{release + "-tailor-admission": in("team-a", "team-b"), release + "-tailor-recreate": in("team-a", "team-b")}},
+		"helm watchNamespaces, sharded": {renderHelm(t, release, namespace, "watchNamespaces={team-a,team-b,team-c}", "shards=2"),
+			map[string]any{release + "-tailor-admission": in("team-a", "team-b", "team-c")}},
+		"kustomize config/samples/tenant": {kustomizeTenantSample(t), map[string]any{"team-a-tailor-admission": in("team-a", "team-b")}},
+	} {
+		if diff := cmp.Diff(tc.want, scopes(tc.objs)); diff != "" {
+			t.Errorf("%s: the admission bindings' matchResources (-want,+got):\n%s", name, diff)
+		}
+	}
+	// The sample's manager syncs the namespaces its bindings admit.
+	for _, o := range kustomizeTenantSample(t) {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+		if !slices.Contains(args, "--namespaces=team-a,team-b") {
+			t.Errorf("config/samples/tenant's manager runs with %q, want --namespaces=team-a,team-b, the namespaces its bindings admit", args)
+		}
+	}
+}
+
+// kustomizeTenantSample builds config/samples/tenant.
+func kustomizeTenantSample(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(t), "config/samples/tenant"))
+	if err != nil {
+		t.Fatalf("kustomize build config/samples/tenant: %v", err)
+	}
+	out, err := rm.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, out)
 }
 
 // TestHelmLintStrict lints the chart with every option on.

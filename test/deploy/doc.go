@@ -13,4 +13,9 @@
 //
 // The Helm cases need a helm binary: TAILOR_HELM, else helm on PATH (make
 // verify-deploy installs a pinned one); without it they are skipped.
+//
+// Every values case of the chart and every overlay of config/ is also
+// dry-run applied, without a cluster, by the controller tier
+// (test/controller, install_test.go and kustomize_test.go), on an envtest
+// apiserver.
 package deploy

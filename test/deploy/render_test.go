@@ -1,11 +1,9 @@
 package deploy
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +11,10 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
+
+	"github.com/tailorhq/tailor/test/manifests"
 )
 
 var helmBinary = flag.String("helm", os.Getenv("TAILOR_HELM"), "helm binary (default: helm on PATH)")
@@ -58,24 +56,7 @@ func renderKustomize(t *testing.T, namespace, namePrefix string, components ...s
 // and returns its objects; what names the build in a failure.
 func kustomizeOverlay(t *testing.T, overlay string, k map[string]any, what string) []*unstructured.Unstructured {
 	t.Helper()
-	root := repoRoot(t)
-	// kustomize takes only relative paths to other kustomizations.
-	for _, key := range []string{"resources", "components"} {
-		if paths, ok := k[key].([]string); ok {
-			for i := range paths {
-				r, err := filepath.Rel(overlay, filepath.Join(root, paths[i]))
-				if err != nil {
-					t.Fatal(err)
-				}
-				paths[i] = r
-			}
-		}
-	}
-	data, err := yaml.Marshal(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), data, 0o644); err != nil {
+	if err := manifests.WriteOverlay(overlay, repoRoot(t), k); err != nil {
 		t.Fatal(err)
 	}
 	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
@@ -168,35 +149,20 @@ func renderHelmFor(t *testing.T, apiVersions []string, release, namespace string
 // helmTemplate runs helm template and returns what it wrote.
 func helmTemplate(t *testing.T, apiVersions []string, release, namespace string, set ...string) ([]byte, string, error) {
 	t.Helper()
-	args := []string{"template", release, filepath.Join(repoRoot(t), "deploy/helm/tailor"), "--namespace", namespace, "--include-crds"}
-	for _, v := range apiVersions {
-		args = append(args, "--api-versions", v)
+	out, err := manifests.HelmTemplate{Helm: helm(t), Chart: filepath.Join(repoRoot(t), "deploy/helm/tailor"), Release: release,
+		Namespace: namespace, APIVersions: apiVersions, Set: set}.Run()
+	var cerr *manifests.CommandError
+	if errors.As(err, &cerr) {
+		return out, cerr.Stderr, err
 	}
-	for _, s := range set {
-		args = append(args, "--set", s)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(helm(t), args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	return stdout.Bytes(), stderr.String(), err
+	return out, "", err
 }
 
 func decode(t *testing.T, data []byte) []*unstructured.Unstructured {
 	t.Helper()
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var obj map[string]any
-		if err := dec.Decode(&obj); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out
-			}
-			t.Fatalf("decoding rendered manifests: %v", err)
-		}
-		if len(obj) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: obj})
+	objs, err := manifests.Decode(data)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return objs
 }

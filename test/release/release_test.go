@@ -22,6 +22,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/tailorhq/tailor/test/manifests"
 )
 
 // dist is the release directory under test, and version the VERSION it was
@@ -202,6 +204,52 @@ func TestChart(t *testing.T) {
 	for _, f := range []string{"tailor/values.schema.json", "tailor/templates/deployment.yaml", "tailor/crds/autoscaling.tailor.dev_tailorpolicies.yaml"} {
 		if _, ok := files[f]; !ok {
 			t.Errorf("the chart has no %s", f)
+		}
+	}
+}
+
+// The packaged chart, as helm reads it, installs exactly this release's
+// image: helm show chart says appVersion is the version, and helm
+// template runs every container, the manager's and the node agent's, on
+// ghcr.io/tailorhq/tailor:VERSION. (The controller tier renders it
+// against an apiserver and dry-run applies every object:
+// TestReleasedChartInstalls.)
+func TestChartRendersItsVersion(t *testing.T) {
+	dir, version := dist(t)
+	helm := os.Getenv("TAILOR_HELM")
+	if helm == "" {
+		t.Skip("TAILOR_HELM is not set: hack/check.sh sets it to the pinned helm")
+	}
+	charts, _ := filepath.Glob(filepath.Join(dir, "tailor-*.tgz"))
+	if len(charts) != 1 {
+		t.Fatalf("%d packaged charts, want 1: %v", len(charts), charts)
+	}
+	out, err := exec.Command(helm, "show", "chart", charts[0]).Output()
+	if err != nil {
+		t.Fatalf("helm show chart %s: %v", charts[0], err)
+	}
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(out, &chart); err != nil {
+		t.Fatal(err)
+	}
+	if chart.AppVersion != version {
+		t.Errorf("helm show chart: appVersion %q, want %s", chart.AppVersion, version)
+	}
+	for name, set := range map[string][]string{"defaults": nil, "with the node agent": {"agent.enabled=true"}} {
+		objs, err := manifests.HelmTemplate{Helm: helm, Chart: charts[0], Release: "tailor", Namespace: "tailor-system", Set: set}.Objects()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		images := manifests.Images(objs)
+		if want := map[string]int{"defaults": 1, "with the node agent": 2}[name]; len(images) != want {
+			t.Errorf("%s: %d containers rendered (%v), want %d", name, len(images), images, want)
+		}
+		for container, image := range images {
+			if want := "ghcr.io/tailorhq/tailor:" + version; image != want {
+				t.Errorf("%s: %s runs %s, want %s", name, container, image, want)
+			}
 		}
 	}
 }

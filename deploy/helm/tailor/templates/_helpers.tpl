@@ -96,3 +96,18 @@ anyway. Call with (list $ "Kind").
 {{- define "tailor.managerJob" -}}
 {{- .Values.monitoring.prometheusRule.managerJob | default (printf "%s-manager-metrics" (include "tailor.fullname" .)) }}
 {{- end }}
+
+{{/*
+With watchNamespaces, scopes an admission policy binding's spec (the second
+argument, changed in place) to pods of those namespaces: the release's
+managers plan entries only there, and one tenant's release must never
+admit another tenant's pods. Every namespace without. Call with
+(list $ $spec).
+*/}}
+{{- define "tailor.bindingScope" -}}
+{{- $ := index . 0 }}
+{{- $spec := index . 1 }}
+{{- with $.Values.watchNamespaces }}
+{{- $_ := set $spec "matchResources" (dict "namespaceSelector" (dict "matchExpressions" (list (dict "key" "kubernetes.io/metadata.name" "operator" "In" "values" .)))) }}
+{{- end }}
+{{- end }}
