@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 )
 
@@ -205,8 +206,13 @@ func (k *Keeper) write(ctx context.Context, s *corev1.Secret, d Decision, b *Bun
 
 var labels = map[string]string{"app.kubernetes.io/name": "tailor", "app.kubernetes.io/component": "manager"}
 
-// publish makes the ConfigMap hold bundle: the CAs only, never a key.
+// publish makes the ConfigMap hold bundle: the CAs only, never a key. A
+// write lost to another replica is tried again on what it wrote.
 func (k *Keeper) publish(ctx context.Context, bundle []byte) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return k.publishOnce(ctx, bundle) })
+}
+
+func (k *Keeper) publishOnce(ctx context.Context, bundle []byte) error {
 	cms := k.Client.CoreV1().ConfigMaps(k.Namespace)
 	cm, err := cms.Get(ctx, k.ConfigMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -230,6 +236,9 @@ func (k *Keeper) publish(ctx context.Context, bundle []byte) error {
 	}
 	cm.Data[BundleKey] = string(bundle)
 	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return err
+		}
 		return fmt.Errorf("publishing the agents' CA bundle in ConfigMap %s/%s: %w", k.Namespace, k.ConfigMap, err)
 	}
 	k.Log.Info("published the agents' CA bundle", "configMap", k.Namespace+"/"+k.ConfigMap)
