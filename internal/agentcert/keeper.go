@@ -129,6 +129,12 @@ func (k *Keeper) Sync(ctx context.Context) (time.Duration, error) {
 	if k.Provided && !found {
 		return 0, fmt.Errorf("secret %s/%s not found: it is the operator's to provide (tls.crt, tls.key and ca.crt, e.g. a cert-manager Certificate's), or run without --agent-tls-provided and the managers make their own", k.Namespace, k.Secret)
 	}
+	if !k.Provided && found && s.Labels[managedByLabel] != managedBy {
+		// Never overwrite a Secret the managers did not make: it may be
+		// cert-manager's, named here without --agent-tls-provided.
+		return 0, fmt.Errorf("secret %s/%s exists and the managers did not make it (no label %s=%s): to serve it, run with --agent-tls-provided (Helm agent.tls.provided); for the managers to make their own, delete it or name another with --agent-tls-secret",
+			k.Namespace, k.Secret, managedByLabel, managedBy)
+	}
 	next := k.resync()
 	for writes := 0; !k.Provided; writes++ {
 		now := k.Clock.Now()
@@ -204,7 +210,14 @@ func (k *Keeper) write(ctx context.Context, s *corev1.Secret, d Decision, b *Bun
 	return out, true, nil
 }
 
-var labels = map[string]string{"app.kubernetes.io/name": "tailor", "app.kubernetes.io/component": "manager"}
+// The label on the Secret and ConfigMap the managers make: they write only
+// objects that carry it.
+const (
+	managedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "tailor-manager"
+)
+
+var labels = map[string]string{"app.kubernetes.io/name": "tailor", "app.kubernetes.io/component": "manager", managedByLabel: managedBy}
 
 // publish makes the ConfigMap hold bundle: the CAs only, never a key. A
 // write lost to another replica is tried again on what it wrote.

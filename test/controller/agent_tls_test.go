@@ -305,3 +305,32 @@ func tlsPipe(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), cfg *
 	go func() { _ = server.Handshake() }()
 	return server, tls.Client(b, cfg)
 }
+
+// A Secret of that name the managers did not make (cert-manager's, say,
+// named without --agent-tls-provided) is never overwritten: the keeper
+// says what to do instead, and serves nothing.
+func TestAgentTLSLeavesOthersSecrets(t *testing.T) {
+	ns := "ctl-tls-" + rand.String(5)
+	if err := apiClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: manager.DefaultAgentTLSSecret, Namespace: ns}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: []byte("theirs"), corev1.TLSPrivateKeyKey: []byte("theirs")}}
+	if _, err := clientset.CoreV1().Secrets(ns).Create(context.Background(), theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	k := newKeeper(t, ns, clocktesting.NewFakeClock(time.Now()))
+	if _, err := k.Sync(context.Background()); err == nil || !strings.Contains(err.Error(), "--agent-tls-provided") {
+		t.Errorf("Sync on someone else's Secret: %v, want an error naming --agent-tls-provided", err)
+	}
+	got, err := clientset.CoreV1().Secrets(ns).Get(context.Background(), manager.DefaultAgentTLSSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Data[corev1.TLSCertKey]) != "theirs" || len(got.Data) != 2 {
+		t.Errorf("the Secret was written: its tls.crt is %d bytes, %d keys", len(got.Data[corev1.TLSCertKey]), len(got.Data))
+	}
+	if _, err := k.GetCertificate(nil); err == nil {
+		t.Error("a certificate is served")
+	}
+}
