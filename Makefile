@@ -110,7 +110,9 @@ $(CONTROLLER_GEN):
 
 ## generate: deepcopy functions and CRD manifests from the kubebuilder markers in api/,
 ## the manager's ClusterRole from the rbac markers in internal/controller/,
-## internal/dashboard/ and internal/manager/, and the
+## internal/dashboard/ and internal/manager/, the manager's Role for the agents' TLS
+## (config/components/agent, from internal/agentcert/: only installs with the
+## agent have it), and the
 ## Helm chart's copies of both. GENERATE_OUT redirects all of them (verify-generated
 ## uses it); they are committed.
 GENERATE_OUT ?= .
@@ -119,6 +121,8 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=$(GENERATE_OUT)/config/crd/bases
 	hack/crd-bound-quantities.sh $(GENERATE_OUT)/config/crd/bases/autoscaling.tailor.dev_tailorpolicies.yaml
 	$(CONTROLLER_GEN) rbac:roleName=tailor-manager paths="./internal/controller/...;./internal/dashboard/...;./internal/manager/..." output:rbac:dir=$(GENERATE_OUT)/config/rbac
+	mkdir -p $(GENERATE_OUT)/config/components/agent
+	$(CONTROLLER_GEN) rbac:roleName=tailor-manager-agent-tls paths=./internal/agentcert/... output:rbac:stdout > $(GENERATE_OUT)/config/components/agent/manager_tls_role.yaml
 	mkdir -p $(GENERATE_OUT)/deploy/helm/tailor/crds
 	cp $(GENERATE_OUT)/config/crd/bases/*.yaml $(GENERATE_OUT)/deploy/helm/tailor/crds/
 	mkdir -p $(GENERATE_OUT)/deploy/helm/tailor/files
@@ -133,6 +137,7 @@ verify-generated: $(CONTROLLER_GEN)
 	diff -ru api/v1alpha1/zz_generated.deepcopy.go "$$tmp/api/v1alpha1/zz_generated.deepcopy.go" && \
 	diff -ru config/crd/bases "$$tmp/config/crd/bases" && \
 	diff -u config/rbac/role.yaml "$$tmp/config/rbac/role.yaml" && \
+	diff -u config/components/agent/manager_tls_role.yaml "$$tmp/config/components/agent/manager_tls_role.yaml" && \
 	diff -ru deploy/helm/tailor/crds "$$tmp/deploy/helm/tailor/crds" && \
 	diff -u deploy/helm/tailor/files/manager-role.yaml "$$tmp/deploy/helm/tailor/files/manager-role.yaml" && \
 	diff -u deploy/helm/tailor/files/recreate-admission.yaml "$$tmp/deploy/helm/tailor/files/recreate-admission.yaml" && \

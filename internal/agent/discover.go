@@ -43,7 +43,8 @@ func WatchManagers(ctx context.Context, cs kubernetes.Interface, namespace, serv
 // String names the Service followed, for logs.
 func (m *EndpointManagers) String() string { return m.what }
 
-// URLs lists every ready manager endpoint.
+// URLs lists every ready manager endpoint, https: the agent checks the
+// certificate against the managers' CA for the Service's name.
 func (m *EndpointManagers) URLs() []string {
 	eps, err := m.lister.List(m.selector)
 	if err != nil {
@@ -69,7 +70,7 @@ func endpointURLs(eps []*discoveryv1.EndpointSlice, port string) []string {
 				continue
 			}
 			for _, a := range e.Addresses {
-				out = append(out, "http://"+net.JoinHostPort(a, strconv.Itoa(int(*p))))
+				out = append(out, "https://"+net.JoinHostPort(a, strconv.Itoa(int(*p))))
 			}
 		}
 	}

@@ -5,7 +5,8 @@
 // course for its limit, memory stalls), so the manager decides for that
 // pod now rather than at its next sync. It resizes nothing and reads no
 // Kubernetes object but the EndpointSlices that say where the managers
-// are; the manager maps pod UIDs and container IDs to pods.
+// are and the ConfigMap holding the CA it checks them by (Trust: it pushes
+// over TLS only); the manager maps pod UIDs and container IDs to pods.
 //
 // Collector is the pure part (samples in, figures and urgency out, time
 // passed in); Run adds the ticker, the reads and the pushes.

@@ -45,8 +45,10 @@ type Options struct {
 	// is read for each push.
 	TokenFile string
 	Managers  Managers
-	// Client sends the pushes; its timeout bounds each.
-	Client  *http.Client
+	// Trust gives the client the pushes are sent with, verifying the
+	// managers' certificate; there is none, and no push, until it has
+	// their CA bundle.
+	Trust   *Trust
 	Clock   clock.WithTicker
 	Log     logr.Logger
 	Metrics *Metrics
@@ -187,6 +189,12 @@ func push(ctx context.Context, o Options, r *report.Report) bool {
 		o.Log.Error(err, "encoding a report")
 		return true
 	}
+	client, err := o.Trust.Client()
+	if err != nil {
+		o.Metrics.pushes.WithLabelValues("no-ca").Inc()
+		o.Log.Info("no report sent: waiting for the managers' CA bundle (their ConfigMap not published or not listed yet)", "why", err.Error())
+		return true
+	}
 	token, err := os.ReadFile(o.TokenFile)
 	if err != nil {
 		o.Metrics.pushes.WithLabelValues("no-token").Inc()
@@ -205,7 +213,7 @@ func push(ctx context.Context, o Options, r *report.Report) bool {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := pushTo(ctx, o.Client, base, strings.TrimSpace(string(token)), body); err != nil {
+			if err := pushTo(ctx, client, base, strings.TrimSpace(string(token)), body); err != nil {
 				failed.Store(true)
 				o.Metrics.pushes.WithLabelValues("error").Inc()
 				o.Log.V(1).Info("push failed", "manager", base, "urgent", r.Urgent, "error", err.Error())
@@ -218,10 +226,14 @@ func push(ctx context.Context, o Options, r *report.Report) bool {
 	return failed.Load()
 }
 
+// pushTo sends the report, with the token, to base: an https URL only.
 func pushTo(ctx context.Context, c *http.Client, base, token string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+report.Path, bytes.NewReader(body))
 	if err != nil {
 		return err
+	}
+	if req.URL.Scheme != "https" {
+		return fmt.Errorf("refusing to send the token to %s: not https", base)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -254,7 +266,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		containers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tailor_agent_containers", Help: "Pod containers on this node the agent reads."}),
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tailor_agent_pushes_total", Help: "Reports pushed to a manager, by result (ok, error, no-token, no-manager).",
+			Name: "tailor_agent_pushes_total", Help: "Reports pushed to a manager, by result (ok, error, no-token, no-manager, no-ca).",
 		}, []string{"result"}),
 		urgent: prometheus.NewCounter(prometheus.CounterOpts{Name: "tailor_agent_urgent_reports_total", Help: "Reports pushed early because a container crossed an urgent threshold."}),
 	}

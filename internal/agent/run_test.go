@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -58,7 +59,7 @@ func TestRunPushesUrgentReportsAtOnce(t *testing.T) {
 	}
 	var pushes []got
 	refuse := 0 // how many of the next pushes to refuse
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var rep report.Report
 		if r.URL.Path != report.Path || json.NewDecoder(r.Body).Decode(&rep) != nil {
 			http.Error(w, "bad", http.StatusBadRequest)
@@ -76,6 +77,12 @@ func TestRunPushesUrgentReportsAtOnce(t *testing.T) {
 	}))
 	defer srv.Close()
 
+	// The agent trusts the test server's CA, for the name its certificate
+	// carries, as it would the managers' for their Service's.
+	trust := NewTrust("example.com", 2*time.Second)
+	if _, err := trust.SetBundle(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})); err != nil {
+		t.Fatal(err)
+	}
 	clk := clocktesting.NewFakeClock(t0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -84,7 +91,7 @@ func TestRunPushesUrgentReportsAtOnce(t *testing.T) {
 		done <- Run(ctx, Options{
 			Tree: cgroup.Tree{Root: root, Version: cgroup.V1}, Interval: time.Second, ReportEvery: 5 * time.Second,
 			Thresholds: DefaultThresholds(), TokenFile: tokenFile, Managers: StaticManagers{srv.URL},
-			Client: srv.Client(), Clock: clk, Log: logr.Discard(),
+			Trust: trust, Clock: clk, Log: logr.Discard(),
 		})
 	}()
 	count := func() int {
@@ -144,7 +151,7 @@ func TestEndpointURLs(t *testing.T) {
 		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.9"}}},
 	}
 	got := endpointURLs([]*discoveryv1.EndpointSlice{slice, other, slice}, "agent")
-	want := []string{"http://10.0.0.2:8444", "http://[fd00::4]:8444"}
+	want := []string{"https://10.0.0.2:8444", "https://[fd00::4]:8444"}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("URLs %v, want %v", got, want)
 	}

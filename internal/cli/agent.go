@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/tailorhq/tailor/internal/agent"
 	"github.com/tailorhq/tailor/internal/agent/cgroup"
+	"github.com/tailorhq/tailor/internal/agent/report"
 )
 
 func init() { verbs = append(verbs, newAgentCommand) }
@@ -40,9 +42,14 @@ type AgentOptions struct {
 	ManagerService string
 	ManagerPort    string
 	ManagerURLs    []string
-	Thresholds     agent.Thresholds
-	MetricsAddr    string
-	ProbeAddr      string
+	// ManagerCAConfigMap is the ConfigMap, in ManagerService's namespace,
+	// where the managers publish their CA bundle; ManagerCAFile replaces
+	// it with ManagerURLs.
+	ManagerCAConfigMap string
+	ManagerCAFile      string
+	Thresholds         agent.Thresholds
+	MetricsAddr        string
+	ProbeAddr          string
 
 	logs    logFlags
 	streams genericiooptions.IOStreams
@@ -73,7 +80,9 @@ func (o *AgentOptions) command() *cobra.Command {
 	f.StringVar(&o.TokenFile, "token-file", "/var/run/secrets/tailor/token", "the projected service-account token (audience tailor-manager) sent with each report")
 	f.StringVar(&o.ManagerService, "manager-service", "tailor-system/tailor-manager-agents", "<namespace>/<name> of the Service whose endpoints are the managers taking reports")
 	f.StringVar(&o.ManagerPort, "manager-port-name", "agent", "the name of that Service's report port")
-	f.StringSliceVar(&o.ManagerURLs, "manager-url", nil, "base URLs of the managers, in place of --manager-service's endpoints (development)")
+	f.StringVar(&o.ManagerCAConfigMap, "manager-ca-configmap", "tailor-agent-ca", "the ConfigMap, in --manager-service's namespace, where the managers publish their CA bundle (ca.crt): reports go over TLS only, to a manager whose certificate chains to it and names --manager-service (<name>.<namespace>.svc); until it is read, nothing is sent")
+	f.StringSliceVar(&o.ManagerURLs, "manager-url", nil, "https base URLs of the managers, in place of --manager-service's endpoints (development; with --manager-ca-file)")
+	f.StringVar(&o.ManagerCAFile, "manager-ca-file", "", "with --manager-url, the PEM bundle of CAs the managers' certificates are checked against, for each URL's host")
 	f.Float64Var(&th.Throttled, "urgent-throttled", th.Throttled, "share of CFS periods throttled over one interval that wakes the manager")
 	f.Float64Var(&th.CPUPressure, "urgent-cpu-pressure", th.CPUPressure, "cgroup v2: share of time stalled on CPU (PSI some avg10) that wakes the manager")
 	f.Float64Var(&th.MemoryMargin, "urgent-memory-margin", th.MemoryMargin, "a working set within this share of its limit wakes the manager")
@@ -98,6 +107,18 @@ func (o *AgentOptions) Validate() error {
 		if ns, name, ok := strings.Cut(o.ManagerService, "/"); !ok || ns == "" || name == "" {
 			return usageErrorf("--manager-service %q: want <namespace>/<name>", o.ManagerService)
 		}
+		if errs := validation.IsDNS1123Subdomain(o.ManagerCAConfigMap); len(errs) > 0 {
+			return usageErrorf("--manager-ca-configmap %q: %s", o.ManagerCAConfigMap, strings.Join(errs, "; "))
+		}
+	} else {
+		for _, u := range o.ManagerURLs {
+			if !strings.HasPrefix(u, "https://") {
+				return usageErrorf("--manager-url %q: want https (the agent sends its token over TLS only)", u)
+			}
+		}
+		if o.ManagerCAFile == "" {
+			return usageErrorf("--manager-url needs --manager-ca-file: the CAs the managers' certificates are checked against")
+		}
 	}
 	th := o.Thresholds
 	for name, v := range map[string]float64{"--urgent-throttled": th.Throttled, "--urgent-cpu-pressure": th.CPUPressure,
@@ -121,6 +142,8 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 		return err
 	}
 	var managers agent.Managers = agent.StaticManagers(o.ManagerURLs)
+	// Static URLs are checked for their own hosts.
+	trust := agent.NewTrust("", pushTimeout)
 	if len(o.ManagerURLs) == 0 {
 		cfg, err := restConfig(o.configFlags)
 		if err != nil {
@@ -132,6 +155,18 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 		}
 		ns, name, _ := strings.Cut(o.ManagerService, "/")
 		managers = agent.WatchManagers(ctx, cs, ns, name, o.ManagerPort)
+		trust = agent.NewTrust(report.ServerName(name, ns), pushTimeout)
+		if err := agent.WatchManagerCA(ctx, cs, ns, o.ManagerCAConfigMap, trust, log); err != nil {
+			return err
+		}
+	} else {
+		bundle, err := os.ReadFile(o.ManagerCAFile)
+		if err != nil {
+			return fmt.Errorf("--manager-ca-file: %w", err)
+		}
+		if _, err := trust.SetBundle(bundle); err != nil {
+			return fmt.Errorf("--manager-ca-file %s: %w", o.ManagerCAFile, err)
+		}
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -158,7 +193,7 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 	go func() {
 		runErr <- agent.Run(ctx, agent.Options{
 			Tree: tree, Interval: o.Interval, ReportEvery: o.ReportInterval, Thresholds: o.Thresholds,
-			TokenFile: o.TokenFile, Managers: managers, Client: &http.Client{Timeout: 2 * time.Second},
+			TokenFile: o.TokenFile, Managers: managers, Trust: trust,
 			Log: log, Metrics: m, Ticked: func(t time.Time) { lastTick.Store(t.UnixNano()) },
 		})
 	}()
@@ -169,6 +204,9 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 		return err
 	}
 }
+
+// pushTimeout bounds one push, handshake included.
+const pushTimeout = 2 * time.Second
 
 // detectTree finds which cgroup hierarchy root holds: v2 has
 // cgroup.controllers at its root, v1 a directory per controller.

@@ -12,6 +12,7 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,6 +61,10 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.StringVar(&o.AgentAddr, "agent-bind-address", manager.DefaultAgentAddr, "with --metrics-source=agent, where the node agents' reports are taken")
 	f.StringVar(&o.AgentServiceAccount, "agent-service-account", manager.DefaultAgentServiceAccount, "with --metrics-source=agent, the agents' service account (<namespace>:<name>); reports under any other identity are refused")
 	f.StringVar(&o.AgentFallback, "agent-fallback", "kubelet", "with --metrics-source=agent, the source read for pods on nodes with no fresh agent report: kubelet, metrics-server, prometheus or none")
+	f.StringVar(&o.AgentService, "agent-service", manager.DefaultAgentService, "with --metrics-source=agent, <namespace>/<name> of the Service in front of the report port: the reports are taken over TLS with a certificate for its names, and --agent-tls-secret and --agent-ca-configmap are in its namespace")
+	f.StringVar(&o.AgentTLSSecret, "agent-tls-secret", manager.DefaultAgentTLSSecret, "with --metrics-source=agent, the Secret (tls.crt, tls.key, ca.crt) holding the certificate the reports are served with: made and renewed by the managers, with a CA of their own, unless --agent-tls-provided")
+	f.BoolVar(&o.AgentTLSProvided, "agent-tls-provided", false, "with --metrics-source=agent, --agent-tls-secret is the operator's (e.g. a cert-manager Certificate's, with ca.crt): only read, re-read each minute, never written")
+	f.StringVar(&o.AgentCAConfigMap, "agent-ca-configmap", manager.DefaultAgentCAConfigMap, "with --metrics-source=agent, the ConfigMap where the managers publish the certificate's CA bundle (ca.crt, no key) for the agents")
 	f.StringVar(&o.PrometheusURL, "prometheus-url", "http://127.0.0.1:9090", "Prometheus HTTP API, with --metrics-source=prometheus")
 	o.prometheus.bind(f)
 	f.DurationVar(&o.PrometheusRateWindow, "prometheus-rate-window", prometheus.DefaultWindow, "with --metrics-source=prometheus, the range of the CPU queries' rate(): at least four of the Prometheus' scrape intervals of the kubelets' cAdvisor (2m for a 30s scrape), so a missed scrape leaves a rate. A new container's CPU is read once it has run two of these")
@@ -123,6 +128,15 @@ func (o *ManagerOptions) Validate() error {
 		}
 		if ns, name, ok := strings.Cut(o.AgentServiceAccount, ":"); !ok || ns == "" || name == "" || strings.Contains(name, ":") {
 			return usageErrorf("--agent-service-account %q: want <namespace>:<name>", o.AgentServiceAccount)
+		}
+		ns, name, ok := strings.Cut(o.AgentService, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1035Label(name)) > 0 {
+			return usageErrorf("--agent-service %q: want <namespace>/<name> of a Service", o.AgentService)
+		}
+		for flag, v := range map[string]string{"--agent-tls-secret": o.AgentTLSSecret, "--agent-ca-configmap": o.AgentCAConfigMap} {
+			if errs := validation.IsDNS1123Subdomain(v); len(errs) > 0 {
+				return usageErrorf("%s %q: %s", flag, v, strings.Join(errs, "; "))
+			}
 		}
 	}
 	if err := validatePrometheusURL("--prometheus-url", o.PrometheusURL); err != nil {

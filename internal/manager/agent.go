@@ -1,9 +1,12 @@
 package manager
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -21,6 +24,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tailorhq/tailor/internal/agent/report"
+	"github.com/tailorhq/tailor/internal/agentcert"
 	agentsource "github.com/tailorhq/tailor/internal/metrics/agent"
 	"github.com/tailorhq/tailor/internal/shard"
 )
@@ -32,6 +36,17 @@ const DefaultAgentAddr = ":8444"
 // DefaultAgentServiceAccount is the agent's identity in the default
 // install (namespace:name).
 const DefaultAgentServiceAccount = "tailor-system:tailor-agent"
+
+// The default install's names for the agents' TLS: the Service in front
+// of the managers' report port (<namespace>/<name>; the certificate is
+// made for its names, and the Secret and ConfigMap live in its
+// namespace), the Secret holding the certificate and the ConfigMap where
+// its CA bundle is published for the agents.
+const (
+	DefaultAgentService     = "tailor-system/tailor-manager-agents"
+	DefaultAgentTLSSecret   = "tailor-agent-tls"
+	DefaultAgentCAConfigMap = "tailor-agent-ca"
+)
 
 // agentReviewTTL is how long an agent token's review is reused (never past
 // the token's expiry): how late a token whose pod was deleted is still
@@ -138,11 +153,38 @@ func newAgentReceiver(cs kubernetes.Interface, o Options) (*agentsource.Receiver
 	return agentsource.NewReceiver(auth, clock.RealClock{}, ctrl.Log.WithName("agent-reports"), ctrlmetrics.Registry), nil
 }
 
-// serveAgents takes reports on addr until ctx ends.
-func serveAgents(ctx context.Context, addr string, h http.Handler) error {
+// newAgentKeeper builds the keeper of the certificate the reports are
+// served with.
+func newAgentKeeper(cs kubernetes.Interface, o Options) (*agentcert.Keeper, error) {
+	svc := cmp.Or(o.AgentService, DefaultAgentService)
+	ns, name, ok := strings.Cut(svc, "/")
+	if !ok || ns == "" || name == "" {
+		return nil, fmt.Errorf("agent service %q: want <namespace>/<name>", svc)
+	}
+	return &agentcert.Keeper{
+		Client: cs, Namespace: ns,
+		Secret:    cmp.Or(o.AgentTLSSecret, DefaultAgentTLSSecret),
+		ConfigMap: cmp.Or(o.AgentCAConfigMap, DefaultAgentCAConfigMap),
+		DNSNames:  agentcert.DNSNames(name, ns), ServerName: report.ServerName(name, ns),
+		Provided: o.AgentTLSProvided, Clock: clock.RealClock{}, Log: ctrl.Log.WithName("agent-tls"),
+	}, nil
+}
+
+// serveAgents takes reports on addr until ctx ends, over TLS only, with the
+// certificate getCert returns at each handshake.
+func serveAgents(ctx context.Context, addr string, h http.Handler, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) error {
 	mux := http.NewServeMux()
 	mux.Handle(report.Path, h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	srv := &http.Server{
+		Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+		// Both ends are tailor's: TLS 1.3 only. HTTP/2 is off, as on the
+		// metrics endpoint, against its stream reset floods; a report is
+		// one POST.
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS13, GetCertificate: getCert, NextProtos: []string{"http/1.1"}},
+		// Failed handshakes (a plain HTTP request, a scanner, an agent
+		// without the CA yet) go to the debug log, not stderr.
+		ErrorLog: log.New(logWriter{ctrl.Log.WithName("agent-reports").V(1)}, "", 0),
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening for agent reports on %s: %w", addr, err)
@@ -153,8 +195,16 @@ func serveAgents(ctx context.Context, addr string, h http.Handler) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// logWriter writes each line of the standard library's logger to log.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Info("agent report server", "message", strings.TrimSpace(string(p)))
+	return len(p), nil
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/agentcert"
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/dashboard"
 	"github.com/tailorhq/tailor/internal/metrics"
@@ -118,6 +119,18 @@ type Options struct {
 	// AgentFallback is the source read for pods on nodes with no fresh
 	// agent report: kubelet (""), metrics-server, prometheus, or none.
 	AgentFallback string
+	// AgentService is <namespace>/<name> of the Service in front of the
+	// report port ("" is DefaultAgentService): the reports are served over
+	// TLS with a certificate for its names, kept in Secret AgentTLSSecret
+	// of its namespace, whose CA bundle is published there in ConfigMap
+	// AgentCAConfigMap for the agents ("": the defaults).
+	AgentService     string
+	AgentTLSSecret   string
+	AgentCAConfigMap string
+	// AgentTLSProvided: the Secret is the operator's (e.g. cert-manager's:
+	// tls.crt, tls.key, ca.crt), only read; false: the managers make it,
+	// with a CA of their own, and renew it.
+	AgentTLSProvided bool
 	// SkipNameValidation allows several managers in one process (tests).
 	SkipNameValidation bool
 }
@@ -220,8 +233,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	var source metrics.Source
 	var receiver *agentsource.Receiver
+	var keeper *agentcert.Keeper
 	if o.MetricsSource == "agent" {
-		if source, receiver, err = newAgentSource(cfg, o); err != nil {
+		if source, receiver, keeper, err = newAgentSource(cfg, o); err != nil {
 			return nil, err
 		}
 	} else if source, err = NewSource(cfg, o); err != nil {
@@ -285,8 +299,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			addr = DefaultAgentAddr
 		}
 		// Every replica takes reports, so a standby that takes over knows
-		// every node's figures at once.
-		if err := mgr.Add(everyReplica(func(ctx context.Context) error { return serveAgents(ctx, addr, receiver) })); err != nil {
+		// every node's figures at once; each keeps the certificate too.
+		if err := mgr.Add(everyReplica(keeper.Start)); err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(everyReplica(func(ctx context.Context) error { return serveAgents(ctx, addr, receiver, keeper.GetCertificate) })); err != nil {
 			return nil, err
 		}
 	}
@@ -311,6 +328,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 			return nil, err
+		}
+		if keeper != nil {
+			if err := mgr.AddReadyzCheck("agent-tls", keeper.Ready); err != nil {
+				return nil, err
+			}
 		}
 	}
 	ctrl.Log.Info("tailor manager configured", "server", server.GitVersion, "mode", server.Mode, "metricsSource", source.Name(), "syncPeriod", o.SyncPeriod, "namespaces", o.Shard)
@@ -400,29 +422,34 @@ func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 }
 
 // newAgentSource builds the agent source: reports taken by a receiver, and
-// the fallback source for nodes without a fresh one.
-func newAgentSource(cfg *rest.Config, o Options) (metrics.Source, *agentsource.Receiver, error) {
+// the fallback source for nodes without a fresh one; and the keeper of the
+// certificate the reports are taken over.
+func newAgentSource(cfg *rest.Config, o Options) (metrics.Source, *agentsource.Receiver, *agentcert.Keeper, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	receiver, err := newAgentReceiver(cs, o)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	keeper, err := newAgentKeeper(cs, o)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	src := &agentsource.Source{Receiver: receiver, Clock: clock.RealClock{}}
 	switch o.AgentFallback {
 	case "none":
 	case "agent":
-		return nil, nil, fmt.Errorf("the agent source's fallback cannot be the agent")
+		return nil, nil, nil, fmt.Errorf("the agent source's fallback cannot be the agent")
 	default:
 		fo := o
 		fo.MetricsSource = o.AgentFallback
 		if src.Fallback, err = NewSource(cfg, fo); err != nil {
-			return nil, nil, fmt.Errorf("the agent source's fallback: %w", err)
+			return nil, nil, nil, fmt.Errorf("the agent source's fallback: %w", err)
 		}
 	}
-	return src, receiver, nil
+	return src, receiver, keeper, nil
 }
 
 // kubeletShareFor is how long one read of a node serves every policy: the

@@ -31,15 +31,22 @@ type Agent struct {
 	// ServiceAccount is the agents' identity for the manager's
 	// AgentServiceAccount option.
 	ServiceAccount string
-	cs             kubernetes.Interface
+	// Service is <namespace>/<name> of the Service the agents push to, for
+	// the manager's AgentService option: the manager makes its certificate
+	// for that Service's names and publishes its CA in the namespace, and
+	// the agents check it against that CA, for that name.
+	Service string
+	cs      kubernetes.Interface
 }
 
 // DeployAgent installs the node agent as config/agent and
 // config/components/agent render it (its ServiceAccount, Role and binding,
 // and DaemonSet, logging at debug level) in namespace, and in place of the manager's Service a Service
 // without a selector whose endpoint is this host at managerPort, where a
-// manager in the test's process takes reports. It waits for the agent to
-// run.
+// manager in the test's process takes reports, over TLS: give that
+// manager Agent.Service, and it makes its certificate for that Service and
+// publishes its CA in namespace, where the agent reads it. It waits for the
+// agent to run.
 func DeployAgent(ctx context.Context, cs kubernetes.Interface, namespace string, managerPort int) (*Agent, error) {
 	objs, err := renderAgent(namespace)
 	if err != nil {
@@ -77,6 +84,7 @@ func DeployAgent(ctx context.Context, cs kubernetes.Interface, namespace string,
 	if err := pointAtHost(ctx, cs, namespace, service, managerPort); err != nil {
 		return nil, err
 	}
+	a.Service = namespace + "/" + service
 	// The dev cluster has no kube-proxy: the apiserver's Service address
 	// is not routed, so the agent is pointed at the apiserver itself, as
 	// client-go's in-cluster config reads it. Nothing else differs.

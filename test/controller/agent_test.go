@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/agent"
 	"github.com/tailorhq/tailor/internal/agent/report"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/recommend"
@@ -57,54 +58,18 @@ func TestAgentReportRaisesMemoryBeforeTheKill(t *testing.T) {
 
 	// The agent: its service account, and its pod on the test's node, to
 	// which its token is bound. A second one sits on another node.
-	token := func(name, node string) string {
-		t.Helper()
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "agent"}}
-		if _, err := clientset.CoreV1().ServiceAccounts(e.ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
-			t.Fatal(err)
-		}
-		p := builder.Pod(name).Namespace(e.ns).Node(node).Container(builder.Container("agent").Requests("10m", "32Mi")).Obj()
-		p.Spec.ServiceAccountName = "agent"
-		if err := apiClient.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		tr, err := clientset.CoreV1().ServiceAccounts(e.ns).CreateToken(ctx, "agent", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
-			Audiences: []string{report.Audience}, ExpirationSeconds: new(int64(600)),
-			BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID},
-		}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("token for the agent on %s: %v", node, err)
-		}
-		return tr.Status.Token
-	}
-	here := token("agent-here", e.node)
-	elsewhere := token("agent-elsewhere", e.addNode("other-"+e.ns, "8", "32Gi"))
+	here := e.agentToken("agent-here", e.node)
+	elsewhere := e.agentToken("agent-elsewhere", e.addNode("other-"+e.ns, "8", "32Gi"))
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
 	rec := recommend.DefaultConfig()
 	// A thin margin, so only the risk raises: 256Mi idles at 128Mi.
 	rec.MemoryMinMargin, rec.MemoryJitterMargin = 16*mi, 0
-	m, err := manager.New(restConfig, manager.Options{
-		MetricsSource: "agent", AgentAddr: addr, AgentServiceAccount: e.ns + ":agent", AgentFallback: "none",
-		SyncPeriod: time.Hour, Recommender: &rec, MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true,
+	addr := runAgentManager(t, manager.Options{
+		AgentServiceAccount: e.ns + ":agent", AgentFallback: "none", AgentService: e.ns + "/" + agentService,
+		SyncPeriod: time.Hour, Recommender: &rec,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- m.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	// The agent checks the managers against the CA they publish.
+	client := agentClient(t, e.ns)
 
 	push := func(tok string, ws, growth float64, urgent bool) int {
 		t.Helper()
@@ -122,9 +87,9 @@ func TestAgentReportRaisesMemoryBeforeTheKill(t *testing.T) {
 		var code int
 		// The server starts with the manager: retry until it listens.
 		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+report.Path, bytes.NewReader(body))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+report.Path, bytes.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+tok)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := client.Do(req)
 			if err != nil {
 				// Not listening yet: the manager is starting.
 				return false, nil //nolint:nilerr
@@ -191,6 +156,7 @@ func TestAgentReportRaisesMemoryBeforeTheKill(t *testing.T) {
 	}
 
 	start := time.Now()
+	var err error
 	if code := push(here, 178*mi, 50*mi, true); code != http.StatusNoContent {
 		t.Fatalf("an urgent report: HTTP %d", code)
 	}
@@ -231,4 +197,86 @@ func TestAgentReportRaisesMemoryBeforeTheKill(t *testing.T) {
 	if err != nil {
 		t.Errorf("no MemoryAtRisk event on the capped pod: %v", err)
 	}
+}
+
+// agentService is the report Service's name the controller tests' managers
+// make their certificate for, in the test's namespace.
+const agentService = "tailor-manager-agents"
+
+// agentToken is a token of ServiceAccount "agent" of e's namespace (made
+// if need be) with the agents' audience, bound to a new pod name on node:
+// the TokenReview names that node.
+func (e *env) agentToken(name, node string) string {
+	e.t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "agent"}}
+	if _, err := clientset.CoreV1().ServiceAccounts(e.ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		e.t.Fatal(err)
+	}
+	p := builder.Pod(name).Namespace(e.ns).Node(node).Container(builder.Container("agent").Requests("10m", "32Mi")).Obj()
+	p.Spec.ServiceAccountName = "agent"
+	if err := apiClient.Create(ctx, p); err != nil {
+		e.t.Fatal(err)
+	}
+	tr, err := clientset.CoreV1().ServiceAccounts(e.ns).CreateToken(ctx, "agent", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+		Audiences: []string{report.Audience}, ExpirationSeconds: new(int64(600)),
+		BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("token for the agent on %s: %v", node, err)
+	}
+	return tr.Status.Token
+}
+
+// runAgentManager starts a manager reading the agents (o's agent fields,
+// with the agent source; no metrics or probes) on a free loopback port,
+// stops it when the test ends, and returns the report address.
+func runAgentManager(t *testing.T, o manager.Options) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	o.MetricsSource, o.AgentAddr, o.MetricsAddr, o.ProbeAddr, o.SkipNameValidation = "agent", addr, "0", "0", true
+	m, err := manager.New(restConfig, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return addr
+}
+
+// agentClient is the client an agent pushes to the managers of ns with:
+// it waits for the CA bundle the managers publish (ConfigMap
+// tailor-agent-ca), and checks their certificate against it for the
+// report Service's name, as the agent does.
+func agentClient(t *testing.T, ns string) *http.Client {
+	t.Helper()
+	trust := agent.NewTrust(report.ServerName(agentService, ns), 5*time.Second)
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		cm, err := clientset.CoreV1().ConfigMaps(ns).Get(ctx, manager.DefaultAgentCAConfigMap, metav1.GetOptions{})
+		if err != nil {
+			return false, nil //nolint:nilerr // not published yet
+		}
+		_, err = trust.SetBundle([]byte(cm.Data[report.CABundleKey]))
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the managers published no CA bundle in %s/%s within 30s", ns, manager.DefaultAgentCAConfigMap)
+	}
+	c, err := trust.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

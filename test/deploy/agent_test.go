@@ -3,6 +3,7 @@ package deploy
 import (
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,6 +109,9 @@ func TestAgentRender(t *testing.T) {
 		// privileged: the agent's namespace is rendered, enforcing the
 		// privileged Pod Security level.
 		privileged bool
+		// provided: the reports' certificate is the operator's: the
+		// managers only read its Secret.
+		provided bool
 	}{
 		"kustomize": {render: func(t *testing.T) []*unstructured.Unstructured {
 			return renderKustomizeAgent(t, namespace, own, release+"-")
@@ -124,6 +128,9 @@ func TestAgentRender(t *testing.T) {
 		"helm sharded": {render: func(t *testing.T) []*unstructured.Unstructured {
 			return renderHelm(t, release, namespace, "agent.enabled=true", "shards=2")
 		}, agentNamespace: namespace},
+		"helm provided certificate": {render: func(t *testing.T) []*unstructured.Unstructured {
+			return renderHelm(t, release, namespace, "agent.enabled=true", "agent.tls.provided=true", "agent.tls.secretName=agent-cert", "agent.tls.caConfigMap=agent-ca")
+		}, agentNamespace: namespace, provided: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -133,9 +140,9 @@ func TestAgentRender(t *testing.T) {
 			}
 			checkAgentNamespaces(t, r, tc.privileged)
 			checkAgentPod(t, r.agent.Spec.Template.Spec)
-			checkAgentAccess(t, r)
 			flags := checkAgentArgs(t, r)
-			checkManagersTakeReports(t, r, flags)
+			checkAgentAccess(t, r, flags)
+			checkManagersTakeReports(t, r, flags, tc.provided)
 		})
 	}
 }
@@ -260,9 +267,10 @@ func envValue(c corev1.Container, name string) string {
 }
 
 // checkAgentAccess: the agent's ServiceAccount may get, list and watch
-// EndpointSlices in the managers' namespace and nothing else; the manager's
-// may create TokenReviews, to authenticate the agents.
-func checkAgentAccess(t *testing.T, r agentRender) {
+// EndpointSlices in the managers' namespace, and the one ConfigMap its
+// --manager-ca-configmap names, and nothing else; the manager's may create
+// TokenReviews, to authenticate the agents.
+func checkAgentAccess(t *testing.T, r agentRender, agent *pflag.FlagSet) {
 	t.Helper()
 	sa := r.agent.Spec.Template.Spec.ServiceAccountName
 	if !r.accounts[r.agentNamespace+"/"+sa] {
@@ -302,7 +310,10 @@ func checkAgentAccess(t *testing.T, r agentRender) {
 		}
 		rules = append(rules, role.Rules...)
 	}
-	want := []rbacv1.PolicyRule{{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}}}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{agent.Lookup("manager-ca-configmap").Value.String()}, Verbs: []string{"get", "list", "watch"}},
+	}
 	if diff := cmp.Diff(want, rules); diff != "" {
 		t.Errorf("what the agent may do in namespace %s (-want,+got):\n%s", r.namespace, diff)
 	}
@@ -359,8 +370,10 @@ func checkAgentArgs(t *testing.T, r agentRender) *pflag.FlagSet {
 
 // checkManagersTakeReports: the Service the agents watch is rendered, in
 // front of every manager's report port, and every manager reads the agents
-// and accepts the agent's ServiceAccount.
-func checkManagersTakeReports(t *testing.T, r agentRender, agent *pflag.FlagSet) {
+// and accepts the agent's ServiceAccount; its certificate is for that
+// Service, and it publishes its CA where the agent reads it, with a Role
+// on those two objects alone (the Secret only read when provided).
+func checkManagersTakeReports(t *testing.T, r agentRender, agent *pflag.FlagSet, provided bool) {
 	t.Helper()
 	svcName := agent.Lookup("manager-service").Value.String()
 	if ns, _, _ := strings.Cut(svcName, "/"); ns != r.namespace {
@@ -398,15 +411,57 @@ func checkManagersTakeReports(t *testing.T, r agentRender, agent *pflag.FlagSet)
 			}
 		}
 		flags := parseVerb(t, "manager", expandArgs(t, c, r.namespace))
-		for flag, want := range map[string]string{"metrics-source": "agent", "agent-fallback": "kubelet", "agent-service-account": wantSA} {
+		for flag, want := range map[string]string{"metrics-source": "agent", "agent-fallback": "kubelet", "agent-service-account": wantSA,
+			// The certificate is made (or checked) for the Service the
+			// agents dial, whose name they check; the CA is published
+			// where they read it.
+			"agent-service": svcName, "agent-ca-configmap": agent.Lookup("manager-ca-configmap").Value.String(),
+			"agent-tls-provided": strconv.FormatBool(provided)} {
 			if got := flags.Lookup(flag).Value.String(); got != want {
 				t.Errorf("%s: --%s = %s, want %s", m.Name, flag, got, want)
 			}
 		}
+		checkManagerTLSAccess(t, r, m, flags, provided)
 		if !portIs(c, port.TargetPort, portOf(t, flags.Lookup("agent-bind-address").Value.String())) {
 			t.Errorf("%s: Service %s port %s targets %s, not the manager's --agent-bind-address=%s",
 				m.Name, svcName, port.Name, port.TargetPort.String(), flags.Lookup("agent-bind-address").Value)
 		}
+	}
+}
+
+// checkManagerTLSAccess: manager m's ServiceAccount is bound, in its own
+// namespace, to exactly the rules on its TLS Secret and CA ConfigMap:
+// get and update by name (get only on a provided Secret), and create.
+func checkManagerTLSAccess(t *testing.T, r agentRender, m *appsv1.Deployment, flags *pflag.FlagSet, provided bool) {
+	t.Helper()
+	manager := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: m.Spec.Template.Spec.ServiceAccountName, Namespace: r.namespace}
+	var got []rbacv1.PolicyRule
+	for _, b := range r.bindings {
+		if len(b.Subjects) != 1 || b.Subjects[0] != manager || b.RoleRef.Kind != "Role" {
+			continue
+		}
+		role := r.roles[b.Namespace+"/"+b.RoleRef.Name]
+		if role == nil || b.Namespace != r.namespace {
+			continue
+		}
+		for _, rule := range role.Rules {
+			if slices.Contains(rule.Resources, "secrets") || slices.Contains(rule.Resources, "configmaps") {
+				got = append(got, rule)
+			}
+		}
+	}
+	secret, cm := flags.Lookup("agent-tls-secret").Value.String(), flags.Lookup("agent-ca-configmap").Value.String()
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, ResourceNames: []string{cm}, Resources: []string{"configmaps"}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, ResourceNames: []string{secret}, Resources: []string{"secrets"}, Verbs: []string{"get", "update"}},
+	}
+	if provided {
+		want[1].Resources = []string{"configmaps"}
+		want[2].Verbs = []string{"get"}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%s: what the manager may do with Secrets and ConfigMaps in %s (-want,+got):\n%s", m.Name, r.namespace, diff)
 	}
 }
 
@@ -493,7 +548,7 @@ func portIs(c corev1.Container, ref intstr.IntOrString, port int32) bool {
 func TestHelmAgentFallback(t *testing.T) {
 	const namespace, release = "deploy-agent", "deploy-test-agent"
 	always := map[string]string{"ClusterRole agent-reviewer": "manager", "ClusterRole manager": "manager", "Role agent": "agent", "Role leader-election": "manager",
-		"ClusterRole metrics-reader": ""}
+		"Role manager-agent-tls": "manager", "ClusterRole metrics-reader": ""}
 	with := func(role string) map[string]string {
 		out := map[string]string{role: "manager"}
 		for k, v := range always {

@@ -248,6 +248,15 @@ func TestHelmNotes(t *testing.T) {
 	if n := notes(nil, "monitoring.serviceMonitor.enabled=true"); !strings.Contains(n, "does not serve monitoring.coreos.com/v1 ServiceMonitor") {
 		t.Errorf("notes with a ServiceMonitor asked for and not served do not say so:\n%s", n)
 	}
+	// A certificate the operator provides: the notes say which Secret, for
+	// which name, and what happens until it is there.
+	if n := notes(nil, "agent.enabled=true", "agent.tls.provided=true", "agent.tls.secretName=agent-cert"); !strings.Contains(n, "Secret agent-cert") ||
+		!strings.Contains(n, "notes-tailor-manager-agents.deploy-notes.svc") {
+		t.Errorf("notes with agent.tls.provided do not name the Secret and the name it must be for:\n%s", n)
+	}
+	if n := notes(nil, "agent.enabled=true"); strings.Contains(n, "yours to provide") {
+		t.Errorf("notes without agent.tls.provided ask for a Secret:\n%s", n)
+	}
 }
 
 // TestHelmSchemaRefuses: values.schema.json refuses values the chart
@@ -261,6 +270,7 @@ func TestHelmSchemaRefuses(t *testing.T) {
 		"alert duration":           {"monitoring.prometheusRule.managerDownFor=soon", "/monitoring/prometheusRule/managerDownFor"},
 		"metrics source":           {"metricsSource=influx", "/metricsSource"},
 		"agent fallback":           {"agent.fallback=kubelets", "/agent/fallback"},
+		"agent TLS Secret":         {"agent.tls.secretName=Agent_Cert", "/agent/tls/secretName"},
 		"pull policy":              {"image.pullPolicy=Sometimes", "/image/pullPolicy"},
 		"shards":                   {"shards=0", "/shards"},
 		"replicas":                 {"replicaCount=0", "/replicaCount"},

@@ -22,8 +22,9 @@ import (
 
 // access is one request the manager's ServiceAccount may or may not make.
 // Namespace "" is cluster scope; ownNamespace stands for the install's.
+// name, if set, is the one object asked for.
 type access struct {
-	verb, group, resource, subresource, namespace string
+	verb, group, resource, subresource, namespace, name string
 }
 
 const ownNamespace = "<own>"
@@ -40,6 +41,9 @@ func (a access) String() string {
 	if a.subresource != "" {
 		r += "/" + a.subresource
 	}
+	if a.name != "" {
+		r += " " + a.name
+	}
 	ns := a.namespace
 	if ns == "" {
 		ns = "(cluster)"
@@ -50,7 +54,16 @@ func (a access) String() string {
 func accesses(verbs []string, group, resource, subresource, namespace string) []access {
 	var out []access
 	for _, v := range verbs {
-		out = append(out, access{v, group, resource, subresource, namespace})
+		out = append(out, access{v, group, resource, subresource, namespace, ""})
+	}
+	return out
+}
+
+// named is each access of as asked for the object name alone.
+func named(name string, as []access) []access {
+	out := slices.Clone(as)
+	for i := range out {
+		out[i].name = name
 	}
 	return out
 }
@@ -112,14 +125,33 @@ var (
 	// The manager reviews tokens: its metrics' scrapers', and with the node
 	// agent the agents'.
 	tokenReview = accesses([]string{"create"}, "authentication.k8s.io", "tokenreviews", "", "")
+	// With the node agent the manager keeps the reports' certificate and
+	// publishes its CA, in its own namespace: those two objects by name,
+	// and create, which RBAC cannot narrow to a name.
+	agentTLS = slices.Concat(
+		named("tailor-agent-tls", accesses([]string{"get", "update"}, "", "secrets", "", ownNamespace)),
+		named("tailor-agent-ca", accesses([]string{"get", "update"}, "", "configmaps", "", ownNamespace)),
+		accesses([]string{"create"}, "", "secrets", "", ownNamespace),
+		accesses([]string{"create"}, "", "configmaps", "", ownNamespace),
+	)
 )
 
 // agentCan is all the node agent's ServiceAccount may do: find the
 // managers. agentNever is what it must not, a sample of the rest: it
 // writes nothing and reads no pod, node or secret.
 var (
-	agentCan   = accesses([]string{"get", "list", "watch"}, "discovery.k8s.io", "endpointslices", "", ownNamespace)
+	agentCan = slices.Concat(
+		accesses([]string{"get", "list", "watch"}, "discovery.k8s.io", "endpointslices", "", ownNamespace),
+		// The managers' CA bundle, and nothing else of theirs.
+		named("tailor-agent-ca", accesses([]string{"get", "list", "watch"}, "", "configmaps", "", ownNamespace)),
+	)
 	agentNever = slices.Concat(
+		// Never a key: not the reports' Secret, nor any other.
+		named("tailor-agent-tls", accesses([]string{"get", "list", "watch"}, "", "secrets", "", ownNamespace)),
+		accesses([]string{"list", "watch"}, "", "configmaps", "", ownNamespace),
+		named("kube-root-ca.crt", accesses([]string{"get"}, "", "configmaps", "", ownNamespace)),
+		named("tailor-agent-ca", accesses([]string{"update", "patch", "delete"}, "", "configmaps", "", ownNamespace)),
+		named("tailor-agent-ca", accesses([]string{"get"}, "", "configmaps", "", otherNamespace)),
 		accesses([]string{"list", "watch"}, "discovery.k8s.io", "endpointslices", "", otherNamespace),
 		accesses([]string{"create", "update", "patch", "delete"}, "discovery.k8s.io", "endpointslices", "", ownNamespace),
 		accesses([]string{"get", "list", "watch"}, "", "pods", "", otherNamespace),
@@ -153,6 +185,14 @@ var never = slices.Concat(
 	accesses([]string{"get", "list"}, "", "secrets", "", ownNamespace),
 	accesses([]string{"list"}, "", "secrets", "", ""),
 	accesses([]string{"get"}, "", "configmaps", "", otherNamespace),
+	// The agents' TLS: only the two objects by name, in the install's
+	// namespace; no other Secret or ConfigMap, no list, no delete.
+	named("tailor-agent-tls", accesses([]string{"list", "watch", "patch", "delete"}, "", "secrets", "", ownNamespace)),
+	named("tailor-agent-tls", accesses([]string{"get", "update", "create"}, "", "secrets", "", otherNamespace)),
+	named("tailor-other", accesses([]string{"get", "update"}, "", "secrets", "", ownNamespace)),
+	named("kube-root-ca.crt", accesses([]string{"get", "update"}, "", "configmaps", "", ownNamespace)),
+	named("tailor-agent-ca", accesses([]string{"delete"}, "", "configmaps", "", ownNamespace)),
+	accesses([]string{"list"}, "", "configmaps", "", ownNamespace),
 	// Policies are the user's: only their status is written.
 	accesses([]string{"create", "update", "patch", "delete"}, "autoscaling.tailor.dev", "tailorpolicies", "", otherNamespace),
 	accesses([]string{"update"}, "autoscaling.tailor.dev", "tailorpolicies", "status", otherNamespace),
@@ -241,12 +281,20 @@ func TestLeastPrivilege(t *testing.T) {
 				return renderKustomizeAgent(t, namespace, namespace, prefix)
 			},
 			wantSource: "agent",
-			wantCan:    slices.Concat(always, leaderElection, kubeletSource, tokenReview),
+			wantCan:    slices.Concat(always, leaderElection, kubeletSource, tokenReview, agentTLS),
 		},
 		"helm agent": {
 			render:     helmChart("agent.enabled=true"),
 			wantSource: "agent",
-			wantCan:    slices.Concat(always, leaderElection, kubeletSource, tokenReview),
+			wantCan:    slices.Concat(always, leaderElection, kubeletSource, tokenReview, agentTLS),
+		},
+		"helm agent, certificate provided": {
+			render:     helmChart("agent.enabled=true", "agent.tls.provided=true"),
+			wantSource: "agent",
+			wantCan: slices.Concat(always, leaderElection, kubeletSource, tokenReview,
+				named("tailor-agent-tls", accesses([]string{"get"}, "", "secrets", "", ownNamespace)),
+				named("tailor-agent-ca", accesses([]string{"get", "update"}, "", "configmaps", "", ownNamespace)),
+				accesses([]string{"create"}, "", "configmaps", "", ownNamespace)),
 		},
 	}
 	for name, tc := range cases {
@@ -265,7 +313,7 @@ func TestLeastPrivilege(t *testing.T) {
 			// Everything asked: what it must be able to do, plus what any
 			// configuration grants, plus what none may.
 			in.checkAccess(ctx, t, in.serviceAccount, tc.wantCan,
-				slices.Concat(always, leaderElection, kubeletSource, metricsServerSource, eviction, tokenReview, never))
+				slices.Concat(always, leaderElection, kubeletSource, metricsServerSource, eviction, tokenReview, agentTLS, never))
 			if (tc.wantSource == "agent") != (in.agentServiceAccount != "") {
 				t.Fatalf("agent ServiceAccount %q rendered with --metrics-source=%s", in.agentServiceAccount, tc.wantSource)
 			}
@@ -342,6 +390,7 @@ func (in installed) reviewAs(ctx context.Context, sa string, all []access) (map[
 				Group:       a.group,
 				Resource:    a.resource,
 				Subresource: a.subresource,
+				Name:        a.name,
 			},
 		}}
 		res, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})

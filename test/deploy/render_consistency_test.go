@@ -40,13 +40,14 @@ func TestHelmMatchesKustomize(t *testing.T) {
 			set:        []string{"metricsSource=prometheus"},
 			wantRoles:  map[string]string{"ClusterRole manager": "manager", "Role leader-election": "manager", "ClusterRole metrics-reader": ""},
 		},
-		// The agent reads the managers' EndpointSlices; the manager reviews
-		// the agents' tokens, and keeps the kubelet source as fallback.
+		// The agent reads the managers' EndpointSlices and CA ConfigMap; the
+		// manager reviews the agents' tokens, keeps the reports' TLS Secret
+		// and ConfigMap, and keeps the kubelet source as fallback.
 		"agent": {
 			components: []string{"agent"},
 			set:        []string{"agent.enabled=true"},
 			wantRoles: map[string]string{"ClusterRole agent-reviewer": "manager", "ClusterRole manager": "manager", "ClusterRole metrics-kubelet": "manager",
-				"Role agent": "agent", "Role leader-election": "manager", "ClusterRole metrics-reader": ""},
+				"Role agent": "agent", "Role leader-election": "manager", "Role manager-agent-tls": "manager", "ClusterRole metrics-reader": ""},
 		},
 	}
 	for name, tc := range cases {

@@ -93,7 +93,7 @@ func renderKustomizeAgent(t *testing.T, namespace, agentNamespace, namePrefix st
 		"components": []string{"config/components/agent"},
 		"patches": []map[string]any{
 			{"patch": fmt.Sprintf(`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "tailor-manager", "namespace": "tailor-system"},
-"spec": {"template": {"spec": {"containers": [{"name": "manager", "env": [{"name": "AGENT_NAMESPACE", "value": %q}, {"name": "AGENT_SERVICE_ACCOUNT", "value": %q}]}]}}}}`, agentNamespace, agentSA)},
+"spec": {"template": {"spec": {"containers": [{"name": "manager", "env": [{"name": "AGENT_NAMESPACE", "value": %q}, {"name": "AGENT_SERVICE_ACCOUNT", "value": %q}, {"name": "AGENT_SERVICE", "value": %q}]}]}}}}`, agentNamespace, agentSA, namePrefix+"tailor-manager-agents")},
 			{"patch": fmt.Sprintf(`{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "tailor-agent", "namespace": "tailor-system"},
 "subjects": [{"kind": "ServiceAccount", "name": %q, "namespace": %q}]}`, agentSA, agentNamespace)},
 		},

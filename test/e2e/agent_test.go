@@ -27,8 +27,10 @@ import (
 const agentSyncPeriod = time.Minute
 
 // startAgent deploys the node agent (config/components/agent) in ns and a
-// manager in this process reading it, with the kubelet as fallback. When
-// the test fails it prints what the agent and the manager saw.
+// manager in this process reading it, with the kubelet as fallback; the
+// agent reports over TLS, checking the manager against the CA the manager
+// publishes in ns. When the test fails it prints what the agent and the
+// manager saw.
 func startAgent(t *testing.T, ns string) client.Client {
 	t.Helper()
 	port, err := cluster.FreePort()
@@ -48,7 +50,7 @@ func startAgent(t *testing.T, ns string) client.Client {
 	accepted := func() float64 { return agentReports("ok") + agentReports("urgent") }
 	before := accepted()
 	c := startManagerWith(t, manager.Options{Namespaces: []string{ns},
-		MetricsSource: "agent", AgentAddr: ":" + itoa(port), AgentServiceAccount: ag.ServiceAccount,
+		MetricsSource: "agent", AgentAddr: ":" + itoa(port), AgentServiceAccount: ag.ServiceAccount, AgentService: ag.Service,
 		AgentFallback: "kubelet", KubeletThrottling: true, SyncPeriod: agentSyncPeriod, Recommender: &rec,
 	})
 	t.Cleanup(func() {
@@ -61,7 +63,7 @@ func startAgent(t *testing.T, ns string) client.Client {
 	if err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(context.Context) (bool, error) {
 		return accepted() > before, nil
 	}); err != nil {
-		t.Fatalf("no report from the agent accepted within a minute (refused: unauthenticated %v, forbidden %v, invalid %v, throttled %v)",
+		t.Fatalf("no report from the agent accepted within a minute (refused: unauthenticated %v, forbidden %v, invalid %v, throttled %v; the agent's log says whether it has the managers' CA and why a push failed)",
 			agentReports("unauthenticated"), agentReports("forbidden"), agentReports("invalid"), agentReports("throttled"))
 	}
 	return c

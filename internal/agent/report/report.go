@@ -100,3 +100,15 @@ func (r *Report) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// CABundleKey is the key, in the ConfigMap the managers publish for the
+// agents, of the PEM bundle of CAs the managers' serving certificate
+// chains to. The agents push only over TLS, verified against it.
+const CABundleKey = "ca.crt"
+
+// ServerName is the name the agents check the managers' certificate for:
+// the .svc name of the Service in front of the managers' report port
+// (the agents dial its endpoints' addresses directly).
+func ServerName(service, namespace string) string {
+	return service + "." + namespace + ".svc"
+}

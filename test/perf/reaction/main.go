@@ -223,7 +223,7 @@ func startManager(cfg *rest.Config, cs *kubernetes.Clientset, o options, source 
 			_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 			return nil, fmt.Errorf("deploying the agent: %w", err)
 		}
-		mo.AgentAddr, mo.AgentServiceAccount, mo.AgentFallback, mo.SyncPeriod = fmt.Sprintf(":%d", port), ag.ServiceAccount, "kubelet", o.agentSync
+		mo.AgentAddr, mo.AgentServiceAccount, mo.AgentService, mo.AgentFallback, mo.SyncPeriod = fmt.Sprintf(":%d", port), ag.ServiceAccount, ag.Service, "kubelet", o.agentSync
 	}
 	mgr, err := manager.New(cfg, mo)
 	if err != nil {
