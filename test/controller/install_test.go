@@ -157,6 +157,8 @@ func helmCases(ns installNamespaces) map[string]helmCase {
 		"agent, prometheus fallback with a token": {set: append(agentOwnNamespace, "agent.fallback=prometheus",
 			"prometheusClient.bearerToken.secretName=prom-token")},
 		"agent, no fallback": {set: append(agentOwnNamespace, "agent.fallback=none")},
+		"agent, its certificate provided": {set: append(agentOwnNamespace, "agent.tls.provided=true", "agent.tls.secretName=agent-cert",
+			"agent.tls.caConfigMap=agent-ca")},
 		"agent, scheduled and sized": {set: append(agentOwnNamespace, "agent.priorityClassName=system-node-critical",
 			"agent.nodeSelector.kubernetes\\.io/os=linux", "agent.image.repository=registry.example.com/tailor", "agent.image.tag=v9.9.9",
 			"agent.interval=500ms", "agent.reportInterval=2s", "agent.resources.limits.memory=128Mi"),
