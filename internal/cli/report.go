@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/report"
+	"github.com/tailorhq/tailor/internal/resize"
 )
 
 func init() { verbs = append(verbs, newReportCommand) }
@@ -48,6 +50,9 @@ type ReportOptions struct {
 	PrometheusURL string
 	Window        string
 	Step          string
+	// Manifests is a directory of YAML manifests -o patch and -o diff
+	// take the workloads' templates from, instead of the cluster.
+	Manifests string
 
 	prices           priceFlags
 	prometheus       prometheusClientFlags
@@ -56,6 +61,9 @@ type ReportOptions struct {
 	clients          *clients
 	client           client.Client
 	now              func() time.Time
+	// server is the Kubernetes version templates are planned for; nil:
+	// the apiserver's.
+	server *resize.Version
 }
 
 func newReportCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -66,7 +74,7 @@ func newReportCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 // command is the cobra command whose flags fill o.
 func (o *ReportOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "report [-n NS | -A] [-l selector] [-o table|json|csv]",
+		Use:   "report [-n NS | -A] [-l selector] [-o table|json|csv|patch|diff] [--manifests DIR]",
 		Short: "Show each workload's requests against tailor's recommendation, and what moving to it would save",
 		Long: `Show, for every workload's containers, the requests and limits they have,
 tailor's recommendation, the difference across the replicas, and why.
@@ -81,11 +89,22 @@ memory. -o json and -o csv are stable schemas (docs/report.md).
 Each row's requests are priced, now and at the recommendation, at
 --price-cpu-core-hour and --price-memory-gib-hour (examples unless given;
 a node's own prices.tailor.dev/* annotations or labels price its pods),
-and the table sums them per workload and namespace.`,
+and the table sums them per workload and namespace.
+
+-o patch prints, for each workload whose template asks for other than the
+recommendation, a strategic-merge patch of its template's container
+resources (a kustomize patch), shaped as the admission policy shapes a new
+pod: the policy's controlledValues and bounds, the pod's QoS class, the
+namespace's LimitRanges and quotas, the HPAs' utilization targets. With
+--manifests DIR the templates are read from the YAML files under DIR, and
+-o diff prints the same values written into those files, as a unified
+diff. Workloads left out are said on stderr, with why.`,
 		Example: `  tailor report -n shop
   tailor report -A -o csv > sizes.csv
   tailor report -n shop --prometheus-url http://localhost:9090 --window 7d
-  tailor report -n shop --price-cpu-core-hour 0.031 --price-memory-gib-hour 0.0042`,
+  tailor report -n shop --price-cpu-core-hour 0.031 --price-memory-gib-hour 0.0042
+  tailor report -n shop -o patch > overlays/prod/tailor-patches.yaml
+  tailor report -n shop -o diff --manifests deploy/ | git apply`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.prices.complete(cmd.Flags())
 			if err := o.Complete(args); err != nil {
@@ -99,7 +118,8 @@ and the table sums them per workload and namespace.`,
 	}
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "label selector for the pods to report on")
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "report on every namespace")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "output format: table, json or csv")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "output format: table, json, csv, patch (a strategic-merge patch per workload) or diff (of the files under --manifests)")
+	cmd.Flags().StringVar(&o.Manifests, "manifests", "", "with -o patch or -o diff, a directory of YAML manifests (searched recursively) to read the workloads' templates from instead of the cluster")
 	o.prices.bind(cmd.Flags())
 	cmd.Flags().StringVar(&o.PrometheusURL, "prometheus-url", "", "a Prometheus scraping the kubelets' cAdvisor: read each workload's usage history from it")
 	o.prometheus.bind(cmd.Flags())
@@ -136,9 +156,21 @@ func (o *ReportOptions) connect() error {
 // Validate checks flag values.
 func (o *ReportOptions) Validate() error {
 	switch o.Output {
-	case "table", "json", "csv":
+	case "table", "json", "csv", "patch":
+	case "diff":
+		if o.Manifests == "" {
+			return usageErrorf("-o diff edits the manifests under --manifests DIR: name the directory")
+		}
 	default:
-		return usageErrorf("unknown output format %q: use table, json or csv", o.Output)
+		return usageErrorf("unknown output format %q: use table, json, csv, patch or diff", o.Output)
+	}
+	if o.Manifests != "" {
+		if o.Output != "patch" && o.Output != "diff" {
+			return usageErrorf("--manifests is read by -o patch and -o diff only")
+		}
+		if st, err := os.Stat(o.Manifests); err != nil || !st.IsDir() {
+			return usageErrorf("--manifests %q is not a directory", o.Manifests)
+		}
 	}
 	if err := o.prices.validate(); err != nil {
 		return err
@@ -217,10 +249,16 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 			return fmt.Errorf("prometheus at %s: %w", o.PrometheusURL, err)
 		}
 	}
-	book := o.priceBook(ctx)
+	var book price.Book
+	if o.Output != "patch" && o.Output != "diff" {
+		book = o.priceBook(ctx)
+	}
 	rows, err := report.Build(workloads, recommend.DefaultConfig(), o.window, now, book)
 	if err != nil {
 		return err
+	}
+	if o.Output == "patch" || o.Output == "diff" {
+		return o.runTemplates(ctx, workloads, rows, now)
 	}
 	return printReport(o.streams.Out, rows, book, o.Output, o.AllNamespaces)
 }

@@ -109,6 +109,9 @@ func TestReportValidate(t *testing.T) {
 		{ReportOptions{Output: "table", Window: "7d", Step: "0s"}, `invalid --step "0s"`},
 		{ReportOptions{Output: "table", Window: "30d", Step: "1m"}, "--window 30d over --step 1m is 43200 samples a series; Prometheus returns at most 11000"},
 		{ReportOptions{Output: "csv", Window: "7d", Selector: "app in (x"}, "invalid selector"},
+		{ReportOptions{Output: "diff", Window: "7d"}, "-o diff edits the manifests under --manifests DIR: name the directory"},
+		{ReportOptions{Output: "table", Window: "7d", Manifests: "."}, "--manifests is read by -o patch and -o diff only"},
+		{ReportOptions{Output: "patch", Window: "7d", Manifests: "testdata/none"}, `--manifests "testdata/none" is not a directory`},
 		{ReportOptions{Output: "table", Window: "7d", prices: priceFlags{given: 1, prices: price.Example}}, "give both --price-cpu-core-hour and --price-memory-gib-hour"},
 		{ReportOptions{Output: "table", Window: "7d", prices: priceFlags{given: 2, prices: price.Prices{CPUCoreHour: -0.04}}}, "the cpu core-hour price -0.04 is not a price"},
 	} {
@@ -118,6 +121,7 @@ func TestReportValidate(t *testing.T) {
 		}
 	}
 	for _, ok := range []ReportOptions{{Output: "json", Window: "48h"}, {Output: "json", Window: "15m", Step: "1m"},
+		{Output: "patch", Window: "7d"}, {Output: "diff", Window: "7d", Manifests: "testdata/gitops/manifests"},
 		{Output: "table", Window: "7d", prices: priceFlags{given: 2, prices: price.Prices{}}}} {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("Validate(%+v) = %v", ok, err)
