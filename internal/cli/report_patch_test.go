@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -158,10 +159,16 @@ func gitopsCluster(t *testing.T) client.Client {
 // in its repository), and returns stdout and stderr.
 func runGitops(t *testing.T, args ...string) (string, string) {
 	t.Helper()
-	c := gitopsCluster(t)
 	if strings.Contains(strings.Join(args, " "), "--manifests") {
 		t.Chdir(filepath.Join(repoDir(t), "internal", "cli", gitops, "manifests"))
 	}
+	return runGitopsHere(t, args...)
+}
+
+// runGitopsHere is runGitops in the test's working directory.
+func runGitopsHere(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	c := gitopsCluster(t)
 	var out, errOut bytes.Buffer
 	o := &ReportOptions{
 		configFlags: genericclioptions.NewConfigFlags(false),
@@ -204,11 +211,11 @@ func golden(t *testing.T, name, got string) {
 // repoDir is the repository's root, whatever the test's directory.
 func repoDir(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatal(err)
+	_, this, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate the test source")
 	}
-	return filepath.Dir(strings.TrimSpace(string(out)))
+	return filepath.Join(filepath.Dir(this), "..", "..")
 }
 
 // wantRendered is each workload's containers after the patches, as
@@ -297,6 +304,13 @@ func TestReportPatchGolden(t *testing.T) {
 	want["Deployment/guaranteed"] = base["Deployment/guaranteed"]
 	if d := cmp.Diff(summary(want), got); d != "" {
 		t.Errorf("manifests with the diff applied against the base with the patches (-want,+got):\n%s", d)
+	}
+	// The edited manifests need nothing more but what the diff left to
+	// the patch.
+	t.Chdir(edited)
+	again, _ := runGitopsHere(t, "-o", "patch", "--manifests", ".")
+	if docs := strings.Count(again, "\nkind: "); docs != 1 || !strings.Contains(again, "name: guaranteed") {
+		t.Errorf("the edited manifests still need patches:\n%s", again)
 	}
 }
 
