@@ -101,8 +101,14 @@ func gitopsCluster(t *testing.T) client.Client {
 				cj := &batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: *tpl}}}}
 				job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: o.Ref.Name + "-29000000", OwnerReferences: owner("batch/v1", "CronJob", o.Ref.Name)},
 					Spec: batchv1.JobSpec{Template: *tpl}}
-				objs = append(objs, cj, job)
+				// And the night before's run, still there: one patch, from
+				// the newest run.
+				older := job.DeepCopy()
+				older.Name = o.Ref.Name + "-28998560"
+				objs = append(objs, cj, job, older)
 				pod(job.Name+"-q8n4m", tpl, owner("batch/v1", "Job", job.Name), nil)
+				pod(older.Name+"-7fj2x", tpl, owner("batch/v1", "Job", older.Name), nil)
+				objs[len(objs)-1].SetCreationTimestamp(metav1.NewTime(time.Date(2026, 11, 19, 0, 0, 0, 0, time.UTC)))
 			default:
 				t.Fatalf("%s: kind %s", file, o.Ref.Kind)
 			}
@@ -250,6 +256,7 @@ func TestReportPatchGolden(t *testing.T) {
 	golden(t, "patch.yaml", patch)
 	wantStderr := []string{
 		"warning: passed over chart/templates/web.yaml: yaml: line 3: did not find expected key",
+		"skipped shop/cronjob/nightly: planned from its newest run, Job nightly-29000000: Job nightly-28998560 is older",
 		"skipped shop/pod/debug: a pod without a controller has no template: change the manifest that creates it, or resize it in place (tailor resize)",
 		"skipped shop/deployment/nopolicy: no recommendation: app: no policy and no usage history: give a metrics history (--prometheus-url) or a TailorPolicy in mode Off",
 		"skipped shop/deployment/same: nothing to change: the template already asks for the recommendation",
