@@ -193,6 +193,35 @@ func Admit(in AdmitInput) (Admitted, error) {
 	return out, nil
 }
 
+// SizeTemplate plans the pod template a workload's manifest needs for its
+// new pods to start at the recommendation with no admission policy: what
+// Admit gives a new pod of the template (bounds, QoS class kept, limits at
+// the template's ratio under RequestsAndLimits or left alone under
+// RequestsOnly, no limit added, the namespace's rules), whatever the
+// policy's updateMode and applyOnCreate say, since a change taken through
+// the manifest is its owner's to make, and without a startup boost, which a
+// running pod gives back and a template would keep. The template is read
+// as the apiserver admits a pod of it (requests defaulted from limits, then
+// the LimitRanges' defaults), so Rules nil is a namespace without any.
+func SizeTemplate(in AdmitInput) (Admitted, error) {
+	if in.Spec == nil {
+		return Admitted{}, fmt.Errorf("size template: a policy spec is required (an empty one takes the defaults)")
+	}
+	spec := in.Spec.DeepCopy()
+	up := v1alpha1.UpdatePolicy{}
+	if spec.UpdatePolicy != nil {
+		up = *spec.UpdatePolicy
+	}
+	yes := true
+	up.UpdateMode, up.ApplyOnCreate = v1alpha1.UpdateModeInPlace, &yes
+	spec.UpdatePolicy, spec.StartupBoost = &up, nil
+	in.Spec, in.Boost = spec, nil
+	if in.Rules == nil {
+		in.Rules = &nsrules.Rules{}
+	}
+	return Admit(in)
+}
+
 // refusedBeyondTemplate says what the namespace's rules would refuse of a new
 // pod created as entry that they would not refuse of it created as template:
 // what refuses the template's own pod is not tailor's to answer. The quotas

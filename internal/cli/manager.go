@@ -34,6 +34,7 @@ type ManagerOptions struct {
 	// The flags fill the manager's own options, so there is one list of them.
 	manager.Options
 	prometheus prometheusClientFlags
+	prices     priceFlags
 	logs       logFlags
 }
 
@@ -50,6 +51,7 @@ func (o *ManagerOptions) command() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Complete(cmd.Flags().Changed("metrics-secure"))
+			o.prices.complete(cmd.Flags())
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -89,6 +91,7 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, for looking into the manager's memory and CPU ("0" disables)`)
 	f.StringVar(&o.DashboardAddr, "dashboard-bind-address", "0", `address of the read-only web dashboard, e.g. 127.0.0.1:8082 (reach it with kubectl port-forward); "0" disables`)
 	f.IntVar(&o.DashboardPoints, "dashboard-history-points", dashboard.DefaultPoints, "points of usage history each container keeps for the dashboard's charts, one per sync period (40 bytes each)")
+	o.prices.bind(f)
 	o.logs.bind(f)
 	return cmd
 }
@@ -171,6 +174,10 @@ func (o *ManagerOptions) Validate() error {
 	if o.DashboardPoints < 2 {
 		return usageErrorf("--dashboard-history-points must be at least 2, got %d", o.DashboardPoints)
 	}
+	if err := o.prices.validate(); err != nil {
+		return err
+	}
+	o.Prices, o.ExamplePrices = o.prices.prices, o.prices.example()
 	if o.CheckpointInterval < time.Second {
 		return usageErrorf("--checkpoint-interval must be at least 1s, got %s", o.CheckpointInterval)
 	}

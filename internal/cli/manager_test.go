@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/tailorhq/tailor/internal/price"
 )
 
 // The manager's flags are checked before anything connects: a lease timing
@@ -57,6 +59,9 @@ func TestManagerFlags(t *testing.T) {
 		"metrics cert dir":          {args: []string{"--metrics-cert-dir=" + certDir}},
 		"metrics cert dir missing":  {args: []string{"--metrics-cert-dir=" + certDir + "/nowhere"}, wantErr: "want tls.crt and tls.key there"},
 		"metrics cert dir no key":   {args: []string{"--metrics-cert-dir=" + crtOnly}, wantErr: "tls.key"},
+		"dashboard prices":          {args: []string{"--price-cpu-core-hour=0.031", "--price-memory-gib-hour=0.0042"}},
+		"one price alone":           {args: []string{"--price-cpu-core-hour=0.031"}, wantErr: "give both --price-cpu-core-hour and --price-memory-gib-hour"},
+		"a negative price":          {args: []string{"--price-cpu-core-hour=0.031", "--price-memory-gib-hour=-1"}, wantErr: "the memory GiB-hour price -1 is not a price"},
 		"metrics cert dir on plain HTTP": {args: []string{"--metrics-secure=false", "--metrics-cert-dir=" + certDir},
 			wantErr: "--metrics-cert-dir " + `"` + certDir + `"` + " needs --metrics-secure"},
 	}
@@ -76,6 +81,19 @@ func TestManagerFlags(t *testing.T) {
 				t.Fatalf("Validate = %v, want a usage error containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// The prices reach the manager's options, and say when they are the
+// examples.
+func TestManagerPrices(t *testing.T) {
+	o := completedManagerOptions(t, nil)
+	if err := o.Validate(); err != nil || o.Prices != price.Example || !o.ExamplePrices {
+		t.Errorf("defaults: %v, prices %+v, example %v", err, o.Prices, o.ExamplePrices)
+	}
+	o = completedManagerOptions(t, []string{"--price-cpu-core-hour=0.031", "--price-memory-gib-hour=0"})
+	if err := o.Validate(); err != nil || o.Prices != (price.Prices{CPUCoreHour: 0.031}) || o.ExamplePrices {
+		t.Errorf("given: %v, prices %+v, example %v", err, o.Prices, o.ExamplePrices)
 	}
 }
 
@@ -138,5 +156,6 @@ func completedManagerOptions(t *testing.T, args []string) *ManagerOptions {
 		t.Fatalf("parse %v: %v", args, err)
 	}
 	o.Complete(cmd.Flags().Changed("metrics-secure"))
+	o.prices.complete(cmd.Flags())
 	return o
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -26,8 +28,10 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/report"
+	"github.com/tailorhq/tailor/internal/resize"
 )
 
 func init() { verbs = append(verbs, newReportCommand) }
@@ -46,13 +50,20 @@ type ReportOptions struct {
 	PrometheusURL string
 	Window        string
 	Step          string
+	// Manifests is a directory of YAML manifests -o patch and -o diff
+	// take the workloads' templates from, instead of the cluster.
+	Manifests string
 
+	prices           priceFlags
 	prometheus       prometheusClientFlags
 	prometheusClient *config.HTTPClientConfig
 	window, step     time.Duration
 	clients          *clients
 	client           client.Client
 	now              func() time.Time
+	// server is the Kubernetes version templates are planned for; nil:
+	// the apiserver's.
+	server *resize.Version
 }
 
 func newReportCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -63,7 +74,7 @@ func newReportCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 // command is the cobra command whose flags fill o.
 func (o *ReportOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "report [-n NS | -A] [-l selector] [-o table|json|csv]",
+		Use:   "report [-n NS | -A] [-l selector] [-o table|json|csv|patch|diff] [--manifests DIR]",
 		Short: "Show each workload's requests against tailor's recommendation, and what moving to it would save",
 		Long: `Show, for every workload's containers, the requests and limits they have,
 tailor's recommendation, the difference across the replicas, and why.
@@ -73,11 +84,29 @@ policy's recommendation. With --prometheus-url, every workload's usage over
 --window is read too: workloads without a policy get what tailor's
 recommender makes of it, so the value shows before anything is installed,
 and every row's reason gives the p95 and peak CPU, throttling and peak
-memory. -o json and -o csv are stable schemas (docs/report.md).`,
+memory. -o json and -o csv are stable schemas (docs/report.md).
+
+Each row's requests are priced, now and at the recommendation, at
+--price-cpu-core-hour and --price-memory-gib-hour (examples unless given;
+a node's own prices.tailor.dev/* annotations or labels price its pods),
+and the table sums them per workload and namespace.
+
+-o patch prints, for each workload whose template asks for other than the
+recommendation, a strategic-merge patch of its template's container
+resources (a kustomize patch), shaped as the admission policy shapes a new
+pod: the policy's controlledValues and bounds, the pod's QoS class, the
+namespace's LimitRanges and quotas, the HPAs' utilization targets. With
+--manifests DIR the templates are read from the YAML files under DIR, and
+-o diff prints the same values written into those files, as a unified
+diff. Workloads left out are said on stderr, with why.`,
 		Example: `  tailor report -n shop
   tailor report -A -o csv > sizes.csv
-  tailor report -n shop --prometheus-url http://localhost:9090 --window 7d`,
+  tailor report -n shop --prometheus-url http://localhost:9090 --window 7d
+  tailor report -n shop --price-cpu-core-hour 0.031 --price-memory-gib-hour 0.0042
+  tailor report -n shop -o patch > overlays/prod/tailor-patches.yaml
+  tailor report -n shop -o diff --manifests deploy/ | git apply`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.prices.complete(cmd.Flags())
 			if err := o.Complete(args); err != nil {
 				return err
 			}
@@ -89,7 +118,9 @@ memory. -o json and -o csv are stable schemas (docs/report.md).`,
 	}
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "label selector for the pods to report on")
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "report on every namespace")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "output format: table, json or csv")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "output format: table, json, csv, patch (a strategic-merge patch per workload) or diff (of the files under --manifests)")
+	cmd.Flags().StringVar(&o.Manifests, "manifests", "", "with -o patch or -o diff, a directory of YAML manifests (searched recursively) to read the workloads' templates from instead of the cluster")
+	o.prices.bind(cmd.Flags())
 	cmd.Flags().StringVar(&o.PrometheusURL, "prometheus-url", "", "a Prometheus scraping the kubelets' cAdvisor: read each workload's usage history from it")
 	o.prometheus.bind(cmd.Flags())
 	cmd.Flags().StringVar(&o.Window, "window", "7d", "how much history to read from Prometheus, as a Prometheus duration (7d, 48h)")
@@ -125,9 +156,24 @@ func (o *ReportOptions) connect() error {
 // Validate checks flag values.
 func (o *ReportOptions) Validate() error {
 	switch o.Output {
-	case "table", "json", "csv":
+	case "table", "json", "csv", "patch":
+	case "diff":
+		if o.Manifests == "" {
+			return usageErrorf("-o diff edits the manifests under --manifests DIR: name the directory")
+		}
 	default:
-		return usageErrorf("unknown output format %q: use table, json or csv", o.Output)
+		return usageErrorf("unknown output format %q: use table, json, csv, patch or diff", o.Output)
+	}
+	if o.Manifests != "" {
+		if o.Output != "patch" && o.Output != "diff" {
+			return usageErrorf("--manifests is read by -o patch and -o diff only")
+		}
+		if st, err := os.Stat(o.Manifests); err != nil || !st.IsDir() {
+			return usageErrorf("--manifests %q is not a directory", o.Manifests)
+		}
+	}
+	if err := o.prices.validate(); err != nil {
+		return err
 	}
 	if _, err := labels.Parse(o.Selector); err != nil {
 		return usageErrorf("invalid selector %q: %v", o.Selector, err)
@@ -203,33 +249,72 @@ func (o *ReportOptions) Run(ctx context.Context) error {
 			return fmt.Errorf("prometheus at %s: %w", o.PrometheusURL, err)
 		}
 	}
-	rows, err := report.Build(workloads, recommend.DefaultConfig(), o.window, now)
+	var book price.Book
+	if o.Output != "patch" && o.Output != "diff" {
+		book = o.priceBook(ctx)
+	}
+	rows, err := report.Build(workloads, recommend.DefaultConfig(), o.window, now, book)
 	if err != nil {
 		return err
 	}
-	return printReport(o.streams.Out, rows, o.Output, o.AllNamespaces)
+	if o.Output == "patch" || o.Output == "diff" {
+		return o.runTemplates(ctx, workloads, rows, now)
+	}
+	return printReport(o.streams.Out, rows, book, o.Output, o.AllNamespaces)
+}
+
+// priceBook is the prices of the flags, and of the nodes that carry their
+// own. Nodes that cannot be read leave every pod at the flags' prices,
+// which stderr says.
+func (o *ReportOptions) priceBook(ctx context.Context) price.Book {
+	nodes := &metav1.PartialObjectMetadataList{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := o.client.List(ctx, nodes); err != nil {
+		fmt.Fprintf(o.streams.ErrOut, "warning: nodes not read, so no node's own prices (%s, %s): %v\n", price.CPUKey, price.MemoryKey, err)
+	}
+	metas := make([]metav1.ObjectMeta, len(nodes.Items))
+	for i := range nodes.Items {
+		metas[i] = nodes.Items[i].ObjectMeta
+	}
+	book, err := price.NewBook(o.prices.prices, o.prices.example(), metas)
+	if err != nil {
+		fmt.Fprintf(o.streams.ErrOut, "warning: %v\n", err)
+	}
+	return book
 }
 
 // ReportList is the JSON form of `tailor report`.
 type ReportList struct {
 	APIVersion string       `json:"apiVersion"`
 	Items      []report.Row `json:"items"`
+	// Prices are what the costs are at.
+	Prices price.Book `json:"prices"`
+	// Workloads and Namespaces sum the items' costs, in the items'
+	// order; Total sums them all.
+	Workloads  []report.Cost `json:"workloads"`
+	Namespaces []report.Cost `json:"namespaces"`
+	Total      report.Cost   `json:"total"`
 }
 
 // reportColumns is the CSV header; each row follows it.
 var reportColumns = []string{"namespace", "kind", "workload", "container", "replicas",
 	"cpu_request", "cpu_limit", "cpu_recommended", "memory_request_bytes", "memory_limit_bytes", "memory_recommended_bytes",
-	"savings_cpu_cores", "savings_memory_bytes", "source", "reason"}
+	"savings_cpu_cores", "savings_memory_bytes", "source", "reason",
+	"monthly_cost_before", "monthly_cost_after"}
 
-func printReport(w io.Writer, rows []report.Row, output string, allNamespaces bool) error {
+func printReport(w io.Writer, rows []report.Row, book price.Book, output string, allNamespaces bool) error {
+	workloads, namespaces, total := report.Costs(rows)
 	switch output {
 	case "json":
 		if rows == nil {
 			rows = []report.Row{}
 		}
+		if workloads == nil {
+			workloads, namespaces = []report.Cost{}, []report.Cost{}
+		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(ReportList{APIVersion: ReportAPIVersion, Items: rows})
+		return enc.Encode(ReportList{APIVersion: ReportAPIVersion, Items: rows, Prices: book, Workloads: workloads, Namespaces: namespaces, Total: total})
 	case "csv":
 		cw := csv.NewWriter(w)
 		if err := cw.Write(reportColumns); err != nil {
@@ -239,7 +324,8 @@ func printReport(w io.Writer, rows []report.Row, output string, allNamespaces bo
 			rec := []string{r.Namespace, r.Kind, r.Workload, r.Container, strconv.Itoa(r.Replicas),
 				cores(r.Requests), cores(r.Limits), cores(r.Recommended),
 				bytesOf(r.Requests), bytesOf(r.Limits), bytesOf(r.Recommended),
-				strconv.FormatFloat(r.SavingsCPU, 'f', 3, 64), strconv.FormatFloat(r.SavingsMemory, 'f', 0, 64), r.Source, r.Reason}
+				strconv.FormatFloat(r.SavingsCPU, 'f', 3, 64), strconv.FormatFloat(r.SavingsMemory, 'f', 0, 64), r.Source, r.Reason,
+				strconv.FormatFloat(r.MonthlyCostBefore, 'f', 4, 64), strconv.FormatFloat(r.MonthlyCostAfter, 'f', 4, 64)}
 			if err := cw.Write(rec); err != nil {
 				return err
 			}
@@ -248,17 +334,21 @@ func printReport(w io.Writer, rows []report.Row, output string, allNamespaces bo
 		return cw.Error()
 	}
 	tw := printers.GetNewTabWriter(w)
-	header := "WORKLOAD\tCONTAINER\tREPLICAS\tCPU\tCPU REC\tMEMORY\tMEMORY REC\tSAVES\tSOURCE\tREASON"
+	header := "WORKLOAD\tCONTAINER\tREPLICAS\tCPU\tCPU REC\tMEMORY\tMEMORY REC\tSAVES\tCOST/MONTH\tSOURCE\tREASON"
 	if allNamespaces {
 		header = "NAMESPACE\t" + header
 	}
 	fmt.Fprintln(tw, header)
 	var cpu, mem float64
 	for _, r := range rows {
-		line := fmt.Sprintf("%s/%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", strings.ToLower(r.Kind), r.Workload, r.Container, r.Replicas,
+		cost := money(r.MonthlyCostBefore)
+		if len(r.Recommended) > 0 {
+			cost += " → " + money(r.MonthlyCostAfter)
+		}
+		line := fmt.Sprintf("%s/%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", strings.ToLower(r.Kind), r.Workload, r.Container, r.Replicas,
 			quantity(r.Requests, corev1.ResourceCPU), quantity(r.Recommended, corev1.ResourceCPU),
 			quantity(r.Requests, corev1.ResourceMemory), quantity(r.Recommended, corev1.ResourceMemory),
-			savingsText(r.SavingsCPU, r.SavingsMemory, r.Recommended), orDash(r.Source), r.Reason)
+			savingsText(r.SavingsCPU, r.SavingsMemory, r.Recommended), cost, orDash(r.Source), r.Reason)
 		if allNamespaces {
 			line = r.Namespace + "\t" + line
 		}
@@ -268,10 +358,52 @@ func printReport(w io.Writer, rows []report.Row, output string, allNamespaces bo
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(rows) > 0 {
-		fmt.Fprintf(w, "\nmoving every request to its recommendation would free %s\n", savingsText(cpu, mem, corev1.ResourceList{"": resource.Quantity{}}))
+	if len(rows) == 0 {
+		return nil
 	}
+	fmt.Fprintln(w)
+	tw = printers.GetNewTabWriter(w)
+	fmt.Fprintln(tw, "MONTHLY COST\tNOW\tAT RECOMMENDATION\tFREED")
+	for _, c := range workloads {
+		name := strings.ToLower(c.Kind) + "/" + c.Workload
+		if allNamespaces {
+			name = c.Namespace + "/" + name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, money(c.MonthlyCostBefore), money(c.MonthlyCostAfter), money(c.MonthlyCostFreed))
+	}
+	for _, c := range namespaces {
+		fmt.Fprintf(tw, "namespace %s\t%s\t%s\t%s\n", c.Namespace, money(c.MonthlyCostBefore), money(c.MonthlyCostAfter), money(c.MonthlyCostFreed))
+	}
+	if len(namespaces) > 1 {
+		fmt.Fprintf(tw, "total\t%s\t%s\t%s\n", money(total.MonthlyCostBefore), money(total.MonthlyCostAfter), money(total.MonthlyCostFreed))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nmoving every request to its recommendation would free %s, %s a month %s\n",
+		savingsText(cpu, mem, corev1.ResourceList{"": resource.Quantity{}}), money(total.MonthlyCostFreed), pricesText(book))
 	return nil
+}
+
+// money is an amount with two decimals, in the prices' currency.
+func money(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// pricesText says what the costs are at.
+func pricesText(b price.Book) string {
+	at := fmt.Sprintf("%s a CPU core-hour and %s a GiB-hour",
+		strconv.FormatFloat(b.Default.CPUCoreHour, 'f', -1, 64), strconv.FormatFloat(b.Default.MemoryGiBHour, 'f', -1, 64))
+	s := "at " + at
+	if b.Example {
+		s = "at the example prices (" + at + "; not a real price: give yours with --price-cpu-core-hour and --price-memory-gib-hour)"
+	}
+	switch n := len(b.Nodes); n {
+	case 0:
+	case 1:
+		s += ", 1 node at its own"
+	default:
+		s += fmt.Sprintf(", %d nodes at their own", n)
+	}
+	return s
 }
 
 func quantity(l corev1.ResourceList, r corev1.ResourceName) string {

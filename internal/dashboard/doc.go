@@ -1,8 +1,10 @@
 // Package dashboard serves tailor's read-only web dashboard from the
-// manager: an overview of every policy (requests before tailor and now,
-// resizes, what is blocked), a page per workload charting each container's
-// usage against its request, limit and target with every resize marked, and
-// a cluster page of node allocatable against requests before and after.
+// manager: an overview of every policy and namespace (requests before
+// tailor and now, what they cost a month at the manager's prices, each pod
+// at its node's, resizes, what is blocked), a page per workload charting
+// each container's usage against its request, limit and target with every
+// resize marked, and a cluster page of node allocatable against requests
+// before and after.
 //
 // Its data is the manager's own: policies, pods and nodes from the
 // manager's cache, and a bounded in-memory History the policy controller

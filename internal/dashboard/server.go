@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/shard"
 )
 
@@ -49,6 +52,12 @@ type Server struct {
 	// it has; a scoped manager's cache holds no policy of another
 	// namespace.
 	Shard shard.Shard
+	// Prices put a monthly cost on requests, before tailor and now, each
+	// pod at its node's (a node's prices.tailor.dev annotations or labels
+	// override them); ExamplePrices says they are price.Example, which the
+	// pages say.
+	Prices        price.Prices
+	ExamplePrices bool
 }
 
 // Handler routes the pages and the API.
@@ -147,8 +156,12 @@ type PolicySummary struct {
 	MemoryBefore float64 `json:"memoryBefore"`
 	MemoryNow    float64 `json:"memoryNow"`
 	BeforeKnown  bool    `json:"beforeKnown"`
-	ResizesHour  int     `json:"resizesHour"`
-	ResizesDay   int     `json:"resizesDay"`
+	// CostBefore and CostNow are what those requests cost a month, each
+	// pod at its node's prices.
+	CostBefore  float64 `json:"costBefore"`
+	CostNow     float64 `json:"costNow"`
+	ResizesHour int     `json:"resizesHour"`
+	ResizesDay  int     `json:"resizesDay"`
 	// ResizesAtLeast: older resizes were dropped from memory, so the
 	// counts are lower bounds.
 	ResizesAtLeast bool   `json:"resizesAtLeast"`
@@ -164,8 +177,26 @@ type PolicySummary struct {
 // Overview is the overview page's data.
 type Overview struct {
 	Policies []PolicySummary `json:"policies"`
-	Totals   PolicySummary   `json:"totals"`
-	Time     time.Time       `json:"time"`
+	// Namespaces sum the policies of each namespace, by name.
+	Namespaces []NamespaceSummary `json:"namespaces"`
+	Totals     PolicySummary      `json:"totals"`
+	// Prices are what the costs are at.
+	Prices price.Book `json:"prices"`
+	Time   time.Time  `json:"time"`
+}
+
+// NamespaceSummary is one namespace's policies' pods: what they request
+// and what that costs a month, before tailor and now.
+type NamespaceSummary struct {
+	Namespace    string  `json:"namespace"`
+	Policies     int     `json:"policies"`
+	Pods         int     `json:"pods"`
+	CPUBefore    float64 `json:"cpuBefore"`
+	CPUNow       float64 `json:"cpuNow"`
+	MemoryBefore float64 `json:"memoryBefore"`
+	MemoryNow    float64 `json:"memoryNow"`
+	CostBefore   float64 `json:"costBefore"`
+	CostNow      float64 `json:"costNow"`
 }
 
 func (s *Server) overview(ctx context.Context, _ *http.Request) (any, error) {
@@ -173,14 +204,19 @@ func (s *Server) overview(ctx context.Context, _ *http.Request) (any, error) {
 	if err := s.Cache.List(ctx, &list); err != nil {
 		return nil, err
 	}
+	book, err := s.book(ctx)
+	if err != nil {
+		return nil, err
+	}
 	now := s.Clock.Now()
-	out := Overview{Time: now, Policies: []PolicySummary{}}
+	out := Overview{Time: now, Policies: []PolicySummary{}, Namespaces: []NamespaceSummary{}, Prices: book}
+	byNS := map[string]*NamespaceSummary{}
 	for i := range list.Items {
 		p := &list.Items[i]
 		if !s.Shard.Owns(p.Namespace) {
 			continue
 		}
-		sum := s.summary(p, now)
+		sum := s.summary(p, book, now)
 		out.Policies = append(out.Policies, sum)
 		t := &out.Totals
 		t.Pods += sum.Pods
@@ -188,16 +224,62 @@ func (s *Server) overview(ctx context.Context, _ *http.Request) (any, error) {
 		t.CPUNow += sum.CPUNow
 		t.MemoryBefore += sum.MemoryBefore
 		t.MemoryNow += sum.MemoryNow
+		t.CostBefore += sum.CostBefore
+		t.CostNow += sum.CostNow
 		t.ResizesHour += sum.ResizesHour
 		t.ResizesDay += sum.ResizesDay
+		ns, ok := byNS[p.Namespace]
+		if !ok {
+			ns = &NamespaceSummary{Namespace: p.Namespace}
+			byNS[p.Namespace] = ns
+		}
+		ns.Policies++
+		ns.Pods += sum.Pods
+		ns.CPUBefore += sum.CPUBefore
+		ns.CPUNow += sum.CPUNow
+		ns.MemoryBefore += sum.MemoryBefore
+		ns.MemoryNow += sum.MemoryNow
+		ns.CostBefore += sum.CostBefore
+		ns.CostNow += sum.CostNow
 	}
 	slices.SortFunc(out.Policies, func(a, b PolicySummary) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
+	for _, ns := range byNS {
+		out.Namespaces = append(out.Namespaces, *ns)
+	}
+	slices.SortFunc(out.Namespaces, func(a, b NamespaceSummary) int { return strings.Compare(a.Namespace, b.Namespace) })
 	return out, nil
 }
 
-func (s *Server) summary(p *v1alpha1.TailorPolicy, now time.Time) PolicySummary {
+// book is the prices of the cluster's nodes, from the cache. A node whose
+// price does not parse keeps the flags' (and the log says why).
+func (s *Server) book(ctx context.Context) (price.Book, error) {
+	var nodes corev1.NodeList
+	if err := s.Cache.List(ctx, &nodes); err != nil {
+		return price.Book{}, err
+	}
+	metas := make([]metav1.ObjectMeta, len(nodes.Items))
+	for i := range nodes.Items {
+		metas[i] = nodes.Items[i].ObjectMeta
+	}
+	book, err := price.NewBook(s.Prices, s.ExamplePrices, metas)
+	if err != nil {
+		log.FromContext(ctx).Info("node prices passed over", "error", err.Error())
+	}
+	return book, nil
+}
+
+// monthly is what a pod's cpu (cores) and memory (bytes) requests cost a
+// month on node.
+func monthly(book price.Book, node string, cpu, memory float64) float64 {
+	return book.For(node).Monthly(corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(math.Round(cpu*1000)), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(int64(math.Round(memory)), resource.BinarySI),
+	})
+}
+
+func (s *Server) summary(p *v1alpha1.TailorPolicy, book price.Book, now time.Time) PolicySummary {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	sum := PolicySummary{Namespace: p.Namespace, Name: p.Name, Mode: string(v1alpha1.UpdateModeInPlace), BeforeKnown: true}
 	if p.Spec.UpdatePolicy != nil && p.Spec.UpdatePolicy.UpdateMode != "" {
@@ -222,6 +304,8 @@ func (s *Server) summary(p *v1alpha1.TailorPolicy, now time.Time) PolicySummary 
 			sum.MemoryNow += po.MemoryRequest
 			sum.CPUBefore += po.CPUBefore
 			sum.MemoryBefore += po.MemoryBefore
+			sum.CostBefore += monthly(book, po.Node, po.CPUBefore, po.MemoryBefore)
+			sum.CostNow += monthly(book, po.Node, po.CPURequest, po.MemoryRequest)
 			sum.BeforeKnown = sum.BeforeKnown && po.BeforeKnown
 		}
 		var short bool
@@ -241,6 +325,7 @@ type Workload struct {
 	Marks           []Mark                                   `json:"marks"`
 	Pods            []PodRow                                 `json:"pods"`
 	Events          []Event                                  `json:"events"`
+	Prices          price.Book                               `json:"prices"`
 	// EventsError says why events could not be read, if they could not.
 	EventsError string `json:"eventsError,omitempty"`
 }
@@ -264,9 +349,13 @@ type PodRow struct {
 	MemoryRequest float64 `json:"memoryRequest"`
 	CPUBefore     float64 `json:"cpuBefore"`
 	MemoryBefore  float64 `json:"memoryBefore"`
-	LastResize    string  `json:"lastResize,omitempty"`
-	Result        string  `json:"result,omitempty"`
-	Message       string  `json:"message,omitempty"`
+	// CostBefore and CostNow are what its requests cost a month at its
+	// node's prices.
+	CostBefore float64 `json:"costBefore"`
+	CostNow    float64 `json:"costNow"`
+	LastResize string  `json:"lastResize,omitempty"`
+	Result     string  `json:"result,omitempty"`
+	Message    string  `json:"message,omitempty"`
 }
 
 // Event is one recent event of the policy or its pods.
@@ -295,8 +384,12 @@ func (s *Server) workload(ctx context.Context, r *http.Request) (any, error) {
 		}
 		return nil, err
 	}
+	book, err := s.book(ctx)
+	if err != nil {
+		return nil, err
+	}
 	now := s.Clock.Now()
-	out := Workload{Summary: s.summary(&p, now), Conditions: p.Status.Conditions, Series: []Series{}, Marks: []Mark{}, Pods: []PodRow{}, Events: []Event{}}
+	out := Workload{Summary: s.summary(&p, book, now), Prices: book, Conditions: p.Status.Conditions, Series: []Series{}, Marks: []Mark{}, Pods: []PodRow{}, Events: []Event{}}
 	if rec := p.Status.Recommendation; rec != nil {
 		out.Recommendations = rec.ContainerRecommendations
 	}
@@ -312,7 +405,8 @@ func (s *Server) workload(ctx context.Context, r *http.Request) (any, error) {
 		last[ps.PodName] = ps
 	}
 	for _, po := range snap.Pods {
-		row := PodRow{Name: po.Name, Node: po.Node, CPURequest: po.CPURequest, MemoryRequest: po.MemoryRequest, CPUBefore: po.CPUBefore, MemoryBefore: po.MemoryBefore}
+		row := PodRow{Name: po.Name, Node: po.Node, CPURequest: po.CPURequest, MemoryRequest: po.MemoryRequest, CPUBefore: po.CPUBefore, MemoryBefore: po.MemoryBefore,
+			CostBefore: monthly(book, po.Node, po.CPUBefore, po.MemoryBefore), CostNow: monthly(book, po.Node, po.CPURequest, po.MemoryRequest)}
 		if ps, ok := last[po.Name]; ok {
 			row.LastResize, row.Result, row.Message = ps.LastResizeTime.UTC().Format(time.RFC3339), string(ps.Result), ps.Message
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/shard"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -41,13 +42,14 @@ func newShardServer(t *testing.T, sh shard.Shard) (*httptest.Server, *History) {
 	pol := &v1alpha1.TailorPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
 		Spec: v1alpha1.TailorPolicySpec{TargetRef: &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}
 	pol.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced"}}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+	// n1 is priced by its own annotations, below the flags' example.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{price.CPUKey: "0.02", price.MemoryKey: "0.002"}}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}}}
 	pod := builder.Pod("web-1").Namespace("ns").Node("n1").Container(builder.Container("app").Requests("300m", "256Mi")).Running().Obj()
 	other := builder.Pod("db-1").Namespace("ns").Node("n1").Container(builder.Container("db").Requests("1", "1Gi")).Running().Obj()
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pol, node, pod, other).Build()
 	h := NewHistory(10, time.Second)
-	s := &Server{Cache: c, History: h, Clock: clocktesting.NewFakePassiveClock(t0.Add(time.Minute)), Shard: sh}
+	s := &Server{Cache: c, History: h, Clock: clocktesting.NewFakePassiveClock(t0.Add(time.Minute)), Shard: sh, Prices: price.Example, ExamplePrices: true}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return srv, h
@@ -89,8 +91,24 @@ func TestServer(t *testing.T) {
 		t.Errorf("overview %+v", p)
 	}
 
+	// 500m and 512Mi before, 300m and 256Mi now, at n1's prices.
+	wantBefore, wantNow := price.HoursPerMonth*(0.5*0.02+0.5*0.002), price.HoursPerMonth*(0.3*0.02+0.25*0.002)
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	if !near(p.CostBefore, wantBefore) || !near(p.CostNow, wantNow) || !near(ov.Totals.CostBefore, wantBefore) || !near(ov.Totals.CostNow, wantNow) {
+		t.Errorf("costs: policy %v -> %v, totals %v -> %v; want %v -> %v", p.CostBefore, p.CostNow, ov.Totals.CostBefore, ov.Totals.CostNow, wantBefore, wantNow)
+	}
+	if len(ov.Namespaces) != 1 || ov.Namespaces[0].Namespace != "ns" || ov.Namespaces[0].Policies != 1 || !near(ov.Namespaces[0].CostNow, wantNow) {
+		t.Errorf("namespaces %+v", ov.Namespaces)
+	}
+	if !ov.Prices.Example || ov.Prices.Nodes["n1"] != (price.Prices{CPUCoreHour: 0.02, MemoryGiBHour: 0.002}) {
+		t.Errorf("prices %+v", ov.Prices)
+	}
+
 	var w Workload
 	getJSON(t, srv.URL+"/api/workload/ns/web", &w)
+	if len(w.Pods) == 1 && (!near(w.Pods[0].CostBefore, wantBefore) || !near(w.Pods[0].CostNow, wantNow) || !near(w.Summary.CostNow, wantNow)) {
+		t.Errorf("workload costs: pod %+v, summary %+v", w.Pods[0], w.Summary)
+	}
 	if len(w.Series) != 1 || len(w.Series[0].Time) != 1 || len(w.Marks) != 2 || len(w.Pods) != 1 || w.Pods[0].CPUBefore != 0.5 {
 		t.Errorf("workload %+v", w)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/tailorhq/tailor/internal/metrics/kubelet"
 	"github.com/tailorhq/tailor/internal/metrics/metricsserver"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/shard"
 )
@@ -98,6 +99,11 @@ type Options struct {
 	// container keeps for its charts (0: dashboard.DefaultPoints).
 	DashboardAddr   string
 	DashboardPoints int
+	// Prices put the dashboard's monthly costs on requests (nodes may
+	// carry their own); ExamplePrices says they are price.Example, not
+	// given.
+	Prices        price.Prices
+	ExamplePrices bool
 	// Namespaces scope the manager to a tenant: it syncs the policies of
 	// these namespaces only, watches policies, checkpoints and HPAs in them
 	// only, and takes a lease of its own (shard.Shard.LeaseName). It still
@@ -314,7 +320,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		}
 		history := dashboard.NewHistory(o.DashboardPoints, every)
 		r.Observer = history
-		srv := &dashboard.Server{Cache: mgr.GetClient(), Events: mgr.GetAPIReader(), History: history, Clock: clock.RealClock{}, Shard: o.Shard}
+		srv := &dashboard.Server{Cache: mgr.GetClient(), Events: mgr.GetAPIReader(), History: history, Clock: clock.RealClock{}, Shard: o.Shard,
+			Prices: o.Prices, ExamplePrices: o.ExamplePrices}
 		if err := mgr.Add(everyReplica(func(ctx context.Context) error { return srv.Serve(ctx, o.DashboardAddr) })); err != nil {
 			return nil, err
 		}

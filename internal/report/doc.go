@@ -2,6 +2,9 @@
 // pods into workloads, finds the TailorPolicy that sizes each, and turns
 // each container's current requests and either the policy's
 // recommendation (in any mode, Off included) or what tailor's recommender
-// makes of a usage history into one row with the projected savings and a
-// one-line reason. Reading pods, policies and Prometheus is the CLI's.
+// makes of a usage history into one row with the projected savings, what
+// the requests cost a month now and at the recommendation (price.Book),
+// and a one-line reason. PlanTemplate turns a workload's rows into the
+// values its pod template needs for the change taken through Git.
+// Reading pods, policies, templates and Prometheus is the CLI's.
 package report

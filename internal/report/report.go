@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
 
@@ -71,6 +72,12 @@ type Row struct {
 	// it would take more.
 	SavingsCPU    float64 `json:"savingsCPU"`
 	SavingsMemory float64 `json:"savingsMemoryBytes"`
+	// MonthlyCostBefore and MonthlyCostAfter are what every replica's
+	// requests cost a month now and with each request the recommendation
+	// sizes at it, each pod at its node's prices (price.Book): the same
+	// requests the savings compare.
+	MonthlyCostBefore float64 `json:"monthlyCostBefore"`
+	MonthlyCostAfter  float64 `json:"monthlyCostAfter"`
 	// Reason says in one line what the recommendation rests on.
 	Reason string `json:"reason"`
 }
@@ -142,8 +149,8 @@ func Match(workloads []*Workload, policies []v1alpha1.TailorPolicy) {
 // the workload (regular containers and sidecars). A workload with a policy
 // takes the policy's recommendation, in any mode; one without takes what
 // tailor's recommender makes of its history (cfg, over window); one with
-// neither has no recommendation.
-func Build(workloads []*Workload, cfg recommend.Config, window time.Duration, now time.Time) ([]Row, error) {
+// neither has no recommendation. Each row's cost is at prices.
+func Build(workloads []*Workload, cfg recommend.Config, window time.Duration, now time.Time, prices price.Book) ([]Row, error) {
 	rec, err := recommend.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
@@ -170,6 +177,7 @@ func Build(workloads []*Workload, cfg recommend.Config, window time.Duration, no
 				row.Reason = strings.TrimPrefix(row.Reason+"; "+historyReason(*h, window), "; ")
 			}
 			row.SavingsCPU, row.SavingsMemory = savings(w.Pods, name, row.Recommended)
+			row.MonthlyCostBefore, row.MonthlyCostAfter = monthlyCosts(w.Pods, name, row.Recommended, prices)
 			rows = append(rows, row)
 		}
 	}
@@ -347,6 +355,36 @@ func savings(pods []*corev1.Pod, name string, rec corev1.ResourceList) (float64,
 		}
 	}
 	return cpu, mem
+}
+
+// monthlyCosts is what each pod's requests of name cost a month at its
+// node's prices, now and with rec in place of each request it sizes.
+func monthlyCosts(pods []*corev1.Pod, name string, rec corev1.ResourceList, prices price.Book) (float64, float64) {
+	var before, after float64
+	for _, p := range pods {
+		c := autoscale.RunningContainer(p, name)
+		if c == nil {
+			continue
+		}
+		at := prices.For(p.Spec.NodeName)
+		before += at.Monthly(c.Resources.Requests)
+		after += at.Monthly(Recommended(c.Resources.Requests, rec))
+	}
+	return before, after
+}
+
+// Recommended is requests with each one rec sizes at rec's value: the
+// requests a pod would have at the recommendation. A resource the
+// container does not request stays unrequested, as tailor never adds a
+// request.
+func Recommended(requests, rec corev1.ResourceList) corev1.ResourceList {
+	out := requests.DeepCopy()
+	for r, q := range rec {
+		if _, ok := out[r]; ok {
+			out[r] = q.DeepCopy()
+		}
+	}
+	return out
 }
 
 func largest(pods []*corev1.Pod, name string) (corev1.ResourceList, corev1.ResourceList) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -53,7 +54,7 @@ func TestBuild(t *testing.T) {
 			ContainerName: "app", Target: builder.List("500m", "300Mi"), LowerBound: builder.List("200m", "300Mi"), UncappedTarget: builder.List("500m", "300Mi"),
 		}}}}}
 	Match(workloads, []v1alpha1.TailorPolicy{off})
-	rows, err := Build(workloads, recommend.DefaultConfig(), 7*24*time.Hour, now)
+	rows, err := Build(workloads, recommend.DefaultConfig(), 7*24*time.Hour, now, price.Book{Default: price.Example})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestBuildFromHistory(t *testing.T) {
 	}
 	h.Throttled = 0.03
 	workloads[0].History = map[string]*History{"app": &h}
-	rows, err := Build(workloads, recommend.DefaultConfig(), 7*24*time.Hour, now)
+	rows, err := Build(workloads, recommend.DefaultConfig(), 7*24*time.Hour, now, price.Book{Default: price.Example})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestBuildFromHistory(t *testing.T) {
 
 func TestBuildWithNothing(t *testing.T) {
 	p := running(builder.Pod("bare").Namespace("a").Container(builder.Container("app").Requests("1", "1Gi")).Obj())
-	rows, err := Build(Group([]corev1.Pod{p}), recommend.DefaultConfig(), 7*24*time.Hour, now)
+	rows, err := Build(Group([]corev1.Pod{p}), recommend.DefaultConfig(), 7*24*time.Hour, now, price.Book{Default: price.Example})
 	if err != nil {
 		t.Fatal(err)
 	}

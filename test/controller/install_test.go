@@ -194,6 +194,7 @@ func helmCases(ns installNamespaces) map[string]helmCase {
 
 		// The dashboard.
 		"dashboard":                 {set: []string{"dashboard.enabled=true", "dashboard.port=9000", "dashboard.historyPoints=60"}},
+		"dashboard with prices":     {set: []string{"dashboard.enabled=true", "dashboard.prices.cpuCoreHour=0.031", "dashboard.prices.memoryGiBHour=0"}},
 		"dashboard, network policy": {set: []string{"dashboard.enabled=true", "dashboard.bindAddress=0.0.0.0", "networkPolicy.enabled=true"}, setJSON: []string{`networkPolicy.dashboardFrom=[{"namespaceSelector":{"matchLabels":{"team":"ops"}},"podSelector":{"matchLabels":{"app":"proxy"}}}]`}},
 		"network policy, own metrics peers": {set: []string{"networkPolicy.enabled=true"},
 			setJSON: []string{`networkPolicy.metrics={"namespaceSelector":{"matchExpressions":[{"key":"team","operator":"In","values":["obs"]}]},"podSelector":{"matchLabels":{"app":"prometheus"}}}`}},

@@ -52,6 +52,12 @@ func TestManagerArgsParse(t *testing.T) {
 			},
 			want: map[string]string{"dashboard-bind-address": "127.0.0.1:8082", "dashboard-history-points": "720"},
 		},
+		"helm dashboard prices": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderHelm(t, release, namespace, "dashboard.enabled=true", "dashboard.prices.cpuCoreHour=0.031", "dashboard.prices.memoryGiBHour=0")
+			},
+			want: map[string]string{"price-cpu-core-hour": "0.031", "price-memory-gib-hour": "0"},
+		},
 		"kustomize agent": {
 			objs: func(t *testing.T) []*unstructured.Unstructured {
 				return renderKustomize(t, namespace, release+"-", "agent")

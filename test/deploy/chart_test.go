@@ -294,6 +294,8 @@ func TestHelmSchemaRefuses(t *testing.T) {
 		"api burst":                   {"kubeAPI.burst=0", "/kubeAPI/burst"},
 		"too many shards":             {"shards=65", "/shards"},
 		"history points":              {"dashboard.historyPoints=0", "/dashboard/historyPoints"},
+		"a negative price":            {"dashboard.prices.cpuCoreHour=-0.01", "/dashboard/prices/cpuCoreHour"},
+		"a price not a number":        {"dashboard.prices.memoryGiBHour=cheap", "/dashboard/prices/memoryGiBHour"},
 		"metrics port":                {"metrics.service.port=0", "/metrics/service/port"},
 		"service account name":        {"serviceAccount.name=Tailor_SA", "/serviceAccount/name"},
 		"priority class name":         {"priorityClassName=High_Priority", "/priorityClassName"},
@@ -317,7 +319,8 @@ func TestHelmSchemaRefuses(t *testing.T) {
 	}
 	// And takes what values.yaml documents.
 	for _, set := range []string{"syncPeriod=1m30s", "agent.interval=500ms", "podDisruptionBudget.maxUnavailable=50%",
-		"resources.limits.memory=1Gi", "resources.requests.cpu=0.5", "agent.fallback=none", "watchNamespaces={team-a,team-b}", "prometheusRateWindow=1m30s"} {
+		"resources.limits.memory=1Gi", "resources.requests.cpu=0.5", "agent.fallback=none", "watchNamespaces={team-a,team-b}", "prometheusRateWindow=1m30s",
+		"dashboard.prices.cpuCoreHour=0.031", "dashboard.prices.memoryGiBHour=0"} {
 		if _, stderr, err := helmTemplate(t, nil, "schema", "deploy-schema", set); err != nil {
 			t.Errorf("helm template --set %s: %v\n%s", set, err, stderr)
 		}
@@ -337,6 +340,8 @@ func TestHelmRefusesCombinations(t *testing.T) {
 			wantErr: "replicaCount > 1 needs leaderElection.enabled"},
 		"a metrics certificate over plain HTTP": {set: []string{"metrics.secure=false", "metrics.certSecret=tailor-metrics-cert"},
 			wantErr: "metrics.certSecret needs metrics.secure"},
+		"one price alone": {set: []string{"dashboard.enabled=true", "dashboard.prices.cpuCoreHour=0.031"},
+			wantErr: "dashboard.prices: set both cpuCoreHour and memoryGiBHour"},
 		"a ServiceMonitor without the metrics Service": {apiVersions: monitoringAPIs,
 			set:     []string{"monitoring.serviceMonitor.enabled=true", "metrics.service.enabled=false"},
 			wantErr: "monitoring.serviceMonitor.enabled needs metrics.service.enabled"},

@@ -26,6 +26,22 @@
     const pct = Math.round(((before - now) / before) * 100);
     return pct === 0 ? "0%" : (pct > 0 ? pct + "% less" : -pct + "% more");
   }
+  // money is a monthly amount in the prices' currency.
+  function money(v) {
+    if (v === null || v === undefined || Number.isNaN(v)) return "–";
+    return v.toFixed(2);
+  }
+  function costs(before, now) { return money(before) + " → " + money(now); }
+  // pricesNote says what the costs are at: the example prices until the
+  // manager is given real ones.
+  function pricesNote(b) {
+    if (!b || !b.default) return "";
+    const at = b.default.cpuCoreHour + " a CPU core-hour and " + b.default.memoryGiBHour + " a GiB-hour of requests";
+    const nodes = Object.keys(b.nodes || {}).length;
+    const own = nodes === 0 ? "" : nodes === 1 ? "; 1 node at its own" : "; " + nodes + " nodes at their own";
+    if (b.example) return "At example prices (" + at + own + "), not anyone's real price: give the manager yours with --price-cpu-core-hour and --price-memory-gib-hour (Helm: dashboard.prices).";
+    return "At " + at + own + ", a 730-hour month.";
+  }
   function when(unix) {
     return new Date(unix * 1000).toLocaleTimeString();
   }
@@ -77,23 +93,38 @@
       td(p.observed && p.beforeKnown ? saved(p.cpuBefore, p.cpuNow) : "", true),
       td(p.observed ? bytes(p.memoryBefore) + " → " + bytes(p.memoryNow) : "–", true, "memory"),
       td(p.observed && p.beforeKnown ? saved(p.memoryBefore, p.memoryNow) : "", true),
+      td(p.observed ? costs(p.costBefore, p.costNow) : "–", true, "cost"),
       td((p.resizesAtLeast ? "≥" : "") + p.resizesHour + " / " + (p.resizesAtLeast ? "≥" : "") + p.resizesDay, true, "resizes"),
       el("td", {}, status(p))));
     const t = d.totals;
     const foot = el("tr", {}, el("td", {}, "All policies"), td(""), td(""), td(t.pods, true),
       td(cores(t.cpuBefore) + " → " + cores(t.cpuNow), true, "total-cpu"), td(saved(t.cpuBefore, t.cpuNow), true),
       td(bytes(t.memoryBefore) + " → " + bytes(t.memoryNow), true, "total-memory"), td(saved(t.memoryBefore, t.memoryNow), true),
+      td(costs(t.costBefore, t.costNow), true, "total-cost"),
       td(t.resizesHour + " / " + t.resizesDay, true), td(""));
     return [
       el("h1", {}, "Policies"),
       el("div", { class: "cards" },
         el("div", { class: "card" }, el("div", {}, "CPU requested, before tailor → now"), el("div", { class: "big" }, cores(t.cpuBefore) + " → " + cores(t.cpuNow) + " cores")),
-        el("div", { class: "card" }, el("div", {}, "Memory requested, before tailor → now"), el("div", { class: "big" }, bytes(t.memoryBefore) + " → " + bytes(t.memoryNow)))),
+        el("div", { class: "card" }, el("div", {}, "Memory requested, before tailor → now"), el("div", { class: "big" }, bytes(t.memoryBefore) + " → " + bytes(t.memoryNow))),
+        el("div", { class: "card", "data-testid": "cost" }, el("div", {}, "Requests' cost a month, before tailor → now"), el("div", { class: "big" }, costs(t.costBefore, t.costNow)),
+          el("div", {}, "frees " + money(t.costBefore - t.costNow) + " a month"))),
+      el("p", { class: "note", "data-testid": "prices" }, pricesNote(d.prices)),
       d.policies.length === 0 ? el("p", {}, "No TailorPolicy in the cluster yet.") :
-        table("Each policy's pods: requests as their workload's template has them (before) and now; resizes sent in the last hour and day.",
+        table("Each policy's pods: requests as their workload's template has them (before) and now, and what they cost a month, before → now; resizes sent in the last hour and day.",
           ["Policy", "Mode", "Target", { label: "Pods", num: true }, { label: "CPU before → now", num: true }, { label: "CPU change", num: true },
-            { label: "Memory before → now", num: true }, { label: "Memory change", num: true }, { label: "Resizes 1h / 24h", num: true }, "Status"],
+            { label: "Memory before → now", num: true }, { label: "Memory change", num: true }, { label: "Cost/month", num: true },
+            { label: "Resizes 1h / 24h", num: true }, "Status"],
           rows, foot, "policies"),
+      (d.namespaces || []).length === 0 ? null :
+        table("Per namespace: its policies' pods, their requests before tailor and now, what they cost a month and what that frees.",
+          ["Namespace", { label: "Policies", num: true }, { label: "Pods", num: true }, { label: "CPU before → now", num: true },
+            { label: "Memory before → now", num: true }, { label: "Cost/month before → now", num: true }, { label: "Freed a month", num: true }],
+          d.namespaces.map(n => el("tr", { "data-namespace": n.namespace },
+            el("th", { scope: "row" }, n.namespace), td(n.policies, true), td(n.pods, true),
+            td(cores(n.cpuBefore) + " → " + cores(n.cpuNow), true), td(bytes(n.memoryBefore) + " → " + bytes(n.memoryNow), true),
+            td(costs(n.costBefore, n.costNow), true, "cost"), td(money(n.costBefore - n.costNow), true, "freed"))),
+          null, "namespaces"),
     ];
   }
 
@@ -197,6 +228,8 @@
     const out = [
       el("h1", {}, "Policy " + s.namespace + "/" + s.name),
       el("p", {}, "Mode ", el("strong", {}, s.mode), s.target ? ", target " + s.target : "", ", ", s.pods, " pods. ", status(s)),
+      el("p", { "data-testid": "cost" }, "Requests' cost a month, before tailor → now: ", el("strong", {}, costs(s.costBefore, s.costNow)), ". ",
+        el("span", { class: "note" }, pricesNote(d.prices))),
     ];
     const recs = {};
     for (const r of d.recommendations || []) recs[r.containerName] = r;
@@ -229,10 +262,11 @@
         (d.recommendations || []).map(r => el("tr", {}, td(r.containerName),
           td(fmtList(r.target)), td(fmtList(r.lowerBound)), td(fmtList(r.upperBound)))), null, "recommendation"));
     out.push(el("h2", {}, "Pods"),
-      table("Requests now and before tailor (the template's), and each pod's last resize.",
-        ["Pod", "Node", { label: "CPU before → now", num: true }, { label: "Memory before → now", num: true }, "Last resize", "Result"],
+      table("Requests now and before tailor (the template's), what they cost a month at the pod's node's prices, and each pod's last resize.",
+        ["Pod", "Node", { label: "CPU before → now", num: true }, { label: "Memory before → now", num: true }, { label: "Cost/month before → now", num: true }, "Last resize", "Result"],
         d.pods.map(p => el("tr", {}, td(p.name), td(p.node), td(cores(p.cpuBefore) + " → " + cores(p.cpuRequest), true),
-          td(bytes(p.memoryBefore) + " → " + bytes(p.memoryRequest), true), td(p.lastResize || ""), td(p.result ? p.result + (p.message ? ": " + p.message : "") : ""))),
+          td(bytes(p.memoryBefore) + " → " + bytes(p.memoryRequest), true), td(costs(p.costBefore, p.costNow), true),
+          td(p.lastResize || ""), td(p.result ? p.result + (p.message ? ": " + p.message : "") : ""))),
         null, "pods"));
     out.push(el("h2", {}, "Conditions"),
       table("The policy's status conditions.", ["Type", "Status", "Reason", "Message"],
