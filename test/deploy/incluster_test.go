@@ -4,18 +4,25 @@ package deploy
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"github.com/tailorhq/tailor/test/builder"
 	"github.com/tailorhq/tailor/test/cluster"
@@ -24,7 +31,9 @@ import (
 // TestManagerInCluster installs the kustomize default for real, runs the
 // manager's pod under its ServiceAccount with exactly the generated RBAC,
 // and watches it resize a throttled pod in place: the permissions are
-// proven by use, not only by SubjectAccessReview.
+// proven by use, not only by SubjectAccessReview. Its metrics are scraped
+// as a Prometheus would: HTTPS, only with a token the install's
+// metrics-reader ClusterRole is bound to.
 //
 // The dev cluster has no kube-proxy, so the in-cluster apiserver Service is
 // not routed; the manager is pointed at the apiserver's own address through
@@ -127,6 +136,7 @@ func TestManagerInCluster(t *testing.T) {
 	if log := managerLog(t, namespace, manager.Name); strings.Contains(log, "forbidden") {
 		t.Errorf("the manager was refused something its RBAC should grant:\n%s", log)
 	}
+	metricsOnlyToReaders(ctx, t, namespace, clusterPrefix+id+"-", manager, objs)
 }
 
 // pointAtAPIServer makes the manager's pod reach the apiserver directly, and
@@ -214,3 +224,93 @@ func deleteAndWait(t *testing.T, namespace, name string) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// metricsOnlyToReaders scrapes the in-cluster manager's metrics as the
+// install serves them, HTTPS on :8080: refused without a token (401) and
+// to a ServiceAccount the install's metrics-reader ClusterRole is not bound
+// to (403), given to one it is bound to, as to a Prometheus, with the
+// resize it has just made counted.
+func metricsOnlyToReaders(ctx context.Context, t *testing.T, namespace, prefix string, manager *corev1.Pod, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var reader string
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRole" && strings.HasSuffix(o.GetName(), "metrics-reader") {
+			reader = o.GetName()
+		}
+	}
+	if reader == "" {
+		t.Fatal("the install has no metrics-reader ClusterRole")
+	}
+	for _, sa := range []string{"scraper", "stranger"} {
+		if _, err := clientset.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: prefix + "scraper"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "scraper", Namespace: namespace}},
+	}
+	if _, err := clientset.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := clientset.RbacV1().ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting %s: %v", binding.Name, err)
+		}
+	})
+	token := func(sa string) string {
+		tr, err := clientset.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	// The certificate is the manager's self-signed one: what is checked
+	// here is who may read, not whom the client trusts.
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // see above
+	url := "https://" + net.JoinHostPort(manager.Status.PodIP, "8080") + "/metrics"
+	scrape := func(bearer string) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := scrape(""); code != http.StatusUnauthorized {
+		t.Errorf("metrics without a token: %d %.200s; want 401", code, body)
+	}
+	if code, body := scrape(token("stranger")); code != http.StatusForbidden {
+		t.Errorf("metrics as a ServiceAccount without %s: %d %.200s; want 403", reader, code, body)
+	}
+	scraper := token("scraper")
+	var code int
+	var body string
+	// The binding reaches the apiserver's authorizer at once, but the
+	// manager caches a review's answer for a while: ask until it is given.
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
+		code, body = scrape(scraper)
+		return code == http.StatusOK, nil
+	})
+	if code != http.StatusOK || !strings.Contains(body, `tailor_resizes_total{`) {
+		t.Errorf("metrics as a ServiceAccount bound to %s: %d %.200s; want 200 with tailor_resizes_total", reader, code, body)
+	}
+	// And never over plain HTTP.
+	resp, err := hc.Get("http://" + net.JoinHostPort(manager.Status.PodIP, "8080") + "/metrics")
+	if err == nil {
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("metrics served over plain HTTP")
+		}
+	}
+}
