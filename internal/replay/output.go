@@ -36,8 +36,12 @@ func WriteMemoryTable(w io.Writer, rep *Report) error {
 
 // writeMemoryRow prints one row of memory figures after two labels.
 func writeMemoryRow(w io.Writer, a, b string, f MemoryFigures) {
-	fmt.Fprintf(w, "%s\t%s\t%.2fx\t%s\t%.3f%%\t%d\t%.3f%%\t%.2f%%\t%d\t%.1f\t%.2f\t\n",
-		a, b, f.RequestsOverUsed, ratioText(f.LimitsOverUsed), f.OverRequestPct, f.OOMKills, f.OOMKillPct, f.OOMKillPctP90, f.Evictions, f.Nodes, f.ChangesPerDay)
+	nodes := "-"
+	if f.Nodes > 0 {
+		nodes = fmt.Sprintf("%.1f", f.Nodes)
+	}
+	fmt.Fprintf(w, "%s\t%s\t%.2fx\t%s\t%.3f%%\t%d\t%.3f%%\t%.2f%%\t%d\t%s\t%.2f\t\n",
+		a, b, f.RequestsOverUsed, ratioText(f.LimitsOverUsed), f.OverRequestPct, f.OOMKills, f.OOMKillPct, f.OOMKillPctP90, f.Evictions, nodes, f.ChangesPerDay)
 }
 
 // WriteMemoryRows prints labelled rows of memory figures under the
