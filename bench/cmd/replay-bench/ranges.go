@@ -15,6 +15,8 @@ import (
 // means the recommender or the replay changed behaviour: look, then either
 // fix the change or re-record the range with a new reason.
 type rangeSpec struct {
+	// Reason says how the ranges shared by every policy were recorded.
+	Reason   string                  `json:"reason"`
 	Policies map[string]policyRanges `json:"policies"`
 }
 
