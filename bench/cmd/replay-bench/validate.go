@@ -136,27 +136,17 @@ func validate(series []replay.Series, opts replay.Options, w io.Writer, out stri
 		for si, sh := range rep.Shapes {
 			for di, d := range directions {
 				vt, vh := rep.Memory(0, si, d.tune), rep.Memory(0, si, d.heldOut)
-				pick := -1
-				for pi := first; pi < next; pi++ {
-					t := rep.Memory(pi, si, d.tune)
-					if t.OOMKills > vt.OOMKills || t.Evictions > vt.Evictions {
-						continue
-					}
-					if pick < 0 || t.RequestsOverUsed < rep.Memory(pick, si, d.tune).RequestsOverUsed {
-						pick = pi
-					}
-				}
-				label := "none as safe as vpa: default shown"
+				pick := pickOn(rep, si, d.tune, 0, first, next)
+				label, goal := "none as safe as vpa: default shown", "-"
 				if pick < 0 {
 					// Nothing as safe as VPA: today's default stands.
 					pick = 1
 				} else {
-					label = f.settings[pick-first].label
+					label, goal = f.settings[pick-first].label, "no"
 				}
 				picks[[3]int{pick, si, di}] = true
 				pt, ph := rep.Memory(pick, si, d.tune), rep.Memory(pick, si, d.heldOut)
-				goal := "no"
-				if ph.RequestsOverUsed <= 0.8*vh.RequestsOverUsed && ph.OOMKills <= vh.OOMKills && ph.Evictions <= vh.Evictions {
+				if goal == "no" && meetsGoal(ph, vh) {
 					goal = "yes"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%d (%d)\t%d (%d)\t%.3f\t%d (%d)\t%d (%d)\t%.2f%% (%.2f%%)\t%s\t\n",
@@ -172,6 +162,30 @@ func validate(series []replay.Series, opts replay.Options, w io.Writer, out stri
 	return writeFile(filepath.Join(out, "heldout.svg"), func(f *os.File) error {
 		return writeHeldOutChart(f, rep, fams, picks)
 	})
+}
+
+// pickOn is the policy among [first, next) with the cheapest requests on
+// sub under shape si among those with no more OOM kills and no more
+// evictions there than policy ref; -1 when none is as safe.
+func pickOn(rep *replay.Report, si int, sub replay.Subset, ref, first, next int) int {
+	r := rep.Memory(ref, si, sub)
+	pick, cheapest := -1, 0.0
+	for pi := first; pi < next; pi++ {
+		f := rep.Memory(pi, si, sub)
+		if f.OOMKills > r.OOMKills || f.Evictions > r.Evictions {
+			continue
+		}
+		if pick < 0 || f.RequestsOverUsed < cheapest {
+			pick, cheapest = pi, f.RequestsOverUsed
+		}
+	}
+	return pick
+}
+
+// meetsGoal is issue 26's goal for memory: requests at most 0.8x VPA's at
+// no more OOM kills and no more evictions.
+func meetsGoal(f, vpa replay.MemoryFigures) bool {
+	return f.RequestsOverUsed <= 0.8*vpa.RequestsOverUsed && f.OOMKills <= vpa.OOMKills && f.Evictions <= vpa.Evictions
 }
 
 // writeHeldOutChart draws each idea's sweep on the held-out halves of the
