@@ -81,6 +81,10 @@ func (p Policy) Name() string {
 	return name
 }
 
+// ShapeBlind implements replay.ShapeBlind: VPA fed usage alone never
+// reads what was in force; told of OOM kills, it does (at the limit).
+func (p Policy) ShapeBlind() bool { return !p.OOMs }
+
 // Start implements replay.Policy.
 func (p Policy) Start(*replay.Series) replay.Provisioner {
 	agg := model.NewAggregateContainerState()
@@ -121,8 +125,8 @@ func (s *state) Observe(smp replay.Sample, prov replay.Resources) {
 	}
 	s.last = smp.Time
 	// VPA's OOM observer would see the kill a sample over the limit is.
-	if s.ooms && smp.HasMemory() && prov.Memory > 0 && smp.Memory > prov.Memory {
-		_ = s.state.RecordOOM(smp.Time, model.MemoryAmountFromBytes(prov.Memory))
+	if s.ooms && smp.HasMemory() && prov.MemoryLimit > 0 && smp.Memory > prov.MemoryLimit {
+		_ = s.state.RecordOOM(smp.Time, model.MemoryAmountFromBytes(prov.MemoryLimit))
 	}
 	r := s.rec.GetRecommendedPodResources(s.agg)[container]
 	s.cur = replay.Resources{

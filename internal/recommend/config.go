@@ -89,6 +89,26 @@ type Config struct {
 	ProfileBehind int
 	ProfileAhead  int
 
+	// MemorySplit sizes the memory request and the memory limit apart:
+	// the request is what the scheduler reserves, the limit what the
+	// kernel allows before it kills. The request (Recommendation.Memory)
+	// is sized from the typical peak: the peak of the last
+	// MemoryRequestHold plus MemoryRequestHeadroom, with no least margin.
+	// The limit (Recommendation.MemoryLimit) is sized from the tail: the
+	// higher of the memory peak above (the daily profile's around now and
+	// the last MemoryHold's, once the profile is trusted) and the whole
+	// MemoryWindow's, plus the margin (MemoryHeadroom, MemoryJitterMargin,
+	// MemoryMinMargin), and never below the request. Off (the default),
+	// one value sizes the request and the controller derives the limit
+	// from it, as before, and Recommendation.MemoryLimit is empty.
+	MemorySplit bool
+	// MemoryRequestHold is how far back the request's peak looks with
+	// MemorySplit (rounded up to the memory window's buckets, at most the
+	// MemoryWindow).
+	MemoryRequestHold time.Duration
+	// MemoryRequestHeadroom is the fraction added above that peak.
+	MemoryRequestHeadroom float64
+
 	// Stabilization is how long a lower recommendation must hold, without
 	// interruption, before it is applied.
 	Stabilization time.Duration
@@ -237,6 +257,10 @@ func (c Config) Validate() error {
 		if c.ProfileBehind < 0 || c.ProfileBehind > 12 || c.ProfileAhead < 0 || c.ProfileAhead > 12 {
 			errs = append(errs, fmt.Errorf("profileBehind and profileAhead must be within [0, 12] hours, got %d and %d", c.ProfileBehind, c.ProfileAhead))
 		}
+	}
+	if c.MemorySplit {
+		positive("memoryRequestHold", c.MemoryRequestHold)
+		fraction("memoryRequestHeadroom", c.MemoryRequestHeadroom, 0, 10)
 	}
 	fraction("hysteresis", c.Hysteresis, 0, 0.99)
 	fraction("maxStepDown", c.MaxStepDown, 0.01, 1)

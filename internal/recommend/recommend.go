@@ -41,14 +41,23 @@ type Sample struct {
 
 // Resources is a CPU (cores) and memory (bytes) pair.
 type Resources struct {
-	CPU    float64
+	CPU float64
+	// Memory is the memory request.
 	Memory float64
+	// MemoryLimit is the memory limit, read only with Config.MemorySplit
+	// (0: not set).
+	MemoryLimit float64
 }
 
 // Recommendation is the advice for both resources.
 type Recommendation struct {
-	CPU    Advice
+	CPU Advice
+	// Memory is the advice for the memory request, and for the limit too
+	// unless Config.MemorySplit.
 	Memory Advice
+	// MemoryLimit is the advice for the memory limit apart from the
+	// request with Config.MemorySplit; the zero Advice otherwise.
+	MemoryLimit Advice
 }
 
 // Advice is the advice for one resource.
@@ -85,8 +94,10 @@ type Recommender struct {
 	cpuBucket  time.Duration
 	memBucket  time.Duration
 	stabBucket time.Duration
-	// holdBuckets is MemoryHold in memory window buckets.
-	holdBuckets int64
+	// holdBuckets is MemoryHold in memory window buckets, and
+	// requestBuckets MemoryRequestHold.
+	holdBuckets    int64
+	requestBuckets int64
 }
 
 // New validates cfg and returns a recommender.
@@ -102,10 +113,13 @@ func New(cfg Config) (*Recommender, error) {
 	if cfg.Stabilization > 0 {
 		r.stabBucket = stabilizationBucket(cfg.Stabilization)
 	}
+	// The newest bucket may have only just begun: one more than a hold
+	// spans covers it whole.
 	if cfg.MemoryProfile {
-		// The newest bucket may have only just begun: one more than
-		// MemoryHold spans covers it whole.
 		r.holdBuckets = min(int64((cfg.MemoryHold+r.memBucket-1)/r.memBucket)+1, peakBuckets)
+	}
+	if cfg.MemorySplit {
+		r.requestBuckets = min(int64((cfg.MemoryRequestHold+r.memBucket-1)/r.memBucket)+1, peakBuckets)
 	}
 	return r, nil
 }
@@ -229,7 +243,7 @@ func (s *State) recordNeeded(now time.Time) {
 	if s.r.stabBucket == 0 {
 		return
 	}
-	cpu, mem := s.resources(Resources{}, now)
+	cpu, mem, _ := s.resources(Resources{}, now)
 	if !cpu.empty {
 		s.cpuNeed.add(roundUp32(cpu.needed()), now, s.r.stabBucket)
 	}
@@ -356,15 +370,34 @@ func (s *State) RecordRestart(now time.Time) {
 // pod's values have not changed, no restart was recorded and samples kept
 // arriving; it then goes down by at most MaxStepDown.
 func (s *State) Recommend(current Resources, lastChange time.Time, now time.Time) Recommendation {
-	cpu, mem := s.resources(current, now)
-	return Recommendation{
+	cpu, mem, lim := s.resources(current, now)
+	rec := Recommendation{
 		CPU:    s.decide(cpu, &s.cpuNeed, lastChange, now),
 		Memory: s.decide(mem, &s.memNeed, lastChange, now),
 	}
+	if s.r.cfg.MemorySplit {
+		// The tail falls only as a peak leaves the memory window, hours
+		// apart: the limit needs no stabilization window of its own.
+		rec.MemoryLimit = s.decide(lim, nil, lastChange, now)
+		// A limit held or lowered must still hold the request advised.
+		if l := &rec.MemoryLimit; l.Target < rec.Memory.Target {
+			l.Target = rec.Memory.Target
+			switch {
+			case l.Target > lim.current:
+				l.Decision = Raise
+			case l.Target < lim.current:
+				l.Decision = Lower
+			default:
+				l.Decision = Hold
+			}
+		}
+	}
+	return rec
 }
 
-// resources gathers both resources' inputs to decide at now.
-func (s *State) resources(current Resources, now time.Time) (cpu, mem resource) {
+// resources gathers both resources' inputs to decide at now: with
+// Config.MemorySplit, mem is the memory request's and lim the limit's.
+func (s *State) resources(current Resources, now time.Time) (cpu, mem, lim resource) {
 	cfg := s.r.cfg
 	sec := now.Unix()
 	cpu = resource{name: "cpu", window: cfg.CPUWindow, current: current.CPU,
@@ -395,7 +428,20 @@ func (s *State) resources(current Resources, now time.Time) (cpu, mem resource) 
 			mem.profiled, mem.hold = true, cfg.MemoryHold
 		}
 	}
-	return cpu, mem
+	if cfg.MemorySplit {
+		// The limit: the tail, the higher of the peak above and the whole
+		// window's (told as the window's), with the margin.
+		lim = mem
+		lim.name, lim.current = "memory limit", current.MemoryLimit
+		lim.peak, lim.window, lim.profiled = max(mem.peak, s.mem.peak(now, s.r.memBucket)), cfg.MemoryWindow, false
+		// The request: the typical peak, the last hold's, no margin.
+		mem.peak, mem.window, mem.profiled = s.mem.recent(now, s.r.memBucket, s.r.requestBuckets), cfg.MemoryRequestHold, false
+		mem.headroom, mem.margin, mem.minMargin = cfg.MemoryRequestHeadroom, 0, 0
+		if !mem.empty {
+			lim.atLeast = mem.needed()
+		}
+	}
+	return cpu, mem, lim
 }
 
 // resource is one resource's inputs to decide.
@@ -416,18 +462,21 @@ type resource struct {
 	profiled bool
 	trust    float64
 	hold     time.Duration
+	// atLeast is a value the needed one never goes below: a memory
+	// limit's request.
+	atLeast float64
 }
 
 // needed is what the resource should have: the peak plus its margin,
 // within the bounds.
 func (r resource) needed() float64 {
-	return clamp(r.peak+max(r.peak*r.headroom+r.margin, r.minMargin), r.lo, r.hi)
+	return max(clamp(r.peak+max(r.peak*r.headroom+r.margin, r.minMargin), r.lo, r.hi), r.atLeast)
 }
 
 // decide applies the asymmetric rules to one resource: raise at once when
 // the needed value is above what is in force, lower only when it has been
 // below the hysteresis band for the stabilization window (need holds the
-// needed values over it), and then by at most MaxStepDown.
+// needed values over it; nil for none), and then by at most MaxStepDown.
 func (s *State) decide(r resource, need *peakWindow, lastChange, now time.Time) Advice {
 	cfg := s.r.cfg
 	needed := r.needed()
@@ -440,7 +489,7 @@ func (s *State) decide(r resource, need *peakWindow, lastChange, now time.Time) 
 	case needed > r.current*(1+cfg.MinChange) || (needed > r.current && r.peak >= cfg.NearLimit*r.current):
 		a.Decision, a.Target = Raise, needed
 	case needed < r.current*(1-cfg.Hysteresis):
-		if cfg.Stabilization > 0 {
+		if need != nil && cfg.Stabilization > 0 {
 			a.waited = s.belowFor(need, r.current*(1-cfg.Hysteresis), lastChange, now)
 			a.stabilization = cfg.Stabilization
 			if a.waited < cfg.Stabilization {

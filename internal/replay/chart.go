@@ -103,9 +103,12 @@ func svgOpen(b *strings.Builder, width, height int) {
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 }
 
-// charted leaves the oracle out of series charts: it is the usage itself,
-// already drawn underneath.
-func charted(policy string) bool { return policy != "oracle" }
+// charted leaves the oracle out of series charts, as it is the usage
+// itself, already drawn underneath, and the hindsight bounds, which follow
+// it as closely.
+func charted(policy string) bool {
+	return policy != "oracle" && !strings.HasPrefix(policy, "hindsight")
+}
 
 // bucketMax reduces samples to chartBuckets columns, each the highest value
 // (NaN for a column with none).
@@ -246,13 +249,52 @@ type CurvePoint struct {
 // for CPU and memory side by side: lower and further left is better, so a
 // curve that lies below and left of another dominates it.
 func WriteTradeoff(w io.Writer, curves []Curve) error {
+	panel := func(title string, fig func(PolicyResult) Figures, memory bool) TradeoffPanel {
+		return TradeoffPanel{Title: title, Point: func(ci, pi int) (float64, float64, bool) {
+			f := fig(curves[ci].Points[pi].Result)
+			return f.OverPct, f.ProvisionedOverUsed, memory || !curves[ci].MemoryOnly
+		}}
+	}
+	return WriteTradeoffChart(w, TradeoffChart{
+		Title:  "Trade-off: fleet provisioned/used against share of samples over (lower left is better)",
+		XLabel: "samples over provisioned", YLabel: "provisioned / used",
+		Curves: curves,
+		Panels: []TradeoffPanel{
+			panel("CPU", func(p PolicyResult) Figures { return p.CPU }, false),
+			panel("memory", func(p PolicyResult) Figures { return p.Memory }, true),
+		},
+	})
+}
+
+// TradeoffChart is a chart of cost against risk: each panel draws every
+// curve it has points for, under one legend.
+type TradeoffChart struct {
+	Title, XLabel, YLabel string
+	Curves                []Curve
+	Panels                []TradeoffPanel
+}
+
+// TradeoffPanel is one panel of a TradeoffChart.
+type TradeoffPanel struct {
+	Title string
+	// Point is where point pi of curve ci goes: x in percent, y a ratio;
+	// false leaves the curve out of the panel.
+	Point func(ci, pi int) (x, y float64, ok bool)
+	// Ring, when set, says which points to ring in this panel instead of
+	// CurvePoint.Highlight.
+	Ring func(ci, pi int) bool
+}
+
+// WriteTradeoffChart draws ch as SVG, its panels side by side.
+func WriteTradeoffChart(w io.Writer, ch TradeoffChart) error {
 	const pw, ph, left, gap = 400, 320, 70, 90
-	width := 2*left + 2*pw + gap
+	curves := ch.Curves
+	width := left + len(ch.Panels)*(pw+gap) - gap + left
 	// The legend may take a second line; the height allows for it.
 	height := 60 + 16 + ph + 60
 	var b strings.Builder
 	svgOpen(&b, width, height)
-	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">Trade-off: fleet provisioned/used against share of samples over (lower left is better)</text>`+"\n", left)
+	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(ch.Title))
 	x, y := left, 37
 	for i, c := range curves {
 		col := chartColors[i%len(chartColors)]
@@ -263,22 +305,20 @@ func WriteTradeoff(w io.Writer, curves []Curve) error {
 		x += 30 + 7*len(c.Name)
 	}
 	top := y + 23
-	pick := []struct {
-		title string
-		fig   func(PolicyResult) Figures
-	}{
-		{"CPU", func(p PolicyResult) Figures { return p.CPU }},
-		{"memory", func(p PolicyResult) Figures { return p.Memory }},
-	}
-	for pi, p := range pick {
-		x0 := left + pi*(pw+gap)
+	for pn, p := range ch.Panels {
+		x0 := left + pn*(pw+gap)
 		var xmax, ymax float64
-		drawn := func(c Curve) bool { return pi == 1 || !c.MemoryOnly }
-		for _, c := range curves {
-			for _, pt := range c.Points {
-				f := p.fig(pt.Result)
-				if drawn(c) {
-					xmax, ymax = max(xmax, f.OverPct), max(ymax, f.ProvisionedOverUsed)
+		drawn := func(ci int) bool {
+			if len(curves[ci].Points) == 0 {
+				return false
+			}
+			_, _, ok := p.Point(ci, 0)
+			return ok
+		}
+		for ci, c := range curves {
+			for pi := range c.Points {
+				if x, y, ok := p.Point(ci, pi); ok {
+					xmax, ymax = max(xmax, x), max(ymax, y)
 				}
 			}
 		}
@@ -286,7 +326,7 @@ func WriteTradeoff(w io.Writer, curves []Curve) error {
 		ymax, ystep := niceAxis(ymax)
 		sx := func(v float64) float64 { return float64(x0) + v/xmax*pw }
 		sy := func(v float64) float64 { return float64(top) + (1-v/ymax)*ph }
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, top-8, p.title)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-weight="bold">%s</text>`+"\n", x0, top-8, html.EscapeString(p.Title))
 		for vy := 0.0; vy <= ymax*(1+1e-9); vy += ystep {
 			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e5e5e5"/>`+"\n", x0, sy(vy), x0+pw, sy(vy))
 			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%sx</text>`+"\n", x0-6, sy(vy)+4, fmtTick(vy))
@@ -296,30 +336,30 @@ func WriteTradeoff(w io.Writer, curves []Curve) error {
 			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s%%</text>`+"\n", sx(vx), top+ph+16, fmtTick(vx))
 		}
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, top, pw, ph)
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">samples over provisioned</text>`+"\n", x0+pw/2, top+ph+34)
-		fmt.Fprintf(&b, `<text transform="translate(%d,%d) rotate(-90)" text-anchor="middle" fill="#555">provisioned / used</text>`+"\n", x0-48, top+ph/2)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">%s</text>`+"\n", x0+pw/2, top+ph+34, html.EscapeString(ch.XLabel))
+		fmt.Fprintf(&b, `<text transform="translate(%d,%d) rotate(-90)" text-anchor="middle" fill="#555">%s</text>`+"\n", x0-48, top+ph/2, html.EscapeString(ch.YLabel))
 		for ci, c := range curves {
-			if !drawn(c) {
+			if !drawn(ci) {
 				continue
 			}
 			col := chartColors[ci%len(chartColors)]
 			var pts strings.Builder
-			for _, pt := range c.Points {
-				f := p.fig(pt.Result)
-				fmt.Fprintf(&pts, "%.1f,%.1f ", sx(f.OverPct), sy(f.ProvisionedOverUsed))
+			for pi := range c.Points {
+				x, y, _ := p.Point(ci, pi)
+				fmt.Fprintf(&pts, "%.1f,%.1f ", sx(x), sy(y))
 			}
 			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5"/>`+"\n", strings.TrimSpace(pts.String()), col)
-			for _, pt := range c.Points {
-				f := p.fig(pt.Result)
-				if pt.Highlight {
-					fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="6" fill="none" stroke="#000" stroke-width="1.5"/>`+"\n", sx(f.OverPct), sy(f.ProvisionedOverUsed))
+			for pi, pt := range c.Points {
+				x, y, _ := p.Point(ci, pi)
+				if ring := pt.Highlight; p.Ring != nil && p.Ring(ci, pi) || p.Ring == nil && ring {
+					fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="6" fill="none" stroke="#000" stroke-width="1.5"/>`+"\n", sx(x), sy(y))
 				}
-				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`, sx(f.OverPct), sy(f.ProvisionedOverUsed), col)
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`, sx(x), sy(y), col)
 				if pt.Label != "" {
 					// Points too close to label each may leave it to the
 					// curve's name.
 					fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="%s">%s</text>`,
-						sx(f.OverPct)+5, sy(f.ProvisionedOverUsed)-5, col, html.EscapeString(pt.Label))
+						sx(x)+5, sy(y)-5, col, html.EscapeString(pt.Label))
 				}
 				b.WriteString("\n")
 			}

@@ -15,6 +15,12 @@ type Report struct {
 	Series []SeriesResult
 	// Skipped names series too short to judge.
 	Skipped []string
+	// Shapes are the memory shapes scored (Options.Shapes).
+	Shapes []Shape
+	// Split divides the first half of the trace from the second.
+	Split time.Time
+	// nodes holds each policy's nodes in use under each shape, by half.
+	nodes [][][2]nodeTally
 }
 
 // PolicyResult is one policy's fleet figures.
@@ -23,6 +29,41 @@ type PolicyResult struct {
 	Series int     `json:"series"`
 	CPU    Figures `json:"cpu"`
 	Memory Figures `json:"memory"`
+	// Shapes holds the memory scored as Kubernetes charges it, one entry
+	// per shape replayed (Options.Shapes), over the whole trace.
+	Shapes []MemoryFigures `json:"shapes,omitempty"`
+}
+
+// MemoryFigures summarize memory under one shape: requests are what the
+// fleet pays, a sample over the limit is an OOM kill, a node whose summed
+// usage passes its memory evicts.
+type MemoryFigures struct {
+	Shape string `json:"shape"`
+	// RequestsOverUsed is the sum over series of mean request divided by
+	// the sum over series of mean used: what the scheduler reserves for
+	// each unit used.
+	RequestsOverUsed float64 `json:"requestsOverUsed"`
+	// LimitsOverUsed is the same for limits (+Inf with a series that has
+	// none; JSON 0).
+	LimitsOverUsed float64 `json:"limitsOverUsed"`
+	// OverRequestPct is the share of samples, pooled, above the request:
+	// not a kill unless the limit is the request, but what fills a node.
+	OverRequestPct float64 `json:"overRequestPct"`
+	// OOMKills counts samples above the limit; OOMKillPct is their share
+	// of all samples, pooled, and OOMKillPctP90 the 90th percentile across
+	// series of each series' share.
+	OOMKills      int     `json:"oomKills"`
+	OOMKillPct    float64 `json:"oomKillPct"`
+	OOMKillPctP90 float64 `json:"oomKillPctP90"`
+	// Evictions counts node-samples whose summed usage passed the node's
+	// memory (0 when not packed).
+	Evictions int `json:"evictions"`
+	// Nodes is the mean number of nodes in use (0 when not packed, or for
+	// a subset of the series, which shares its nodes with the rest).
+	Nodes float64 `json:"nodes"`
+	// ChangesPerDay counts changes of the request or the limit per
+	// series-day.
+	ChangesPerDay float64 `json:"changesPerDay"`
 }
 
 // Figures summarize one resource across the fleet.
@@ -53,8 +94,67 @@ type SeriesResult struct {
 
 // SeriesPolicy is one policy's accounting on one series.
 type SeriesPolicy struct {
-	CPU    Tally
+	CPU Tally
+	// Memory is scored as one value: the request, under the first shape.
 	Memory Tally
+	// Shapes holds memory under each shape, indexed like Options.Shapes
+	// (one entry, limit = request, when there were none).
+	Shapes []ShapeTally
+}
+
+// ShapeTally is one series' memory under one shape, before and after
+// Options.Split.
+type ShapeTally struct {
+	Halves [2]MemoryTally
+}
+
+// Total is both halves together.
+func (t ShapeTally) Total() MemoryTally {
+	a, b := t.Halves[0], t.Halves[1]
+	return MemoryTally{
+		Samples: a.Samples + b.Samples, SumRequest: a.SumRequest + b.SumRequest, SumLimit: a.SumLimit + b.SumLimit,
+		SumUsed: a.SumUsed + b.SumUsed, OverRequest: a.OverRequest + b.OverRequest, Kills: a.Kills + b.Kills,
+		Changes: a.Changes + b.Changes, Days: a.Days + b.Days, Evictions: a.Evictions + b.Evictions,
+	}
+}
+
+// MemoryTally accumulates one series' memory under one shape after the
+// warm-up.
+type MemoryTally struct {
+	Samples     int
+	SumRequest  float64
+	SumLimit    float64
+	SumUsed     float64
+	OverRequest int
+	// Kills counts samples above the limit.
+	Kills   int
+	Changes int
+	Days    float64
+	// Evictions counts the node-pressure evictions the packing charged to
+	// this series (the pod the kubelet would pick).
+	Evictions int
+}
+
+func (t *MemoryTally) add(used, request, limit float64) {
+	t.Samples++
+	t.SumUsed += used
+	t.SumRequest += request
+	t.SumLimit += limit
+	if used > request {
+		t.OverRequest++
+	}
+	if used > limit {
+		t.Kills++
+	}
+}
+
+// KillPct is the share of this series' samples that were OOM kills, in
+// percent.
+func (t MemoryTally) KillPct() float64 {
+	if t.Samples == 0 {
+		return 0
+	}
+	return 100 * float64(t.Kills) / float64(t.Samples)
 }
 
 // Tally accumulates one resource of one series after the warm-up.
@@ -99,14 +199,85 @@ type Trajectory struct {
 	Provisioned [][]Resources
 }
 
-func summarize(name string, series []SeriesResult, pi int) PolicyResult {
-	cpu := make([]Tally, 0, len(series))
-	mem := make([]Tally, 0, len(series))
-	for _, s := range series {
+func summarize(name string, rep *Report, pi int) PolicyResult {
+	cpu := make([]Tally, 0, len(rep.Series))
+	mem := make([]Tally, 0, len(rep.Series))
+	for _, s := range rep.Series {
 		cpu = append(cpu, s.Policies[pi].CPU)
 		mem = append(mem, s.Policies[pi].Memory)
 	}
-	return PolicyResult{Policy: name, Series: len(series), CPU: figures(cpu), Memory: figures(mem)}
+	res := PolicyResult{Policy: name, Series: len(rep.Series), CPU: figures(cpu), Memory: figures(mem)}
+	for si := range rep.Shapes {
+		res.Shapes = append(res.Shapes, rep.Memory(pi, si, Subset{}))
+	}
+	return res
+}
+
+// Subset picks the part of a replay a figure is computed over: a half of
+// the trace's time and a part of its series, for validation on held-out
+// data.
+type Subset struct {
+	// Half is 0 for the whole trace, 1 for the samples before Report.Split,
+	// 2 for those from it on.
+	Half int
+	// Series keeps the series it returns true for; nil keeps all.
+	Series func(name string) bool
+}
+
+// Memory is policy pi's memory figures under shape si over sub.
+func (rep *Report) Memory(pi, si int, sub Subset) MemoryFigures {
+	f := MemoryFigures{Shape: rep.Shapes[si].Name}
+	var req, lim, used, days float64
+	var n, over, kills, changes int
+	var pcts []float64
+	for _, s := range rep.Series {
+		if sub.Series != nil && !sub.Series(s.Name) {
+			continue
+		}
+		st := s.Policies[pi].Shapes[si]
+		t := st.Total()
+		if sub.Half > 0 {
+			t = st.Halves[sub.Half-1]
+		}
+		f.Evictions += t.Evictions
+		if t.Samples == 0 {
+			continue
+		}
+		req += t.SumRequest / float64(t.Samples)
+		lim += t.SumLimit / float64(t.Samples)
+		used += t.SumUsed / float64(t.Samples)
+		n += t.Samples
+		over += t.OverRequest
+		kills += t.Kills
+		changes += t.Changes
+		days += t.Days
+		pcts = append(pcts, t.KillPct())
+	}
+	if used > 0 {
+		f.RequestsOverUsed, f.LimitsOverUsed = req/used, lim/used
+	}
+	if n > 0 {
+		f.OverRequestPct = 100 * float64(over) / float64(n)
+		f.OOMKillPct = 100 * float64(kills) / float64(n)
+	}
+	f.OOMKills = kills
+	if days > 0 {
+		f.ChangesPerDay = float64(changes) / days
+	}
+	f.OOMKillPctP90 = percentile(pcts, 0.9)
+	if sub.Series == nil && pi < len(rep.nodes) && si < len(rep.nodes[pi]) {
+		var nt nodeTally
+		for h, t := range rep.nodes[pi][si] {
+			if sub.Half == 0 || sub.Half == h+1 {
+				nt.steps += t.steps
+				nt.nodeSteps += t.nodeSteps
+			}
+		}
+		if nt.steps > 0 {
+			f.Nodes = nt.nodeSteps / float64(nt.steps)
+		}
+	}
+	return f
 }
 
 func figures(ts []Tally) Figures {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 )
 
@@ -18,6 +19,53 @@ func WriteTable(w io.Writer, rep *Report) error {
 			p.Memory.ProvisionedOverUsed, p.Memory.OverPct, p.Memory.OverPctP90, p.Memory.ChangesPerDay)
 	}
 	return tw.Flush()
+}
+
+// WriteMemoryTable prints memory as Kubernetes charges it: for each shape
+// replayed, one row per policy.
+func WriteMemoryTable(w io.Writer, rep *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "shape\tpolicy\tmem requests/used\tlimits/used\tover request%%\tOOM kills\tkill%%\tkill%% p90\tevictions\tnodes\tchanges/day\t\n")
+	for si := range rep.Shapes {
+		for pi, p := range rep.Policies {
+			writeMemoryRow(tw, rep.Shapes[si].Name, p.Policy, rep.Memory(pi, si, Subset{}))
+		}
+	}
+	return tw.Flush()
+}
+
+// writeMemoryRow prints one row of memory figures after two labels.
+func writeMemoryRow(w io.Writer, a, b string, f MemoryFigures) {
+	nodes := "-"
+	if f.Nodes > 0 {
+		nodes = fmt.Sprintf("%.1f", f.Nodes)
+	}
+	fmt.Fprintf(w, "%s\t%s\t%.2fx\t%s\t%.3f%%\t%d\t%.3f%%\t%.2f%%\t%d\t%s\t%.2f\t\n",
+		a, b, f.RequestsOverUsed, ratioText(f.LimitsOverUsed), f.OverRequestPct, f.OOMKills, f.OOMKillPct, f.OOMKillPctP90, f.Evictions, nodes, f.ChangesPerDay)
+}
+
+// WriteMemoryRows prints labelled rows of memory figures under the
+// memory table's heading, for a caller's own selection (validation halves).
+func WriteMemoryRows(w io.Writer, heads [2]string, rows []MemoryRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\t%s\tmem requests/used\tlimits/used\tover request%%\tOOM kills\tkill%%\tkill%% p90\tevictions\tnodes\tchanges/day\t\n", heads[0], heads[1])
+	for _, r := range rows {
+		writeMemoryRow(tw, r.Labels[0], r.Labels[1], r.Figures)
+	}
+	return tw.Flush()
+}
+
+// MemoryRow is one row for WriteMemoryRows.
+type MemoryRow struct {
+	Labels  [2]string
+	Figures MemoryFigures
+}
+
+func ratioText(v float64) string {
+	if math.IsInf(v, 1) {
+		return "no limit"
+	}
+	return fmt.Sprintf("%.2fx", v)
 }
 
 // WriteSeriesTable prints every series under every policy.
@@ -68,6 +116,11 @@ func WriteJSON(w io.Writer, rep *Report, perSeries bool) error {
 	out := make([]jsonPolicy, len(rep.Policies))
 	for i, p := range rep.Policies {
 		out[i].PolicyResult = p
+		out[i].Shapes = nil
+		for _, f := range p.Shapes {
+			f.LimitsOverUsed = finite(f.LimitsOverUsed)
+			out[i].Shapes = append(out[i].Shapes, f)
+		}
 		if !perSeries {
 			continue
 		}

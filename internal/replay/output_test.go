@@ -170,3 +170,48 @@ func TestNiceAxis(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteMemoryTable(t *testing.T) {
+	s := makeSeries("7", 8*24*time.Hour, constant(1), constant(1e9))
+	rep, err := Run([]Series{s}, []Policy{lastSeen{}, Oracle{}}, Options{Warmup: 24 * time.Hour, MinSpan: 7 * 24 * time.Hour,
+		Shapes: []Shape{LimitEqualsRequest, RequestsOnly}, NodeMemory: 4e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteMemoryTable(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	// A heading and a row per shape and policy; no limit reads as such.
+	if len(lines) != 5 || !strings.Contains(lines[1], "RequestsAndLimits 1x") || !strings.Contains(lines[4], "no limit") || !strings.Contains(lines[4], "oracle") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	b.Reset()
+	if err := WriteMemoryRows(&b, [2]string{"part", "policy"}, []MemoryRow{{Labels: [2]string{"odd", "oracle"}, Figures: rep.Memory(1, 0, Subset{Series: func(string) bool { return true }})}}); err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSpace(b.String()), "\n")
+	if f := strings.Fields(lines[len(lines)-1]); len(lines) != 2 || !slices.Equal(f[len(f)-3:], []string{"0", "-", "0.00"}) {
+		t.Errorf("rows (nodes are not the subset's to tell):\n%s", b.String())
+	}
+}
+
+func TestWriteJSONShapes(t *testing.T) {
+	s := makeSeries("7", 8*24*time.Hour, constant(1), constant(1e9))
+	rep, err := Run([]Series{s}, []Policy{lastSeen{}}, Options{Warmup: 24 * time.Hour, MinSpan: 7 * 24 * time.Hour, Shapes: []Shape{RequestsOnly}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, rep, false); err != nil {
+		t.Fatalf("a shape without a limit must still encode: %v", err)
+	}
+	var got []PolicyResult
+	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || len(got[0].Shapes) != 1 || got[0].Shapes[0].Shape != "RequestsOnly" || got[0].Shapes[0].LimitsOverUsed != 0 {
+		t.Errorf("JSON shapes: %+v", got)
+	}
+}

@@ -23,6 +23,9 @@ func NewDouble() Double { return Double{Period: 2 * time.Minute, Threshold: 0.8}
 // Name implements Policy.
 func (Double) Name() string { return "double" }
 
+// ShapeBlind implements ShapeBlind: the rule looks at CPU usage only.
+func (Double) ShapeBlind() bool { return true }
+
 // Start implements Policy.
 func (d Double) Start(s *Series) Provisioner {
 	return &doubleState{rule: d, limit: Resources{CPU: s.CPUCapacity, Memory: s.MemoryCapacity}}
@@ -62,6 +65,9 @@ type Oracle struct{}
 
 // Name implements Policy.
 func (Oracle) Name() string { return "oracle" }
+
+// ShapeBlind implements ShapeBlind: the oracle only looks ahead.
+func (Oracle) ShapeBlind() bool { return true }
 
 // Start implements Policy.
 func (Oracle) Start(s *Series) Provisioner { return &oracleState{samples: s.Samples} }
@@ -119,15 +125,17 @@ type tailorState struct {
 }
 
 func (t *tailorState) Provisioned(time.Time) Resources {
-	return Resources{CPU: t.cur.CPU, Memory: t.cur.Memory}
+	return Resources{CPU: t.cur.CPU, Memory: t.cur.Memory, MemoryLimit: t.cur.MemoryLimit}
 }
 
 func (t *tailorState) Observe(s Sample, prov Resources) {
 	mem := 0.0
 	if s.HasMemory() {
 		mem = s.Memory
-		if prov.Memory > 0 && s.Memory > prov.Memory {
-			t.st.RecordOOM(s.Time, prov.Memory)
+		// The kernel kills at the limit; usage over the request alone is
+		// not a kill.
+		if prov.MemoryLimit > 0 && s.Memory > prov.MemoryLimit {
+			t.st.RecordOOM(s.Time, prov.MemoryLimit)
 		}
 	}
 	// A 5-minute mean over the limit means the demand the trace recorded
@@ -138,7 +146,8 @@ func (t *tailorState) Observe(s Sample, prov Resources) {
 	}
 	t.st.AddSample(recommend.Sample{CPU: s.CPU, Memory: mem}, s.Time)
 	rec := t.st.Recommend(t.cur, t.changed, s.Time)
-	if next := (recommend.Resources{CPU: rec.CPU.Target, Memory: rec.Memory.Target}); next != t.cur {
+	next := recommend.Resources{CPU: rec.CPU.Target, Memory: rec.Memory.Target, MemoryLimit: rec.MemoryLimit.Target}
+	if next != t.cur {
 		t.cur, t.changed = next, s.Time
 	}
 }
@@ -153,6 +162,9 @@ type Hindsight struct {
 
 // Name implements Policy.
 func (h Hindsight) Name() string { return fmt.Sprintf("hindsight-%gh", h.Window.Hours()) }
+
+// ShapeBlind implements ShapeBlind: hindsight only looks ahead.
+func (Hindsight) ShapeBlind() bool { return true }
 
 // Start implements Policy.
 func (h Hindsight) Start(s *Series) Provisioner {

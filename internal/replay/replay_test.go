@@ -186,7 +186,7 @@ func TestReadBitbrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Series{
-		CPUCapacity: 2, MemoryCapacity: 4194304 * 1024,
+		CPUCapacity: 2, MemoryCapacity: 4194304 * 1024, MemoryLimit: 4194304 * 1024,
 		Samples: []Sample{
 			{Time: time.Unix(1372629900, 0).UTC(), CPU: 0.5, Memory: 1 << 30},
 			{Time: time.Unix(1372630500, 0).UTC(), CPU: 1, Memory: math.NaN()},

@@ -54,6 +54,12 @@ type Series struct {
 	// was given (cores, bytes) at its first sample; 0 when unknown.
 	CPUCapacity    float64
 	MemoryCapacity float64
+	// MemoryLimit is the memory limit the workload's owner gave it, in
+	// bytes: for Bitbrains the most memory the VM was provisioned with in
+	// the trace (some VMs were resized during the month, and the owner's
+	// limit is what they settled on); 0 when unknown (no limit). It is the
+	// limit a RequestsOnly shape keeps.
+	MemoryLimit float64
 }
 
 // Span is the time between the first and the last sample.
@@ -318,6 +324,7 @@ func (p *parser) bitbrainsRow(text string) error {
 		p.s.CPUCapacity = v[bbCores]
 		p.s.MemoryCapacity = v[bbMemCapacityKiB] * 1024
 	}
+	p.s.MemoryLimit = max(p.s.MemoryLimit, v[bbMemCapacityKiB]*1024)
 	p.rows = append(p.rows, Sample{Time: t, CPU: cpu, Memory: mem})
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/tailorhq/tailor/internal/replay"
@@ -14,6 +15,8 @@ import (
 // means the recommender or the replay changed behaviour: look, then either
 // fix the change or re-record the range with a new reason.
 type rangeSpec struct {
+	// Reason says how the ranges shared by every policy were recorded.
+	Reason   string                  `json:"reason"`
 	Policies map[string]policyRanges `json:"policies"`
 }
 
@@ -21,6 +24,10 @@ type policyRanges struct {
 	Reason string                 `json:"reason"`
 	CPU    map[string]figureRange `json:"cpu"`
 	Memory map[string]figureRange `json:"memory"`
+	// Shapes holds memory as Kubernetes charges it: by shape name, then
+	// by part of the trace ("whole" or a validation half: "1st half",
+	// "2nd half", "odd VMs", "even VMs"), then by figure.
+	Shapes map[string]map[string]map[string]figureRange `json:"shapes,omitempty"`
 }
 
 type figureRange struct {
@@ -62,24 +69,78 @@ func (s *rangeSpec) check(rep *replay.Report) []string {
 		}
 		errs = append(errs, checkFigures(name+" cpu", got.CPU, pr.CPU)...)
 		errs = append(errs, checkFigures(name+" memory", got.Memory, pr.Memory)...)
+		errs = append(errs, checkShapes(rep, name, pr.Shapes)...)
 	}
 	return errs
 }
 
+// checkShapes checks one policy's memory figures by shape and part.
+func checkShapes(rep *replay.Report, policy string, want map[string]map[string]map[string]figureRange) []string {
+	pi := slices.IndexFunc(rep.Policies, func(p replay.PolicyResult) bool { return p.Policy == policy })
+	var errs []string
+	for _, shape := range sortedKeys(want) {
+		si := slices.IndexFunc(rep.Shapes, func(s replay.Shape) bool { return s.Name == shape })
+		if si < 0 {
+			errs = append(errs, fmt.Sprintf("%s %s: shape not in the report", policy, shape))
+			continue
+		}
+		for _, part := range sortedKeys(want[shape]) {
+			sub, ok := subsetNamed(part)
+			if !ok {
+				errs = append(errs, fmt.Sprintf("%s %s %s: no such part (whole, or one of the validation halves)", policy, shape, part))
+				continue
+			}
+			f := rep.Memory(pi, si, sub)
+			values := map[string]float64{
+				"requestsOverUsed": f.RequestsOverUsed,
+				"overRequestPct":   f.OverRequestPct,
+				"oomKills":         float64(f.OOMKills),
+				"oomKillPct":       f.OOMKillPct,
+				"oomKillPctP90":    f.OOMKillPctP90,
+				"evictions":        float64(f.Evictions),
+				"nodes":            f.Nodes,
+				"changesPerDay":    f.ChangesPerDay,
+			}
+			errs = append(errs, checkValues(fmt.Sprintf("%s %s %s", policy, shape, part), values, want[shape][part])...)
+		}
+	}
+	return errs
+}
+
+// subsetNamed is the part of the trace a range names.
+func subsetNamed(name string) (replay.Subset, bool) {
+	if name == "whole" {
+		return replay.Subset{}, true
+	}
+	for _, h := range halves {
+		if h.name == name {
+			return h.sub, true
+		}
+	}
+	return replay.Subset{}, false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 func checkFigures(what string, got replay.Figures, want map[string]figureRange) []string {
-	values := map[string]float64{
+	return checkValues(what, map[string]float64{
 		"provisionedOverUsed": got.ProvisionedOverUsed,
 		"overPct":             got.OverPct,
 		"overPctP90":          got.OverPctP90,
 		"changesPerDay":       got.ChangesPerDay,
-	}
-	keys := make([]string, 0, len(want))
-	for k := range want {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	}, want)
+}
+
+func checkValues(what string, values map[string]float64, want map[string]figureRange) []string {
 	var errs []string
-	for _, k := range keys {
+	for _, k := range sortedKeys(want) {
 		r := want[k]
 		v, ok := values[k]
 		switch {
