@@ -549,16 +549,26 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	return res, nil
 }
 
+// settle waits out the first wave of raises: until a sync period after it
+// resizes fewer than 2% of the pods, at most 6 periods. A quiet period
+// counts only once the wave has begun: a first period with few resizes is
+// the manager still reading the fleet's first usage, and a run that took it
+// for settled measured the wave itself (140 resizes, 274 reconciles and 153
+// status writes a sync, against 38, 92 and 52 in runs of the same build
+// that waited).
 func settle(ctx context.Context, rz *resizer, s size, period time.Duration) (time.Duration, error) {
 	start := time.Now()
+	wave := false
 	for i := 0; i < 6; i++ {
 		before := rz.bumps.Load()
 		if err := sleep(ctx, period); err != nil {
 			return 0, err
 		}
-		if rz.bumps.Load()-before < int64(max(1, s.Pods/50)) {
+		quiet := rz.bumps.Load()-before < int64(max(1, s.Pods/50))
+		if quiet && wave {
 			break
 		}
+		wave = wave || !quiet
 	}
 	return time.Since(start), nil
 }
