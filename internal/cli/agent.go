@@ -137,6 +137,8 @@ func (o *AgentOptions) Validate() error {
 func (o *AgentOptions) Run(ctx context.Context) error {
 	o.logs.setup(o.streams.ErrOut)
 	log := ctrl.Log.WithName("agent")
+	build := thisBuild()
+	log.Info("starting the agent", "version", build.Version, "commit", build.Commit, "go", build.GoVersion, "platform", build.Platform)
 	tree, err := detectTree(o.CgroupRoot)
 	if err != nil {
 		return err
@@ -170,6 +172,9 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := registerBuildInfo(reg, build); err != nil {
+		return err
+	}
 	var lastTick atomic.Int64
 	m := agent.NewMetrics(reg)
 	errs := make(chan error, 2)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/dashboard"
@@ -220,6 +221,11 @@ func goMemLimit(limit uint64) uint64 {
 // Run starts the manager and blocks until ctx ends.
 func (o *ManagerOptions) Run(ctx context.Context) error {
 	o.logs.setup(o.streams.ErrOut)
+	build := thisBuild()
+	ctrl.Log.WithName("setup").Info("starting the manager", "version", build.Version, "commit", build.Commit, "go", build.GoVersion, "platform", build.Platform)
+	if err := registerBuildInfo(ctrlmetrics.Registry, build); err != nil {
+		return err
+	}
 	cfg, err := restConfig(o.configFlags)
 	if err != nil {
 		return err

@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
 	"runtime/debug"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -76,6 +78,34 @@ func clientVersion(stampedVersion, stampedCommit string, bi *debug.BuildInfo) Cl
 	return cv
 }
 
+// thisBuild is the running binary's version, as `tailor version --client`
+// prints it and the manager and agent log it when they start.
+func thisBuild() ClientVersion {
+	bi, _ := debug.ReadBuildInfo()
+	return clientVersion(buildVersion, buildCommit, bi)
+}
+
+// registerBuildInfo exports the build as tailor_build_info, the constant 1
+// with the version in its labels (the convention of Prometheus' own
+// *_build_info): a fleet's dashboards and alerts can then tell which
+// managers run which release during a rollout. A second registration (a
+// test running the manager twice in one process) keeps the first.
+func registerBuildInfo(reg prometheus.Registerer, v ClientVersion) error {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "tailor_build_info",
+		Help:        "A constant 1 labelled with the running tailor's version, commit, Go version and platform.",
+		ConstLabels: prometheus.Labels{"version": v.Version, "commit": v.Commit, "goversion": v.GoVersion, "platform": v.Platform},
+	})
+	g.Set(1)
+	if err := reg.Register(g); err != nil {
+		if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
 // VersionOptions holds `tailor version` flags.
 type VersionOptions struct {
 	configFlags *genericclioptions.ConfigFlags
@@ -128,8 +158,7 @@ func (o *VersionOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	bi, _ := debug.ReadBuildInfo()
-	rep := VersionReport{ClientVersion: clientVersion(buildVersion, buildCommit, bi)}
+	rep := VersionReport{ClientVersion: thisBuild()}
 	if !o.Client {
 		info, err := o.serverVersion(ctx)
 		switch {

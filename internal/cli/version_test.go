@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -178,5 +180,25 @@ func TestVersionServerTimeout(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "server version not read") || !strings.Contains(out.String(), "Version:") {
 		t.Errorf("stdout %q, stderr %q: want the client's version and a warning", out.String(), errOut.String())
+	}
+}
+
+// The build is exported once, labelled as `tailor version` prints it, and a
+// second registration in the same process (a test that runs the manager
+// twice) is not an error.
+func TestBuildInfoMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	v := ClientVersion{Version: "v0.3.1", Commit: "abc123", GoVersion: "go1.26.0", Platform: "linux/arm64"}
+	for range 2 {
+		if err := registerBuildInfo(reg, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `# HELP tailor_build_info A constant 1 labelled with the running tailor's version, commit, Go version and platform.
+# TYPE tailor_build_info gauge
+tailor_build_info{commit="abc123",goversion="go1.26.0",platform="linux/arm64",version="v0.3.1"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "tailor_build_info"); err != nil {
+		t.Error(err)
 	}
 }
