@@ -33,6 +33,15 @@ teardown() {
 trap teardown EXIT
 
 t0=$SECONDS
+# A release at a test version, for test/deploy's TestReleaseInstallsOnTheCluster
+# (its image imported as it is, its chart installed with helm). Built only
+# for this machine's platform, into bin/ (rebuilt each run).
+if [[ " ${PHASES} " == *" shared "* && -z "${TAILOR_RELEASE_DIST:-}" ]]; then
+  export TAILOR_RELEASE_VERSION=v0.0.0-e2e TAILOR_RELEASE_DIST="${ROOT}/bin/release-e2e"
+  platform="linux/$(go env GOARCH)"
+  timed release make -C "$ROOT" --no-print-directory release DIST="$TAILOR_RELEASE_DIST" VERSION="$TAILOR_RELEASE_VERSION" \
+    RELEASE_PLATFORMS="$platform" IMAGE_PLATFORMS="$platform" ${TAILOR_HELM:+HELM="$TAILOR_HELM"} >/dev/null || die "make release failed"
+fi
 timed cluster-up "${HACK_DIR}/cluster.sh" up
 # A cluster kept from an earlier run (KEEP_CLUSTER=1) may still hold what a
 # killed run left: its tests' namespaces, whose pods take the CPU this run's
