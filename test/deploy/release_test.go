@@ -271,4 +271,3 @@ func run(t *testing.T, name string, args ...string) {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 }
-
