@@ -30,12 +30,16 @@ type EntryInput struct {
 	// HeldByVPA names the VerticalPodAutoscaler that sizes the workload's
 	// pods instead ("": none): new pods are left to it.
 	HeldByVPA string
-	Holds     Holds
-	Room      corev1.ResourceList
-	Rules     *nsrules.Rules
-	Replicas  int
-	Server    resize.Version
-	Now       time.Time
+	// Conflict says which other TailorPolicy sizes the workload's pods
+	// ("": none): this one plans nothing for new pods, so that the
+	// admission policy never applies two policies' entries to one pod.
+	Conflict string
+	Holds    Holds
+	Room     corev1.ResourceList
+	Rules    *nsrules.Rules
+	Replicas int
+	Server   resize.Version
+	Now      time.Time
 }
 
 // PlanEntry is status.admission: what new pods of the policy's target are
@@ -51,6 +55,9 @@ func PlanEntry(in EntryInput) *v1alpha1.Admission {
 		// No target the admission policy could match: new pods are left
 		// to the VerticalPodAutoscaler.
 		return &v1alpha1.Admission{Message: in.HeldByVPA}
+	}
+	if in.Conflict != "" {
+		return &v1alpha1.Admission{ObservedGeneration: in.Generation, Message: "nothing planned for new pods: " + in.Conflict}
 	}
 	ref := spec.TargetRef
 	if ref == nil {

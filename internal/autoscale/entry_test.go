@@ -21,6 +21,7 @@ func TestPlanEntry(t *testing.T) {
 		template      *corev1.PodTemplateSpec
 		rec           *v1alpha1.Recommendation
 		vpa           string
+		conflict      string
 		wantNil       bool
 		wantTarget    bool
 		wantContainer string
@@ -29,6 +30,9 @@ func TestPlanEntry(t *testing.T) {
 		"mode Off: no entry at all": {spec: v1alpha1.TailorPolicySpec{TargetRef: ref, UpdatePolicy: &v1alpha1.UpdatePolicy{UpdateMode: off}}, wantNil: true},
 		"a VPA sizes the workload: no target the admission policy could match": {
 			spec: v1alpha1.TailorPolicySpec{TargetRef: ref}, template: tmpl, rec: rec, vpa: "VerticalPodAutoscaler web (Auto)", wantMessage: "VerticalPodAutoscaler web",
+		},
+		"another policy sizes the workload: no target, so two entries never apply to one pod": {
+			spec: v1alpha1.TailorPolicySpec{TargetRef: ref}, template: tmpl, rec: rec, conflict: "TailorPolicy old names the same workload", wantMessage: "TailorPolicy old",
 		},
 		"a selector policy names no workload": {spec: v1alpha1.TailorPolicySpec{}, wantMessage: "selector policy"},
 		"no template":                         {spec: v1alpha1.TailorPolicySpec{TargetRef: ref}, rec: rec, wantTarget: true, wantMessage: "no pod template"},
@@ -39,7 +43,7 @@ func TestPlanEntry(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := PlanEntry(EntryInput{Spec: &tc.spec, Generation: 7, Template: tc.template, Recommendation: tc.rec, HeldByVPA: tc.vpa, Server: v137, Now: now})
+			got := PlanEntry(EntryInput{Spec: &tc.spec, Generation: 7, Template: tc.template, Recommendation: tc.rec, HeldByVPA: tc.vpa, Conflict: tc.conflict, Server: v137, Now: now})
 			if tc.wantNil {
 				if got != nil {
 					t.Fatalf("entry %+v, want none", got)

@@ -168,6 +168,37 @@ func TestTwoPoliciesOnOnePod(t *testing.T) {
 	}
 }
 
+// Two targetRef policies naming one Deployment that has no pod yet (scaled
+// to zero, or before its first rollout): the younger plans nothing for its
+// new pods, so the admission policy, which applies every policy's entry,
+// never applies two to one pod; it says which policy sizes the workload.
+func TestTwoPoliciesNameOneWorkload(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	e.ownedDeployment("web", map[string]string{"app": "web"})
+	e.policy("web", targetRef("web"))
+	e.clock.Step(time.Second)
+	e.policy("web-boost", func(s *v1alpha1.TailorPolicySpec) {
+		targetRef("web")(s)
+		s.StartupBoost = &v1alpha1.StartupBoost{FactorPercent: ptr.To[int32](300)}
+	})
+	e.syncs("web", 2)
+	e.syncs("web-boost", 2)
+	if a := e.getPolicy("web").Status.Admission; a == nil || a.TargetKind != "Deployment" || a.TargetName != "web" {
+		t.Errorf("the older policy's admission entry %+v, want one for Deployment web", a)
+	}
+	a := e.getPolicy("web-boost").Status.Admission
+	if a == nil || a.TargetKind != "" || len(a.Containers) != 0 || a.Boost != "" || !strings.Contains(a.Message, "TailorPolicy web names the same workload") {
+		t.Errorf("the younger policy's admission entry %+v, want none the admission policy could match, naming TailorPolicy web", a)
+	}
+	r := condition(e.getPolicy("web-boost"), v1alpha1.ConditionReady)
+	if r == nil || r.Status != metav1.ConditionFalse || r.Reason != v1alpha1.ReasonConflict || !strings.Contains(r.Message, "TailorPolicy web names the same workload") {
+		t.Errorf("the younger policy's Ready = %+v, want False %s naming TailorPolicy web", r, v1alpha1.ReasonConflict)
+	}
+	if n := e.events.count("web-boost", policyctrl.EventConflict); n != 1 {
+		t.Errorf("%d Conflict events on web-boost, want 1:%s", n, e.events)
+	}
+}
+
 // A canary Deployment whose pods carry the stable one's labels: the stable
 // Deployment's selector matches them, but they are not its pods, so its
 // targetRef policy leaves them alone.

@@ -448,6 +448,9 @@ func (r *Reconciler) reportOwners(policy *v1alpha1.TailorPolicy, state *policySt
 	for n := range o.lost {
 		keys = append(keys, "policy:"+n)
 	}
+	if o.target != "" {
+		keys = append(keys, "target:"+o.target)
+	}
 	sort.Strings(keys)
 	key := strings.Join(keys, ",")
 	was := state.othersReported
@@ -458,7 +461,7 @@ func (r *Reconciler) reportOwners(policy *v1alpha1.TailorPolicy, state *policySt
 	if o.vpa.Name != "" {
 		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventVerticalPodAutoscaler, "Hold", "%s", o.vpaHeld())
 	}
-	if len(o.lost) > 0 {
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventConflict, "Hold", "%s", o.conflict())
+	if c := o.conflict(); c != "" {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventConflict, "Hold", "%s", c)
 	}
 }

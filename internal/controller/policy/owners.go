@@ -50,6 +50,11 @@ type owned struct {
 	chains []autoscale.Chain
 	// lost counts the pods another policy sizes, by its name.
 	lost map[string]int
+	// target names the policy that wins this targetRef policy's workload
+	// itself ("" when this one does): another policy naming the same
+	// workload, older or first by name. Its new pods are that policy's
+	// even before any of them runs.
+	target string
 	// vpa is the VerticalPodAutoscaler that sets the resources of the
 	// policy's target or of some of its pods, held is how many pods it
 	// holds; vpa.Name is "" when there is none.
@@ -74,6 +79,11 @@ func ownPods(self autoscale.Claimant, pods []*corev1.Pod, chains map[types.UID]a
 	out := owned{lost: map[string]int{}}
 	if self.Target != nil {
 		out.vpa, _ = autoscale.VPAOn(autoscale.Chain{*self.Target}, vpas)
+		// No labels: of the claimants of the workload itself only targetRef
+		// policies can win over a targetRef policy.
+		if w, ok := autoscale.ClaimedBy(nil, autoscale.Chain{*self.Target}, claimants); ok && !self.RecommendOnly && w.Name != self.Name {
+			out.target = w.Name
+		}
 	}
 	for _, p := range pods {
 		chain, set := chains[p.UID], labels.Set(p.Labels)
@@ -125,7 +135,7 @@ func (r *Reconciler) owners(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 // conflict says which policies size some of this one's pods, for the Ready
 // condition; "" when none does.
 func (o owned) conflict() string {
-	if len(o.lost) == 0 {
+	if len(o.lost) == 0 && o.target == "" {
 		return ""
 	}
 	names := make([]string, 0, len(o.lost))
@@ -133,9 +143,12 @@ func (o owned) conflict() string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = fmt.Sprintf("TailorPolicy %s sizes %d pod(s) this policy selects", n, o.lost[n])
+	var parts []string
+	if o.target != "" {
+		parts = append(parts, fmt.Sprintf("TailorPolicy %s names the same workload", o.target))
+	}
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("TailorPolicy %s sizes %d pod(s) this policy selects", n, o.lost[n]))
 	}
 	return strings.Join(parts, "; ") + " (of two policies claiming a pod, a targetRef policy wins over a selector policy, then the older, then the first by name): " +
 		"this policy leaves them alone; narrow its selector, or delete one of the policies"

@@ -38,6 +38,7 @@ func TestOwnPods(t *testing.T) {
 		wantLost     map[string]int
 		wantVPA      string
 		wantHeld     int
+		wantTarget   string
 		wantConflict bool
 	}{
 		"a targetRef policy sizes its target's pods, not the canary's": {
@@ -61,6 +62,18 @@ func TestOwnPods(t *testing.T) {
 		},
 		"the targetRef policy wins over the older selector policy": {
 			self: stable, others: []autoscale.Claimant{sel, stable}, wantPods: []string{"stable-1", "stable-2"},
+		},
+		"of two policies naming one workload the older sizes it, pods or not": {
+			self: stable, others: []autoscale.Claimant{stable, {Name: "first", Created: t0, Target: &web}},
+			wantLost: map[string]int{"first": 2}, wantTarget: "first", wantConflict: true,
+		},
+		"of two policies naming one workload the older keeps it": {
+			self: autoscale.Claimant{Name: "first", Created: t0, Target: &web}, others: []autoscale.Claimant{stable},
+			wantPods: []string{"stable-1", "stable-2"},
+		},
+		"a policy in mode Off naming the same workload takes nothing from it": {
+			self: stable, others: []autoscale.Claimant{stable, {Name: "watch", Created: t0, Target: &web, RecommendOnly: true}},
+			wantPods: []string{"stable-1", "stable-2"},
 		},
 		"an acting VPA on the target holds the target's pods": {
 			self: stable, others: []autoscale.Claimant{stable}, vpas: []autoscale.VPA{{Name: "web", Target: web, Mode: "Auto"}},
@@ -90,6 +103,9 @@ func TestOwnPods(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantLost, got.lost, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("lost (-want,+got):\n%s", diff)
+			}
+			if got.target != tc.wantTarget {
+				t.Errorf("target won by %q, want %q", got.target, tc.wantTarget)
 			}
 			if got.vpa.Name != tc.wantVPA || got.held != tc.wantHeld {
 				t.Errorf("vpa %q holding %d, want %q holding %d", got.vpa.Name, got.held, tc.wantVPA, tc.wantHeld)
