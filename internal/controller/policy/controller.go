@@ -95,6 +95,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// held at once; watching also starts its informer with the
 		// manager, so missing RBAC stops the start instead of a sync.
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.policiesForHPA), builder.WithPredicates(owned, predicate.GenerationChangedPredicate{})).
+		// A LimitRange or a quota's limits created, changed or deleted
+		// change what every plan of the namespace may ask for: a new pod's
+		// admission entry planned under the old rules could have the
+		// apiserver refuse the rollout's pods until the next sync. A
+		// quota's usage moves with every pod and is read at the next sync.
+		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfNamespace), builder.WithPredicates(owned)).
+		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfNamespace), builder.WithPredicates(owned, quotaLimitsChanged)).
 		Named("tailorpolicy").
 		Complete(r)
 }
@@ -114,6 +121,19 @@ func retryLimiter(syncPeriod time.Duration) workqueue.TypedRateLimiter[reconcile
 		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, syncPeriod),
 		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 	)
+}
+
+// quotaLimitsChanged passes a quota's creation, deletion and a change of
+// what it allows: its spec, and its status.hard, which the apiserver's
+// quota check reads and the quota controller sets from the spec a moment
+// after it changes. The used amounts the quota controller updates as the
+// namespace's pods come and go do not pass.
+var quotaLimitsChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.ResourceQuota)
+		n, ok2 := e.ObjectNew.(*corev1.ResourceQuota)
+		return !ok1 || !ok2 || !equality.Semantic.DeepEqual(o.Spec, n.Spec) || !equality.Semantic.DeepEqual(o.Status.Hard, n.Status.Hard)
+	},
 }
 
 // podChangeMatters passes the pod events a sync must not wait for: a pod

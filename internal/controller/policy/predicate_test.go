@@ -54,3 +54,34 @@ func TestPodChangeMatters(t *testing.T) {
 		})
 	}
 }
+
+// A quota re-plans the namespace's policies when what it allows changes,
+// not each time the quota controller recounts what the pods use.
+func TestQuotaLimitsChanged(t *testing.T) {
+	base := func() *corev1.ResourceQuota {
+		q := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: builder.List("4", "8Gi")}}
+		q.Status = corev1.ResourceQuotaStatus{Hard: builder.List("4", "8Gi"), Used: builder.List("1", "1Gi")}
+		return q
+	}
+	cases := map[string]struct {
+		change func(q *corev1.ResourceQuota)
+		want   bool
+	}{
+		"usage recounted":                {change: func(q *corev1.ResourceQuota) { q.Status.Used = builder.List("2", "3Gi") }, want: false},
+		"the spec's limits changed":      {change: func(q *corev1.ResourceQuota) { q.Spec.Hard = builder.List("2", "8Gi") }, want: true},
+		"status.hard computed from spec": {change: func(q *corev1.ResourceQuota) { q.Status.Hard = builder.List("2", "8Gi") }, want: true},
+		"scopes changed": {change: func(q *corev1.ResourceQuota) {
+			q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}
+		}, want: true},
+		"nothing but the resourceVersion": {change: func(q *corev1.ResourceQuota) { q.ResourceVersion = "7" }, want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n := base()
+			tc.change(n)
+			if got := quotaLimitsChanged.Update(event.UpdateEvent{ObjectOld: base(), ObjectNew: n}); got != tc.want {
+				t.Errorf("passes: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
