@@ -20,8 +20,8 @@ type Thresholds struct {
 	// MemoryMargin is the share of its limit the working set may come
 	// within before memory is at risk.
 	MemoryMargin float64
-	// MemoryLead is how soon the working set, growing as it has over the
-	// last few samples, may reach its limit before memory is at risk: the
+	// MemoryLead is how soon the working set, growing as it has lately
+	// (growthOf), may reach its limit before memory is at risk: the
 	// sample interval, the push, a sync and the resize must fit in it.
 	MemoryLead time.Duration
 	// MemoryPressure is the PSI share of time stalled on memory (cgroup
@@ -52,7 +52,8 @@ func DefaultThresholds() Thresholds {
 }
 
 // growthSpan is how many sample intervals the memory growth is measured
-// over: one is noisy (an allocation burst), many are slow to see a ramp.
+// over, besides the newest alone (growthOf): one is noisy (a ramp's pause
+// reads as its end), many keep a ramp that ended for long.
 const growthSpan = 3
 
 type point struct {
@@ -239,18 +240,39 @@ func throttledShare(from, to point) (float64, bool) {
 	return float64(to.s.Throttled-from.s.Throttled) / float64(to.s.Periods-from.s.Periods), true
 }
 
-// growthOf is how fast the working set grew from the oldest sample kept to
-// the newest, in bytes a second; 0 when it did not.
+// growthOf is how fast the working set grows, in bytes a second (0 when
+// it does not): the steeper of its growth over the samples kept (the
+// span, growthSpan intervals) and over the newest interval alone.
+//
+//   - The newest interval shows a ramp that has just begun. Over the span,
+//     the flat seconds before it dilute it: a 50Mi/s ramp after two flat
+//     seconds read 17Mi/s, the manager raised for a third of it, and the
+//     kernel killed the container short of the raise.
+//   - The span keeps a ramp that paused for a second (a collection, an
+//     allocation landing just after a sample) from reading as stopped.
+//
+// An allocation freed again inflates neither: once freed, the newest
+// interval falls and the span holds only what was not freed. A burst seen
+// before it is freed is, for all one sample tells, a ramp's first second,
+// and counts as one: a raise for it is lowered later, a ramp missed is an
+// OOM kill. The steepest interval in the span would instead keep a burst
+// as growth for growthSpan-1 seconds after it was freed, and the manager
+// would raise for memory that is gone.
 func growthOf(ws []point) float64 {
 	if len(ws) < 2 {
 		return 0
 	}
-	a, b := ws[0], ws[len(ws)-1]
+	return max(slope(ws[0], ws[len(ws)-1]), slope(ws[len(ws)-2], ws[len(ws)-1]), 0)
+}
+
+// slope is how fast the working set grew from a to b, in bytes a second
+// (negative when it fell; 0 over no time).
+func slope(a, b point) float64 {
 	dt := b.t.Sub(a.t).Seconds()
-	if dt <= 0 || b.s.WorkingSet <= a.s.WorkingSet {
+	if dt <= 0 {
 		return 0
 	}
-	return float64(b.s.WorkingSet-a.s.WorkingSet) / dt
+	return (float64(b.s.WorkingSet) - float64(a.s.WorkingSet)) / dt
 }
 
 func mib(b float64) string { return fmt.Sprintf("%.0fMi", b/(1<<20)) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tailorhq/tailor/internal/agent/cgroup"
+	"github.com/tailorhq/tailor/internal/agent/report"
 )
 
 const (
@@ -199,5 +200,101 @@ func writeFiles(tb testing.TB, root string, files map[string]string) {
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			tb.Fatal(err)
 		}
+	}
+}
+
+// ramp is a working set as cluster.Ramp drives the e2e load generator's:
+// flat at from, then from start on growing perSec a second, a tenth of it
+// at the start of each tenth of a second, up to to.
+func ramp(from, to, perSec uint64, start time.Time) func(time.Time) uint64 {
+	return func(at time.Time) uint64 {
+		if at.Before(start) {
+			return from
+		}
+		steps := uint64(at.Sub(start)/(100*time.Millisecond)) + 1
+		return min(from+steps*perSec/10, to)
+	}
+}
+
+// wakes steps f n times, the working set and limit at each sample given by
+// sample (i counts from 0), and returns the steps at which the container
+// woke the manager with the report each made; a report is taken at each
+// wake-up, as Run does.
+func (f *feed) wakes(n int, sample func(i int, at time.Time) cgroup.Sample) ([]int, []report.Container) {
+	var woke []int
+	var reps []report.Container
+	for i := range n {
+		if f.step(sample(i, f.at.Add(time.Second))) {
+			woke = append(woke, i)
+			reps = append(reps, f.col.Report().Containers[0])
+		}
+	}
+	return woke, reps
+}
+
+// within says whether got is within tol (a share) of want.
+func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol*want }
+
+// A ramp that starts after flat seconds is reported at its own rate, not
+// at the rate of the whole window the agent keeps: the e2e load generator's
+// 50Mi/s ramp, begun just after a sample, read 17Mi/s (the flat seconds
+// diluting it) and the manager raised for a third of it. Tolerance: 5%
+// (a sample sees the generator's steps of 5Mi, so one step less or more
+// than a second's is 10% off and fails it).
+func TestMemoryGrowthIsTheRampsNotTheWindows(t *testing.T) {
+	f := newFeed(DefaultThresholds())
+	ws := ramp(128*mi, 384*mi, 50*mi, t0.Add(3*time.Second+20*time.Millisecond))
+	woke, reps := f.wakes(3, func(_ int, at time.Time) cgroup.Sample {
+		return cgroup.Sample{WorkingSet: ws(at), MemoryLimit: 256 * mi}
+	})
+	if len(woke) != 0 {
+		t.Fatalf("woke at %v while flat", woke)
+	}
+	if !f.step(cgroup.Sample{WorkingSet: ws(f.at.Add(time.Second)), MemoryLimit: 256 * mi}) {
+		t.Fatal("the ramp's first second is not urgent")
+	}
+	reps = append(reps, f.col.Report().Containers[0])
+	c := reps[0]
+	if !within(c.MemoryGrowth, 50*mi, 0.05) || !c.MemoryAtRisk || !strings.Contains(c.Urgent, "growing 50Mi/s") {
+		t.Errorf("first urgent report: growth %s/s (want 50Mi/s within 5%%), at risk %v, %q", mib(c.MemoryGrowth), c.MemoryAtRisk, c.Urgent)
+	}
+	// The next sample, while the wake-up's cooldown holds: the span holds
+	// one flat second still.
+	f.step(cgroup.Sample{WorkingSet: ws(f.at.Add(time.Second)), MemoryLimit: 512 * mi})
+	if c := f.col.Report().Containers[0]; !within(c.MemoryGrowth, 50*mi, 0.05) {
+		t.Errorf("second ramp second: growth %s/s, want 50Mi/s within 5%%", mib(c.MemoryGrowth))
+	}
+}
+
+// An allocation that is freed a second later is not growth: once freed,
+// the report carries none and nothing wakes, however steep the burst was
+// (the manager would raise for memory that is gone). The burst's own
+// second is urgent: it is a ramp's first second for all one sample can
+// tell.
+func TestMemoryBurstThenFreeIsNotGrowth(t *testing.T) {
+	f := newFeed(DefaultThresholds())
+	script := []uint64{100, 100, 100, 100, 180, 100, 100, 100, 100, 100}
+	var woke []int
+	for i, ws := range script {
+		if f.step(cgroup.Sample{WorkingSet: ws * mi, MemoryLimit: 256 * mi}) {
+			woke = append(woke, i)
+		}
+		c := f.col.Report().Containers[0]
+		if i > 4 && c.MemoryGrowth != 0 {
+			t.Errorf("second %d, %d s after the burst was freed: growth %s/s, want none", i, i-5, mib(c.MemoryGrowth))
+		}
+	}
+	if len(woke) != 1 || woke[0] != 4 {
+		t.Errorf("woke at seconds %v; want [4] (the burst) only", woke)
+	}
+	// The same after the cooldown is long over: a burst freed while the
+	// container may wake at once (its first urgency) wakes nothing once
+	// freed, whatever the cooldown.
+	g := newFeed(Thresholds{MemoryMargin: 0.1, MemoryLead: 5 * time.Second, Cooldown: time.Nanosecond})
+	for i, ws := range script {
+		if g.step(cgroup.Sample{WorkingSet: ws * mi, MemoryLimit: 256 * mi}) && i > 4 {
+			t.Errorf("second %d, after the burst was freed, woke: %q", i, g.col.Report().Containers[0].Urgent)
+		}
+		g.col.Report()
 	}
 }
