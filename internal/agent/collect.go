@@ -29,7 +29,9 @@ type Thresholds struct {
 	MemoryPressure float64
 	// Cooldown is how long a container that woke the manager waits before
 	// it may wake it again: one wake-up is enough for a sync to run, and a
-	// container that stays hot must not wake it every second.
+	// container that stays hot must not wake it every second. A memory
+	// risk the manager has not been told of yet does not wait for it
+	// (Collector.memoryNews).
 	Cooldown time.Duration
 }
 
@@ -67,16 +69,23 @@ type track struct {
 	// last is the newest sample, prev the one before it; reported is the
 	// newest sample when the last report was made (zero: none made).
 	last, prev, reported point
-	// ws holds the working set's last samples, newest last.
-	ws []point
+	// ws holds the working set's last samples, newest last; growth is
+	// growthOf(ws).
+	ws     []point
+	growth float64
 	// wokeAt is when the container last made a report urgent.
 	wokeAt time.Time
 	// streak counts the wake-ups since the container was last calm; each
 	// doubles the cooldown, so one held at its bounds (throttled at its
 	// policy's maxAllowed) stops waking the manager for nothing.
 	streak int
-	urgent string
-	atRisk bool
+	// toldLimit is the memory limit at the last wake-up, and toldGrowth
+	// the fastest growth the wake-ups have reported under it: what the
+	// manager was told of the container's memory.
+	toldLimit  uint64
+	toldGrowth float64
+	urgent     string
+	atRisk     bool
 }
 
 // Collector turns successive cgroup samples into the figures of a report.
@@ -118,15 +127,21 @@ func (c *Collector) Observe(now time.Time, containers []cgroup.Container, sample
 		if len(tr.ws) > growthSpan+1 {
 			tr.ws = tr.ws[1:]
 		}
+		tr.growth = growthOf(tr.ws)
 		why, atRisk := c.judge(tr)
 		tr.atRisk = atRisk
 		switch {
 		case why == "":
 			tr.streak = 0
-		case tr.wokeAt.IsZero() || now.Sub(tr.wokeAt) >= c.cooldown(tr.streak):
+		case tr.wokeAt.IsZero() || now.Sub(tr.wokeAt) >= c.cooldown(tr.streak) || atRisk && c.memoryNews(tr, now):
 			tr.urgent, tr.wokeAt = why, now
 			tr.streak++
 			c.pending = true
+			if limit := p.s.MemoryLimit; limit != tr.toldLimit {
+				tr.toldLimit, tr.toldGrowth = limit, tr.growth
+			} else {
+				tr.toldGrowth = max(tr.toldGrowth, tr.growth)
+			}
 		}
 	}
 	for id := range c.tracks {
@@ -146,6 +161,40 @@ func (c *Collector) cooldown(streak int) time.Duration {
 	return c.th.Cooldown << min(max(streak-1, 0), maxBackoff)
 }
 
+// memoryNews says whether tr, its memory at risk while its cooldown runs,
+// wakes the manager now anyway. It does when both hold:
+//
+//   - its working set, growing as it does, reaches its limit before the
+//     cooldown ends and MemoryLead after: waiting the cooldown out would
+//     leave a raise less time than it takes;
+//   - the course is one the manager has not been told of: the limit is not
+//     the one of the last wake-up (a raise landed and falls short of the
+//     ramp, or the limit was lowered), or the growth is over twice the
+//     fastest the wake-ups under this limit reported (the manager sized
+//     for a course less than half as steep, or the wake-ups were for CPU
+//     while memory was flat, and their streak ran the cooldown up).
+//
+// An OOM kill is never a wake-up for nothing; a container held at a limit
+// that does not move (its policy's maxAllowed, no room on the node) and
+// sitting near it is one, every second it would otherwise ask: the
+// manager was told at the last wake-up and did not raise. So each wake-up
+// let through takes a new limit or the growth doubling, and counts in the
+// streak like any other: under a limit that does not move the cooldown's
+// schedule holds but for those doublings.
+func (c *Collector) memoryNews(tr *track, now time.Time) bool {
+	s := tr.last.s
+	if s.MemoryLimit == 0 || tr.growth <= 0 {
+		// Stalls alone (PSI) are no course to a kill: they wait.
+		return false
+	}
+	left := max(float64(s.MemoryLimit)-float64(s.WorkingSet), 0) / tr.growth
+	wait := c.cooldown(tr.streak) - now.Sub(tr.wokeAt)
+	if left >= (wait + c.th.MemoryLead).Seconds() {
+		return false
+	}
+	return s.MemoryLimit != tr.toldLimit || tr.growth > 2*tr.toldGrowth
+}
+
 // judge says why tr needs a sync now ("" when it does not) and whether its
 // memory is at risk.
 func (c *Collector) judge(tr *track) (string, bool) {
@@ -153,7 +202,7 @@ func (c *Collector) judge(tr *track) (string, bool) {
 	var mem string
 	if s.MemoryLimit > 0 {
 		limit, ws := float64(s.MemoryLimit), float64(s.WorkingSet)
-		growth := growthOf(tr.ws)
+		growth := tr.growth
 		switch {
 		case growth > 0 && ws >= (1-c.th.MemoryMargin)*limit:
 			// Only while it grows: a working set that sits near its limit
@@ -187,7 +236,7 @@ func (c *Collector) Report() report.Report {
 		s := tr.last.s
 		rc := report.Container{
 			PodUID: tr.podUID, ID: id, Time: tr.last.t,
-			WorkingSet: s.WorkingSet, MemoryLimit: s.MemoryLimit, MemoryGrowth: growthOf(tr.ws),
+			WorkingSet: s.WorkingSet, MemoryLimit: s.MemoryLimit, MemoryGrowth: tr.growth,
 			OOMKills: s.OOMKills, Urgent: tr.urgent, MemoryAtRisk: tr.atRisk,
 		}
 		from := tr.reported

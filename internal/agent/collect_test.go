@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -296,5 +297,110 @@ func TestMemoryBurstThenFreeIsNotGrowth(t *testing.T) {
 			t.Errorf("second %d, after the burst was freed, woke: %q", i, g.col.Report().Containers[0].Urgent)
 		}
 		g.col.Report()
+	}
+}
+
+// managerRaise stands in for the manager's answer to a memory risk
+// (recommend.State.RecordMemoryRisk with its default 10s lead): the limit
+// where the course leads in 10s, at most twice the limit in force.
+func managerRaise(c report.Container) uint64 {
+	return min(c.WorkingSet+uint64(c.MemoryGrowth*10), 2*c.MemoryLimit)
+}
+
+// A raise that falls short of where the ramp goes (here 367Mi, the e2e's)
+// is answered at once: the working set, heading for the new limit within
+// MemoryLead, wakes the manager again in the sample that shows the raise,
+// though its cooldown has 2s to run. Waiting it out woke the manager with
+// the working set 0.8s from the new limit, less than a raise takes, and
+// the kernel killed the container first. Each raise here lands by the
+// sample after the wake-up that asked for it (the e2e's first did).
+func TestShortRaiseWakesBeforeTheCooldownEnds(t *testing.T) {
+	f := newFeed(DefaultThresholds())
+	ws := ramp(128*mi, 1<<30, 50*mi, t0.Add(3*time.Second+20*time.Millisecond))
+	limit, raise := uint64(256*mi), uint64(0)
+	var woke []int
+	var reps []report.Container
+	for i := range 12 {
+		at := f.at.Add(time.Second)
+		if ws(at) >= limit {
+			t.Fatalf("second %d: working set %s reached its %s limit before the raise (woke at %v): OOM killed", i, mib(float64(ws(at))), mib(float64(limit)), woke)
+		}
+		if raise != 0 {
+			limit, raise = raise, 0
+		}
+		if f.step(cgroup.Sample{WorkingSet: ws(at), MemoryLimit: limit}) {
+			woke = append(woke, i)
+			c := f.col.Report().Containers[0]
+			reps = append(reps, c)
+			raise = managerRaise(c)
+			if len(woke) == 1 {
+				raise = 367 * mi // the short one
+			}
+		}
+	}
+	if len(woke) < 2 || woke[0] != 3 || woke[1] != 4 {
+		t.Fatalf("woke at seconds %v; want 3 and 4 first: the ramp's first second, then the short raise", woke)
+	}
+	if c := reps[1]; c.MemoryLimit != 367*mi || !c.MemoryAtRisk || !within(c.MemoryGrowth, 50*mi, 0.05) || !strings.Contains(c.Urgent, "reaches its 367Mi limit") {
+		t.Errorf("second wake-up: %+v", c)
+	}
+}
+
+// A memory risk is not held by a cooldown that CPU wake-ups ran up: a
+// container throttled at its CPU limit for half a minute has a cooldown
+// of 24s, and a ramp starting then would reach its limit 3s later.
+func TestMemoryRiskIsNotHeldByACPUCooldown(t *testing.T) {
+	f := newFeed(DefaultThresholds())
+	ws := ramp(128*mi, 1<<30, 50*mi, t0.Add(25*time.Second+20*time.Millisecond))
+	woke, reps := f.wakes(27, func(i int, at time.Time) cgroup.Sample {
+		// A full core against a 200m quota: throttled in 9 of 10 periods.
+		s := cpuSample(time.Duration(200*i)*time.Millisecond, uint64(10*i), uint64(9*i))
+		s.WorkingSet, s.MemoryLimit = ws(at), 256*mi
+		return s
+	})
+	// CPU: the first throttled second (1), then after 3, 6 and 12 s.
+	if len(woke) != 5 || woke[3] != 22 || woke[4] != 25 {
+		t.Fatalf("woke at seconds %v; want [1 4 10 22 25]", woke)
+	}
+	if c := reps[4]; !c.MemoryAtRisk || !strings.HasPrefix(c.Urgent, "memory:") {
+		t.Errorf("wake-up at the ramp: %+v", c)
+	}
+}
+
+// A container held at a limit that does not move (its policy's
+// maxAllowed) keeps the cooldown's schedule, however close the limit: a
+// leak creeping towards it wakes the manager after 3, 6, 12s, not every
+// second it is at risk, and once it stops growing (the kernel holding it
+// under the limit) not at all, for ten minutes. A leak that speeds up wakes
+// it once more, for the faster course, and not every second after.
+func TestMemoryAtAFixedLimitKeepsTheCooldown(t *testing.T) {
+	f := newFeed(DefaultThresholds())
+	// 1Mi/s from 200Mi; the kernel holds it 1Mi under its 256Mi limit.
+	woke, _ := f.wakes(600, func(i int, _ time.Time) cgroup.Sample {
+		return cgroup.Sample{WorkingSet: min(200+uint64(i), 255) * mi, MemoryLimit: 256 * mi}
+	})
+	// Within 10% of 256Mi from 231Mi (second 31); growing until 58.
+	if want := []int{31, 34, 40, 52}; !slices.Equal(woke, want) {
+		t.Errorf("steady leak woke at seconds %v; want %v", woke, want)
+	}
+
+	g := newFeed(DefaultThresholds())
+	// 232Mi growing 256Ki a second, within 10% of the limit; from second
+	// 12, 2Mi a second.
+	ws := func(i int) uint64 {
+		if i <= 12 {
+			return 232*mi + uint64(i)*mi/4
+		}
+		return min(235*mi+uint64(i-12)*2*mi, 255*mi)
+	}
+	woke, reps := g.wakes(600, func(i int, _ time.Time) cgroup.Sample {
+		return cgroup.Sample{WorkingSet: ws(i), MemoryLimit: 256 * mi}
+	})
+	// The cooldown's 3, 6s, then the faster course at 13 (the cooldown
+	// would hold it until 22, when the working set is at 255Mi).
+	if want := []int{1, 4, 10, 13}; !slices.Equal(woke, want) {
+		t.Errorf("leak speeding up woke at seconds %v; want %v", woke, want)
+	} else if c := reps[3]; !within(c.MemoryGrowth, 2*mi, 0.01) || !c.MemoryAtRisk {
+		t.Errorf("wake-up for the faster course: %+v", c)
 	}
 }
