@@ -289,16 +289,21 @@ func throttledShare(from, to point) (float64, bool) {
 	return float64(to.s.Throttled-from.s.Throttled) / float64(to.s.Periods-from.s.Periods), true
 }
 
-// growthOf is how fast the working set grows, in bytes a second (0 when
-// it does not): the steeper of its growth over the samples kept (the
-// span, growthSpan intervals) and over the newest interval alone.
+// growthOf is how fast the working set grows, in bytes a second: 0 when
+// it is no higher than growthSpan intervals ago, else the steeper of its
+// growth over the samples kept (the span) and over the newest interval.
 //
 //   - The newest interval shows a ramp that has just begun. Over the span,
 //     the flat seconds before it dilute it: a 50Mi/s ramp after two flat
 //     seconds read 17Mi/s, the manager raised for a third of it, and the
 //     kernel killed the container short of the raise.
 //   - The span keeps a ramp that paused for a second (a collection, an
-//     allocation landing just after a sample) from reading as stopped.
+//     allocation landing just after a sample) from reading as stopped,
+//     and says whether the working set grows at all: one that jitters
+//     near its limit rises in half its seconds, and taking each rise for
+//     growth woke the manager a fifth more often than the span's net
+//     change does (a working set jittering by 4Mi under a fixed 256Mi
+//     limit, in a simulated hour: 1,005 wake-ups against 830).
 //
 // An allocation freed again inflates neither: once freed, the newest
 // interval falls and the span holds only what was not freed. A burst seen
@@ -311,7 +316,11 @@ func growthOf(ws []point) float64 {
 	if len(ws) < 2 {
 		return 0
 	}
-	return max(slope(ws[0], ws[len(ws)-1]), slope(ws[len(ws)-2], ws[len(ws)-1]), 0)
+	first, prev, last := ws[0], ws[len(ws)-2], ws[len(ws)-1]
+	if last.s.WorkingSet <= first.s.WorkingSet {
+		return 0
+	}
+	return max(slope(first, last), slope(prev, last))
 }
 
 // slope is how fast the working set grew from a to b, in bytes a second

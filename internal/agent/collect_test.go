@@ -300,6 +300,20 @@ func TestMemoryBurstThenFreeIsNotGrowth(t *testing.T) {
 	}
 }
 
+// A working set that jitters near its limit is not growing in the second
+// it rises, while it is no higher than the span ago: each such rise taken
+// for growth wakes the manager for nothing (a fifth more often, for a
+// working set jittering under a limit it cannot be raised from).
+func TestMemoryJitterIsNotGrowth(t *testing.T) {
+	f := newFeed(DefaultThresholds())
+	for i, ws := range []uint64{252, 250, 249, 251} {
+		urgent := f.step(cgroup.Sample{WorkingSet: ws * mi, MemoryLimit: 256 * mi})
+		if c := f.col.Report().Containers[0]; urgent || c.MemoryGrowth != 0 {
+			t.Errorf("second %d, %dMi: urgent %v, growth %s/s; want neither", i, ws, urgent, mib(c.MemoryGrowth))
+		}
+	}
+}
+
 // managerRaise stands in for the manager's answer to a memory risk
 // (recommend.State.RecordMemoryRisk with its default 10s lead): the limit
 // where the course leads in 10s, at most twice the limit in force.

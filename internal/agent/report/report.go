@@ -51,7 +51,8 @@ type Container struct {
 	// MemoryGrowth is how fast the working set grows, in bytes a second:
 	// the steeper of its growth over the last few samples and over the
 	// newest interval, so a ramp that just began is not diluted by the
-	// flat seconds before it (0 when flat or falling).
+	// flat seconds before it; 0 when it is no higher than those few
+	// samples ago.
 	MemoryGrowth float64 `json:"memoryGrowth,omitempty"`
 	// OOMKills counts the kernel's OOM kills in the cgroup.
 	OOMKills uint64 `json:"oomKills,omitempty"`
