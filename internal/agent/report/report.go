@@ -48,8 +48,11 @@ type Container struct {
 	// MemoryLimit the cgroup's limit (0: none).
 	WorkingSet  uint64 `json:"workingSet"`
 	MemoryLimit uint64 `json:"memoryLimit,omitempty"`
-	// MemoryGrowth is how fast the working set grew over the last few
-	// samples, in bytes a second (0 when flat or falling).
+	// MemoryGrowth is how fast the working set grows, in bytes a second:
+	// the steeper of its growth over the last few samples and over the
+	// newest interval, so a ramp that just began is not diluted by the
+	// flat seconds before it; 0 when it is no higher than those few
+	// samples ago.
 	MemoryGrowth float64 `json:"memoryGrowth,omitempty"`
 	// OOMKills counts the kernel's OOM kills in the cgroup.
 	OOMKills uint64 `json:"oomKills,omitempty"`
