@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -628,4 +629,35 @@ func heldFor(problems []metrics.Problem) string {
 	}
 	sort.Strings(reasons)
 	return fmt.Sprintf("%d container(s) without usable figures (%s), first %s", len(containers), strings.Join(reasons, ", "), first.String())
+}
+
+// nodesWithPods lists every node with the pods bound to it.
+func (r *Reconciler) nodesWithPods(ctx context.Context) ([]autoscale.NodePods, error) {
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	out := make([]autoscale.NodePods, 0, len(nodes.Items))
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing pods on node %s: %w", n.Name, err)
+		}
+		np := autoscale.NodePods{Node: n}
+		for j := range pods.Items {
+			np.Pods = append(np.Pods, &pods.Items[j])
+		}
+		out = append(out, np)
+	}
+	return out, nil
+}
+
+// runtimeConvert turns an unstructured map into a typed value.
+func runtimeConvert(in map[string]any, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, out)
 }

@@ -61,18 +61,6 @@ type ContainerObservation struct {
 // ResultRefused marks a resize the apiserver refused.
 const ResultRefused = "Refused"
 
-func (r *Reconciler) mark(policy *v1alpha1.TailorPolicy, m ResizeMark) {
-	if r.Observer != nil {
-		r.Observer.Resized(types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name}, m)
-	}
-}
-
-func (r *Reconciler) forgetObserved(key types.NamespacedName) {
-	if r.Observer != nil {
-		r.Observer.Forget(key)
-	}
-}
-
 // ResizeMark is one resize (or eviction) tailor sent, and how it ended.
 type ResizeMark struct {
 	Time time.Time

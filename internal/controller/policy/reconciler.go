@@ -3,6 +3,7 @@ package policy
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,3 +108,15 @@ type invalidPolicyError struct {
 }
 
 func (e *invalidPolicyError) Error() string { return e.err.Error() }
+
+func (r *Reconciler) mark(policy *v1alpha1.TailorPolicy, m ResizeMark) {
+	if r.Observer != nil {
+		r.Observer.Resized(types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name}, m)
+	}
+}
+
+func (r *Reconciler) forgetObserved(key types.NamespacedName) {
+	if r.Observer != nil {
+		r.Observer.Forget(key)
+	}
+}

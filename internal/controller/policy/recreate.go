@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
@@ -32,9 +31,6 @@ const (
 	// before the pod is evicted, as VerticalPodAutoscaler waits on a
 	// Deferred in-place resize.
 	DefaultRecreateAfter = 5 * time.Minute
-	// RecreationTTL is how long a replacement may take to be created and
-	// still get the recommended resources from status.recreations.
-	RecreationTTL = 10 * time.Minute
 	// AdmissionSettle is how long an entry stays in status.recreations
 	// before its pod is evicted. The admission policy reads TailorPolicies
 	// from the apiserver's own informer, which trails a status write; the
@@ -43,9 +39,6 @@ const (
 	// then be admitted at its template's size.
 	AdmissionSettle = time.Second
 )
-
-// stateEvicted is the podState result of a pod tailor evicted.
-const stateEvicted = "Evicted"
 
 // recreationState is what the decision reads to recreate a pod short of
 // room: each pod's run of shortfall and last refused eviction, the
@@ -143,59 +136,6 @@ func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventEvicted, "Evict", "%s", ps.message)
 	log.FromContext(ctx).Info("pod evicted for recreation", "pod", klog.KObj(p), "owner", owner.Name, "resources", text)
 	return true, 0, nil
-}
-
-// forgetRecords takes back the status.recreations entries of owners whose
-// write failed: a pod is evicted only once its replacement's entry is on the
-// apiserver, where the admission policy reads it.
-func (s *policyState) forgetRecords(owners []types.UID) {
-	for _, uid := range owners {
-		delete(s.recreations, uid)
-	}
-}
-
-// evictionBlock is why a pod was last not evicted, and until when tailor
-// does not ask again.
-type evictionBlock struct {
-	reason, message string
-	until           time.Time
-}
-
-// nodesWithPods lists every node with the pods bound to it.
-func (r *Reconciler) nodesWithPods(ctx context.Context) ([]autoscale.NodePods, error) {
-	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes); err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", err)
-	}
-	out := make([]autoscale.NodePods, 0, len(nodes.Items))
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing pods on node %s: %w", n.Name, err)
-		}
-		np := autoscale.NodePods{Node: n}
-		for j := range pods.Items {
-			np.Pods = append(np.Pods, &pods.Items[j])
-		}
-		out = append(out, np)
-	}
-	return out, nil
-}
-
-// dropPendingRecreation takes back an entry written for p that was not
-// followed by its eviction: new pods of the owner must not get resources
-// meant for a replacement. An entry whose pod was evicted stays: its
-// replacement may not be created yet.
-func (s *policyState) dropPendingRecreation(p *corev1.Pod) {
-	if ps, ok := s.pods[p.UID]; ok && ps.result == stateEvicted {
-		return
-	}
-	for uid, rc := range s.recreations {
-		if rc.EvictedPod == p.Name {
-			delete(s.recreations, uid)
-		}
-	}
 }
 
 // recreationList is the unexpired recreations, sorted, for status.

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -181,13 +180,4 @@ func (r *Reconciler) writeStatus(ctx context.Context, policy *v1alpha1.TailorPol
 		return fmt.Errorf("writing status of policy %s/%s: %w", policy.Namespace, policy.Name, err)
 	}
 	return nil
-}
-
-// runtimeConvert turns an unstructured map into a typed value.
-func runtimeConvert(in map[string]any, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, out)
 }

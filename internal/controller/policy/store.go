@@ -3,8 +3,9 @@ package policy
 import (
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -200,3 +201,42 @@ func (s *policyState) forgetGone(pods []*corev1.Pod, now time.Time) {
 		recommendationGauge.DeletePartialMatch(prometheus.Labels{"namespace": s.key.Namespace, "policy": s.key.Name, "container": name})
 	}
 }
+
+// evictionBlock is why a pod was last not evicted, and until when tailor
+// does not ask again.
+type evictionBlock struct {
+	reason, message string
+	until           time.Time
+}
+
+// stateEvicted is the podState result of a pod tailor evicted.
+const stateEvicted = "Evicted"
+
+// forgetRecords takes back the status.recreations entries of owners whose
+// write failed: a pod is evicted only once its replacement's entry is on the
+// apiserver, where the admission policy reads it.
+func (s *policyState) forgetRecords(owners []types.UID) {
+	for _, uid := range owners {
+		delete(s.recreations, uid)
+	}
+}
+
+// dropPendingRecreation takes back an entry written for p that was not
+// followed by its eviction: new pods of the owner must not get resources
+// meant for a replacement. An entry whose pod was evicted stays: its
+// replacement may not be created yet.
+func (s *policyState) dropPendingRecreation(p *corev1.Pod) {
+	if ps, ok := s.pods[p.UID]; ok && ps.result == stateEvicted {
+		return
+	}
+	for uid, rc := range s.recreations {
+		if rc.EvictedPod == p.Name {
+			delete(s.recreations, uid)
+		}
+	}
+}
+
+// RecreationTTL is how long a replacement may take to be created and still
+// get the recommended resources from status.recreations: the store keeps a
+// recreation entry that long after its pod's eviction.
+const RecreationTTL = 10 * time.Minute
