@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -279,4 +280,86 @@ func agentClient(t *testing.T, ns string) *http.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// Garbage bearer tokens sent to the manager's agent receiver cost the
+// apiserver no more TokenReviews than the receiver's per-source limit lets
+// through (a burst of 5, then 1 a second): the limit is checked before the
+// review, so a pod that can reach the receiver cannot make the manager load
+// the apiserver. Counted by the apiserver itself, from its
+// apiserver_request_total for tokenreviews.
+func TestAgentReceiverGarbageTokensCostFewReviews(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	addr := runAgentManager(t, manager.Options{
+		AgentServiceAccount: e.ns + ":agent", AgentFallback: "none", AgentService: e.ns + "/" + agentService, SyncPeriod: time.Hour,
+	})
+	client := agentClient(t, e.ns)
+	send := func(i int) (int, error) {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "https://"+addr+report.Path, strings.NewReader("{}"))
+		req.Header.Set("Authorization", fmt.Sprintf("Bearer garbage-%d-%s", i, e.ns))
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	// The receiver listens once the manager has started.
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, err := send(-1)
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the agent receiver at %s did not answer: %v", addr, err)
+	}
+	// The probe above may have cost one review and taken a token of the
+	// burst; the count starts after it.
+	before := tokenReviews(t)
+	start := time.Now()
+	const n = 300
+	codes := map[int]int{}
+	for i := range n {
+		code, err := send(i)
+		if err != nil {
+			t.Fatalf("push %d: %v", i, err)
+		}
+		codes[code]++
+	}
+	elapsed := time.Since(start)
+	reviews := tokenReviews(t) - before
+	// What the limiter can let through in the time the pushes took: the
+	// burst left after the probe and one a second.
+	allowed := 5 + int(elapsed.Seconds()) + 1
+	t.Logf("%d garbage pushes in %s: answers %v, %d TokenReviews at the apiserver (allowed %d)", n, elapsed.Round(time.Millisecond), codes, reviews, allowed)
+	if reviews > allowed {
+		t.Errorf("%d garbage tokens cost %d TokenReviews, want at most %d (the per-source limit)", n, reviews, allowed)
+	}
+	if codes[http.StatusOK] > 0 {
+		t.Errorf("%d garbage pushes were accepted", codes[http.StatusOK])
+	}
+	if codes[http.StatusTooManyRequests] == 0 {
+		t.Errorf("no push was refused for the rate limit: %v", codes)
+	}
+}
+
+// tokenReviews is how many TokenReviews the apiserver has served, by its
+// own metrics.
+func tokenReviews(t *testing.T) int {
+	t.Helper()
+	body, err := clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("reading the apiserver's metrics: %v", err)
+	}
+	total := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="tokenreviews"`) {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			t.Fatalf("apiserver metric line %q: %v", line, err)
+		}
+		total += int(v)
+	}
+	return total
 }
