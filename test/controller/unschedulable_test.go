@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,5 +126,50 @@ func TestUnschedulablePodTailorSizedIsReplaced(t *testing.T) {
 	}
 	if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "canary-big"}, &corev1.Pod{}); err != nil {
 		t.Errorf("canary-big, another Deployment's pod, was deleted by web's policy: %v", err)
+	}
+}
+
+// A DaemonSet's new pod returns to the node it replaces one on: its
+// admission entry must fit that node's free room beside everything but
+// its own pod, not merely the largest node (issue #23, finding 2).
+func TestDaemonSetEntryFitsItsNodesFreeRoom(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	node := e.addNodeFrom(builder.Node("pool-"+e.ns).Allocatable("4", "8Gi").Ready(corev1.ConditionTrue).Label("pool", e.ns))
+	labels := map[string]string{"app": "agent"}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "agent"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"pool": e.ns},
+					Containers:   []corev1.Container{*builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi").Obj()},
+				},
+			},
+		},
+	}
+	if err := apiClient.Create(e.ctx, ds); err != nil {
+		t.Fatalf("create daemonset: %v", err)
+	}
+	// Its pod on the node, and another workload's that takes 2500m of the
+	// node's 4: the replacement has 1500m, its own pod's share included.
+	e.pod("agent", builder.Pod("agent-0").Node(node).Owner("DaemonSet", ds.Name, string(ds.UID)).
+		Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")))
+	e.pod("other", builder.Pod("other-0").Node(node).Container(builder.Container("app").Requests("2500m", "1Gi").Limits("2500m", "1Gi")))
+	factor := int32(1000)
+	e.policy("agent", func(s *v1alpha1.TailorPolicySpec) {
+		s.Selector = nil
+		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent"}
+		s.StartupBoost = &v1alpha1.StartupBoost{FactorPercent: &factor}
+	})
+	e.sync("agent")
+	adm := e.getPolicy("agent").Status.Admission
+	if adm == nil || len(adm.Containers) != 1 {
+		t.Fatalf("status.admission = %+v, want one container", adm)
+	}
+	// 10 x 500m is 5 cores; the largest node has 4, this one 1500m free.
+	if got := adm.Containers[0].Requests.Cpu(); got.Cmp(resource.MustParse("1500m")) > 0 {
+		t.Errorf("new pods' cpu request %s, want at most 1500m (the free room of the node the DaemonSet's pod returns to); summary %q", got, adm.Summary)
 	}
 }
