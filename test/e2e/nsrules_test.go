@@ -229,7 +229,8 @@ func TestRolloutKeepsTheQoSClassUnderLimitRangeDefaults(t *testing.T) {
 		s.TargetRef = &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 		// app alone, its cpu request alone, maxAllowed far above the
 		// limit: only the QoS class stops the raise. The sidecar is left
-		// as the LimitRanger made it.
+		// as the LimitRanger made it; app names its mode, or it would
+		// inherit the "*" entry's Off.
 		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{
 			{ContainerName: "*", Mode: ptr(v1alpha1.ContainerModeOff)},
 			{ContainerName: "app", Mode: ptr(v1alpha1.ContainerModeAuto), ControlledValues: ptr(v1alpha1.ControlledValuesRequestsOnly),
