@@ -69,7 +69,9 @@ func install(ctx context.Context, dyn dynamic.Interface, path string) error {
 
 // InstallVPACRD installs the VerticalPodAutoscaler CRD
 // (test/testdata/vpa), which tailor yields to; no VPA component runs. It is
-// left installed, as tailor's CRDs are: a manager finds it as it starts.
+// left installed, as tailor's CRDs are. A manager looks for it once, as it
+// starts, and it is cluster-wide: a suite installs it once, before its
+// tests run (test/e2e's TestMain), not from a test.
 func InstallVPACRD(ctx context.Context, dyn dynamic.Interface) error {
 	_, this, _, _ := runtime.Caller(0)
 	return install(ctx, dyn, filepath.Join(filepath.Dir(this), "..", "testdata", "vpa", "verticalpodautoscalers.yaml"))

@@ -38,7 +38,6 @@ func installAdmission(t *testing.T) {
 func TestAdmissionPolicy(t *testing.T) {
 	cluster.Quiet(t)
 	ns := newNamespace(t)
-	installCRDs(t)
 	installAdmission(t)
 	ctx := context.Background()
 	c := apiClient(t)

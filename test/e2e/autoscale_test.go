@@ -30,8 +30,6 @@ import (
 // process against the real apiserver, reads usage from the real kubelet and
 // resizes real containers whose cgroups the tests read.
 
-var crdOnce sync.Once
-
 // startManager runs the policy controller for namespace ns, reading the
 // kubelet, until the test ends and returns an uncached client that knows
 // TailorPolicy.
@@ -56,7 +54,6 @@ func runManager(t *testing.T, o manager.Options) (client.Client, func()) {
 	if len(o.Namespaces) == 0 {
 		t.Fatal("runManager: scope the manager to the test's namespace (Options.Namespaces)")
 	}
-	installCRDs(t)
 	if o.SyncPeriod == 0 {
 		o.SyncPeriod = 2 * time.Second
 	}
@@ -100,14 +97,27 @@ func apiClient(t *testing.T) client.Client {
 	return c
 }
 
-// installCRDs installs tailor's CRDs, once per run.
-func installCRDs(t *testing.T) {
-	t.Helper()
-	crdOnce.Do(func() {
-		if err := cluster.InstallCRDs(context.Background(), dynamic.NewForConfigOrDie(restConfig)); err != nil {
-			t.Fatalf("installing CRDs: %v", err)
-		}
-	})
+// installClusterObjects installs the cluster-wide objects the suite's tests
+// share, once, before any test runs (TestMain): tailor's CRDs, and the
+// VerticalPodAutoscaler CRD (TestVPAOnTheSameDeployment; no VPA component
+// runs). A test that installed a cluster-wide object itself would change
+// the cluster under the tests running beside it, so it would belong to the
+// quiet phase (test/cluster/phase.go); and a manager looks for the VPA CRD
+// once, as it starts, so installed by one test it would be seen by the
+// managers started after that test and not by those started before. Both
+// are left installed, as on a cluster where tailor runs.
+func installClusterObjects(ctx context.Context) error {
+	dyn, err := dynamic.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	if err := cluster.InstallCRDs(ctx, dyn); err != nil {
+		return fmt.Errorf("installing tailor's CRDs: %w", err)
+	}
+	if err := cluster.InstallVPACRD(ctx, dyn); err != nil {
+		return fmt.Errorf("installing the VerticalPodAutoscaler CRD: %w", err)
+	}
+	return nil
 }
 
 func ptr[T any](v T) *T { return &v }

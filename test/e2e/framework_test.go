@@ -55,6 +55,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", "e2e", err)
 		os.Exit(1)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	err = installClusterObjects(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", "e2e", err)
+		os.Exit(1)
+	}
 	closeLog, err := openManagerLog()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", "e2e", err)

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
@@ -111,10 +110,8 @@ func TestTwoPoliciesOnOnePod(t *testing.T) {
 func TestVPAOnTheSameDeployment(t *testing.T) {
 	cluster.Shared(t)
 	reserveCPU(t, 400) // 200m limit, raised once the VPA is Off
-	// Before the manager starts: it looks for the CRD once, as it starts.
-	if err := cluster.InstallVPACRD(context.Background(), dynamic.NewForConfigOrDie(restConfig)); err != nil {
-		t.Fatalf("installing the VerticalPodAutoscaler CRD: %v", err)
-	}
+	// The VerticalPodAutoscaler CRD is installed for the suite before any
+	// test (installClusterObjects): the manager looks for it as it starts.
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	pod := throttledDeployment(t, ns, "web")

@@ -109,7 +109,6 @@ func TestAutoscaleCutsRaiseToWhatFits(t *testing.T) {
 func TestRecreateAdmissionPolicy(t *testing.T) {
 	cluster.Quiet(t)
 	ns := newNamespace(t)
-	installCRDs(t)
 	installRecreateAdmission(t)
 	ctx := context.Background()
 	c := apiClient(t)
