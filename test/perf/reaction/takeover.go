@@ -236,6 +236,12 @@ func failOver(ctx context.Context, cs *kubernetes.Clientset, c client.Client, ns
 	if leading, _ := standby.leading(); !leading {
 		return failover{}, nil, fmt.Errorf("the lease moved from %q, but the standby %s does not lead", holder, standby.name)
 	}
+	// first is no earlier than the resize, which the new leader made after
+	// it took the lease, by the host's one clock.
+	if acquired := after.Spec.AcquireTime.Time; first.Before(acquired) {
+		return failover{}, nil, fmt.Errorf("a pod was resized %s before the standby took the lease: another manager acts on namespace %s",
+			acquired.Sub(first).Round(time.Millisecond), ns)
+	}
 	return failover{exited: exited, lease: after.Spec.AcquireTime.Sub(killed), resize: first.Sub(killed)}, standby, nil
 }
 
