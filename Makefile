@@ -254,10 +254,13 @@ clean:
 
 ## bench-e2e: reaction benchmark on the local cluster, per metrics source (the
 ## node agent included): idle -> full CPU step, and a 50 MiB/s memory ramp;
-## the agent's own cost beside 100 containers; and a slow starter's time to
-## Ready with and without a startup boost. Checks
-## test/perf/reaction/ranges.json.
+## the agent's own cost beside 100 containers; a slow starter's time to
+## Ready with and without a startup boost; an HPA's replica changes alone and
+## beside tailor; and a leader's takeover after a SIGKILL and a SIGTERM (two
+## managers run from bin/tailor; BENCH_E2E_TRIALS trials). Checks the medians
+## and percentiles against test/perf/reaction/ranges.json.
 BENCH_E2E_TRIALS ?= 5
 bench-e2e: build
 	hack/cluster.sh up
-	$(GO) run ./test/perf/reaction --trials $(BENCH_E2E_TRIALS) --ranges test/perf/reaction/ranges.json
+	$(GO) run ./test/perf/reaction --trials $(BENCH_E2E_TRIALS) --takeover-trials $(BENCH_E2E_TRIALS) \
+		--tailor-bin $(BIN)/tailor --ranges test/perf/reaction/ranges.json

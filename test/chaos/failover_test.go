@@ -28,7 +28,8 @@ import (
 // minResizeInterval across the change (by the apiserver's clock), and holds
 // the memory peak the dead leader learnt and checkpointed (without it, it
 // would lower memory at once: usage dropped long enough ago). How long the
-// takeovers took is logged: a figure of the lease's timing, not a gate.
+// takeovers took is logged: a figure of the lease's timing, not a gate
+// (make bench-e2e times it over trials, after a SIGKILL and a SIGTERM).
 func TestLeaderFailover(t *testing.T) {
 	cluster.Quiet(t)
 	const (

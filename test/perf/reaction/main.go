@@ -49,6 +49,10 @@ type options struct {
 	prometheusURL string
 	ranges        string
 	timeout       time.Duration
+	// takeoverTrials and tailorBin: leader takeovers, by managers run as
+	// processes of the tailor binary.
+	takeoverTrials int
+	tailorBin      string
 }
 
 func main() {
@@ -59,6 +63,8 @@ func main() {
 	flag.IntVar(&o.memoryTrials, "memory-trials", 3, "memory ramps per source (0: none)")
 	flag.IntVar(&o.boostTrials, "boost-trials", 3, "slow starters started at their template's size and with a 4x startup boost, one pair per trial (0: none)")
 	flag.IntVar(&o.hpaTrials, "hpa-trials", 3, "HPA ramps (3m20s each) alone and with a TailorPolicy, one pair per trial (0: none)")
+	flag.IntVar(&o.takeoverTrials, "takeover-trials", 5, "leader takeovers, one after a SIGKILL and one after a SIGTERM per trial, by two managers run as processes of --tailor-bin (0: none)")
+	flag.StringVar(&o.tailorBin, "tailor-bin", "bin/tailor", "the tailor binary the takeover trials run their managers from (make build)")
 	flag.IntVar(&o.costPods, "agent-cost-pods", 25, "pods of 4 containers each the agent's cost is measured beside (0: not measured)")
 	flag.DurationVar(&o.agentSync, "agent-sync-period", 10*time.Second, "the manager's sync period with the agent source: the manager's default, so its reaction comes from the agent's wake-ups")
 	flag.DurationVar(&o.syncPeriod, "sync-period", 2*time.Second, "the manager's sync period, the same for every source")
@@ -150,6 +156,20 @@ func run(o options) error {
 		}
 		m.stop()
 	}
+	// Last, with no manager of this process running: those see every
+	// namespace, and would act on the trials' policy too.
+	var takeover *takeoverResult
+	if o.takeoverTrials > 0 {
+		c, err := uncachedClient(cfg)
+		if err != nil {
+			return err
+		}
+		t, err := measureTakeover(cs, c, o)
+		if err != nil {
+			return fmt.Errorf("takeover: %w", err)
+		}
+		takeover = &t
+	}
 
 	if len(results) > 0 {
 		fmt.Printf("\ncpu step: idle (20m) -> 1000m on a 200m limit, seconds to the raised cpu.cfs_quota_us\n")
@@ -182,10 +202,35 @@ func run(o options) error {
 		fmt.Printf("%7d %15.1f %17.1f %15.1f %17.1f %9d\n", len(hpa.alone)+hpa.failures, medianOf(hpa.alone, changes), medianOf(hpa.alone, reversals),
 			medianOf(hpa.with, changes), medianOf(hpa.with, reversals), hpa.failures)
 	}
+	if takeover != nil {
+		fmt.Printf("\ntakeover: two managers under leader election (lease %s, renew %s, retry %s, sync period %s), the leader stopped; seconds from the signal to the standby's acquireTime on the Lease and to its first resize (the pod's managedFields)\n",
+			manager.DefaultLeaseDuration, manager.DefaultRenewDeadline, manager.DefaultRetryPeriod, o.syncPeriod)
+		fmt.Printf("%-9s %7s %12s %12s %13s %13s %11s %9s\n", "stop", "trials", "lease p50 s", "lease max s", "resize p50 s", "resize max s", "exit max s", "failures")
+		for _, k := range []struct {
+			name     string
+			runs     []failover
+			failures int
+		}{{"SIGKILL", takeover.crash, takeover.crashFailures}, {"SIGTERM", takeover.graceful, takeover.gracefulFailures}} {
+			fmt.Printf("%-9s %7d %12.1f %12.1f %13.1f %13.1f %11.1f %9d\n", k.name, len(k.runs)+k.failures,
+				percentile(seconds(k.runs, leaseTime), 50), percentile(seconds(k.runs, leaseTime), 100),
+				percentile(seconds(k.runs, resizeTime), 50), percentile(seconds(k.runs, resizeTime), 100),
+				percentile(seconds(k.runs, exitTime), 100), k.failures)
+		}
+	}
 	if o.ranges == "" {
 		return nil
 	}
-	return check(o.ranges, results, ramps, cost, boost, hpa)
+	return check(o.ranges, results, ramps, cost, boost, hpa, takeover)
+}
+
+// uncachedClient reads and writes tailor's types straight from the
+// apiserver, for the takeover trials, which run no manager in this process.
+func uncachedClient(cfg *rest.Config) (client.Client, error) {
+	scheme, err := manager.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
 // running is a manager in this process, reading one source.
@@ -482,7 +527,7 @@ type boostBounds struct {
 	RatioMax float64 `json:"ratioMax"`
 }
 
-func check(path string, results []result, ramps []rampResult, cost *agentCost, boost *boostResult, hpa *hpaResult) error {
+func check(path string, results []result, ramps []rampResult, cost *agentCost, boost *boostResult, hpa *hpaResult, takeover *takeoverResult) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -543,6 +588,27 @@ func check(path string, results []result, ramps []rampResult, cost *agentCost, b
 		if hpa.failures > 0 || len(hpa.with) == 0 || extraChanges > hb.ExtraChangesMax || extraReversals > hb.ExtraReversalsMax {
 			bad = append(bad, fmt.Sprintf("hpa: with tailor %+.1f replica changes and %+.1f reversals over the HPA alone (bounds %+.1f, %+.1f), %d failures",
 				extraChanges, extraReversals, hb.ExtraChangesMax, hb.ExtraReversalsMax, hpa.failures))
+		}
+	}
+	if raw, ok := ranges["takeover"]; ok && takeover != nil {
+		var tb map[string]takeoverBounds
+		if err := json.Unmarshal(raw, &tb); err != nil {
+			return fmt.Errorf("%s: takeover: %w", path, err)
+		}
+		for _, k := range []struct {
+			key, signal string
+			runs        []failover
+			failures    int
+		}{{"crash", "SIGKILL", takeover.crash, takeover.crashFailures}, {"graceful", "SIGTERM", takeover.graceful, takeover.gracefulFailures}} {
+			b, ok := tb[k.key]
+			if !ok {
+				continue
+			}
+			lease, resize := percentile(seconds(k.runs, leaseTime), 50), percentile(seconds(k.runs, resizeTime), 50)
+			if k.failures > 0 || len(k.runs) == 0 || lease > b.LeaseMedianMax || resize > b.ResizeMedianMax {
+				bad = append(bad, fmt.Sprintf("takeover after %s: median %.1fs to the lease (bound %.1fs), %.1fs to the first resize (bound %.1fs), %d failures",
+					k.signal, lease, b.LeaseMedianMax, resize, b.ResizeMedianMax, k.failures))
+			}
 		}
 	}
 	if len(bad) > 0 {
