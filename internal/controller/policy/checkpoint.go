@@ -136,7 +136,9 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 		err = r.Client.Update(ctx, cp)
 	}
 	if meta.IsNoMatchError(err) {
-		state.checkpointed, state.restoreProblem = now, noCheckpointCRD
+		// Without the CRD nothing is kept: not tried again before the
+		// interval, nor for the same canary state.
+		state.checkpointed, state.restoreProblem, state.canaryWritten = now, noCheckpointCRD, canary
 		return nil
 	}
 	if err != nil {
