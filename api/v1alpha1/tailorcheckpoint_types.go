@@ -108,20 +108,14 @@ type CanaryCheckpoint struct {
 	Revert []CanaryPodCheckpoint `json:"revert,omitempty"`
 
 	// proven are the values the last promoted canary held through its
-	// window, per container: lowerings to them or above need no canary.
+	// window, per container, raised by a rollback to what the canary pods
+	// had: lowerings to them or above need no canary, and new pods are not
+	// sized below them.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	Proven []CanaryValues `json:"proven,omitempty"`
-
-	// floor are the values new pods are not sized below while holdUntil
-	// stands: what the canary pods rolled back to.
-	// +optional
-	// +listType=map
-	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=64
-	Floor []CanaryValues `json:"floor,omitempty"`
 
 	// holdUntil is when the hold after the last rollback ends.
 	// +optional

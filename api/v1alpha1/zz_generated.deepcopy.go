@@ -195,13 +195,6 @@ func (in *CanaryCheckpoint) DeepCopyInto(out *CanaryCheckpoint) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
-	if in.Floor != nil {
-		in, out := &in.Floor, &out.Floor
-		*out = make([]CanaryValues, len(*in))
-		for i := range *in {
-			(*in)[i].DeepCopyInto(&(*out)[i])
-		}
-	}
 	if in.HoldUntil != nil {
 		in, out := &in.HoldUntil, &out.HoldUntil
 		*out = (*in).DeepCopy()

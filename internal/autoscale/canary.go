@@ -47,11 +47,10 @@ type CanaryState struct {
 	// their rollback is sent again until it does.
 	Revert []CanaryPod
 	// Proven are the values the last promoted canary held through its
-	// window: lowerings to them or above need no canary.
+	// window, raised by a rollback to what the canary pods had before:
+	// lowerings to them or above need no canary, and new pods are not
+	// sized below them.
 	Proven CanaryValues
-	// Floor are what the rolled-back canary pods had before, which new
-	// pods are not sized below until HoldUntil.
-	Floor CanaryValues
 	// HoldUntil is when the hold after the last rollback ends.
 	HoldUntil time.Time
 	// Trips counts rollbacks since the last promotion.
@@ -63,7 +62,7 @@ type CanaryState struct {
 
 // IsZero reports whether the canary remembers nothing.
 func (s CanaryState) IsZero() bool {
-	return len(s.Pods) == 0 && len(s.Revert) == 0 && len(s.Proven) == 0 && len(s.Floor) == 0 &&
+	return len(s.Pods) == 0 && len(s.Revert) == 0 && len(s.Proven) == 0 &&
 		s.HoldUntil.IsZero() && s.Trips == 0 && s.LastResult == "" && s.Learnt == ""
 }
 
@@ -309,9 +308,7 @@ func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig) (*canaryPlan, 
 		cp.retry = soonest(cp.retry, cp.state.HoldUntil.Sub(cp.now))
 		return cp, nil
 	}
-	// The hold is over: new pods are sized as the canary proved, not as
-	// the rollback left them.
-	cp.state.HoldUntil, cp.state.Floor = time.Time{}, nil
+	cp.state.HoldUntil = time.Time{}
 	cp.start()
 	return cp, nil
 }
@@ -352,17 +349,23 @@ func (cp *canaryPlan) trip(live []CanaryPod, byUID map[types.UID]PodInput) bool 
 	st.Trips++
 	hold := cp.cfg.Backoff(st.Trips)
 	st.HoldUntil = cp.now.Add(hold)
-	st.Floor = CanaryValues{}
+	// What was learnt: below what the canary pods had, nothing is
+	// proven any more, and new pods are not sized there.
+	back := CanaryValues{}
 	for _, c := range live {
-		st.Floor.raiseTo(c.Before)
+		back.raiseTo(c.Before)
 		cp.rollback(byUID[c.UID], c)
 	}
+	if st.Proven == nil {
+		st.Proven = CanaryValues{}
+	}
+	st.Proven.raiseTo(back)
 	st.Revert = append(st.Revert, live...)
 	st.Pods = nil
 	first := trips[0]
 	st.LastResult = v1alpha1.CanaryReasonRolledBack
 	st.Learnt = fmt.Sprintf("canary pod %s rolled back in place at %s: %s (guardrail %s); lowerings are held for %s, until %s (rollback %d since the last promotion), and new pods are not sized below %s",
-		first.pod.Name, stamp(cp.now), first.what, first.guardrail, hold, stamp(st.HoldUntil), st.Trips, st.Floor)
+		first.pod.Name, stamp(cp.now), first.what, first.guardrail, hold, stamp(st.HoldUntil), st.Trips, back)
 	for _, t := range trips {
 		cp.events = append(cp.events, CanaryEvent{Reason: EventCanaryRolledBack, Pod: byUID[t.pod.UID].Pod, Guardrail: t.guardrail,
 			Message: fmt.Sprintf("%s (guardrail %s): raised back in place to %s; the workload's lowerings are held for %s", t.what, t.guardrail, t.pod.Before, hold)})
@@ -390,8 +393,7 @@ func (cp *canaryPlan) promote(live []CanaryPod, byUID map[types.UID]PodInput) bo
 		names = append(names, c.Name)
 	}
 	st := &cp.state
-	st.Proven, st.Pods, st.Trips = proven, nil, 0
-	st.HoldUntil, st.Floor = time.Time{}, nil
+	st.Proven, st.Pods, st.Trips, st.HoldUntil = proven, nil, 0, time.Time{}
 	st.LastResult = v1alpha1.CanaryReasonPromoted
 	st.Learnt = fmt.Sprintf("canary pod(s) %s held through the %s window with no guardrail tripped; promoted at %s: the other pods follow, and lowerings down to %s need no canary",
 		strings.Join(names, ", "), cp.cfg.Window, stamp(cp.now), proven)
@@ -725,10 +727,9 @@ func (c CanaryConfig) guardrail(cp CanaryPod, pin PodInput) (Guardrail, string, 
 
 // CanaryFloor is what new pods of the workload (and its recommendation in
 // status) are not sized below while the policy has a canary: what a canary
-// proved (before any did, what the pods have now), what the canary pods
-// had while they are watched, and what they were raised back to while a
-// rollback holds.
-func CanaryFloor(st CanaryState, pods []*corev1.Pod, now time.Time) CanaryValues {
+// proved, or what a rolled-back one had (before either, what the pods have
+// now), and what the canary pods had while they are watched.
+func CanaryFloor(st CanaryState, pods []*corev1.Pod) CanaryValues {
 	floor := CanaryValues{}
 	if len(st.Proven) > 0 {
 		floor.raiseTo(st.Proven)
@@ -739,9 +740,6 @@ func CanaryFloor(st CanaryState, pods []*corev1.Pod, now time.Time) CanaryValues
 	}
 	for _, c := range st.Pods {
 		floor.raiseTo(c.Before)
-	}
-	if now.Before(st.HoldUntil) {
-		floor.raiseTo(st.Floor)
 	}
 	return floor
 }

@@ -377,7 +377,7 @@ func TestCanaryGuardrails(t *testing.T) {
 				return
 			}
 			if diff := cmp.Diff([]string{"web-0 app cpu 200m -> 500m"}, sends(d)); diff != "" {
-				t.Errorf("sends (-want,+got):\n%s", diff)
+				t.Fatalf("sends (-want,+got):\n%s", diff)
 			}
 			if lim := d.Sends[0].Decision.Changes[0].LimitNow; lim == nil || lim.String() != "1" {
 				t.Errorf("rollback limit %v, want 1 as before", lim)
@@ -386,13 +386,13 @@ func TestCanaryGuardrails(t *testing.T) {
 				t.Errorf("held (-want,+got):\n%s", diff)
 			}
 			if diff := cmp.Diff([]string{"web-0 CanaryRolledBack " + string(tc.wantGuardrail)}, events(d)); diff != "" {
-				t.Errorf("events (-want,+got):\n%s", diff)
+				t.Fatalf("events (-want,+got):\n%s", diff)
 			}
 			if got := d.Canary.Events[0].Message; !strings.HasPrefix(got, tc.wantWhat) {
 				t.Errorf("event %q, want it to say %q", got, tc.wantWhat)
 			}
-			if len(st.Pods) != 0 || st.Trips != 1 || !st.HoldUntil.Equal(w.now.Add(time.Hour)) || st.Floor.String() != "app cpu 500m/1, memory 256Mi/512Mi" {
-				t.Errorf("state: pods %v, trips %d, hold until %s, floor %s; want none, 1, +1h, what the canary had", canaryNames(st.Pods), st.Trips, st.HoldUntil, st.Floor)
+			if len(st.Pods) != 0 || st.Trips != 1 || !st.HoldUntil.Equal(w.now.Add(time.Hour)) || st.Proven.String() != "app cpu 500m/1, memory 256Mi/512Mi" {
+				t.Errorf("state: pods %v, trips %d, hold until %s, proven %s; want none, 1, +1h, what the canary had", canaryNames(st.Pods), st.Trips, st.HoldUntil, st.Proven)
 			}
 			if d.Canary.Status != metav1.ConditionTrue || d.Canary.Reason != v1alpha1.CanaryReasonRolledBack || !strings.Contains(d.Canary.Message, tc.wantWhat) {
 				t.Errorf("condition %s %s: %q, want True RolledBack saying %q", d.Canary.Status, d.Canary.Reason, d.Canary.Message, tc.wantWhat)
@@ -443,18 +443,36 @@ func TestCanaryBackoffDoubles(t *testing.T) {
 	}
 }
 
-// TestCanaryHoldKeepsWhatWasLearnt: during the backoff no lowering goes
-// out and new pods are not sized below what the canary was raised back to
-// (the same lowering is not proposed again); raises are sent. Once the hold
-// is over a new canary starts, and a trip doubles the backoff.
+// TestCanaryHoldKeepsWhatWasLearnt: a rollback takes back what an earlier
+// canary proved below what the canary pods had; during the backoff no
+// lowering goes out, raises do, and new pods are not sized below what the
+// canary was raised back to (the same lowering is not proposed again).
+// Once the hold is over a new canary starts, and a trip doubles the
+// backoff.
 func TestCanaryHoldKeepsWhatWasLearnt(t *testing.T) {
 	w := newCanaryWorld()
-	floor := autoscale.CanaryValues{"app": {Requests: builder.List("500m", "256Mi"), Limits: builder.List("1", "512Mi")}}
-	w.state = autoscale.CanaryState{HoldUntil: w.now.Add(30 * time.Minute), Trips: 1, Floor: floor,
-		LastResult: v1alpha1.CanaryReasonRolledBack, Learnt: "canary pod web-0 rolled back"}
-	// web-2 wants more memory: a raise, never held.
-	w.pods[2].Targets = map[string]autoscale.Target{"app": {CPU: quantity("200m"), Memory: quantity("400Mi")}}
+	// A canary proved 200m before; these pods came back to 500m since (a
+	// rollout at the template's size), and the canary lowering web-0 to
+	// 200m again trips.
+	w.state.Proven = autoscale.CanaryValues{"app": {Requests: builder.List("200m", "128Mi"), Limits: builder.List("400m", "256Mi")}}
+	w.state.LastResult = v1alpha1.CanaryReasonPromoted
+	w.lowered(0, w.now.Add(-time.Minute))
+	w.pods[0].Throttled = map[string]float64{"app": 0.5}
 	d := w.decide(t)
+	if diff := cmp.Diff([]string{"web-0 app cpu 200m -> 500m"}, sends(d)); diff != "" {
+		t.Fatalf("the trip's sends (-want,+got):\n%s", diff)
+	}
+	w.state = d.Canary.State
+	if got := w.state.Proven.String(); got != "app cpu 500m/1, memory 256Mi/512Mi" {
+		t.Errorf("proven after the rollback: %s, want what the canary had", got)
+	}
+	w.pods[0] = autoscale.PodInput{Pod: canaryPod("web-0", "500m", "1"), Targets: w.pods[1].Targets, LastResize: w.now}
+
+	// Half an hour into the hour's hold. web-2 wants more memory: a raise,
+	// never held.
+	w.now = w.now.Add(30 * time.Minute)
+	w.pods[2].Targets = map[string]autoscale.Target{"app": {CPU: quantity("200m"), Memory: quantity("400Mi")}}
+	d = w.decide(t)
 	if diff := cmp.Diff([]string{"web-2 app memory 256Mi -> 400Mi"}, sends(d)); diff != "" {
 		t.Errorf("sends during the hold (-want,+got):\n%s", diff)
 	}
@@ -471,7 +489,7 @@ func TestCanaryHoldKeepsWhatWasLearnt(t *testing.T) {
 	rec := &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.RecommendedContainerResources{
 		{ContainerName: "app", Target: builder.List("200m", "128Mi")},
 	}}
-	got := autoscale.FloorRecommendation(rec, autoscale.CanaryFloor(d.Canary.State, pods, w.now)).ContainerRecommendations[0].Target
+	got := autoscale.FloorRecommendation(rec, autoscale.CanaryFloor(d.Canary.State, pods)).ContainerRecommendations[0].Target
 	if cpu, mem := got[corev1.ResourceCPU], got[corev1.ResourceMemory]; cpu.String() != "500m" || mem.String() != "256Mi" {
 		t.Errorf("recommendation for new pods during the hold: %v, want the rolled-back 500m and 256Mi", got)
 	}
@@ -479,15 +497,15 @@ func TestCanaryHoldKeepsWhatWasLearnt(t *testing.T) {
 		t.Errorf("FloorRecommendation changed its argument: %s", cpu.String())
 	}
 
-	// The hold is over: a new canary, and what it had is the floor.
+	// The hold is over: a new canary.
 	w.now = w.now.Add(30 * time.Minute)
 	w.pods[2].Targets = map[string]autoscale.Target{"app": {CPU: quantity("200m")}}
 	d = w.decide(t)
 	if diff := cmp.Diff([]string{"web-0 app cpu 500m -> 200m"}, sends(d)); diff != "" {
 		t.Errorf("sends after the hold (-want,+got):\n%s", diff)
 	}
-	if st := d.Canary.State; st.Trips != 1 || len(st.Floor) != 0 || !st.HoldUntil.IsZero() {
-		t.Errorf("state after the hold: trips %d, floor %s, hold until %s; want the trip kept, the hold gone", st.Trips, st.Floor, st.HoldUntil)
+	if st := d.Canary.State; st.Trips != 1 || !st.HoldUntil.IsZero() {
+		t.Errorf("state after the hold: trips %d, hold until %s; want the trip kept, the hold gone", st.Trips, st.HoldUntil)
 	}
 }
 

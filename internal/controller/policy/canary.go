@@ -50,8 +50,8 @@ func canaryCheckpoint(s autoscale.CanaryState) *v1alpha1.CanaryCheckpoint {
 	}
 	out := &v1alpha1.CanaryCheckpoint{
 		Pods: canaryPodsCheckpoint(s.Pods), Revert: canaryPodsCheckpoint(s.Revert),
-		Proven: canaryValuesCheckpoint(s.Proven), Floor: canaryValuesCheckpoint(s.Floor),
-		Trips: s.Trips, LastResult: s.LastResult, Learnt: truncate(s.Learnt, 1024),
+		Proven: canaryValuesCheckpoint(s.Proven),
+		Trips:  s.Trips, LastResult: s.LastResult, Learnt: truncate(s.Learnt, 1024),
 	}
 	if !s.HoldUntil.IsZero() {
 		// Rounded up: a hold is never cut short by a restart.
@@ -93,8 +93,8 @@ func canaryState(c *v1alpha1.CanaryCheckpoint) autoscale.CanaryState {
 	}
 	out := autoscale.CanaryState{
 		Pods: canaryPodsState(c.Pods), Revert: canaryPodsState(c.Revert),
-		Proven: canaryValuesState(c.Proven), Floor: canaryValuesState(c.Floor),
-		Trips: c.Trips, LastResult: c.LastResult, Learnt: c.Learnt,
+		Proven: canaryValuesState(c.Proven),
+		Trips:  c.Trips, LastResult: c.LastResult, Learnt: c.Learnt,
 	}
 	if c.HoldUntil != nil {
 		out.HoldUntil = c.HoldUntil.Time

@@ -305,7 +305,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if _, canary := autoscale.CanaryConfigOf(&policy.Spec); canary {
 		// What no canary has proven is not given to new pods, nor said
 		// to be the workload's size.
-		in.recommendation = autoscale.FloorRecommendation(in.recommendation, autoscale.CanaryFloor(in.state.canary, in.pods, now))
+		in.recommendation = autoscale.FloorRecommendation(in.recommendation, autoscale.CanaryFloor(in.state.canary, in.pods))
 	}
 	// Without one this sync, status keeps the last it said, and new pods
 	// are planned from that.
