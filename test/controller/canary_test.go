@@ -4,6 +4,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -271,36 +272,45 @@ func TestNoCanaryNoCondition(t *testing.T) {
 // documented defaults.
 func TestCanaryValidation(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
+	const pods = "spec.behavior.scaleDown.canary.pods: Invalid value: "
+	const podsMsg = ": pods must be a count from 1 to 100 or a percent from 1% to 100%, such as 10%"
+	const backoff = "spec.behavior.scaleDown.canary.backoff: Invalid value: backoff.initial must not exceed backoff.max"
 	cases := map[string]struct {
 		canary v1alpha1.Canary
-		want   string
+		want   []string
 	}{
-		"no pods":             {canary: v1alpha1.Canary{Pods: ptrTo(intstr.FromInt32(0))}, want: "pods must be a count from 1 to 100 or a percent from 1% to 100%"},
-		"too many pods":       {canary: v1alpha1.Canary{Pods: ptrTo(intstr.FromInt32(101))}, want: "pods must be a count from 1 to 100"},
-		"zero percent":        {canary: v1alpha1.Canary{Pods: ptrTo(intstr.FromString("0%"))}, want: "pods must be a count from 1 to 100 or a percent from 1% to 100%"},
-		"a percent above 100": {canary: v1alpha1.Canary{Pods: ptrTo(intstr.FromString("150%"))}, want: "pods must be a count"},
-		"a word":              {canary: v1alpha1.Canary{Pods: ptrTo(intstr.FromString("one"))}, want: "pods must be a count"},
-		"window too short":    {canary: v1alpha1.Canary{Window: &metav1.Duration{Duration: 10 * time.Second}}, want: "window must be a duration such as 5m or 1h, between 30s and 24h"},
+		"no pods":             {canary: v1alpha1.Canary{Pods: ptrTo(intstr.FromInt32(0))}, want: []string{pods + "0" + podsMsg}},
+		"too many pods":       {canary: v1alpha1.Canary{Pods: ptrTo(intstr.FromInt32(101))}, want: []string{pods + "101" + podsMsg}},
+		"zero percent":        {canary: v1alpha1.Canary{Pods: ptrTo(intstr.FromString("0%"))}, want: []string{pods + `"0%"` + podsMsg}},
+		"a percent above 100": {canary: v1alpha1.Canary{Pods: ptrTo(intstr.FromString("150%"))}, want: []string{pods + `"150%"` + podsMsg}},
+		"a word":              {canary: v1alpha1.Canary{Pods: ptrTo(intstr.FromString("one"))}, want: []string{pods + `"one"` + podsMsg}},
+		"window too short": {canary: v1alpha1.Canary{Window: &metav1.Duration{Duration: 10 * time.Second}},
+			want: []string{`spec.behavior.scaleDown.canary.window: Invalid value: "10s": window must be a duration such as 5m or 1h, between 30s and 24h`}},
 		"throttling above 100%": {
-			canary: v1alpha1.Canary{Guardrails: &v1alpha1.CanaryGuardrails{CPUThrottlingPercent: ptrTo[int32](101)}}, want: "cpuThrottlingPercent",
+			canary: v1alpha1.Canary{Guardrails: &v1alpha1.CanaryGuardrails{CPUThrottlingPercent: ptrTo[int32](101)}},
+			want:   []string{"spec.behavior.scaleDown.canary.guardrails.cpuThrottlingPercent: Invalid value: 101: spec.behavior.scaleDown.canary.guardrails.cpuThrottlingPercent in body should be less than or equal to 100"},
 		},
 		"margin of 0": {
-			canary: v1alpha1.Canary{Guardrails: &v1alpha1.CanaryGuardrails{MemoryMarginPercent: ptrTo[int32](0)}}, want: "memoryMarginPercent",
+			canary: v1alpha1.Canary{Guardrails: &v1alpha1.CanaryGuardrails{MemoryMarginPercent: ptrTo[int32](0)}},
+			want:   []string{"spec.behavior.scaleDown.canary.guardrails.memoryMarginPercent: Invalid value: 0: spec.behavior.scaleDown.canary.guardrails.memoryMarginPercent in body should be greater than or equal to 1"},
 		},
 		"initial backoff above max": {
 			canary: v1alpha1.Canary{Backoff: &v1alpha1.CanaryBackoff{Initial: &metav1.Duration{Duration: 2 * time.Hour}, Max: &metav1.Duration{Duration: time.Hour}}},
-			want:   "backoff.initial must not exceed backoff.max",
+			want:   []string{backoff},
 		},
 		"initial above the default max": {
 			canary: v1alpha1.Canary{Backoff: &v1alpha1.CanaryBackoff{Initial: &metav1.Duration{Duration: 48 * time.Hour}}},
-			want:   "backoff.initial must not exceed backoff.max",
+			want:   []string{backoff},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			err := dryRunPolicy(e, tc.canary)
-			if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("created: %v; want refused saying %q", err, tc.want)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("created: %v; want refused", err)
+			}
+			if diff := cmp.Diff(tc.want, validationCauses(err)); diff != "" {
+				t.Errorf("refusal (-want,+got):\n%s", diff)
 			}
 		})
 	}
@@ -372,4 +382,18 @@ func TestCheckpointWithoutCanaryLoads(t *testing.T) {
 	if p := e.getPolicy("web"); condition(p, v1alpha1.ConditionReady).Status != metav1.ConditionTrue {
 		t.Errorf("Ready %+v after restoring a checkpoint without a canary", condition(p, v1alpha1.ConditionReady))
 	}
+}
+
+// validationCauses are the apiserver's reasons for refusing an object, as
+// kubectl prints them: "field: message".
+func validationCauses(err error) []string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range status.Status().Details.Causes {
+		out = append(out, c.Field+": "+c.Message)
+	}
+	return out
 }
