@@ -584,32 +584,53 @@ func TestCanaryGoneOrUnlowered(t *testing.T) {
 // TestCanaryOffDecidesAsBefore: without behavior.scaleDown.canary,
 // DecideSync decides what DecidePolicy alone does, whatever canary state it
 // is handed (one left by a canary since removed from the policy), over the
-// generator's policies, pods and nodes.
+// generator's policies, pods and nodes. FuzzCanaryOffDecidesAsBefore
+// draws more.
 func TestCanaryOffDecidesAsBefore(t *testing.T) {
-	stale := autoscale.CanaryState{HoldUntil: autoscaletestNow().Add(time.Hour), Trips: 2,
-		Pods: []autoscale.CanaryPod{{UID: "p0", Name: "p0", LoweredAt: autoscaletestNow()}}}
 	for seed := range uint64(500) {
-		in := autoscaletest.Case(seed)
-		if b := in.Spec.Behavior; b != nil && b.ScaleDown != nil {
-			b.ScaleDown.Canary = nil
-		}
-		want, err := autoscale.DecidePolicy(in)
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-		for _, state := range []autoscale.CanaryState{{}, stale} {
-			got, err := autoscale.DecideSync(autoscale.SyncInput{PolicyInput: in, Canary: state})
-			if err != nil {
-				t.Fatalf("seed %d: %v", seed, err)
-			}
-			if diff := cmp.Diff(decisionText(want), decisionText(got.PolicyDecision)); diff != "" {
-				t.Fatalf("seed %d: canary unset decides otherwise (-DecidePolicy,+DecideSync):\n%s", seed, diff)
-			}
-			if got.Canary.Active || !got.Canary.State.IsZero() {
-				t.Fatalf("seed %d: canary unset: outcome %+v, want none and its state forgotten", seed, got.Canary)
-			}
+		if msg := canaryOffCase(seed); msg != "" {
+			t.Fatalf("seed %d: %s", seed, msg)
 		}
 	}
+}
+
+func FuzzCanaryOffDecidesAsBefore(f *testing.F) {
+	for i := range uint64(20) {
+		f.Add(i)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		if msg := canaryOffCase(seed); msg != "" {
+			t.Fatal(msg)
+		}
+	})
+}
+
+// canaryOffCase says how DecideSync with no canary differs from
+// DecidePolicy on the generator's case seed; "" when it does not.
+func canaryOffCase(seed uint64) string {
+	in := autoscaletest.Case(seed)
+	if b := in.Spec.Behavior; b != nil && b.ScaleDown != nil {
+		b.ScaleDown.Canary = nil
+	}
+	want, err := autoscale.DecidePolicy(in)
+	if err != nil {
+		return err.Error()
+	}
+	stale := autoscale.CanaryState{HoldUntil: in.Now.Add(time.Hour), Trips: 2,
+		Pods: []autoscale.CanaryPod{{UID: "p0", Name: "p0", LoweredAt: in.Now}}}
+	for _, state := range []autoscale.CanaryState{{}, stale} {
+		got, err := autoscale.DecideSync(autoscale.SyncInput{PolicyInput: in, Canary: state})
+		if err != nil {
+			return err.Error()
+		}
+		if diff := cmp.Diff(decisionText(want), decisionText(got.PolicyDecision)); diff != "" {
+			return fmt.Sprintf("canary unset decides otherwise (-DecidePolicy,+DecideSync):\n%s", diff)
+		}
+		if got.Canary.Active || !got.Canary.State.IsZero() {
+			return fmt.Sprintf("canary unset: outcome %+v, want none and its state forgotten", got.Canary)
+		}
+	}
+	return ""
 }
 
 // TestCanaryNeverHoldsARaise: with a canary on the generator's policies,
@@ -685,9 +706,6 @@ func TestCanaryNeverHoldsARaise(t *testing.T) {
 		t.Errorf("%d raises and %d canary lowerings in 500 cases: the generator no longer exercises them", raises, loweredPods)
 	}
 }
-
-// autoscaletestNow is the generator's time.
-func autoscaletestNow() time.Time { return autoscaletest.Case(0).Now }
 
 // decisionText says a policy decision in full, for comparison.
 func decisionText(d autoscale.PolicyDecision) []string {
