@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -76,6 +77,110 @@ type TailorCheckpointSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	Containers []ContainerCheckpoint `json:"containers,omitempty"`
+
+	// canary is the state of the policy's canary
+	// (spec.behavior.scaleDown.canary): the pods being watched and what
+	// they had before, the values a canary proved, and the hold after a
+	// rollback. Absent when the policy has none, as in a checkpoint written
+	// before canaries existed.
+	// +optional
+	Canary *CanaryCheckpoint `json:"canary,omitempty"`
+}
+
+// CanaryCheckpoint is a policy's canary as the manager left it, so that a
+// restarted manager or a new leader carries on with it: it does not
+// promote a canary early, lower the others while one is watched, or forget
+// a rollback's hold.
+type CanaryCheckpoint struct {
+	// pods are the canary pods being watched.
+	// +optional
+	// +listType=map
+	// +listMapKey=uid
+	// +kubebuilder:validation:MaxItems=100
+	Pods []CanaryPodCheckpoint `json:"pods,omitempty"`
+
+	// revert are canary pods rolled back whose spec does not show it yet:
+	// the rollback is sent again until it does.
+	// +optional
+	// +listType=map
+	// +listMapKey=uid
+	// +kubebuilder:validation:MaxItems=100
+	Revert []CanaryPodCheckpoint `json:"revert,omitempty"`
+
+	// proven are the values the last promoted canary held through its
+	// window, per container, raised by a rollback to what the canary pods
+	// had: lowerings to them or above need no canary, and new pods are not
+	// sized below them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Proven []CanaryValues `json:"proven,omitempty"`
+
+	// holdUntil is when the hold after the last rollback ends.
+	// +optional
+	HoldUntil *metav1.Time `json:"holdUntil,omitempty"`
+
+	// trips counts the rollbacks since a canary was last promoted; each
+	// doubles the next hold.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Trips int32 `json:"trips,omitempty"`
+
+	// lastResult is how the last canary ended: Promoted or RolledBack.
+	// +optional
+	// +kubebuilder:validation:Enum=Promoted;RolledBack
+	LastResult string `json:"lastResult,omitempty"`
+
+	// learnt says what the last canary showed, for the Canary condition.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Learnt string `json:"learnt,omitempty"`
+}
+
+// CanaryPodCheckpoint is one canary pod: what it had before its lowering
+// and what its guardrails are judged against.
+type CanaryPodCheckpoint struct {
+	// uid and name are the pod's.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	UID string `json:"uid"`
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// loweredAt is when its lowering was sent: the window starts then.
+	// +required
+	LoweredAt metav1.Time `json:"loweredAt"`
+
+	// ready says whether the pod was Ready when it was lowered.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+
+	// before are its containers' values before the lowering, which a
+	// rollback restores.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Before []CanaryValues `json:"before,omitempty"`
+
+	// restarts are its containers' restart counts when it was lowered.
+	// +optional
+	Restarts map[string]int32 `json:"restarts,omitempty"`
+}
+
+// CanaryValues are one container's cpu and memory requests and limits;
+// name "_pod" stands for the pod-level resources.
+type CanaryValues struct {
+	// name is the container's name, or "_pod".
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
 }
 
 // ContainerCheckpoint is the recommender state of one container name.

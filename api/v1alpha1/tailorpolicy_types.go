@@ -553,6 +553,14 @@ type ScaleDownRules struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=99
 	TolerancePercent *int32 `json:"tolerancePercent,omitempty"`
+
+	// canary sends each lowering to a few of the workload's pods first and
+	// watches them for a window before the others follow; a lowering that
+	// trips a guardrail is rolled back in place at once and the workload's
+	// lowerings are held for a backoff. Unset: lowerings go to every pod as
+	// maxConcurrentResizes allows. Raises never wait for a canary.
+	// +optional
+	Canary *Canary `json:"canary,omitempty"`
 }
 
 // Condition types of a TailorPolicy, following the API conventions: each is
@@ -638,8 +646,8 @@ type TailorPolicyStatus struct {
 	// +optional
 	Admission *Admission `json:"admission,omitempty"`
 
-	// conditions are Ready, RecommendationProvided, ResizesBlocked and
-	// RequestsHeldForHPA.
+	// conditions are Ready, RecommendationProvided, ResizesBlocked,
+	// RequestsHeldForHPA and, with behavior.scaleDown.canary, Canary.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -31,6 +31,10 @@ type PodInput struct {
 	// Boost names the containers whose cpu target is a startup boost
 	// applied or removed (Input.Boost).
 	Boost map[string]bool
+	// Throttled is each container's share of CFS periods throttled,
+	// measured wholly after the pod's last resize; a container the source
+	// has no such figure for is missing. A canary's guardrail reads it.
+	Throttled map[string]float64
 }
 
 // PolicyInput is everything one sync of a policy decides on; the controller

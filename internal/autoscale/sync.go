@@ -38,6 +38,9 @@ type SyncInput struct {
 	// Recreation is what deciding the recreation of a pod short of room
 	// reads beyond the pod itself, in mode InPlaceOrRecreate.
 	Recreation RecreationState
+	// Canary is the state behavior.scaleDown.canary left at the last sync
+	// (the zero value: none).
+	Canary CanaryState
 }
 
 // RecreationState is what DecideRecreate reads of a policy's past and its
@@ -111,6 +114,9 @@ type SyncDecision struct {
 	// Settled are the pods no longer short of their node's room (and not
 	// waiting their turn): their run of shortfall ends.
 	Settled []Settled
+	// Canary is what the policy's canary did, and its state for the next
+	// sync; its rollbacks are the first Sends.
+	Canary CanaryOutcome
 }
 
 // Send is a resize to send now.
@@ -136,22 +142,45 @@ type Settled struct {
 }
 
 // DecideSync decides one whole sync of a policy: the running pods' resizes
-// and holds (DecidePolicy), the field manager each resize goes under, the
+// and holds (DecidePolicy, with the lowerings a canary holds taken out and
+// its rollbacks first), the field manager each resize goes under, the
 // unschedulable pods to replace (DecideStuck, each due once it has stood
 // Settle), and which pods short of room may be recreated or have settled.
 func DecideSync(in SyncInput) (SyncDecision, error) {
-	d, err := DecidePolicy(in.PolicyInput)
-	if err != nil {
-		return SyncDecision{}, err
-	}
-	out := SyncDecision{PolicyDecision: d}
-	if in.NewPods.Spec != nil {
-		out.Admission = PlanEntry(in.NewPods)
+	if in.Spec == nil {
+		return SyncDecision{}, fmt.Errorf("decide sync: the policy spec is required")
 	}
 	spec, now := in.Spec, in.Now
 	mode := v1alpha1.UpdateModeInPlace
 	if u := spec.UpdatePolicy; u != nil && u.UpdateMode != "" {
 		mode = u.UpdateMode
+	}
+	cfg, canary := CanaryConfigOf(spec)
+	pin := in.PolicyInput
+	var plan *canaryPlan
+	if canary && mode != v1alpha1.UpdateModeOff {
+		var err error
+		if plan, err = planCanary(in.PolicyInput, in.Canary, cfg); err != nil {
+			return SyncDecision{}, err
+		}
+		pin = plan.input
+	}
+	d, err := DecidePolicy(pin)
+	if err != nil {
+		return SyncDecision{}, err
+	}
+	var co CanaryOutcome
+	switch {
+	case plan != nil:
+		co = plan.settle(&d)
+	case canary:
+		// Mode Off changes no pod: the canary stands where it was.
+		co = CanaryOutcome{Active: true, State: in.Canary, Status: metav1.ConditionFalse, Reason: v1alpha1.CanaryReasonIdle,
+			Message: "updateMode is Off: nothing is lowered, so no canary runs"}
+	}
+	out := SyncDecision{PolicyDecision: d, Canary: co}
+	if in.NewPods.Spec != nil {
+		out.Admission = PlanEntry(in.NewPods)
 	}
 	if mode == v1alpha1.UpdateModeOff {
 		return out, nil

@@ -271,6 +271,28 @@ func TestRejected(t *testing.T) {
 			want: []string{"spec.behavior.maxConcurrentResizes: Invalid value: 0: spec.behavior.maxConcurrentResizes in body should be greater than or equal to 1"},
 		},
 
+		// Canary lowerings.
+		"canary of no pods": {
+			spec: withTarget(`behavior: {scaleDown: {canary: {pods: 0}}}`),
+			want: []string{"spec.behavior.scaleDown.canary.pods: Invalid value: 0: pods must be a count from 1 to 100 or a percent from 1% to 100%, such as 10%"},
+		},
+		"canary of a percent above 100": {
+			spec: withTarget(`behavior: {scaleDown: {canary: {pods: "150%"}}}`),
+			want: []string{`spec.behavior.scaleDown.canary.pods: Invalid value: "150%": pods must be a count from 1 to 100 or a percent from 1% to 100%, such as 10%`},
+		},
+		"canary window under 30s": {
+			spec: withTarget(`behavior: {scaleDown: {canary: {window: 10s}}}`),
+			want: []string{`spec.behavior.scaleDown.canary.window: Invalid value: "10s": window must be a duration such as 5m or 1h, between 30s and 24h`},
+		},
+		"canary throttling above 100%": {
+			spec: withTarget(`behavior: {scaleDown: {canary: {guardrails: {cpuThrottlingPercent: 101}}}}`),
+			want: []string{"spec.behavior.scaleDown.canary.guardrails.cpuThrottlingPercent: Invalid value: 101: spec.behavior.scaleDown.canary.guardrails.cpuThrottlingPercent in body should be less than or equal to 100"},
+		},
+		"canary backoff initial above max": {
+			spec: withTarget(`behavior: {scaleDown: {canary: {backoff: {initial: 2h, max: 1h}}}}`),
+			want: []string{"spec.behavior.scaleDown.canary.backoff: Invalid value: backoff.initial must not exceed backoff.max"},
+		},
+
 		// Metrics overrides.
 		"empty prometheus query": {
 			spec: withTarget(`metrics: {prometheus: {cpu: ""}}`),
@@ -372,6 +394,26 @@ resourcePolicy:
   - containerName: app
     recommender: {cpuWindow: 1m, memoryWindow: 720h, jitterHalfLife: 90m, cpuHeadroomPercent: 0, memoryHeadroomPercent: 1000}
 `),
+		},
+		"an empty canary gets the documented defaults": {
+			spec: withTarget(`behavior: {scaleDown: {canary: {}}}`),
+			wantSpec: `
+targetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+updatePolicy: {updateMode: InPlace, recreateAfter: 5m}
+behavior:
+  scaleUp: {stabilizationWindow: 0s}
+  scaleDown:
+    canary:
+      pods: 1
+      window: 10m
+      guardrails: {oomKill: true, restart: true, readiness: true, cpuThrottling: true, cpuThrottlingPercent: 20, memoryNearLimit: true, memoryMarginPercent: 5}
+      backoff: {initial: 1h, max: 24h}
+  minResizeInterval: 1m
+  maxConcurrentResizes: 1
+`,
+		},
+		"canary of a percent": {
+			spec: withTarget(`behavior: {scaleDown: {canary: {pods: "10%", window: 24h, backoff: {initial: 1m, max: 1m}}}}`),
 		},
 		"quoted Off": {
 			spec: withTarget(`updatePolicy: {updateMode: "Off"}`),

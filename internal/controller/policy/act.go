@@ -110,6 +110,7 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		}
 	}
 	r.reportMemoryAtRisk(policy, in, d.PolicyDecision, held)
+	r.reportCanary(policy, d.Canary)
 	for _, a := range d.Sends {
 		retry, err := r.send(ctx, policy, state, a.Action, actuator.ApplyOptions{FieldManager: a.FieldManager}, now, blocked)
 		if err != nil {
@@ -181,7 +182,9 @@ func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *
 	switch h.Reason {
 	case autoscale.HoldInFlight:
 		// Its own resize is being applied: nothing to report.
-	case autoscale.HoldMaxConcurrent:
+	case autoscale.HoldMaxConcurrent, autoscale.HoldCanary, autoscale.HoldCanaryBackoff:
+		// Pacing and the canary hold lowerings by design: the condition
+		// says so, no event per pod.
 		blocked[string(h.Reason)] = h.Message
 	case autoscale.HoldNodeUnknown:
 		blocked[string(h.Reason)] = "pod " + p.Name + ": " + h.Message

@@ -59,6 +59,7 @@ func (r *Reconciler) restore(ctx context.Context, policy *v1alpha1.TailorPolicy,
 		}
 	}
 	state.checkpointed = cp.Spec.WriteTime.Time
+	state.canary, state.canaryWritten = canaryState(cp.Spec.Canary), cp.Spec.Canary
 	if len(bad) > 0 {
 		state.restoreProblem = fmt.Sprintf("checkpoint %s: %d container state(s) could not be read and start afresh (%s)", cp.Name, len(bad), bad[0])
 		// An event says so when the sync acts (announce).
@@ -69,14 +70,18 @@ func (r *Reconciler) restore(ctx context.Context, policy *v1alpha1.TailorPolicy,
 }
 
 // checkpoint writes the policy's learnt state when it changed since the last
-// write and that was at least the checkpoint interval ago. The checkpoint is
-// owned by the policy, so the apiserver deletes it with the policy.
+// write and that was at least the checkpoint interval ago, and its canary's
+// state whenever that changed: a restart must not forget a canary being
+// watched or a rollback's hold. The checkpoint is owned by the policy, so
+// the apiserver deletes it with the policy.
 func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, now time.Time) error {
 	interval := r.CheckpointInterval
 	if interval == 0 {
 		interval = DefaultCheckpointInterval
 	}
-	if !state.checkpointed.IsZero() && now.Sub(state.checkpointed) < interval {
+	canary := canaryCheckpoint(state.canary)
+	canaryChanged := !equality.Semantic.DeepEqual(canary, state.canaryWritten)
+	if !canaryChanged && !state.checkpointed.IsZero() && now.Sub(state.checkpointed) < interval {
 		return nil
 	}
 	names := make([]string, 0, len(state.model.Containers))
@@ -90,14 +95,14 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 			changed = true
 		}
 	}
-	if !changed {
+	if !changed && !canaryChanged {
 		return nil
 	}
 	sort.Strings(names)
 	if len(names) > maxCheckpointContainers {
 		names = names[:maxCheckpointContainers]
 	}
-	spec := v1alpha1.TailorCheckpointSpec{PolicyName: policy.Name, PolicyUID: string(policy.UID), WriteTime: metav1.NewTime(now.Truncate(time.Second))}
+	spec := v1alpha1.TailorCheckpointSpec{PolicyName: policy.Name, PolicyUID: string(policy.UID), WriteTime: metav1.NewTime(now.Truncate(time.Second)), Canary: canary}
 	for _, n := range names {
 		wc := state.model.Containers[n]
 		b, err := wc.State.MarshalBinary()
@@ -122,8 +127,8 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 			}
 		}
 	case err == nil:
-		if equality.Semantic.DeepEqual(cp.Spec.Containers, spec.Containers) {
-			state.checkpointed = now
+		if equality.Semantic.DeepEqual(cp.Spec.Containers, spec.Containers) && equality.Semantic.DeepEqual(cp.Spec.Canary, spec.Canary) {
+			state.checkpointed, state.canaryWritten = now, canary
 			return nil
 		}
 		cp.Spec = spec
@@ -131,7 +136,9 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 		err = r.Client.Update(ctx, cp)
 	}
 	if meta.IsNoMatchError(err) {
-		state.checkpointed, state.restoreProblem = now, noCheckpointCRD
+		// Without the CRD nothing is kept: not tried again before the
+		// interval, nor for the same canary state.
+		state.checkpointed, state.restoreProblem, state.canaryWritten = now, noCheckpointCRD, canary
 		return nil
 	}
 	if err != nil {
@@ -139,7 +146,7 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 		return fmt.Errorf("writing checkpoint %s/%s: %w", policy.Namespace, policy.Name, err)
 	}
 	checkpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "written").Inc()
-	state.checkpointed, state.restoreProblem = now, ""
+	state.checkpointed, state.restoreProblem, state.canaryWritten = now, "", canary
 	return nil
 }
 

@@ -302,6 +302,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if recs := in.state.model.Recommendation(&policy.Spec, in.pods, now); len(recs) > 0 {
 		in.recommendation = &v1alpha1.Recommendation{ContainerRecommendations: recs}
 	}
+	if _, canary := autoscale.CanaryConfigOf(&policy.Spec); canary {
+		// What no canary has proven is not given to new pods, nor said
+		// to be the workload's size.
+		in.recommendation = autoscale.FloorRecommendation(in.recommendation, autoscale.CanaryFloor(in.state.canary, in.pods))
+	}
 	// Without one this sync, status keeps the last it said, and new pods
 	// are planned from that.
 	forNewPods := in.recommendation
@@ -317,6 +322,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			Server: r.Actuator.Server.Version, Now: now,
 		},
 		Recreation: r.recreationState(policy, in),
+		Canary:     in.state.canary,
 	}
 	decision, err := autoscale.DecideSync(input)
 	if err == nil && decision.NeedNodes {
@@ -335,14 +341,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).Error(err, "deciding policy")
 		return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
 	}
-	requeue, actErr := r.act(ctx, policy, in, decision, now)
+	in.state.canary = decision.Canary.State
+	// Before act: a canary's state is on the apiserver before the
+	// resizes it stands for are sent, so a manager that stops between the
+	// two does not leave a canary lowered that its successor knows
+	// nothing of (one whose resize never went out is let go next sync).
 	if err := r.checkpoint(ctx, policy, in.state, now); err != nil {
 		// Losing a checkpoint costs warm-up after a restart, never a
-		// resize: say so and carry on.
+		// resize (a canary's state, written again next sync, may be
+		// lost with it): say so and carry on.
 		log.FromContext(ctx).Error(err, "writing checkpoint")
 	}
+	requeue, actErr := r.act(ctx, policy, in, decision, now)
 	in.state.forgetGone(in.pods, now)
 	r.fillStatus(status, policy, in, decision.Admission, now)
+	setCanaryCondition(status, decision.Canary, policy.Generation)
 	syncsTotal.WithLabelValues(policy.Namespace, policy.Name).Inc()
 	if r.Observer != nil {
 		r.Observer.Observe(req.NamespacedName, observation(now, in.pods, in.usage, status.Recommendation, in.state.template))

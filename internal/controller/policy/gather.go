@@ -188,9 +188,28 @@ func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now ti
 		in.decision.Pods = append(in.decision.Pods, autoscale.PodInput{
 			Pod: p, Targets: a.Targets, PodTarget: a.PodTarget, WorkingSet: a.WorkingSet,
 			LastResize: ps.lastResize, InFlight: inFlight(p), RaiseSince: ps.raiseSince, Boost: a.Boost,
+			Throttled: throttledSince(p, in.usage, ps.lastResize),
 		})
 	}
 	return nil
+}
+
+// throttledSince is each container's throttled share of CFS periods, for
+// the figures measured wholly after since (the pod's last resize): one
+// reaching back before it was measured under other limits.
+func throttledSince(p *corev1.Pod, usage metrics.Result, since time.Time) map[string]float64 {
+	var out map[string]float64
+	for _, c := range metrics.Containers(p) {
+		u, ok := usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
+		if !ok || u.Throttled == nil || !u.ThrottledSince.After(since) {
+			continue
+		}
+		if out == nil {
+			out = map[string]float64{}
+		}
+		out[c] = *u.Throttled
+	}
+	return out
 }
 
 // candidateNodes reads the nodes of the pods the advice would change, with

@@ -46,6 +46,12 @@ var (
 		Name: "tailor_checkpoint_writes_total",
 		Help: "Writes of a policy's TailorCheckpoint (what it learnt, restored after a restart), by result: written or failed.",
 	}, []string{"namespace", "policy", "result"})
+	// canaryRollbacksTotal is what an alert on lowerings that hurt reads:
+	// the events and the Canary condition say it per policy.
+	canaryRollbacksTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tailor_canary_rollbacks_total",
+		Help: "Canary pods raised back in place because a guardrail tripped after their lowering (behavior.scaleDown.canary), by guardrail: OOMKill, Restart, Readiness, CPUThrottling, MemoryNearLimit.",
+	}, []string{"namespace", "policy", "guardrail"})
 	recommendationGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tailor_recommendation",
 		Help: "Current recommended target per container: cpu in cores, memory in bytes.",
@@ -54,7 +60,7 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge,
-		metricsSourceUp, checkpointWritesTotal)
+		metricsSourceUp, checkpointWritesTotal, canaryRollbacksTotal)
 }
 
 // forgetMetrics drops a deleted policy's series, so a gauge such as the
@@ -63,7 +69,7 @@ func forgetMetrics(key types.NamespacedName) {
 	labels := prometheus.Labels{"namespace": key.Namespace, "policy": key.Name}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge, metricsSourceUp, checkpointWritesTotal} {
+	}{resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge, metricsSourceUp, checkpointWritesTotal, canaryRollbacksTotal} {
 		v.DeletePartialMatch(labels)
 	}
 }

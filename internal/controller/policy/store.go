@@ -13,6 +13,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/advise"
+	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 )
 
@@ -89,6 +90,11 @@ type policyState struct {
 	// restoreUnsaid: a checkpoint could not be read back and no event has
 	// said so yet.
 	restoreUnsaid bool
+	// canary is the state of the policy's canary as the last sync decided
+	// it (autoscale.DecideSync), and canaryWritten as the checkpoint last
+	// kept it: a change is written at once, not at the checkpoint interval.
+	canary        autoscale.CanaryState
+	canaryWritten *v1alpha1.CanaryCheckpoint
 }
 
 // podState is what tailor remembers of one pod; all of it is either
