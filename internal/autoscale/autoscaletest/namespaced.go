@@ -1,7 +1,9 @@
 package autoscaletest
 
 import (
+	"maps"
 	"math/rand/v2"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -88,7 +90,10 @@ func nearlyFull(r *rand.Rand, g nsrulestest.Gen, quotas []corev1.ResourceQuota) 
 		if q.Status.Used == nil || r.IntN(2) == 0 {
 			continue
 		}
-		for res, hard := range q.Status.Hard {
+		// In name order: a draw per resource in map order would give a
+		// seed other quotas on each run, and its failure would not replay.
+		for _, res := range slices.Sorted(maps.Keys(q.Status.Hard)) {
+			hard := q.Status.Hard[res]
 			if _, ok := q.Status.Used[res]; !ok || res == corev1.ResourcePods {
 				continue
 			}
