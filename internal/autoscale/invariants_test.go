@@ -44,19 +44,7 @@ func checkAction(spec *v1alpha1.TailorPolicySpec, in autoscale.PodInput, a autos
 		if !cc.Changed {
 			continue
 		}
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			bq, bok := cc.Before.Requests[r]
-			aq := cc.After.Requests[r]
-			if !bok || aq.Cmp(bq) == 0 {
-				continue
-			}
-			if hi, ok := pol.MaxAllowed[r]; ok && aq.Cmp(bq) > 0 && aq.Cmp(hi) > 0 {
-				bad = append(bad, fmt.Sprintf("container %s %s request raised to %s above maxAllowed %s", cc.Name, r, aq.String(), hi.String()))
-			}
-			if lo, ok := pol.MinAllowed[r]; ok && aq.Cmp(bq) < 0 && aq.Cmp(lo) < 0 {
-				bad = append(bad, fmt.Sprintf("container %s %s request lowered to %s below minAllowed %s", cc.Name, r, aq.String(), lo.String()))
-			}
-		}
+		bad = append(bad, checkBounds(pol, cc.Name, cc.Before, cc.After)...)
 		bad = append(bad, memoryFloor(cc.Name, in.WorkingSet, cc.Before, cc.After, floorHeadroom)...)
 	}
 	if before.Spec.Resources != nil && after.Spec.Resources != nil {
@@ -69,6 +57,27 @@ func checkAction(spec *v1alpha1.TailorPolicySpec, in autoscale.PodInput, a autos
 			bad = append(bad, memoryFloor(autoscale.PodLevelName, map[string]resource.Quantity{autoscale.PodLevelName: ws}, *before.Spec.Resources, *after.Spec.Resources, floorHeadroom)...)
 		} else if lowered(*before.Spec.Resources, *after.Spec.Resources, corev1.ResourceMemory) {
 			bad = append(bad, "pod-level memory lowered without every container's working set")
+		}
+	}
+	return bad
+}
+
+// checkBounds: a request the decision moved is raised no higher than
+// maxAllowed and lowered no lower than minAllowed (a value already beyond a
+// bound may stay there).
+func checkBounds(pol v1alpha1.ContainerPolicy, name string, b, a corev1.ResourceRequirements) []string {
+	var bad []string
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		bq, bok := b.Requests[r]
+		aq := a.Requests[r]
+		if !bok || aq.Cmp(bq) == 0 {
+			continue
+		}
+		if hi, ok := pol.MaxAllowed[r]; ok && aq.Cmp(bq) > 0 && aq.Cmp(hi) > 0 {
+			bad = append(bad, fmt.Sprintf("container %s %s request raised to %s above maxAllowed %s", name, r, aq.String(), hi.String()))
+		}
+		if lo, ok := pol.MinAllowed[r]; ok && aq.Cmp(bq) < 0 && aq.Cmp(lo) < 0 {
+			bad = append(bad, fmt.Sprintf("container %s %s request lowered to %s below minAllowed %s", name, r, aq.String(), lo.String()))
 		}
 	}
 	return bad
@@ -197,64 +206,12 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 	nc := autoscaletest.Namespaced(seed)
 	input := nc.PolicyInput
 	spec, pods := input.Spec, input.Pods
-	node := input.Nodes[autoscaletest.NodeName]
-	bound := node.Pods
 	d, err := autoscale.DecidePolicy(input)
 	if err != nil {
 		return fmt.Sprintf("DecidePolicy: %v", err)
 	}
-	inFlight := 0
-	for _, p := range pods {
-		if p.InFlight {
-			inFlight++
-		}
-	}
-	if limit := autoscale.MaxConcurrentResizes(spec) - inFlight; len(d.Resizes) > max(limit, 0) {
-		return fmt.Sprintf("%d resizes with %d in flight and maxConcurrentResizes %d", len(d.Resizes), inFlight, autoscale.MaxConcurrentResizes(spec))
-	}
-	room, _ := resize.Room(bound[0], node)
-	var raised [2]int64
-	for _, a := range d.Resizes {
-		var in autoscale.PodInput
-		for _, p := range pods {
-			if p.Pod.Name == a.Pod.Name {
-				in = p
-			}
-		}
-		if in.InFlight {
-			return fmt.Sprintf("pod %s resized while in flight", a.Pod.Name)
-		}
-		bad := checkAction(spec, in, a, input.MemoryFloorHeadroom)
-		bad = append(bad, checkHolds(input.Holds, a)...)
-		if len(bad) > 0 {
-			return fmt.Sprintf("pod %s: %s\npod: %s\ndecision: %s", a.Pod.Name, strings.Join(bad, "; "), podText(a.Pod), describeDesired(a.Decision))
-		}
-		need := a.Plan.Headroom.Needed
-		own := resizeOwn(a.Pod)
-		for i, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			n, o := need[r], own[r]
-			if d := n.MilliValue() - o.MilliValue(); d > 0 {
-				raised[i] += d
-			}
-		}
-		stats["resizes"]++
-		for _, ch := range a.Decision.All() {
-			if ch.RequestHeld {
-				stats["heldRequests"]++
-			}
-		}
-		if a.Pod.Spec.Resources != nil {
-			stats["podLevel"]++
-		}
-		if pol, _ := spec.PolicyFor("*"); !controlsLimits(pol) {
-			stats["requestsOnly"]++
-		}
-	}
-	for i, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		free := room[r]
-		if raised[i] > free.MilliValue() {
-			return fmt.Sprintf("raises of %s add %dm to the node's requests, %s was free", r, raised[i], free.String())
-		}
+	if msg := checkPolicyDecision(input, d, stats); msg != "" {
+		return msg
 	}
 	// What a replacement would be created with (InPlaceOrRecreate): the
 	// whole recommendation, no room counted, under the same promises.
@@ -277,6 +234,80 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 		}
 		stats["replacements"]++
 	}
+	return checkNamespaced(nc, d, stats)
+}
+
+// checkPolicyDecision holds the promises of the in-place resizes of one
+// sync (DecidePolicy): no more in flight than maxConcurrentResizes allows,
+// no pod resized while its last resize is in flight, each resize as
+// checkAction and checkHolds want it, the raises on each node within its
+// room, and nothing chosen that the planner refuses.
+func checkPolicyDecision(input autoscale.PolicyInput, d autoscale.PolicyDecision, stats map[string]int) string {
+	spec, pods := input.Spec, input.Pods
+	inFlight := 0
+	for _, p := range pods {
+		if p.InFlight {
+			inFlight++
+		}
+	}
+	if limit := autoscale.MaxConcurrentResizes(spec) - inFlight; len(d.Resizes) > max(limit, 0) {
+		return fmt.Sprintf("%d resizes with %d in flight and maxConcurrentResizes %d", len(d.Resizes), inFlight, autoscale.MaxConcurrentResizes(spec))
+	}
+	// What the raises add to each node's requests.
+	raised := map[string]*[2]int64{}
+	for _, a := range d.Resizes {
+		var in autoscale.PodInput
+		for _, p := range pods {
+			if p.Pod.Name == a.Pod.Name {
+				in = p
+			}
+		}
+		if in.InFlight {
+			return fmt.Sprintf("pod %s resized while in flight", a.Pod.Name)
+		}
+		bad := checkAction(spec, in, a, input.MemoryFloorHeadroom)
+		bad = append(bad, checkHolds(input.Holds, a)...)
+		if len(bad) > 0 {
+			return fmt.Sprintf("pod %s: %s\npod: %s\ndecision: %s", a.Pod.Name, strings.Join(bad, "; "), podText(a.Pod), describeDesired(a.Decision))
+		}
+		need := a.Plan.Headroom.Needed
+		own := resizeOwn(a.Pod)
+		node := a.Pod.Spec.NodeName
+		if raised[node] == nil {
+			raised[node] = &[2]int64{}
+		}
+		for i, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			n, o := need[r], own[r]
+			if d := n.MilliValue() - o.MilliValue(); d > 0 {
+				raised[node][i] += d
+			}
+		}
+		stats["resizes"]++
+		for _, ch := range a.Decision.All() {
+			if ch.RequestHeld {
+				stats["heldRequests"]++
+			}
+		}
+		if a.Pod.Spec.Resources != nil {
+			stats["podLevel"]++
+		}
+		if pol, _ := spec.PolicyFor("*"); !controlsLimits(pol) {
+			stats["requestsOnly"]++
+		}
+	}
+	for name, up := range raised {
+		node := input.Nodes[name]
+		if node == nil {
+			return fmt.Sprintf("resized a pod on node %s, which is not known", name)
+		}
+		room, _ := resize.Room(node.Pods[0], node)
+		for i, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			free := room[r]
+			if up[i] > free.MilliValue() {
+				return fmt.Sprintf("raises of %s add %dm to node %s's requests, %s was free", r, up[i], name, free.String())
+			}
+		}
+	}
 	stats["held"] += len(d.Held)
 	for _, h := range d.Held {
 		stats["held:"+string(h.Reason)+string(h.Rule)]++
@@ -284,18 +315,29 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 			return fmt.Sprintf("pod %s: Decide chose what the planner refuses: %s\npod: %s\ndecision: %s\nnotes: %v", h.Pod.Name, h.Message, podText(h.Pod), describeDesired(h.Decision), notesOf(h.Decision))
 		}
 	}
-	return checkNamespaced(nc, d, stats)
+	return ""
 }
 
 func podText(p *corev1.Pod) string {
 	var b strings.Builder
 	for _, c := range runningContainers(p) {
-		fmt.Fprintf(&b, "%s req=%v lim=%v rp=%v; ", c.Name, c.Resources.Requests, c.Resources.Limits, c.ResizePolicy)
+		fmt.Fprintf(&b, "%s req=%s lim=%s rp=%v; ", c.Name, listText(c.Resources.Requests), listText(c.Resources.Limits), c.ResizePolicy)
 	}
 	if p.Spec.Resources != nil {
-		fmt.Fprintf(&b, "pod req=%v lim=%v", p.Spec.Resources.Requests, p.Spec.Resources.Limits)
+		fmt.Fprintf(&b, "pod req=%s lim=%s", listText(p.Spec.Resources.Requests), listText(p.Spec.Resources.Limits))
 	}
 	return b.String()
+}
+
+// listText is a resource list's cpu and memory, readably.
+func listText(l corev1.ResourceList) string {
+	var parts []string
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := l[r]; ok {
+			parts = append(parts, string(r)+":"+q.String())
+		}
+	}
+	return "{" + strings.Join(parts, " ") + "}"
 }
 
 // resizeOwn is the pod's requests as the node counts them now.
@@ -361,12 +403,7 @@ func controlsLimits(pol v1alpha1.ContainerPolicy) bool {
 func checkHolds(h autoscale.Holds, a autoscale.Action) []string {
 	var bad []string
 	for _, cc := range a.Plan.Containers {
-		for r := range cc.Before.Requests {
-			b, n := cc.Before.Requests[r], cc.After.Requests[r]
-			if h.Holds(cc.Name, r) && b.Cmp(n) != 0 {
-				bad = append(bad, fmt.Sprintf("container %s %s request %s -> %s is held for the HPA", cc.Name, r, b.String(), n.String()))
-			}
-		}
+		bad = append(bad, heldMoved(h, cc.Name, cc.Before, cc.After)...)
 	}
 	if pl := a.Plan.PodLevel; pl != nil && pl.Before != nil && pl.After != nil {
 		for r := range h.All {
@@ -374,6 +411,18 @@ func checkHolds(h autoscale.Holds, a autoscale.Action) []string {
 			if b.Cmp(n) != 0 {
 				bad = append(bad, fmt.Sprintf("pod-level %s request %s -> %s is held for the HPA", r, b.String(), n.String()))
 			}
+		}
+	}
+	return bad
+}
+
+// heldMoved: no request of the container an HPA divides by moved.
+func heldMoved(h autoscale.Holds, name string, b, a corev1.ResourceRequirements) []string {
+	var bad []string
+	for r := range b.Requests {
+		bq, aq := b.Requests[r], a.Requests[r]
+		if h.Holds(name, r) && bq.Cmp(aq) != 0 {
+			bad = append(bad, fmt.Sprintf("container %s %s request %s -> %s is held for the HPA", name, r, bq.String(), aq.String()))
 		}
 	}
 	return bad

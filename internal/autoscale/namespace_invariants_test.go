@@ -25,7 +25,12 @@ func checkNamespaced(c autoscaletest.NamespacedCase, d autoscale.PolicyDecision,
 	if r := c.Rules; r != nil && len(r.LimitRanges)+len(r.Quotas) > 0 {
 		stats["withRules"]++
 	}
-	if msg := checkResizesAdmitted(c, d, stats); msg != "" {
+	for _, h := range d.Held {
+		if h.Reason == autoscale.HoldNamespaceRules {
+			stats["nsHeld"]++
+		}
+	}
+	if msg := checkResizesAdmitted(c.Rules, d, stats); msg != "" {
 		return msg
 	}
 	// Without rules, a room or a boost, Admit is TestAdmitInvariants' and
@@ -46,16 +51,11 @@ func checkNamespaced(c autoscaletest.NamespacedCase, d autoscale.PolicyDecision,
 // against the quotas as the resizes before it in the sync left them, and
 // the LimitRanger's defaults (which it applies to a resize too) change no
 // pod's QoS class.
-func checkResizesAdmitted(c autoscaletest.NamespacedCase, d autoscale.PolicyDecision, stats map[string]int) string {
-	for _, h := range d.Held {
-		if h.Reason == autoscale.HoldNamespaceRules {
-			stats["nsHeld"]++
-		}
-	}
-	if c.Rules == nil {
+func checkResizesAdmitted(r *nsrules.Rules, d autoscale.PolicyDecision, stats map[string]int) string {
+	if r == nil {
 		return ""
 	}
-	rules := *c.Rules
+	rules := *r
 	for _, a := range d.Resizes {
 		before := a.Pod
 		after := rules.Admitted(a.Plan.AfterPod())
@@ -74,12 +74,8 @@ func checkResizesAdmitted(c autoscaletest.NamespacedCase, d autoscale.PolicyDeci
 	return ""
 }
 
-// checkAdmissionEntry: a new pod created from the template with the entry
-// (LimitRange defaults, then the entry, as the apiserver applies them) is
-// refused for nothing its template's own pod is not refused for, with the
-// quotas charged for the raise of every other replica; it keeps the QoS
-// class the template's pod is admitted with, and requests no more than the
-// room a node has (or its template's requests, where those are more).
+// checkAdmissionEntry: the admission entry Admit plans for the first pod's
+// template passes checkEntry.
 func checkAdmissionEntry(c autoscaletest.NamespacedCase, stats map[string]int) string {
 	template := c.Templates[0]
 	spec := c.Spec.DeepCopy()
@@ -92,67 +88,77 @@ func checkAdmissionEntry(c autoscaletest.NamespacedCase, stats map[string]int) s
 	if strings.Contains(got.Held, "apiserver would refuse") {
 		stats["entriesHeld"]++
 	}
-	if len(got.Containers) == 0 {
-		return ""
-	}
-	stats["entries"]++
-	if got.Boost != "" {
+	if got.Boost != "" && len(got.Containers) > 0 {
 		stats["boosted"]++
 	}
-	asTemplate, _ := autoscaletest.Created(c.Rules, template, nil)
-	created, notApplied := autoscaletest.Applied(asTemplate, got.Containers)
+	_, msg := checkEntry(c.Rules, template, got.Containers, got.Summary, c.Room, c.Replicas, stats)
+	return msg
+}
+
+// checkEntry: a new pod created from the template with the admission entry
+// (LimitRange defaults, then the entry, as the apiserver applies them) is
+// refused for nothing its template's own pod is not refused for, with the
+// quotas charged for the raise of every other replica; it keeps the QoS
+// class the template's pod is admitted with, and requests no more than the
+// room a node has (or its template's requests, where those are more). It
+// returns the pod as created, and what is wrong with it ("": nothing).
+func checkEntry(rules *nsrules.Rules, template *corev1.PodTemplateSpec, entry []v1alpha1.AdmittedContainer, summary string,
+	room corev1.ResourceList, replicas int, stats map[string]int) (*corev1.Pod, string) {
+	if len(entry) == 0 {
+		return nil, ""
+	}
+	stats["entries"]++
+	asTemplate, _ := autoscaletest.Created(rules, template, nil)
+	created, notApplied := autoscaletest.Applied(asTemplate, entry)
 	if notApplied != "" {
-		return "the admission policy would not apply it: " + notApplied
+		return created, "the admission policy would not apply it: " + notApplied
 	}
 	describe := func() string {
-		return fmt.Sprintf("\ntemplate as admitted: %s\ncreated: %s\nsummary: %s", podText(asTemplate), podText(created), got.Summary)
+		return fmt.Sprintf("\ntemplate as admitted: %s\ncreated: %s\nsummary: %s", podText(asTemplate), podText(created), summary)
 	}
-	if c.Rules != nil {
+	if rules != nil && len(rules.LimitRanges)+len(rules.Quotas) > 0 {
 		stats["entriesWithRules"]++
 		already := map[string]bool{}
-		for _, v := range c.Rules.Violations(asTemplate, nil) {
+		for _, v := range rules.Violations(asTemplate, nil) {
 			already[v.Object+"/"+v.Container+"/"+string(v.Resource)] = true
 		}
-		charged := c.Rules.Charged(created, asTemplate, c.Replicas-1)
+		charged := rules.Charged(created, asTemplate, replicas-1)
 		for _, v := range charged.Violations(created, nil) {
 			if !already[v.Object+"/"+v.Container+"/"+string(v.Resource)] {
-				return fmt.Sprintf("the apiserver would refuse the new pod: %s (%s)%s", v.Message, v.Object, describe())
+				return created, fmt.Sprintf("the apiserver would refuse the new pod: %s (%s)%s", v.Message, v.Object, describe())
 			}
 		}
-		if strings.Contains(got.Summary, "LimitRange") {
+		if strings.Contains(summary, "LimitRange") {
 			stats["entriesClamped"]++
 		}
 	}
 	if b, n := qosutil.ComputePodQOS(asTemplate), qosutil.ComputePodQOS(created); b != n {
-		return fmt.Sprintf("QoS %s as the template is admitted, %s with the entry%s", b, n, describe())
+		return created, fmt.Sprintf("QoS %s as the template is admitted, %s with the entry%s", b, n, describe())
 	}
-	if c.Room != nil {
+	if room != nil {
 		have := podRequests(asTemplate)
 		for r, q := range podRequests(created) {
-			room, ok := c.Room[r]
+			room, ok := room[r]
 			if !ok {
 				continue
 			}
+			most := room
 			if t := have[r]; t.Cmp(room) > 0 {
 				room = t
 			}
 			if q.Cmp(room) > 0 {
-				most := c.Room[r]
-				return fmt.Sprintf("the new pod requests %s %s, no node has more than %s%s", q.String(), r, most.String(), describe())
+				return created, fmt.Sprintf("the new pod requests %s %s, no node has more than %s%s", q.String(), r, most.String(), describe())
 			}
 		}
 		stats["entriesRoom"]++
 	}
-	return ""
+	return created, ""
 }
 
 // checkRecreations: the first pod's replacement, as DecideRecreate would
 // record it (the pod owned by a ReplicaSet, short of room for an hour, a
 // node that holds anything; one pod a case keeps the fuzz quick under
-// -race, and the first pod is drawn like any), is created by the apiserver from the pod's
-// template with the entry applied, passes the LimitRanges (judged as a
-// create) and the quotas (charged for what it asks beyond the pod it
-// replaces), and keeps the QoS class its template's pod would have.
+// -race, and the first pod is drawn like any), passes checkReplacement.
 func checkRecreations(c autoscaletest.NamespacedCase, stats map[string]int) string {
 	big := []autoscale.NodePods{{Node: autoscaletest.ReadyNode("big", corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("1Ti")})}}
@@ -172,37 +178,50 @@ func checkRecreations(c autoscaletest.NamespacedCase, stats map[string]int) stri
 			}
 			continue
 		}
-		entry := make([]v1alpha1.AdmittedContainer, len(d.Containers))
-		for j, rc := range d.Containers {
-			entry[j] = v1alpha1.AdmittedContainer(rc)
-		}
-		asTemplate, _ := autoscaletest.Created(c.Rules, c.Templates[i], nil)
-		created, notApplied := autoscaletest.Applied(asTemplate, entry)
-		if notApplied != "" {
-			return fmt.Sprintf("pod %s: the recreation policy would not apply the entry: %s\ntemplate as admitted: %s\nentry: %s", p.Name, notApplied, podText(asTemplate), autoscale.ContainersText(d.Containers))
-		}
-		stats["recreations"]++
-		describe := func() string {
-			return fmt.Sprintf("\npod: %s\nreplacement: %s", podText(p), podText(created))
-		}
-		if r := c.Rules; r != nil {
-			for _, v := range r.Violations(created, nil) {
-				if !strings.HasPrefix(v.Object, "ResourceQuota/") {
-					return fmt.Sprintf("pod %s: the apiserver would refuse its replacement: %s (%s)%s", p.Name, v.Message, v.Object, describe())
-				}
-			}
-			quotas := nsrules.Rules{Quotas: r.Quotas}
-			for _, v := range quotas.Violations(created, p) {
-				if strings.HasPrefix(v.Object, "ResourceQuota/") {
-					return fmt.Sprintf("pod %s: the quota would refuse its replacement beyond the pod it replaces: %s (%s)%s", p.Name, v.Message, v.Object, describe())
-				}
-			}
-		}
-		if b, n := qosutil.ComputePodQOS(asTemplate), qosutil.ComputePodQOS(created); b != n {
-			return fmt.Sprintf("pod %s: its replacement is %s, its template's pod %s%s", p.Name, n, b, describe())
+		if _, msg := checkReplacement(c.Rules, c.Templates[i], p, d.Containers, stats); msg != "" {
+			return msg
 		}
 	}
 	return ""
+}
+
+// checkReplacement: the replacement of pod p that a recreation entry sizes
+// is created by the apiserver from the pod's template with the entry
+// applied, passes the LimitRanges (judged as a create) and the quotas
+// (charged for what it asks beyond the pod it replaces), and keeps the QoS
+// class its template's pod would have. It returns the replacement as
+// created, and what is wrong with it ("": nothing).
+func checkReplacement(rules *nsrules.Rules, template *corev1.PodTemplateSpec, p *corev1.Pod, cs []v1alpha1.RecreatedContainer, stats map[string]int) (*corev1.Pod, string) {
+	entry := make([]v1alpha1.AdmittedContainer, len(cs))
+	for j, rc := range cs {
+		entry[j] = v1alpha1.AdmittedContainer(rc)
+	}
+	asTemplate, _ := autoscaletest.Created(rules, template, nil)
+	created, notApplied := autoscaletest.Applied(asTemplate, entry)
+	if notApplied != "" {
+		return created, fmt.Sprintf("pod %s: the recreation policy would not apply the entry: %s\ntemplate as admitted: %s\nentry: %s", p.Name, notApplied, podText(asTemplate), autoscale.ContainersText(cs))
+	}
+	stats["recreations"]++
+	describe := func() string {
+		return fmt.Sprintf("\npod: %s\nreplacement: %s", podText(p), podText(created))
+	}
+	if r := rules; r != nil {
+		for _, v := range r.Violations(created, nil) {
+			if !strings.HasPrefix(v.Object, "ResourceQuota/") {
+				return created, fmt.Sprintf("pod %s: the apiserver would refuse its replacement: %s (%s)%s", p.Name, v.Message, v.Object, describe())
+			}
+		}
+		quotas := nsrules.Rules{Quotas: r.Quotas}
+		for _, v := range quotas.Violations(created, p) {
+			if strings.HasPrefix(v.Object, "ResourceQuota/") {
+				return created, fmt.Sprintf("pod %s: the quota would refuse its replacement beyond the pod it replaces: %s (%s)%s", p.Name, v.Message, v.Object, describe())
+			}
+		}
+	}
+	if b, n := qosutil.ComputePodQOS(asTemplate), qosutil.ComputePodQOS(created); b != n {
+		return created, fmt.Sprintf("pod %s: its replacement is %s, its template's pod %s%s", p.Name, n, b, describe())
+	}
+	return created, ""
 }
 
 // noted reports whether a note of any change of d mentions what.
