@@ -461,9 +461,9 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		ch.RequestHeld = true
 		ch.Notes = append(ch.Notes, "request kept for the HorizontalPodAutoscaler: only the limit is sized")
 	}
-	ch.RequestNow = fromFloat(r, newReq)
+	ch.RequestNow = keptOr(r, newReq, req)
 	if lim != nil {
-		q := fromFloat(r, newLim)
+		q := keptOr(r, newLim, *lim)
 		ch.LimitNow = &q
 		if ch.RequestNow.Cmp(q) > 0 {
 			// Rounding up to whole MiB may pass a limit that is not.
@@ -707,6 +707,18 @@ func (in Input) fit(ch *Change, r corev1.ResourceName, qos corev1.PodQOSClass, r
 	short.Got = got
 	room[r] = resource.Quantity{Format: free.Format}
 	return &out, nil, short
+}
+
+// keptOr is fromFloat(r, v), or was itself where v is what was has (within
+// float noise): a value the decision keeps (a request held for an HPA or at
+// maxAllowed, a limit that follows an unchanged request) stays as it is to
+// the byte, not rounded to whole MiB, which would move a request that is
+// not a whole number of MiB (a "1G") and send a resize for nothing.
+func keptOr(r corev1.ResourceName, v float64, was resource.Quantity) resource.Quantity {
+	if math.Abs(v-toFloat(r, was)) < 0.5 {
+		return was.DeepCopy()
+	}
+	return fromFloat(r, v)
 }
 
 // floorQuantity is fromFloat rounding down.

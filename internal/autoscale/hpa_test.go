@@ -165,3 +165,46 @@ func TestDecideHoldsRequestsForHPA(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideKeepsValuesToTheByte: a value the decision keeps stays what it
+// was, though it is not a whole number of MiB (a "1G"): rounded up to whole
+// MiB, a memory request held for an HPA, or kept at maxAllowed's side of a
+// working set above it, moved by a fraction of a MiB, and a resize was sent
+// for it (found by the fuzz of DecideSync, TestDecideSyncInvariants).
+func TestDecideKeepsValuesToTheByte(t *testing.T) {
+	memoryHeld := Holds{All: map[corev1.ResourceName]bool{corev1.ResourceMemory: true}}
+	pod := builder.Pod("p").Container(builder.Container("app").Requests("100m", "1G").Limits("200m", "2G")).Obj()
+	cases := map[string]struct {
+		spec   *v1alpha1.TailorPolicySpec
+		holds  Holds
+		target Target
+		ws     string
+		want   map[string]string
+	}{
+		"a request held for an HPA: only the limit moves": {
+			spec: spec(), holds: memoryHeld, target: Target{Memory: q("1500Mi")}, ws: "100Mi",
+			want: map[string]string{"app": "req.memory=1G,lim.memory=3000Mi"},
+		},
+		"a limit lowered: the held request stays to the byte": {
+			spec: spec(), holds: memoryHeld, target: Target{Memory: q("900Mi")}, ws: "100Mi",
+			want: map[string]string{"app": "req.memory=1G,lim.memory=1800Mi"},
+		},
+		"a working set above maxAllowed holds the request where it is": {
+			spec:   spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*", MaxAllowed: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}})),
+			target: Target{Memory: q("100Mi")}, ws: "1500Mi",
+			want: map[string]string{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d, err := Decide(Input{Pod: pod, Spec: tc.spec, Targets: map[string]Target{"app": tc.target}, Holds: tc.holds,
+				WorkingSet: map[string]resource.Quantity{"app": resource.MustParse(tc.ws)}, MemoryFloorHeadroom: 0.1, Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, rr(d)); diff != "" {
+				t.Errorf("desired (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

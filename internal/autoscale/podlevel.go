@@ -90,9 +90,9 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 			}
 		}
 		newReq, newLim = in.podRules(d, r, newReq, newLim, lim, controlsLimits(star), &ch.Notes)
-		ch.RequestNow = fromFloat(r, newReq)
+		ch.RequestNow = keptOr(r, newReq, req)
 		if lim != nil {
-			q := fromFloat(r, newLim)
+			q := keptOr(r, newLim, *lim)
 			ch.LimitNow = &q
 		}
 		if ch.RequestNow.Cmp(req) == 0 && (lim == nil || ch.LimitNow.Cmp(*lim) == 0) {
