@@ -722,13 +722,16 @@ func keptOr(r corev1.ResourceName, v float64, was resource.Quantity) resource.Qu
 }
 
 // floorQuantity is fromFloat rounding down.
+// The allowance for float noise is a thousandth of the unit counted (a
+// millicore, a byte), not of a MiB: a room a byte short of a whole MiB is
+// not rounded up to it.
 func floorQuantity(r corev1.ResourceName, v float64) resource.Quantity {
-	const eps = 1e-6
+	const eps = 1e-3
 	if r == corev1.ResourceCPU {
 		return *resource.NewMilliQuantity(int64(math.Floor(v+eps)), resource.DecimalSI)
 	}
 	const mi = 1 << 20
-	return *resource.NewQuantity(int64(math.Floor(v/mi+eps))*mi, resource.BinarySI)
+	return *resource.NewQuantity(int64(math.Floor((v+eps)/mi))*mi, resource.BinarySI)
 }
 
 // step applies maxStepPercent for the direction of the change.

@@ -312,3 +312,23 @@ func TestSidecarIsAutoscaled(t *testing.T) {
 		t.Errorf("desired (-want,+got):\n%s", diff)
 	}
 }
+
+// TestDecideCutFitsTheRoom: a raise cut to the room left is cut to whole
+// MiB below it, even when the room is a byte short of a whole MiB (a node's
+// allocatable seldom is one): the float noise allowance of floorQuantity
+// rounded such a room up, and a new pod of a DaemonSet was planned a byte
+// larger than its node had free (found by the fuzz of DecideSync).
+func TestDecideCutFitsTheRoom(t *testing.T) {
+	pod := builder.Pod("p").Container(builder.Container("app").Requests("100m", "1Gi")).Obj()
+	for _, room := range []int64{1206<<20 - 1, 1206 << 20, 1206<<20 + 1, 1206<<20 - 1<<19} {
+		d, err := Decide(Input{Pod: pod, Spec: spec(), Targets: map[string]Target{"app": {Memory: q("3Gi")}}, Now: now, Creating: true,
+			Room: corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(room, resource.BinarySI)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := d.Desired.Containers["app"].Requests[corev1.ResourceMemory]
+		if most := 1<<30 + room; got.Value() > most || got.Value() < most-1<<20 {
+			t.Errorf("room %d bytes: raised to %s (%d bytes), want the most whole MiB within %d bytes", room, got.String(), got.Value(), most)
+		}
+	}
+}
