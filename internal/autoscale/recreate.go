@@ -127,12 +127,10 @@ func pickQuantity(want, have corev1.ResourceList, r corev1.ResourceName) (resour
 func Placeable(p *corev1.Pod, containers []v1alpha1.RecreatedContainer, nodes []NodePods) (string, bool) {
 	replacement := p.DeepCopy()
 	for _, rc := range containers {
-		for i := range replacement.Spec.Containers {
-			c := &replacement.Spec.Containers[i]
-			if c.Name == rc.Name {
-				c.Resources.Requests = mergeList(c.Resources.Requests, rc.Requests)
-				c.Resources.Limits = mergeList(c.Resources.Limits, rc.Limits)
-			}
+		// A sidecar's too: it runs beside the others, and is counted.
+		if c := RunningContainer(replacement, rc.Name); c != nil {
+			c.Resources.Requests = mergeList(c.Resources.Requests, rc.Requests)
+			c.Resources.Limits = mergeList(c.Resources.Limits, rc.Limits)
 		}
 	}
 	need := resourcehelper.PodRequests(replacement, resourcehelper.PodResourcesOptions{})

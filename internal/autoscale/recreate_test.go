@@ -172,4 +172,16 @@ func TestPlaceable(t *testing.T) {
 			}
 		})
 	}
+
+	// A sidecar's raise counts as a container's does: it was left out, and
+	// a pod was evicted whose replacement no node could take (found by the
+	// fuzz of DecideSync).
+	always := corev1.ContainerRestartPolicyAlways
+	withSidecar := me().Obj()
+	withSidecar.Spec.InitContainers = []corev1.Container{{Name: "proxy", RestartPolicy: &always,
+		Resources: corev1.ResourceRequirements{Requests: builder.List("100m", "64Mi")}}}
+	proxy := []v1alpha1.RecreatedContainer{{Name: "proxy", Requests: builder.List("2", "64Mi")}}
+	if got, ok := Placeable(withSidecar, proxy, []NodePods{{Node: node("a").Obj(), Pods: []*corev1.Pod{withSidecar}}}); ok {
+		t.Errorf("a sidecar raised past every node: Placeable = %q, want none", got)
+	}
 }
