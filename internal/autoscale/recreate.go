@@ -44,13 +44,18 @@ func Recreatable(p *corev1.Pod) (*metav1.OwnerReference, error) {
 	return nil, fmt.Errorf("pod of %s %s: tailor only recreates pods of ReplicaSets, StatefulSets and ReplicationControllers", ref.Kind, ref.Name)
 }
 
-// RecreatedContainers is each resized container of p with desired applied:
-// every cpu and memory request and limit it will be recreated with, so the
-// replacement matches the pod as tailor would have resized it in place, and
-// the cpu and memory the container has in template, the owner's pod
-// template the replacement is created from (p itself was resized since it
-// was created, so its values are not the template's). The admission policy
-// applies the entry only to a new pod whose containers have exactly those.
+// RecreatedContainers is each container of p that its replacement must be
+// created with other than its template says: those desired changes, with
+// desired applied, and those resized in place since (by tailor or anyone),
+// at what they have now. Each gets every cpu and memory request and limit
+// it will be recreated with, so the replacement matches the pod as tailor
+// would have resized it in place (a container left at its template's values
+// would lose what it was raised to: a memory limit an OOM kill raised, a
+// request above its working set), and the cpu and memory the container has
+// in template, the owner's pod template the replacement is created from (p
+// itself was resized since it was created, so its values are not the
+// template's). The admission policy applies the entry only to a new pod
+// whose containers have exactly those. Nothing when desired changes none.
 //
 // It fails when template cannot vouch for the entry: a container it lacks,
 // or one that sets other cpu or memory requests or limits than p's (p was
@@ -61,32 +66,31 @@ func RecreatedContainers(p *corev1.Pod, template *corev1.PodTemplateSpec, desire
 	if template == nil {
 		return nil, fmt.Errorf("the owner's pod template is not known")
 	}
-	tp := &corev1.Pod{Spec: template.Spec}
-	names := make([]string, 0, len(desired.Containers))
-	for n := range desired.Containers {
-		names = append(names, n)
+	if len(desired.Containers) == 0 {
+		return nil, nil
 	}
-	sort.Strings(names)
+	tp := &corev1.Pod{Spec: template.Spec}
+	containers := RunningContainers(&p.Spec)
+	sort.Slice(containers, func(i, j int) bool { return containers[i].Name < containers[j].Name })
 	var out []v1alpha1.RecreatedContainer
-	for _, n := range names {
-		c := RunningContainer(p, n)
-		if c == nil {
-			continue
-		}
+	for _, c := range containers {
+		n := c.Name
+		want, changed := desired.Containers[n]
 		tc := RunningContainer(tp, n)
 		if tc == nil {
 			return nil, fmt.Errorf("container %s is not in the owner's pod template", n)
 		}
 		rc := v1alpha1.RecreatedContainer{Name: n}
-		want := desired.Containers[n]
+		same := true
 		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			_, podReq := c.Resources.Requests[r]
-			_, podLim := c.Resources.Limits[r]
-			_, tmplReq := tc.Resources.Requests[r]
-			_, tmplLim := tc.Resources.Limits[r]
-			if podReq != tmplReq || podLim != tmplLim {
+			podReq, hasPodReq := c.Resources.Requests[r]
+			podLim, hasPodLim := c.Resources.Limits[r]
+			tmplReq, hasTmplReq := tc.Resources.Requests[r]
+			tmplLim, hasTmplLim := tc.Resources.Limits[r]
+			if hasPodReq != hasTmplReq || hasPodLim != hasTmplLim {
 				return nil, fmt.Errorf("container %s sets other %s requests or limits than the owner's pod template: the pod was not created from it", n, r)
 			}
+			same = same && podReq.Cmp(tmplReq) == 0 && podLim.Cmp(tmplLim) == 0
 			setEntry(&rc.TemplateRequests, r, tc.Resources.Requests)
 			setEntry(&rc.TemplateLimits, r, tc.Resources.Limits)
 			if q, ok := pickQuantity(want.Requests, c.Resources.Requests, r); ok {
@@ -101,6 +105,10 @@ func RecreatedContainers(p *corev1.Pod, template *corev1.PodTemplateSpec, desire
 				}
 				rc.Limits[r] = q
 			}
+		}
+		if !changed && same {
+			// Its template creates it as it runs.
+			continue
 		}
 		out = append(out, rc)
 	}

@@ -67,6 +67,24 @@ func TestRecreatedContainers(t *testing.T) {
 				Requests: builder.List("1", "128Mi"), Limits: builder.List("2", "256Mi"),
 			}},
 		},
+		"a container resized in place keeps its size: its template's would undo the resize": {
+			pod: builder.Pod("p").Container(builder.Container("app").Requests("400m", "128Mi").Limits("800m", "256Mi")).
+				Container(builder.Container("side").Requests("100m", "512Mi").Limit(corev1.ResourceMemory, "1Gi")).Obj(),
+			template: templateOf(burstable(), builder.Container("side").Requests("100m", "64Mi").Limit(corev1.ResourceMemory, "128Mi")),
+			want: []v1alpha1.RecreatedContainer{{
+				Name:             "app",
+				TemplateRequests: builder.List("250m", "128Mi"), TemplateLimits: builder.List("500m", "256Mi"),
+				Requests: builder.List("1", "128Mi"), Limits: builder.List("2", "256Mi"),
+			}, {
+				Name:             "side",
+				TemplateRequests: builder.List("100m", "64Mi"), TemplateLimits: builder.List("", "128Mi"),
+				Requests: builder.List("100m", "512Mi"), Limits: builder.List("", "1Gi"),
+			}},
+		},
+		"a container the template lacks: the pod was not created from it": {
+			template: templateOf(burstable()),
+			wantErr:  "container side is not in the owner's pod template",
+		},
 		"no template: nothing to tie the entry to": {
 			wantErr: "not known",
 		},
