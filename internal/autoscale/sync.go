@@ -16,7 +16,8 @@ import (
 type SyncInput struct {
 	PolicyInput
 	// Unbound are the policy's pods not yet bound to a node, and Template
-	// and Entry what DecideStuck judges them by (StuckInput).
+	// and Entry what DecideStuck judges them by (StuckInput), the template
+	// as the LimitRanges of Rules admit a pod of it.
 	Unbound  []*corev1.Pod
 	Template *corev1.PodTemplateSpec
 	Entry    *v1alpha1.Admission
@@ -188,7 +189,14 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	if ApplyOnCreate(spec) {
 		out.StuckSeen = map[types.UID]time.Time{}
 		if in.NewPodRoom != nil || spec.TargetRef != nil {
-			stuck, retry := DecideStuck(StuckInput{Pods: in.Unbound, Template: in.Template, Entry: in.Entry, Now: now})
+			// The template as the LimitRanger admits a pod of it: what the
+			// waiting pods were created with before any entry, and what a
+			// replacement is created with.
+			template := in.Template
+			if template != nil {
+				template = admittedTemplate(in.Rules, template)
+			}
+			stuck, retry := DecideStuck(StuckInput{Pods: in.Unbound, Template: template, Entry: in.Entry, Now: now})
 			for _, s := range stuck {
 				step := StuckStep{Stuck: s}
 				if !s.Replace {

@@ -6,11 +6,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -134,5 +136,53 @@ func TestDecideSyncSettledPods(t *testing.T) {
 func TestDecideSyncRefusesWhatDecidePolicyRefuses(t *testing.T) {
 	if _, err := autoscale.DecideSync(autoscale.SyncInput{}); err == nil {
 		t.Error("no spec: decided, want an error")
+	}
+}
+
+// TestDecideSyncStuckJudgesTheTemplateAsAdmitted: a pod waiting at the size
+// its template gets from the namespace's LimitRanges was not sized by
+// tailor, and a replacement would be created as large: it is not replaced.
+// Judged against the template before the LimitRanger's defaults, it looked
+// sized above it, and was deleted every UnschedulableAfter for a
+// replacement of the same size (found by the fuzz of DecideSync).
+func TestDecideSyncStuckJudgesTheTemplateAsAdmitted(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	lr := corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "defaults"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+		Type: corev1.LimitTypeContainer, DefaultRequest: builder.List("", "512Mi"), Default: builder.List("", "1Gi")}}}}
+	rules := &nsrules.Rules{LimitRanges: []corev1.LimitRange{lr}}
+	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{*builder.Container("app").Requests("500m", "").Obj()}}}
+	stuck := builder.Pod("a").UID("a").Owner("ReplicaSet", "web-1", "rs-1").Container(builder.Container("app").Requests("500m", "512Mi").Limits("", "1Gi")).Obj()
+	stuck.Status.Phase = corev1.PodPending
+	stuck.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}
+	sized := stuck.DeepCopy()
+	sized.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+	target := &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want []string
+	}{
+		"at its template's size with the LimitRange's defaults: not tailor's": {pod: stuck},
+		"above it: replaced": {pod: sized, want: []string{"a"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, err := autoscale.DecideSync(autoscale.SyncInput{
+				PolicyInput: autoscale.PolicyInput{Spec: &v1alpha1.TailorPolicySpec{TargetRef: target}, Now: now, Rules: rules},
+				Unbound:     []*corev1.Pod{tc.pod}, Template: tmpl, Settle: time.Second,
+				StuckSeen: map[types.UID]time.Time{"a": now.Add(-time.Minute)},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range d.Stuck {
+				if s.Due {
+					got = append(got, s.Pod.Name)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("replaced (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }
