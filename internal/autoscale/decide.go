@@ -346,14 +346,31 @@ func (in Input) keepQoS(d *Decision, before corev1.PodQOSClass) {
 			ch.RequestNow = justBelow(ch.Resource, *ch.LimitNow)
 			ch.Notes = append(ch.Notes, fmt.Sprintf("request kept just below the %s limit: at the limit the pod would become Guaranteed", ch.LimitNow.String()))
 		}
-		for i := range d.Changes {
-			adjust(&d.Changes[i])
+		// A request just below its limit that would be under minAllowed
+		// is kept there only if the others do not keep the class.
+		underMin := func(ch *Change) bool {
+			pol, err := in.Spec.PolicyFor(ch.Container)
+			lo, ok := pol.MinAllowed[ch.Resource]
+			if err != nil || !ok || ch.RequestHeld || ch.LimitNow == nil || ch.RequestNow.Cmp(*ch.LimitNow) < 0 {
+				return false
+			}
+			below := justBelow(ch.Resource, *ch.LimitNow)
+			return below.Cmp(lo) < 0
 		}
-		for i := range d.PodChanges {
-			adjust(&d.PodChanges[i])
-		}
-		if in.after(d) == before {
-			return
+		for _, last := range []bool{false, true} {
+			for i := range d.Changes {
+				if underMin(&d.Changes[i]) == last {
+					adjust(&d.Changes[i])
+				}
+			}
+			if !last {
+				for i := range d.PodChanges {
+					adjust(&d.PodChanges[i])
+				}
+			}
+			if in.after(d) == before {
+				return
+			}
 		}
 	}
 	// A Guaranteed pod stays Guaranteed only with every request equal to

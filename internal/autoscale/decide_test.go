@@ -332,3 +332,25 @@ func TestDecideCutFitsTheRoom(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideKeepsQoSWithinMinAllowed: a Burstable pod whose every request
+// would reach its limit stays Burstable by a request kept just below its
+// limit; not one that minAllowed is just at, while another serves: every
+// request at its limit was kept below, one to a MiB under minAllowed (found
+// by the fuzz of DecideSync).
+func TestDecideKeepsQoSWithinMinAllowed(t *testing.T) {
+	pod := builder.Pod("p").Container(builder.Container("side").Requests("500m", "128Mi").Limits("500m", "128Mi")).
+		Container(builder.Container("app").Requests("1", "256Mi").Limits("2", "256Mi")).Obj()
+	s := spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*", MinAllowed: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}),
+		containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "app", ControlledValues: ptr(v1alpha1.ControlledValuesRequestsOnly)}))
+	d, err := Decide(Input{Pod: pod, Spec: s, Now: now, MemoryFloorHeadroom: 0.1,
+		Targets:    map[string]Target{"side": {Memory: q("32Mi")}, "app": {CPU: q("3")}},
+		WorkingSet: map[string]resource.Quantity{"side": resource.MustParse("10Mi"), "app": resource.MustParse("10Mi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"side": "req.memory=64Mi,lim.memory=64Mi", "app": "req.cpu=1999m,lim.cpu=2"}
+	if diff := cmp.Diff(want, rr(d)); diff != "" {
+		t.Errorf("desired (-want,+got):\n%s", diff)
+	}
+}
