@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/nsrules"
 )
 
 // SyncInput is everything one sync of a policy decides on: its running
@@ -180,8 +181,13 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 			Message: "updateMode is Off: nothing is lowered, so no canary runs"}
 	}
 	out := SyncDecision{PolicyDecision: d, Canary: co}
+	// New pods and replacements are created after this sync's resizes,
+	// which the apiserver charges to the quotas as it takes them.
+	in.Rules = chargedBy(in.Rules, d.Resizes)
 	if in.NewPods.Spec != nil {
-		out.Admission = PlanEntry(in.NewPods)
+		entry := in.NewPods
+		entry.Rules = chargedBy(entry.Rules, d.Resizes)
+		out.Admission = PlanEntry(entry)
 	}
 	if mode == v1alpha1.UpdateModeOff {
 		return out, nil
@@ -290,6 +296,20 @@ func (in SyncInput) recreate(pin PodInput) (RecreateStepOf, error) {
 		return RecreateStepOf{}, fmt.Errorf("deciding recreation of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return RecreateStepOf{Pod: p, ShortSince: since, RecreateDecision: d}, nil
+}
+
+// chargedBy is rules with the quotas charged for the resizes, as the
+// apiserver charges each when it takes it (DecidePolicy judges each against
+// what those before it leave); nil when rules is.
+func chargedBy(rules *nsrules.Rules, resizes []Action) *nsrules.Rules {
+	if rules == nil || len(rules.Quotas) == 0 {
+		return rules
+	}
+	for _, a := range resizes {
+		charged := rules.Charged(rules.Admitted(a.Plan.AfterPod()), a.Pod, 1)
+		rules = &charged
+	}
+	return rules
 }
 
 // soonest is the sooner of two waits, 0 being none.

@@ -13,6 +13,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -184,5 +185,40 @@ func TestDecideSyncStuckJudgesTheTemplateAsAdmitted(t *testing.T) {
 				t.Errorf("replaced (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDecideSyncPlansNewPodsAfterItsResizes: the admission entry is planned
+// within what the quotas leave once this sync's resizes are charged, as the
+// apiserver charges them before any new pod is created. Planned against the
+// quotas as they were read, a raise sent in place and the entry shared the
+// same room, and the rollout's new pods were refused until the next sync
+// (found by the fuzz of DecideSync).
+func TestDecideSyncPlansNewPodsAfterItsResizes(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	q := corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}, Status: corev1.ResourceQuotaStatus{
+		Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("4")},
+		Used: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("3")}}}
+	rules := &nsrules.Rules{Quotas: []corev1.ResourceQuota{q}}
+	pod := builder.Pod("a").UID("a").Node("n").Owner("ReplicaSet", "web-1", "rs-1").Container(builder.Container("app").Requests("500m", "128Mi")).Running().Obj()
+	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{*builder.Container("app").Requests("500m", "128Mi").Obj()}}}
+	spec := &v1alpha1.TailorPolicySpec{TargetRef: &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}
+	one := resource.MustParse("1")
+	d, err := autoscale.DecideSync(autoscale.SyncInput{
+		PolicyInput: autoscale.PolicyInput{Spec: spec, Now: now, Rules: rules, Server: resize.Version{Major: 1, Minor: 37},
+			Pods:  []autoscale.PodInput{{Pod: pod, Targets: map[string]autoscale.Target{"app": {CPU: &one}}}},
+			Nodes: map[string]*resize.NodeState{"n": {Allocatable: builder.List("8", "8Gi"), Pods: []*corev1.Pod{pod}}}},
+		Template: tmpl,
+		NewPods: autoscale.EntryInput{Spec: spec, Generation: 1, Template: tmpl, Rules: rules, Replicas: 1, Server: resize.Version{Major: 1, Minor: 37}, Now: now,
+			Recommendation: &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.RecommendedContainerResources{{ContainerName: "app", Target: corev1.ResourceList{corev1.ResourceCPU: one}}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Sends) != 1 {
+		t.Fatalf("%d resizes sent, want the raise to 1 cpu", len(d.Sends))
+	}
+	if a := d.Admission; a == nil || len(a.Containers) != 0 {
+		t.Errorf("admission %+v: want no raise for new pods, the raise in place took the quota's last 500m", a)
 	}
 }
