@@ -69,10 +69,11 @@ import (
 //     generator replays its seed, that the input drawn again decides the
 //     same, whole, and that deciding changed nothing of its input.
 //
-// Pods of an older ReplicaSet of a Deployment (a rollout) waiting for a
-// node are counted, not held to the promise on unschedulable pods:
-// DecideStuck judges them by the Deployment's template, not the one their
-// ReplicaSet creates them from, which the decision cannot tell apart.
+// Only pods an admission policy of tailor's marked are judged unschedulable
+// for tailor's sizing: one of an older ReplicaSet (a rollout) that its own,
+// larger template made is never replaced. A marked one of an older
+// ReplicaSet is counted: judged by the Deployment's template, it is replaced
+// at most once, since its replacement comes from its own template unmarked.
 //
 // Each stat of syncFloors must reach its floor, so that a decision holding
 // back what it should send fails too. The cases are shared among
@@ -873,16 +874,18 @@ func checkStuck(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []autosc
 		switch {
 		case !mine:
 			return fmt.Sprintf("pod %s judged unschedulable, not one of the policy's waiting pods", p.Name)
+		case p.Annotations[v1alpha1.AdmittedAnnotation] == "":
+			return fmt.Sprintf("pod %s judged sized by tailor, but no admission policy of tailor's marked it", p.Name)
 		case !waiting || in.Now.Sub(since) < autoscale.UnschedulableAfter:
 			return fmt.Sprintf("pod %s judged unschedulable: waiting %v since %s", p.Name, waiting, since)
 		}
 		template := c.PodTemplates[p.UID]
 		if template != in.Template {
-			// A pod of an older ReplicaSet of the target (a rollout): its
-			// controller creates it from another template than the
-			// target's, which DecideStuck judges it by. Counted, not held
-			// to the promise: the decision cannot tell the two templates
-			// apart (see TestDecideSyncInvariants).
+			// A pod tailor sized for an older ReplicaSet of the target (a
+			// rollout): judged by the target's template, and replaced at
+			// most once, since its controller creates the replacement
+			// from its own template, which no entry fits, unmarked.
+			// Counted (see TestDecideSyncInvariants).
 			stats["stuckOtherTemplate"]++
 			if s.Due {
 				stats["stuckOtherTemplateReplaced"]++

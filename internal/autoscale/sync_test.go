@@ -24,6 +24,7 @@ func TestDecideSyncStuck(t *testing.T) {
 	now := time.Unix(10_000, 0)
 	const settle = time.Second
 	stuck := builder.Pod("a").UID("a").Container(builder.Container("app").Requests("3", "256Mi")).Obj()
+	metav1.SetMetaDataAnnotation(&stuck.ObjectMeta, v1alpha1.AdmittedAnnotation, "web: app cpu 500m->3")
 	stuck.Status.Phase = corev1.PodPending
 	stuck.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}
@@ -153,6 +154,7 @@ func TestDecideSyncStuckJudgesTheTemplateAsAdmitted(t *testing.T) {
 	rules := &nsrules.Rules{LimitRanges: []corev1.LimitRange{lr}}
 	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{*builder.Container("app").Requests("500m", "").Obj()}}}
 	stuck := builder.Pod("a").UID("a").Owner("ReplicaSet", "web-1", "rs-1").Container(builder.Container("app").Requests("500m", "512Mi").Limits("", "1Gi")).Obj()
+	metav1.SetMetaDataAnnotation(&stuck.ObjectMeta, v1alpha1.AdmittedAnnotation, "web: sized")
 	stuck.Status.Phase = corev1.PodPending
 	stuck.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}

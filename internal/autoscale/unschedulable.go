@@ -56,7 +56,8 @@ type Stuck struct {
 	Message string
 }
 
-// DecideStuck finds the pods tailor sized above their template that have
+// DecideStuck finds the pods tailor sized (an admission policy of tailor's
+// marked them v1alpha1.AdmittedAnnotation) above their template that have
 // waited unschedulable for UnschedulableAfter, and says which to replace:
 // those a new pod of the workload would now be created smaller than. A pod
 // at or under its template's size is not tailor's to replace: it would be
@@ -72,6 +73,15 @@ func DecideStuck(in StuckInput) ([]Stuck, time.Duration) {
 	for _, p := range in.Pods {
 		waiting, since := Unschedulable(p)
 		if !waiting {
+			continue
+		}
+		// Only a pod an admission policy of tailor's sized is tailor's to
+		// replace. One without the mark was created as its own template
+		// says, and that may be an older template than the one read here:
+		// a rollout's old ReplicaSet, larger than the new, would otherwise
+		// look sized above it and be deleted and created again, the same,
+		// every UnschedulableAfter.
+		if p.Annotations[v1alpha1.AdmittedAnnotation] == "" {
 			continue
 		}
 		has := PodRequests(p, nil)

@@ -22,8 +22,15 @@ func TestDecideStuck(t *testing.T) {
 		return p
 	}
 	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{*builder.Container("app").Requests("500m", "256Mi").Obj()}}}
-	sized := func(name, cpu string) *corev1.Pod {
+	// sized is a pod tailor's admission sized (and so marked); unmarked, one
+	// its own template made.
+	unmarked := func(name, cpu string) *corev1.Pod {
 		return builder.Pod(name).Container(builder.Container("app").Requests(cpu, "256Mi")).Obj()
+	}
+	sized := func(name, cpu string) *corev1.Pod {
+		p := unmarked(name, cpu)
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AdmittedAnnotation, "web: app cpu 500m->"+cpu)
+		return p
 	}
 	entry := func(cpu string) *v1alpha1.Admission {
 		return &v1alpha1.Admission{Containers: []v1alpha1.AdmittedContainer{{Name: "app", Requests: builder.List(cpu, "256Mi")}}}
@@ -51,6 +58,10 @@ func TestDecideStuck(t *testing.T) {
 		"the entry taken back to the template: replaced at the template's size": {
 			pods: []*corev1.Pod{unschedulable(sized("a", "3"), time.Minute)},
 			want: []got{{"a", true}},
+		},
+		"above this template but not sized by tailor (an older ReplicaSet's larger template): not tailor's to replace": {
+			pods:  []*corev1.Pod{unschedulable(unmarked("a", "3"), time.Minute)},
+			entry: entry("1"),
 		},
 		"at its template's size: not tailor's to replace": {
 			pods:  []*corev1.Pod{unschedulable(sized("a", "500m"), time.Minute)},

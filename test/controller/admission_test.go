@@ -187,7 +187,13 @@ func TestAdmissionAppliesOnlyCurrentEntries(t *testing.T) {
 		return builder.Pod(name).Namespace(e.ns).Label("pod-template-hash", hash).Owner("ReplicaSet", owner+"-"+hash, uid).
 			Container(builder.Container("app").Requests("100m", "32Mi").Limits("200m", "64Mi")).Obj()
 	}
-	type want struct{ app, boost string }
+	// admitted: an admission policy of tailor's marked the pod as sized
+	// by it (v1alpha1.AdmittedAnnotation), which is how the controller
+	// tells a pod it may replace when no node has room for it.
+	type want struct {
+		app, boost string
+		admitted   bool
+	}
 	asTemplate := want{app: "100m/32Mi 200m/64Mi"}
 	// In order: a current entry is seen at admission before a pod is found
 	// untouched, or "untouched" would prove nothing; the stale entries were
@@ -199,10 +205,10 @@ func TestAdmissionAppliesOnlyCurrentEntries(t *testing.T) {
 	}{
 		{name: "a current entry boosts a new pod of the target",
 			pod:  pod("current-new", "current", "7c9f8", plainRS),
-			want: want{app: "300m/32Mi 600m/64Mi", boost: "app=300m"}},
+			want: want{app: "300m/32Mi 600m/64Mi", boost: "app=300m", admitted: true}},
 		{name: "a current recreation entry sizes the replacement from the template it was planned from",
 			pod:  pod("current-replacement", "current", "7c9f8", currentRS),
-			want: want{app: "250m/48Mi 500m/96Mi"}},
+			want: want{app: "250m/48Mi 500m/96Mi", admitted: true}},
 		{name: "a recreation entry planned from another template is not applied, and leaves the pod to nothing else",
 			pod:  pod("current-other-template", "current", "7c9f8", otherTmpl),
 			want: asTemplate},
@@ -217,7 +223,7 @@ func TestAdmissionAppliesOnlyCurrentEntries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got want
 			_, err := admitUntil(ctx, tc.pod, func(created *corev1.Pod) bool {
-				got = want{app: resourcesText(created)["app"], boost: created.Annotations[v1alpha1.BoostAnnotation]}
+				got = want{app: resourcesText(created)["app"], boost: created.Annotations[v1alpha1.BoostAnnotation], admitted: created.Annotations[v1alpha1.AdmittedAnnotation] != ""}
 				return got == tc.want
 			})
 			if err != nil {

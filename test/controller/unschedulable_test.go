@@ -50,11 +50,21 @@ func (e *env) deployment(name string, mutate func(*v1alpha1.TailorPolicySpec)) {
 }
 
 // unschedulablePod creates a pod of rs (labelled app=app) that the
-// scheduler found no room for ago, at cpu.
+// scheduler found no room for ago, at cpu, as tailor's admission sized it
+// (marked v1alpha1.AdmittedAnnotation).
 func (e *env) unschedulablePod(rs *appsv1.ReplicaSet, app, name, cpu string, ago time.Duration) {
+	e.t.Helper()
+	e.pendingPod(rs, app, name, cpu, ago, true)
+}
+
+// pendingPod is unschedulablePod, marked as tailor-sized or not.
+func (e *env) pendingPod(rs *appsv1.ReplicaSet, app, name, cpu string, ago time.Duration, admitted bool) {
 	e.t.Helper()
 	p := builder.Pod(name).Namespace(e.ns).Label("app", app).Owner("ReplicaSet", rs.Name, string(rs.UID)).
 		Container(builder.Container("app").Requests(cpu, "256Mi").Limits(cpu, "512Mi")).Obj()
+	if admitted {
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AdmittedAnnotation, app+": app cpu "+cpu)
+	}
 	if err := apiClient.Create(e.ctx, p); err != nil {
 		e.t.Fatalf("create pod %s: %v", name, err)
 	}
@@ -100,6 +110,9 @@ func TestUnschedulablePodTailorSizedIsReplaced(t *testing.T) {
 	rs := e.replicaSetOf("web")
 	e.unschedulablePod(rs, "web", "web-big", "3", time.Minute)
 	e.unschedulablePod(rs, "web", "web-plain", "500m", time.Minute)
+	// As large, but made so by its own template (an older ReplicaSet's,
+	// mid-rollout), not by tailor: not tailor's to replace.
+	e.pendingPod(rs, "web", "web-old", "3", time.Minute, false)
 	// Another workload's pod, with the same labels: not this policy's.
 	e.unschedulablePod(e.ownedDeployment("canary", map[string]string{"app": "web", "track": "canary"}), "web", "canary-big", "3", time.Minute)
 
@@ -123,6 +136,9 @@ func TestUnschedulablePodTailorSizedIsReplaced(t *testing.T) {
 	}
 	if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "web-plain"}, &corev1.Pod{}); err != nil {
 		t.Errorf("web-plain, at its template's size, was deleted: %v", err)
+	}
+	if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "web-old"}, &corev1.Pod{}); err != nil {
+		t.Errorf("web-old, which tailor did not size, was deleted: %v", err)
 	}
 	if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "canary-big"}, &corev1.Pod{}); err != nil {
 		t.Errorf("canary-big, another Deployment's pod, was deleted by web's policy: %v", err)

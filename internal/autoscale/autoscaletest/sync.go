@@ -377,6 +377,12 @@ func (g gen) waiting(rules *nsrules.Rules, s source, name string) *corev1.Pod {
 		for _, c := range runningContainers(p) {
 			g.scale(containerOf(p, c), 2, 1)
 		}
+		// Sized by tailor's admission, which marks what it sizes; now and
+		// then the mark is missing: a pod its own, older template made
+		// that large (a rollout's old ReplicaSet), which is not tailor's.
+		if g.chance(0.9) {
+			metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AdmittedAnnotation, "policy: sized")
+		}
 	}
 	if g.chance(0.7) {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
