@@ -17,11 +17,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	"github.com/tailorhq/tailor/test/builder"
@@ -70,43 +72,9 @@ func TestManagerInCluster(t *testing.T) {
 	t.Logf("manager pod %s ready as ServiceAccount %s", manager.Name, manager.Spec.ServiceAccountName)
 
 	work := cluster.Namespace(t, clientset, "deploy-work-"+id)
-	pod := builder.Pod("hot").Namespace(work).Label("app", "hot").TerminationGracePeriod(0).
-		Container(builder.Container("app").Image("tailor.local/loadgen:dev").Args("--cpu=800m", "--memory=24Mi").
-			Requests("100m", "64Mi").Limits("200m", "256Mi")).Obj()
-	pod.Spec.AutomountServiceAccountToken = new(bool)
-	if _, err := clientset.CoreV1().Pods(work).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	policy := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "autoscaling.tailor.dev/v1alpha1",
-		"kind":       "TailorPolicy",
-		"metadata":   map[string]any{"name": "hot", "namespace": work},
-		"spec": map[string]any{
-			"selector": map[string]any{"matchLabels": map[string]any{"app": "hot"}},
-			"resourcePolicy": map[string]any{"containerPolicies": []any{map[string]any{
-				"containerName": "*", "controlledResources": []any{"cpu"}, "maxAllowed": map[string]any{"cpu": "400m"},
-			}}},
-			"behavior": map[string]any{"minResizeInterval": "5s"},
-		},
-	}}
-	policies := dyn.Resource(schema.GroupVersionResource{Group: "autoscaling.tailor.dev", Version: "v1alpha1", Resource: "tailorpolicies"}).Namespace(work)
-	if _, err := policies.Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
 	start := time.Now()
-	var got *corev1.Pod
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := clientset.CoreV1().Pods(work).Get(ctx, "hot", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		got = p
-		return p.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() > 200, nil
-	})
-	if err != nil {
-		t.Fatalf("the in-cluster manager did not raise the throttled pod's cpu limit: %v\nmanager log:\n%s", err, managerLog(t, namespace, manager.Name))
-	}
+	got, policies := raisedInPlace(ctx, t, work, namespace, manager.Name, hotPod{burn: "800m", memory: "24Mi",
+		requests: [2]string{"100m", "64Mi"}, limits: [2]string{"200m", "256Mi"}, maxCPU: "400m"})
 	t.Logf("cpu limit raised to %s by the in-cluster manager %s after the policy was created",
 		got.Spec.Containers[0].Resources.Limits.Cpu().String(), time.Since(start).Round(100*time.Millisecond))
 
@@ -137,6 +105,61 @@ func TestManagerInCluster(t *testing.T) {
 		t.Errorf("the manager was refused something its RBAC should grant:\n%s", log)
 	}
 	metricsOnlyToReaders(ctx, t, namespace, clusterPrefix+id+"-", manager, objs)
+}
+
+// hotPod is a pod that burns more CPU than its limit lets it, and the most
+// its policy may raise it to.
+type hotPod struct {
+	burn, memory     string
+	requests, limits [2]string
+	maxCPU           string
+}
+
+// raisedInPlace creates pod "hot" and a TailorPolicy of it (cpu only, up to
+// h.maxCPU) in work, and returns the pod once the manager running as pod
+// manager in namespace has raised its cpu limit in place, with the
+// policies' client; it fails with the manager's log when it does not
+// within two minutes. Run from the manager's own pod, under its install's
+// RBAC, this proves the permissions by use.
+func raisedInPlace(ctx context.Context, t *testing.T, work, namespace, manager string, h hotPod) (*corev1.Pod, dynamic.ResourceInterface) {
+	t.Helper()
+	pod := builder.Pod("hot").Namespace(work).Label("app", "hot").TerminationGracePeriod(0).
+		Container(builder.Container("app").Image("tailor.local/loadgen:dev").Args("--cpu="+h.burn, "--memory="+h.memory).
+			Requests(h.requests[0], h.requests[1]).Limits(h.limits[0], h.limits[1])).Obj()
+	pod.Spec.AutomountServiceAccountToken = new(bool)
+	if _, err := clientset.CoreV1().Pods(work).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	policy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "autoscaling.tailor.dev/v1alpha1",
+		"kind":       "TailorPolicy",
+		"metadata":   map[string]any{"name": "hot", "namespace": work},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "hot"}},
+			"resourcePolicy": map[string]any{"containerPolicies": []any{map[string]any{
+				"containerName": "*", "controlledResources": []any{"cpu"}, "maxAllowed": map[string]any{"cpu": h.maxCPU},
+			}}},
+			"behavior": map[string]any{"minResizeInterval": "5s"},
+		},
+	}}
+	policies := dyn.Resource(schema.GroupVersionResource{Group: "autoscaling.tailor.dev", Version: "v1alpha1", Resource: "tailorpolicies"}).Namespace(work)
+	if _, err := policies.Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	limit := resource.MustParse(h.limits[0])
+	var got *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := clientset.CoreV1().Pods(work).Get(ctx, "hot", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		got = p
+		return p.Spec.Containers[0].Resources.Limits.Cpu().Cmp(limit) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the manager did not raise the throttled pod's cpu limit: %v\nmanager log:\n%s", err, managerLog(t, namespace, manager))
+	}
+	return got, policies
 }
 
 // pointAtAPIServer makes the manager's pod reach the apiserver directly, and

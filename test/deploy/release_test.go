@@ -16,14 +16,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/tailorhq/tailor/test/builder"
 	"github.com/tailorhq/tailor/test/cluster"
 )
 
@@ -113,41 +109,8 @@ func TestReleaseInstallsOnTheCluster(t *testing.T) {
 	t.Logf("release %s installed: manager %s on %s, cluster-scoped %v", release, manager.Name, ref, owned)
 
 	// The chart's RBAC, proven by use: a throttled pod raised in place.
-	pod := builder.Pod("hot").Namespace(work).Label("app", "hot").TerminationGracePeriod(0).
-		Container(builder.Container("app").Image("tailor.local/loadgen:dev").Args("--cpu=200m", "--memory=16Mi").
-			Requests("10m", "32Mi").Limits("50m", "64Mi")).Obj()
-	pod.Spec.AutomountServiceAccountToken = new(bool)
-	if _, err := clientset.CoreV1().Pods(work).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	policy := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "autoscaling.tailor.dev/v1alpha1",
-		"kind":       "TailorPolicy",
-		"metadata":   map[string]any{"name": "hot", "namespace": work},
-		"spec": map[string]any{
-			"selector": map[string]any{"matchLabels": map[string]any{"app": "hot"}},
-			"resourcePolicy": map[string]any{"containerPolicies": []any{map[string]any{
-				"containerName": "*", "controlledResources": []any{"cpu"}, "maxAllowed": map[string]any{"cpu": "100m"},
-			}}},
-			"behavior": map[string]any{"minResizeInterval": "5s"},
-		},
-	}}
-	policies := dyn.Resource(schema.GroupVersionResource{Group: "autoscaling.tailor.dev", Version: "v1alpha1", Resource: "tailorpolicies"}).Namespace(work)
-	if _, err := policies.Create(ctx, policy, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var got *corev1.Pod
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := clientset.CoreV1().Pods(work).Get(ctx, "hot", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		got = p
-		return p.Spec.Containers[0].Resources.Limits.Cpu().MilliValue() > 50, nil
-	})
-	if err != nil {
-		t.Fatalf("the released manager did not raise the throttled pod's cpu limit: %v\nmanager log:\n%s", err, managerLog(t, namespace, manager.Name))
-	}
+	got, _ := raisedInPlace(ctx, t, work, namespace, manager.Name, hotPod{burn: "200m", memory: "16Mi",
+		requests: [2]string{"10m", "32Mi"}, limits: [2]string{"50m", "64Mi"}, maxCPU: "100m"})
 	if n := got.Status.ContainerStatuses[0].RestartCount; n != 0 {
 		t.Errorf("the raise restarted the container %d times", n)
 	}
