@@ -131,12 +131,31 @@ func lowered(b, a corev1.ResourceRequirements, r corev1.ResourceName) bool {
 // The cases are shared among GOMAXPROCS workers: the gate runs it under
 // -race, where one goroutine takes several times as long.
 func TestDecidePolicyInvariants(t *testing.T) {
+	stats, cases, seed, took := runCases(t, 1, runInvariantCase)
+	t.Logf("%d generated cases (seed %d) in %s: %d resizes checked, %d replacements checked, %d held, %d pod-level, %d requests-only, %d limits sized under an HPA's held request", cases, seed,
+		took.Round(time.Millisecond), stats["resizes"], stats["replacements"], stats["held"], stats["podLevel"], stats["requestsOnly"], stats["heldRequests"])
+	t.Logf("namespace rules in %d cases: %d resizes checked against them (%d clamped into a LimitRange, %d held for them); "+
+		"%d admission entries checked (%d with rules, %d capped by a LimitRange, %d within a node's room, %d boosted; %d not written for them); "+
+		"%d recreation entries checked (%d held for them)",
+		stats["withRules"], stats["nsResizes"], stats["clamped"], stats["nsHeld"],
+		stats["entries"], stats["entriesWithRules"], stats["entriesClamped"], stats["entriesRoom"], stats["boosted"], stats["entriesHeld"],
+		stats["recreations"], stats["recreationsHeld"])
+	checkFloors(t, stats, cases, policyFloors)
+}
+
+// runCases runs 10,000 generated cases (1,000 with -short) of run, on
+// GOMAXPROCS workers, each from its own seed drawn from a seed of the
+// clock on stream; it fails the test on the first failing case, naming its
+// seed (which replays it), and returns the cases' summed stats, how many
+// ran, the seed and how long they took.
+func runCases(t *testing.T, stream uint64, run func(seed uint64, stats map[string]int) string) (map[string]int, int, uint64, time.Duration) {
+	t.Helper()
 	cases := 10000
 	if testing.Short() {
 		cases = 1000
 	}
 	seed := uint64(time.Now().UnixNano())
-	r := rand.New(rand.NewPCG(seed, 1))
+	r := rand.New(rand.NewPCG(seed, stream))
 	seeds := make([]uint64, cases)
 	for i := range seeds {
 		seeds[i] = r.Uint64()
@@ -151,7 +170,7 @@ func TestDecidePolicyInvariants(t *testing.T) {
 		perWorker[w] = map[string]int{}
 		wg.Go(func() {
 			for i := w; i < cases && !failed.Load(); i += workers {
-				if msg := runInvariantCase(seeds[i], perWorker[w]); msg != "" {
+				if msg := run(seeds[i], perWorker[w]); msg != "" {
 					failures[i] = msg
 					failed.Store(true)
 				}
@@ -170,15 +189,7 @@ func TestDecidePolicyInvariants(t *testing.T) {
 			stats[k] += v
 		}
 	}
-	t.Logf("%d generated cases (seed %d) in %s: %d resizes checked, %d replacements checked, %d held, %d pod-level, %d requests-only, %d limits sized under an HPA's held request", cases, seed,
-		time.Since(start).Round(time.Millisecond), stats["resizes"], stats["replacements"], stats["held"], stats["podLevel"], stats["requestsOnly"], stats["heldRequests"])
-	t.Logf("namespace rules in %d cases: %d resizes checked against them (%d clamped into a LimitRange, %d held for them); "+
-		"%d admission entries checked (%d with rules, %d capped by a LimitRange, %d within a node's room, %d boosted; %d not written for them); "+
-		"%d recreation entries checked (%d held for them)",
-		stats["withRules"], stats["nsResizes"], stats["clamped"], stats["nsHeld"],
-		stats["entries"], stats["entriesWithRules"], stats["entriesClamped"], stats["entriesRoom"], stats["boosted"], stats["entriesHeld"],
-		stats["recreations"], stats["recreationsHeld"])
-	checkFloors(t, stats, cases, policyFloors)
+	return stats, cases, seed, time.Since(start)
 }
 
 // floor is the least a stat must reach per 10,000 cases: a decision that

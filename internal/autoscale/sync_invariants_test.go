@@ -3,13 +3,9 @@ package autoscale_test
 import (
 	"fmt"
 	"maps"
-	"math/rand/v2"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,47 +77,9 @@ import (
 // prints its seed: autoscaletest.Sync(seed) replays it, and
 // TestSyncInvariantSeeds keeps it.
 func TestDecideSyncInvariants(t *testing.T) {
-	cases := 10000
-	if testing.Short() {
-		cases = 1000
-	}
-	seed := uint64(time.Now().UnixNano())
-	r := rand.New(rand.NewPCG(seed, 5))
-	seeds := make([]uint64, cases)
-	for i := range seeds {
-		seeds[i] = r.Uint64()
-	}
-	start := time.Now()
-	workers := runtime.GOMAXPROCS(0)
-	failures := make([]string, cases)
-	perWorker := make([]map[string]int, workers)
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for w := range workers {
-		perWorker[w] = map[string]int{}
-		wg.Go(func() {
-			for i := w; i < cases && !failed.Load(); i += workers {
-				if msg := runSyncCase(seeds[i], perWorker[w]); msg != "" {
-					failures[i] = msg
-					failed.Store(true)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for i, msg := range failures {
-		if msg != "" {
-			t.Fatalf("case %d (seed %d): %s", i, seeds[i], msg)
-		}
-	}
-	s := map[string]int{}
-	for _, m := range perWorker {
-		for k, v := range m {
-			s[k] += v
-		}
-	}
+	s, cases, seed, took := runCases(t, 5, runSyncCase)
 	t.Logf("%d generated namespaces (seed %d) in %s: %d syncs decided (%d of policies in mode Off, %d next syncs), %d asked for every node; %d compared whole with the case drawn again",
-		cases, seed, time.Since(start).Round(time.Millisecond), s["syncs"], s["syncsOff"], s["secondSyncs"], s["needNodes"], s["comparedWhole"])
+		cases, seed, took.Round(time.Millisecond), s["syncs"], s["syncsOff"], s["secondSyncs"], s["needNodes"], s["comparedWhole"])
 	t.Logf("in place: %d resizes sent (%d under a boost's field manager, %d within a LimitRange or quota), %d held (%d for the namespace's rules), %d requests kept for an HPA",
 		s["sent"], s["sentBoost"], s["nsResizes"], s["held"], s["nsHeld"], s["heldRequests"])
 	t.Logf("admission: %d entries planned for a workload, %d with containers checked (%d within LimitRanges or quotas, %d capped by a LimitRange, %d within a node's room, %d boosted), %d held for the namespace's rules, %d held for another policy, %d for a VPA",
