@@ -82,21 +82,7 @@ func TestLimitRangeMaxWithBoostAndRollout(t *testing.T) {
 
 	admitted := watchAdmitted(t, ns, "web")
 	rollOut(t, ns, "web")
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := clientset.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		s := d.Status
-		return s.ObservedGeneration == d.Generation && s.UpdatedReplicas == 1 && s.AvailableReplicas == 1 && s.Replicas == 1, nil
-	})
-	events, _ := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
-	for _, ev := range events.Items {
-		t.Errorf("FailedCreate: %s", ev.Message)
-	}
-	if err != nil {
-		t.Fatalf("the rollout did not complete: %v", err)
-	}
+	rolledOutWithoutFailedCreate(ctx, t, ns, "web", 3*time.Minute)
 	for _, pod := range livePods(t, ns, "web", 1, map[string]bool{first[0].Name: true}) {
 		created := admitted(pod.Name)
 		within(created, "new")
@@ -145,14 +131,7 @@ func TestRecreateRolloutOnAFullNode(t *testing.T) {
 
 	admitted := watchAdmitted(t, ns, "web")
 	rollOut(t, ns, "web")
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := clientset.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		s := d.Status
-		return s.ObservedGeneration == d.Generation && s.UpdatedReplicas == 1 && s.AvailableReplicas == 1 && s.Replicas == 1, nil
-	})
+	err := oneReplicaRolledOut(ctx, ns, "web", 4*time.Minute)
 	events, evErr := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if evErr != nil {
 		t.Fatal(evErr)
@@ -288,21 +267,7 @@ func TestRolloutKeepsTheQoSClassUnderLimitRangeDefaults(t *testing.T) {
 	admitted := watchAdmitted(t, ns, "web")
 	admissions := watchAdmissions(t, ns, "web")
 	rollOut(t, ns, "web")
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		d, err := clientset.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		s := d.Status
-		return s.ObservedGeneration == d.Generation && s.UpdatedReplicas == 1 && s.AvailableReplicas == 1 && s.Replicas == 1, nil
-	})
-	events, _ := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
-	for _, ev := range events.Items {
-		t.Errorf("FailedCreate: %s", ev.Message)
-	}
-	if err != nil {
-		t.Fatalf("the rollout did not complete: %v", err)
-	}
+	rolledOutWithoutFailedCreate(ctx, t, ns, "web", 3*time.Minute)
 
 	// The entry may have been written again between the read above and the
 	// pod's creation: the new pod has the values of one of them.
@@ -338,5 +303,33 @@ func TestRolloutKeepsTheQoSClassUnderLimitRangeDefaults(t *testing.T) {
 	}
 	if dir := cgroupDir(t, &newPod, "app", "cpu"); !strings.Contains(dir, "/kubepods/burstable/") {
 		t.Errorf("new pod %s: the kubelet put app in %s, not under kubepods/burstable", newPod.Name, dir)
+	}
+}
+
+// oneReplicaRolledOut waits until Deployment name's one replica is the
+// updated, available one of its current generation.
+func oneReplicaRolledOut(ctx context.Context, ns, name string, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		d, err := clientset.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := d.Status
+		return s.ObservedGeneration == d.Generation && s.UpdatedReplicas == 1 && s.AvailableReplicas == 1 && s.Replicas == 1, nil
+	})
+}
+
+// rolledOutWithoutFailedCreate fails t unless Deployment name's rollout of
+// its one replica completes within timeout with no pod the apiserver
+// refused (a FailedCreate event names each).
+func rolledOutWithoutFailedCreate(ctx context.Context, t *testing.T, ns, name string, timeout time.Duration) {
+	t.Helper()
+	err := oneReplicaRolledOut(ctx, ns, name, timeout)
+	events, _ := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
+	for _, ev := range events.Items {
+		t.Errorf("FailedCreate: %s", ev.Message)
+	}
+	if err != nil {
+		t.Fatalf("the rollout did not complete: %v", err)
 	}
 }
