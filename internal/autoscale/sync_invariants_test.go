@@ -832,7 +832,7 @@ func checkStuck(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []autosc
 		switch {
 		case !mine:
 			return fmt.Sprintf("pod %s judged unschedulable, not one of the policy's waiting pods", p.Name)
-		case p.Annotations[v1alpha1.AdmittedAnnotation] == "":
+		case !admittedBy(p):
 			return fmt.Sprintf("pod %s judged sized by tailor, but no admission policy of tailor's marked it", p.Name)
 		case !waiting || in.Now.Sub(since) < autoscale.UnschedulableAfter:
 			return fmt.Sprintf("pod %s judged unschedulable: waiting %v since %s", p.Name, waiting, since)
@@ -997,5 +997,12 @@ func checkOneOwner(c autoscaletest.SyncCase, ds []autoscale.SyncDecision, stats 
 // policy sizes it then.
 func vpaActs(c autoscaletest.SyncCase, p *corev1.Pod) bool {
 	_, ok := autoscale.VPAOn(c.Chains[p.UID], c.VPAs)
+	return ok
+}
+
+// admittedBy reports whether an admission policy of tailor's marked p as
+// sized by it (the manager's cache keeps the mark, not its text).
+func admittedBy(p *corev1.Pod) bool {
+	_, ok := p.Annotations[v1alpha1.AdmittedAnnotation]
 	return ok
 }

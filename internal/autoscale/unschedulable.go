@@ -81,7 +81,7 @@ func DecideStuck(in StuckInput) ([]Stuck, time.Duration) {
 		// a rollout's old ReplicaSet, larger than the new, would otherwise
 		// look sized above it and be deleted and created again, the same,
 		// every UnschedulableAfter.
-		if p.Annotations[v1alpha1.AdmittedAnnotation] == "" {
+		if _, sized := p.Annotations[v1alpha1.AdmittedAnnotation]; !sized {
 			continue
 		}
 		has := PodRequests(p, nil)

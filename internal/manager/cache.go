@@ -160,6 +160,15 @@ func slimPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
 			s.Annotations[k] = v
 		}
 	}
+	// Whether an admission policy of tailor's sized the pod (which makes a
+	// pod waiting unschedulable tailor's to replace); its value, the
+	// summary of what was applied, is for people and is not kept.
+	if _, ok := p.Annotations[v1alpha1.AdmittedAnnotation]; ok {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[v1alpha1.AdmittedAnnotation] = ""
+	}
 	// A pod boosted at its start (annotated at admission, or resized under
 	// the boost's field manager) keeps which fields tailor's entries own:
 	// that says whether its cpu requests are still the boost's.

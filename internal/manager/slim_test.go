@@ -319,8 +319,10 @@ func TestSlimPodDropsWhatTailorDoesNotRead(t *testing.T) {
 		{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: &at, FieldsV1: fields},
 		{Manager: "tailor", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "resize", Time: &at, FieldsV1: fields},
 	}
-	// What ends a startup boost, and what it was: kept.
+	// What ends a startup boost, and what it was: kept. That tailor's
+	// admission sized the pod: kept, without its text.
 	p.Annotations[v1alpha1.BoostAnnotation] = "app=400m"
+	p.Annotations[v1alpha1.AdmittedAnnotation] = "web: app: cpu 100m->400m (startup boost: app=400m)"
 	gate := corev1.PodCondition{Type: "example.com/warm", Status: corev1.ConditionTrue, LastTransitionTime: at}
 	p.Status.Conditions = append(p.Status.Conditions, gate)
 	got, err := trim(p.DeepCopy(), shard.Shard{}, newListTable(listTableSize))
@@ -328,7 +330,7 @@ func TestSlimPodDropsWhatTailorDoesNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := got.(*corev1.Pod)
-	if diff := cmp.Diff(map[string]string{v1alpha1.BoostAnnotation: "app=400m"}, s.Annotations); diff != "" {
+	if diff := cmp.Diff(map[string]string{v1alpha1.BoostAnnotation: "app=400m", v1alpha1.AdmittedAnnotation: ""}, s.Annotations); diff != "" {
 		t.Errorf("annotations (-want,+got):\n%s", diff)
 	}
 	if diff := cmp.Diff(gate, s.Status.Conditions[len(s.Status.Conditions)-1]); diff != "" {
