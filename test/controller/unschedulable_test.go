@@ -23,19 +23,10 @@ import (
 // 500m/256Mi (limits 1/512Mi), and a targetRef policy of it.
 func (e *env) deployment(name string, mutate func(*v1alpha1.TailorPolicySpec)) {
 	e.t.Helper()
-	labels := map[string]string{"app": name}
+	selector, template := e.poolTemplate(name)
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"pool": e.ns},
-					Containers:   []corev1.Container{*builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi").Obj()},
-				},
-			},
-		},
+		Spec:       appsv1.DeploymentSpec{Selector: selector, Template: template},
 	}
 	if err := apiClient.Create(e.ctx, d); err != nil {
 		e.t.Fatalf("create deployment: %v", err)
@@ -47,6 +38,20 @@ func (e *env) deployment(name string, mutate func(*v1alpha1.TailorPolicySpec)) {
 			mutate(s)
 		}
 	})
+}
+
+// poolTemplate is the selector and pod template of a workload name whose
+// pods (app=name) land only on nodes labelled pool=<the test's namespace>,
+// with one container app at 500m/256Mi (limits 1/512Mi).
+func (e *env) poolTemplate(name string) (*metav1.LabelSelector, corev1.PodTemplateSpec) {
+	labels := map[string]string{"app": name}
+	return &metav1.LabelSelector{MatchLabels: labels}, corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"pool": e.ns},
+			Containers:   []corev1.Container{*builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi").Obj()},
+		},
+	}
 }
 
 // unschedulablePod creates a pod of rs (labelled app=app) that the
@@ -151,19 +156,10 @@ func TestUnschedulablePodTailorSizedIsReplaced(t *testing.T) {
 func TestDaemonSetEntryFitsItsNodesFreeRoom(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
 	node := e.addNodeFrom(builder.Node("pool-"+e.ns).Allocatable("4", "8Gi").Ready(corev1.ConditionTrue).Label("pool", e.ns))
-	labels := map[string]string{"app": "agent"}
+	selector, template := e.poolTemplate("agent")
 	ds := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "agent"},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"pool": e.ns},
-					Containers:   []corev1.Container{*builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi").Obj()},
-				},
-			},
-		},
+		Spec:       appsv1.DaemonSetSpec{Selector: selector, Template: template},
 	}
 	if err := apiClient.Create(e.ctx, ds); err != nil {
 		t.Fatalf("create daemonset: %v", err)
