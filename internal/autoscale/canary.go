@@ -545,17 +545,7 @@ func (cp *canaryPlan) rollback(p PodInput, c CanaryPod) {
 	if d.Empty() {
 		return
 	}
-	d.Desired = desiredOf(d.Changes)
-	if len(d.PodChanges) > 0 {
-		pr := p.Pod.Spec.Resources.DeepCopy()
-		for _, ch := range d.PodChanges {
-			pr.Requests[ch.Resource] = ch.RequestNow
-			if ch.LimitNow != nil {
-				pr.Limits[ch.Resource] = *ch.LimitNow
-			}
-		}
-		d.Desired.Pod = pr
-	}
+	d.Desired = desiredOf(p.Pod, d.Changes, d.PodChanges)
 	plan, err := resize.Plan(resize.Input{Pod: p.Pod, Desired: d.Desired, Node: cp.input.Nodes[p.Pod.Spec.NodeName], Server: cp.input.Server})
 	switch {
 	case err != nil:

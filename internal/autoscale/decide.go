@@ -280,24 +280,26 @@ func Decide(in Input) (Decision, error) {
 	} else {
 		in.keepQoS(&d, qos)
 	}
-	d.Desired = desiredOf(d.Changes)
-	if len(d.PodChanges) > 0 {
-		pr := in.Pod.Spec.Resources.DeepCopy()
-		for _, ch := range d.PodChanges {
+	d.Desired = desiredOf(in.Pod, d.Changes, d.PodChanges)
+	d.RoomLeft = room
+	return d, nil
+}
+
+// desiredOf collects pod's container changes, and the changes of its
+// pod-level resources (applied over what it has), into what the planner
+// takes.
+func desiredOf(pod *corev1.Pod, changes, podChanges []Change) resize.Desired {
+	var out resize.Desired
+	if len(podChanges) > 0 {
+		pr := pod.Spec.Resources.DeepCopy()
+		for _, ch := range podChanges {
 			pr.Requests[ch.Resource] = ch.RequestNow
 			if ch.LimitNow != nil {
 				pr.Limits[ch.Resource] = *ch.LimitNow
 			}
 		}
-		d.Desired.Pod = pr
+		out.Pod = pr
 	}
-	d.RoomLeft = room
-	return d, nil
-}
-
-// desiredOf collects changes into what the planner takes.
-func desiredOf(changes []Change) resize.Desired {
-	var out resize.Desired
 	for _, ch := range changes {
 		if out.Containers == nil {
 			out.Containers = map[string]corev1.ResourceRequirements{}
