@@ -29,10 +29,7 @@ import (
 //     as the controller's ownPods lists them);
 //   - so exactly one of the claimants, each asking for itself, sizes it.
 func TestClaimedByProperties(t *testing.T) {
-	cases := 10000
-	if testing.Short() {
-		cases = 1000
-	}
+	cases := propertyCases()
 	seed := uint64(time.Now().UnixNano())
 	r := rand.New(rand.NewPCG(seed, 8))
 	stats := map[string]int{}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package autoscale_test
+
+const raceDetector = false
