@@ -125,10 +125,14 @@ func TestMetricsOutage(t *testing.T) {
 			}
 		}
 	}
-	for _, tc := range cases {
+	run := func(t *testing.T, i int) {
+		tc := cases[i]
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.source == "prometheus" && prometheusURL() == "" {
 				t.Skip("no Prometheus add-on (TAILOR_PROMETHEUS_URL unset)")
+			}
+			if i > 0 {
+				t.Parallel()
 			}
 			if tc.phases != nil {
 				tc.breakIt = func(*testing.T) {}
@@ -140,6 +144,17 @@ func TestMetricsOutage(t *testing.T) {
 			holdsThrough(t, tc.outage, fake, w)
 		})
 	}
+	// A hung kubelet starves every source (metrics-server and Prometheus
+	// read it too): alone first. Then the outages that break no source of
+	// the other's side by side, each manager scoped to its own namespace:
+	// metrics-server down beside Prometheus down, then the spoiled answers,
+	// which pass through the Prometheus that the second case kills.
+	run(t, 0)
+	t.Run("side by side", func(t *testing.T) {
+		run(t, 1)
+		run(t, 2)
+	})
+	run(t, 3)
 }
 
 // idlePod is a pod using next to no CPU under a 300m request, alone in its
@@ -177,7 +192,7 @@ var garbageReasons = map[string][]string{
 
 func holdsThrough(t *testing.T, o outage, fake *fakePrometheus, w idlePod) {
 	ns, pods := w.ns, []*corev1.Pod{w.pod}
-	startManager(t, "m", append([]string{"--leader-elect=false", "--metrics-source", o.source}, o.args...)...)
+	startManager(t, "m", append([]string{"--leader-elect=false", "--namespaces", ns, "--metrics-source", o.source}, o.args...)...)
 	createPolicy(t, ns, "idle", func(s *v1alpha1.TailorPolicySpec) {
 		s.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: v1alpha1.UpdateModeOff}
 		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
