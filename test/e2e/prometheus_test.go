@@ -65,7 +65,11 @@ func TestAutoscalePrometheusQueryOverrides(t *testing.T) {
 		t.Skip("TAILOR_PROMETHEUS_URL is not set; run hack/addons/prometheus.sh up and set it to http://127.0.0.1:9090")
 	}
 	ns := newNamespace(t)
-	c := startManagerWith(t, manager.Options{Namespaces: []string{ns}, MetricsSource: "prometheus", PrometheusURL: url})
+	// A 30s rate window: a new container's CPU is read once it has run two
+	// of them (the default minute's took this test to 170s, the longest of
+	// its phase), and which query answered (2 cores, or about 0.2) needs no
+	// precision.
+	c := startManagerWith(t, manager.Options{Namespaces: []string{ns}, MetricsSource: "prometheus", PrometheusURL: url, PrometheusRateWindow: 30 * time.Second})
 	// 200m under a 50m request and no CPU limit: never throttled, so the
 	// CPU recommendation is what the CPU query says plus a margin.
 	createRunningPod(t, labelled(ns, "web", app().Args("--listen=:8080", "--cpu=200m", "--memory=24Mi").Requests("50m", "64Mi")))
