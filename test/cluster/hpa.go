@@ -32,12 +32,18 @@ type HPARun struct {
 	// Replicas is the Deployment's spec.replicas at each change, as the
 	// HPA set them.
 	Replicas []int32
+	// ChangedAt is when each of Replicas was first seen, from the ramp's
+	// start.
+	ChangedAt []time.Duration
 	// Reversals is how often the replica count turned from rising to
 	// falling or back: one for a ramp up and down, more for flapping.
 	Reversals int
 	// Resizes is the in-place resizes of the run's pods (each raises the
 	// pod's generation).
 	Resizes int64
+	// FirstResize is when a resized pod was first seen, from the ramp's
+	// start; 0 for none.
+	FirstResize time.Duration
 	// CPURequests are the cpu requests seen on the pods, any pod, any time.
 	CPURequests map[string]bool
 }
@@ -53,14 +59,14 @@ func (r HPARun) MaxReplicas() int32 {
 
 func (r HPARun) String() string {
 	var rs []string
-	for _, n := range r.Replicas {
-		rs = append(rs, fmt.Sprint(n))
+	for i, n := range r.Replicas {
+		rs = append(rs, fmt.Sprintf("%d (%s)", n, r.ChangedAt[i]))
 	}
 	var reqs []string
 	for q := range r.CPURequests {
 		reqs = append(reqs, q)
 	}
-	return fmt.Sprintf("replicas %s (%d changes, %d reversals), %d resizes, cpu requests seen %v", strings.Join(rs, "->"), len(r.Replicas)-1, r.Reversals, r.Resizes, reqs)
+	return fmt.Sprintf("replicas %s (%d changes, %d reversals), %d resizes (the first seen at %s), cpu requests seen %v", strings.Join(rs, " -> "), len(r.Replicas)-1, r.Reversals, r.Resizes, r.FirstResize, reqs)
 }
 
 // HPARampOptions say what runs beside the HPA.
@@ -148,6 +154,7 @@ func RunHPARamp(ctx context.Context, cs kubernetes.Interface, ns, name string, o
 		}
 		if n := *d.Spec.Replicas; len(run.Replicas) == 0 || run.Replicas[len(run.Replicas)-1] != n {
 			run.Replicas = append(run.Replicas, n)
+			run.ChangedAt = append(run.ChangedAt, time.Since(start).Round(time.Second))
 		}
 		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
 		if err != nil {
@@ -160,6 +167,9 @@ func RunHPARamp(ctx context.Context, cs kubernetes.Interface, ns, name string, o
 				run.CPURequests[ctr.Resources.Requests.Cpu().String()] = true
 			}
 			generations[p.Name] = max(generations[p.Name], p.Generation)
+			if p.Generation > 1 && run.FirstResize == 0 {
+				run.FirstResize = time.Since(start).Round(time.Second)
+			}
 			if p.DeletionTimestamp.IsZero() && p.Status.PodIP != "" && podutil.IsPodReady(p) {
 				ready = append(ready, p)
 			}
