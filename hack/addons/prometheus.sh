@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prometheus for the local cluster: Debian's package, run as a host process
 # that scrapes the kubelet's cAdvisor endpoint every 5s, so
-# tailor's Prometheus source can be tested against real series. Only
+# tailor's Prometheus source can be tested against real series, and the pods
+# a test lists in ${PROM_DIR}/targets/ (file_sd). Of the kubelet, only
 # /metrics/cadvisor is scraped: /metrics/resource repeats
 # container_cpu_usage_seconds_total and container_memory_working_set_bytes
 # under the same labels, and every sum() would count them twice (tailor's
@@ -56,6 +57,14 @@ scrape_configs:
   metrics_path: /metrics/cadvisor
   # cAdvisor's series carry their own namespace/pod/container labels.
   honor_labels: true${tls}
+# Pods the tests name: each writes a file_sd file (targets with their
+# namespace and pod labels) into the targets directory, for what a workload
+# exports of itself, such as the load generator's request latency that a
+# canary's query guardrail reads (Debian's build has no kubernetes_sd).
+- job_name: pods
+  file_sd_configs:
+  - files: ['${PROM_DIR}/targets/*.json']
+    refresh_interval: 5s
 EOF
 }
 
@@ -71,7 +80,7 @@ targets_up() {
 cmd_up() {
   local t0=$SECONDS
   install
-  mkdir -p "$PROM_DIR/data" "$LOG_DIR"
+  mkdir -p "$PROM_DIR/data" "$PROM_DIR/targets" "$LOG_DIR"
   config "$(node_ip)" > "${PROM_DIR}/prometheus.yml"
   promtool check config "${PROM_DIR}/prometheus.yml" >/dev/null || die "generated ${PROM_DIR}/prometheus.yml is invalid"
   if running; then
