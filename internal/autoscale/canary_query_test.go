@@ -63,7 +63,7 @@ func TestCanaryQueryGuardrails(t *testing.T) {
 		// -0.9 is within 20% of |-1| above -1: the bound is -0.8, not
 		// -1.2.
 		"negative siblings, within": {query: relative(v1alpha1.CanaryQueryAbove, 20), canary: value(-0.9), others: value(-1), want: holdsQuiet},
-		"canary NaN": {query: absolute(v1alpha1.CanaryQueryAbove, "1"), canary: value(math.NaN()), want: unanswered, wantSaid: "latency (canary pods: NaN)"},
+		"canary NaN":                {query: absolute(v1alpha1.CanaryQueryAbove, "1"), canary: value(math.NaN()), want: unanswered, wantSaid: "latency (canary pods: NaN)"},
 		"prometheus down": {query: relative(v1alpha1.CanaryQueryAbove, 20), canary: missing("prometheus: connection refused"), others: value(1), want: unanswered,
 			wantSaid: "latency (canary pods: prometheus: connection refused)"},
 		"siblings missing": {query: relative(v1alpha1.CanaryQueryAbove, 20), canary: value(5), others: missing("no other pod to compare with"), want: unanswered,
