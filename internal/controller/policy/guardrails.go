@@ -15,6 +15,10 @@ import (
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
 )
 
+// GuardrailsTimeout bounds the asking of one policy's query guardrails in
+// one sync.
+const GuardrailsTimeout = 15 * time.Second
+
 // guardrailAnswers asks the policy's query guardrails about its canary pods
 // (and, for a relative one, about its other pods), for the decision to
 // judge: part of gather, it only reads. Nothing is asked while no canary
@@ -63,6 +67,11 @@ func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.Tail
 	sort.Strings(canaryNames)
 	sort.Strings(others)
 	since := now.Sub(lowered)
+	// One deadline for all of them: a Prometheus that hangs costs the sync
+	// this much, not each query's timeout over again. What is not asked in
+	// time has no answer, which holds the canary.
+	ctx, cancel := context.WithTimeout(ctx, GuardrailsTimeout)
+	defer cancel()
 	out := make(map[string]autoscale.GuardrailAnswer, len(queries))
 	for i, q := range queries {
 		a := autoscale.GuardrailAnswer{Canary: r.askGuardrail(ctx, q.Name, parsed[i], policy.Namespace, canaryNames, since, now)}
