@@ -101,7 +101,83 @@ type CanaryGuardrails struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=50
 	MemoryMarginPercent *int32 `json:"memoryMarginPercent,omitempty"`
+
+	// queries are custom guardrails: PromQL queries tailor asks the
+	// manager's Prometheus (--prometheus-url) each sync while the canary
+	// pods are watched, rendered for the canary pods and, for a relative
+	// one, for the workload's other pods. A query that cannot be answered
+	// (Prometheus down, an empty result, several series, NaN) neither
+	// trips nor passes: the canary is not promoted until every query
+	// answers, and the Canary condition says which does not.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Queries []CanaryQuery `json:"queries,omitempty"`
 }
+
+// CanaryQuery is a custom guardrail: a PromQL query whose one value is
+// compared with a threshold, or with the same query's value for the
+// workload's other pods (the siblings), as progressive-delivery tools
+// (Argo Rollouts, Flagger) judge a new version, here judging a resize.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.threshold) != has(self.siblingsPercent)",message="a query guardrail needs exactly one of threshold (an absolute value) and siblingsPercent (relative to the workload's other pods)"
+// +kubebuilder:validation:XValidation:rule="!has(self.siblingsPercent) || !has(self.tripsWhen) || self.tripsWhen != 'Below' || self.siblingsPercent <= 100",message="with tripsWhen Below, siblingsPercent is at most 100"
+type CanaryQuery struct {
+	// name says which guardrail tripped, in events and the Canary
+	// condition: lowercase letters, digits and '-', such as latency-p99.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// query is a PromQL template that must return one value: a scalar or
+	// an instant vector of one sample (aggregate with sum, max or
+	// histogram_quantile). It is rendered with {{.Namespace}} (the
+	// policy's namespace), {{.Pods}} (a regular expression matching
+	// exactly the pods judged, for pod=~"{{.Pods}}") and {{.Since}} (the
+	// time since the canary pods' lowering as a PromQL duration, such as
+	// 150s, for a range that reads only what followed it). For example:
+	// histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{namespace="{{.Namespace}}", pod=~"{{.Pods}}"}[2m])))
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query"`
+
+	// tripsWhen says which way is bad: Above (a latency, an error rate)
+	// or Below (a success rate, a throughput). Default Above.
+	// +optional
+	// +kubebuilder:default=Above
+	TripsWhen CanaryQueryTrips `json:"tripsWhen,omitempty"`
+
+	// threshold makes the guardrail absolute: it trips when the canary
+	// pods' value is above (or below) this number, such as 0.5 or 1e-3.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$`
+	Threshold *string `json:"threshold,omitempty"`
+
+	// siblingsPercent makes the guardrail relative: the query is also
+	// rendered for the workload's other pods, and the guardrail trips when
+	// the canary pods' value is more than this percent above (or below)
+	// theirs (0-1000; at most 100 with Below). 20 reads "the canary's p99
+	// latency is not more than 20% above its siblings'". Siblings at 0
+	// trip on any canary value above (or below) 0; a workload with no pod
+	// besides the canary pods has nothing to compare with, which holds the
+	// canary as an unanswered query does.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	SiblingsPercent *int32 `json:"siblingsPercent,omitempty"`
+}
+
+// CanaryQueryTrips is the direction in which a query guardrail trips.
+// +kubebuilder:validation:Enum=Above;Below
+type CanaryQueryTrips string
+
+const (
+	CanaryQueryAbove CanaryQueryTrips = "Above"
+	CanaryQueryBelow CanaryQueryTrips = "Below"
+)
 
 // CanaryBackoff is how long a rollback holds the workload's lowerings: the
 // first one initial, each that follows without a canary promoted in between
@@ -145,3 +221,9 @@ const (
 	// raised back, and the backoff holds lowerings.
 	CanaryReasonRolledBack = "RolledBack"
 )
+
+// ReasonGuardrailsNeedPrometheus: the Ready condition's reason when a
+// policy's canary has query guardrails and the manager has no Prometheus to
+// ask (--prometheus-url): the policy is left alone, since its canaries
+// could not be judged.
+const ReasonGuardrailsNeedPrometheus = "GuardrailsNeedPrometheus"

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,6 +156,20 @@ func (s *TailorPolicySpec) Validate() error {
 			}
 			if _, err := s.PolicyFor(p.ContainerName); err != nil {
 				errs = append(errs, err)
+			}
+		}
+	}
+	if b := s.Behavior; b != nil && b.ScaleDown != nil && b.ScaleDown.Canary != nil && b.ScaleDown.Canary.Guardrails != nil {
+		for _, q := range b.ScaleDown.Canary.Guardrails.Queries {
+			// The CRD's pattern takes what ParseFloat takes; a spec
+			// that did not pass through the apiserver may not.
+			if q.Threshold != nil {
+				if _, err := strconv.ParseFloat(*q.Threshold, 64); err != nil {
+					errs = append(errs, fmt.Errorf("canary guardrail query %s: threshold %q is not a number; write one such as 0.5 or 1e-3", q.Name, *q.Threshold))
+				}
+			}
+			if (q.Threshold == nil) == (q.SiblingsPercent == nil) {
+				errs = append(errs, fmt.Errorf("canary guardrail query %s: give exactly one of threshold and siblingsPercent", q.Name))
 			}
 		}
 	}

@@ -236,6 +236,15 @@ func TestValidate(t *testing.T) {
 			wantErr: `container "app": minAllowed.memory 2Gi (from containerName "*") exceeds maxAllowed.memory 1Gi (from containerName "app"); lower the one or raise the other` + "\n" +
 				`container "worker": minAllowed.cpu 1 (from containerName "*") exceeds maxAllowed.cpu 500m (from containerName "worker"); lower the one or raise the other`,
 		},
+		"a query guardrail's threshold that is no number, and one with both bounds": {
+			spec: &TailorPolicySpec{Behavior: &Behavior{ScaleDown: &ScaleDownRules{Canary: &Canary{Guardrails: &CanaryGuardrails{Queries: []CanaryQuery{
+				{Name: "latency", Query: "up", Threshold: ptr("high")},
+				{Name: "errors", Query: "up", Threshold: ptr("0.1"), SiblingsPercent: ptr[int32](20)},
+				{Name: "fine", Query: "up", Threshold: ptr("1e-3")},
+			}}}}}},
+			wantErr: `canary guardrail query latency: threshold "high" is not a number; write one such as 0.5 or 1e-3` + "\n" +
+				`canary guardrail query errors: give exactly one of threshold and siblingsPercent`,
+		},
 		"malformed label value in the selector": {
 			spec:    &TailorPolicySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web server"}}},
 			wantErr: `selector: values[0][app]: Invalid value: "web server": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,

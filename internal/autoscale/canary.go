@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,7 +76,43 @@ const (
 	GuardrailReadiness       Guardrail = "Readiness"
 	GuardrailCPUThrottling   Guardrail = "CPUThrottling"
 	GuardrailMemoryNearLimit Guardrail = "MemoryNearLimit"
+	// GuardrailQuery is every query guardrail (canary.guardrails.queries):
+	// the policy names each, and its events and condition say which one.
+	GuardrailQuery Guardrail = "Query"
 )
+
+// QueryGuardrail is a custom guardrail of a canary, a PromQL query
+// (canary.guardrails.queries) with its threshold read: it trips when the
+// canary pods' value is past a bound, the threshold or the siblings' value
+// moved by Percent.
+type QueryGuardrail struct {
+	Name string
+	// Below: it trips below the bound; otherwise above it.
+	Below bool
+	// Relative: the bound is the same query's value for the workload's
+	// other pods, Percent (of its magnitude) above or below it; otherwise
+	// it is Threshold.
+	Relative  bool
+	Threshold float64
+	Percent   float64
+}
+
+// QueryAnswer is a query guardrail's query as Prometheus answered it for
+// some pods: its one value, or why there is none.
+type QueryAnswer struct {
+	Value float64
+	// Missing says why there is no value (Prometheus unreachable or
+	// refusing, no series or several, NaN, no pods to ask about); "" when
+	// Value is the answer.
+	Missing string
+}
+
+// GuardrailAnswer is what a query guardrail's query answered this sync for
+// the canary pods and, for a relative guardrail, for the workload's other
+// pods.
+type GuardrailAnswer struct {
+	Canary, Siblings QueryAnswer
+}
 
 // Reasons of the events a canary sends.
 const (
@@ -129,6 +166,8 @@ type CanaryConfig struct {
 	OOMKill, Restart, Readiness, CPUThrottling, MemoryNearLimit bool
 	ThrottledShare, MemoryMargin                                float64
 	BackoffInitial, BackoffMax                                  time.Duration
+	// Queries are the custom guardrails, in the policy's order.
+	Queries []QueryGuardrail
 }
 
 // Defaults of a canary's fields, as the CRD sets them.
@@ -183,6 +222,17 @@ func CanaryConfigOf(spec *v1alpha1.TailorPolicySpec) (CanaryConfig, bool) {
 		if g.MemoryMarginPercent != nil {
 			cfg.MemoryMargin = float64(*g.MemoryMarginPercent) / 100
 		}
+		for _, q := range g.Queries {
+			qg := QueryGuardrail{Name: q.Name, Below: q.TripsWhen == v1alpha1.CanaryQueryBelow}
+			switch {
+			case q.SiblingsPercent != nil:
+				qg.Relative, qg.Percent = true, float64(*q.SiblingsPercent)
+			case q.Threshold != nil:
+				// Spec.Validate refused a threshold that does not parse.
+				qg.Threshold, _ = strconv.ParseFloat(*q.Threshold, 64)
+			}
+			cfg.Queries = append(cfg.Queries, qg)
+		}
 	}
 	if b := c.Backoff; b != nil {
 		if b.Initial != nil {
@@ -233,6 +283,9 @@ func (c CanaryConfig) watching() string {
 	if c.MemoryNearLimit {
 		on = append(on, fmt.Sprintf("working set within %.0f%% of the memory limit", c.MemoryMargin*100))
 	}
+	for _, q := range c.Queries {
+		on = append(on, "query "+q.Name+" "+q.bound())
+	}
 	if len(on) == 0 {
 		return "no guardrail"
 	}
@@ -259,6 +312,10 @@ type canaryPlan struct {
 	events    []CanaryEvent
 	retry     time.Duration
 	promoted  bool
+	// answers are the query guardrails' answers this sync, by name, and
+	// unanswered says which of them had none, and why.
+	answers    map[string]GuardrailAnswer
+	unanswered []string
 }
 
 // planCanary decides, before DecidePolicy, what the canary does this sync:
@@ -268,11 +325,17 @@ type canaryPlan struct {
 // of them during a rollback's backoff. Raises are left as they are. Each
 // pod's lowering is told apart by its own decision (Decide, as
 // DecidePolicy's first pass makes it).
-func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig) (*canaryPlan, error) {
+//
+// The query guardrails are judged on answers, asked for by the caller for
+// the pods LiveCanaryPods names. A query without an answer neither trips
+// nor passes: the canary is not promoted, nor rolled back, until it
+// answers, since a guardrail that cannot see is no proof that the lowering
+// is harmless.
+func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig, answers map[string]GuardrailAnswer) (*canaryPlan, error) {
 	// The plan changes its input's pods: not the caller's.
 	in.Pods = append([]PodInput(nil), in.Pods...)
 	cp := &canaryPlan{cfg: cfg, now: in.Now, input: in, state: st, wish: map[types.UID]Decision{},
-		chosen: map[types.UID]bool{}, held: map[types.UID]Held{}}
+		chosen: map[types.UID]bool{}, held: map[types.UID]Held{}, answers: answers}
 	byUID := map[types.UID]PodInput{}
 	for _, p := range in.Pods {
 		byUID[p.Pod.UID] = p
@@ -283,15 +346,11 @@ func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig) (*canaryPlan, 
 		cp.wish[p.Pod.UID] = d
 	}
 	cp.revert(byUID)
-	st = cp.state
-	// The canary pods still there whose spec shows their lowering: one
-	// deleted, or whose resize was never taken, is no canary.
-	var live []CanaryPod
-	for _, c := range st.Pods {
-		if p, ok := byUID[c.UID]; ok && below(p.Pod, c.Before) {
-			live = append(live, c)
-		}
+	pods := make([]*corev1.Pod, len(in.Pods))
+	for i, p := range in.Pods {
+		pods[i] = p.Pod
 	}
+	live := LiveCanaryPods(cp.state, pods)
 	cp.state.Pods = live
 	if len(live) > 0 {
 		if cp.trip(live, byUID) {
@@ -313,6 +372,24 @@ func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig) (*canaryPlan, 
 	return cp, nil
 }
 
+// LiveCanaryPods are the canary pods of st still among pods whose spec
+// shows their lowering: one deleted, or whose resize was never taken, is no
+// canary. Their guardrails are judged; the query guardrails are asked about
+// them.
+func LiveCanaryPods(st CanaryState, pods []*corev1.Pod) []CanaryPod {
+	byUID := make(map[types.UID]*corev1.Pod, len(pods))
+	for _, p := range pods {
+		byUID[p.UID] = p
+	}
+	var live []CanaryPod
+	for _, c := range st.Pods {
+		if p, ok := byUID[c.UID]; ok && below(p, c.Before) {
+			live = append(live, c)
+		}
+	}
+	return live
+}
+
 // revert sends again the rollbacks whose pods' spec does not show them, and
 // forgets those that do.
 func (cp *canaryPlan) revert(byUID map[types.UID]PodInput) {
@@ -331,15 +408,27 @@ func (cp *canaryPlan) revert(byUID map[types.UID]PodInput) {
 // trip checks each canary pod's guardrails; when one trips, every canary
 // pod is rolled back, and the hold starts.
 func (cp *canaryPlan) trip(live []CanaryPod, byUID map[types.UID]PodInput) bool {
-	type tripped struct {
-		pod       CanaryPod
-		guardrail Guardrail
-		what      string
-	}
 	var trips []tripped
 	for _, c := range live {
 		if g, what, ok := cp.cfg.guardrail(c, byUID[c.UID]); ok {
-			trips = append(trips, tripped{c, g, what})
+			trips = append(trips, tripped{pod: c, guardrail: g, what: what})
+		}
+	}
+	// The queries are asked about the canary pods together: each that
+	// trips trips them all.
+	cp.unanswered = nil
+	for _, q := range cp.cfg.Queries {
+		a, asked := cp.answers[q.Name]
+		if !asked {
+			a = GuardrailAnswer{Canary: QueryAnswer{Missing: "not asked"}}
+		}
+		switch v, what := q.judge(a); v {
+		case queryTrips:
+			for _, c := range live {
+				trips = append(trips, tripped{pod: c, guardrail: GuardrailQuery, query: q.Name, what: what})
+			}
+		case queryUnanswered:
+			cp.unanswered = append(cp.unanswered, q.Name+" ("+what+")")
 		}
 	}
 	if len(trips) == 0 {
@@ -364,22 +453,40 @@ func (cp *canaryPlan) trip(live []CanaryPod, byUID map[types.UID]PodInput) bool 
 	st.Pods = nil
 	first := trips[0]
 	st.LastResult = v1alpha1.CanaryReasonRolledBack
-	st.Learnt = fmt.Sprintf("canary pod %s rolled back in place at %s: %s (guardrail %s); lowerings are held for %s, until %s (rollback %d since the last promotion), and new pods are not sized below %s",
-		first.pod.Name, stamp(cp.now), first.what, first.guardrail, hold, stamp(st.HoldUntil), st.Trips, back)
+	st.Learnt = fmt.Sprintf("canary pod %s rolled back in place at %s: %s; lowerings are held for %s, until %s (rollback %d since the last promotion), and new pods are not sized below %s",
+		first.pod.Name, stamp(cp.now), first, hold, stamp(st.HoldUntil), st.Trips, back)
 	for _, t := range trips {
 		cp.events = append(cp.events, CanaryEvent{Reason: EventCanaryRolledBack, Pod: byUID[t.pod.UID].Pod, Guardrail: t.guardrail,
-			Message: fmt.Sprintf("%s (guardrail %s): raised back in place to %s; the workload's lowerings are held for %s", t.what, t.guardrail, t.pod.Before, hold)})
+			Message: fmt.Sprintf("%s: raised back in place to %s; the workload's lowerings are held for %s", t, t.pod.Before, hold)})
 	}
 	cp.retry = soonest(cp.retry, hold)
 	return true
 }
 
+// tripped is a guardrail a canary pod tripped, and what it saw.
+type tripped struct {
+	pod       CanaryPod
+	guardrail Guardrail
+	// query names the query guardrail, for GuardrailQuery.
+	query string
+	what  string
+}
+
+// String says which guardrail tripped and by how much.
+func (t tripped) String() string {
+	if t.guardrail == GuardrailQuery {
+		return fmt.Sprintf("guardrail %s: %s", t.query, t.what)
+	}
+	return fmt.Sprintf("%s (guardrail %s)", t.what, t.guardrail)
+}
+
 // promote ends the window of canary pods that held: their values are
-// proven, and the other pods follow. False while the window runs or a
-// canary's resize is still being applied.
+// proven, and the other pods follow. False while the window runs, a
+// canary's resize is still being applied, or a query guardrail has no
+// answer.
 func (cp *canaryPlan) promote(live []CanaryPod, byUID map[types.UID]PodInput) bool {
 	end := windowEnd(live, cp.cfg.Window)
-	if cp.now.Before(end) {
+	if cp.now.Before(end) || len(cp.unanswered) > 0 {
 		return false
 	}
 	proven := CanaryValues{}
@@ -419,6 +526,9 @@ func (cp *canaryPlan) watch(live []CanaryPod) {
 	}
 	end := windowEnd(live, cp.cfg.Window)
 	msg := fmt.Sprintf("canary pod(s) %s are watched until %s; the other pods' lowerings wait for them", strings.Join(names, ", "), stamp(end))
+	if !cp.now.Before(end) {
+		msg = fmt.Sprintf("canary pod(s) %s are held past their window (it ended %s) until every query guardrail answers; the other pods' lowerings wait for them", strings.Join(names, ", "), stamp(end))
+	}
 	cp.holdLowerings(HoldCanary, msg, func(uid types.UID) bool { return !cp.chosen[uid] })
 	if wait := end.Sub(cp.now); wait > 0 {
 		cp.retry = soonest(cp.retry, wait)
@@ -634,8 +744,17 @@ func (cp *canaryPlan) condition(waiting int) (metav1.ConditionStatus, string, st
 		for _, c := range st.Pods {
 			names = append(names, c.Name)
 		}
-		return metav1.ConditionTrue, v1alpha1.CanaryReasonWatching, fmt.Sprintf("canary pod(s) %s lowered and watched until %s for %s; %d other pod(s)' lowerings wait",
-			strings.Join(names, ", "), stamp(windowEnd(st.Pods, cp.cfg.Window)), cp.cfg.watching(), waiting)
+		end := windowEnd(st.Pods, cp.cfg.Window)
+		unanswered := ""
+		if len(cp.unanswered) > 0 {
+			unanswered = fmt.Sprintf("; query guardrail(s) without an answer: %s", strings.Join(cp.unanswered, "; "))
+		}
+		if !cp.now.Before(end) && len(cp.unanswered) > 0 {
+			return metav1.ConditionTrue, v1alpha1.CanaryReasonWatching, fmt.Sprintf("canary pod(s) %s held past their window (it ended %s): no guardrail tripped, but the canary is neither promoted nor rolled back until every query guardrail answers%s; %d other pod(s)' lowerings wait",
+				strings.Join(names, ", "), stamp(end), unanswered, waiting)
+		}
+		return metav1.ConditionTrue, v1alpha1.CanaryReasonWatching, fmt.Sprintf("canary pod(s) %s lowered and watched until %s for %s%s; %d other pod(s)' lowerings wait",
+			strings.Join(names, ", "), stamp(end), cp.cfg.watching(), unanswered, waiting)
 	}
 	if cp.now.Before(st.HoldUntil) {
 		return metav1.ConditionTrue, v1alpha1.CanaryReasonRolledBack, st.Learnt

@@ -36,6 +36,8 @@ type canaryWorld struct {
 	pods  []autoscale.PodInput
 	state autoscale.CanaryState
 	now   time.Time
+	// answers are the query guardrails' answers the sync is given.
+	answers map[string]autoscale.GuardrailAnswer
 }
 
 func newCanaryWorld() *canaryWorld {
@@ -92,7 +94,7 @@ func (w *canaryWorld) decide(t *testing.T) autoscale.SyncDecision {
 			Server: resize.Version{Major: 1, Minor: 37},
 			Nodes:  map[string]*resize.NodeState{"n1": {Allocatable: builder.List("16", "64Gi"), Pods: bound}},
 		},
-		Canary: w.state,
+		Canary: w.state, Guardrails: w.answers,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -43,6 +43,10 @@ type SyncInput struct {
 	// Canary is the state behavior.scaleDown.canary left at the last sync
 	// (the zero value: none).
 	Canary CanaryState
+	// Guardrails are the answers of the canary's query guardrails, by
+	// name, asked for LiveCanaryPods this sync; a guardrail missing here
+	// was not asked, and is unanswered.
+	Guardrails map[string]GuardrailAnswer
 }
 
 // RecreationState is what DecideRecreate reads of a policy's past and its
@@ -162,7 +166,7 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	var plan *canaryPlan
 	if canary && mode != v1alpha1.UpdateModeOff {
 		var err error
-		if plan, err = planCanary(in.PolicyInput, in.Canary, cfg); err != nil {
+		if plan, err = planCanary(in.PolicyInput, in.Canary, cfg, in.Guardrails); err != nil {
 			return SyncDecision{}, err
 		}
 		pin = plan.input

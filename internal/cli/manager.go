@@ -52,6 +52,7 @@ func (o *ManagerOptions) command() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Complete(cmd.Flags().Changed("metrics-secure"))
+			o.PrometheusGuardrails = cmd.Flags().Changed("prometheus-url")
 			o.prices.complete(cmd.Flags())
 			if err := o.Validate(); err != nil {
 				return err
@@ -68,7 +69,7 @@ func (o *ManagerOptions) command() *cobra.Command {
 	f.StringVar(&o.AgentTLSSecret, "agent-tls-secret", manager.DefaultAgentTLSSecret, "with --metrics-source=agent, the Secret (tls.crt, tls.key, ca.crt) holding the certificate the reports are served with: made and renewed by the managers, with a CA of their own, unless --agent-tls-provided")
 	f.BoolVar(&o.AgentTLSProvided, "agent-tls-provided", false, "with --metrics-source=agent, --agent-tls-secret is the operator's (e.g. a cert-manager Certificate's, with ca.crt): only read, re-read each minute, never written")
 	f.StringVar(&o.AgentCAConfigMap, "agent-ca-configmap", manager.DefaultAgentCAConfigMap, "with --metrics-source=agent, the ConfigMap where the managers publish the certificate's CA bundle (ca.crt, no key) for the agents")
-	f.StringVar(&o.PrometheusURL, "prometheus-url", "http://127.0.0.1:9090", "Prometheus HTTP API, with --metrics-source=prometheus")
+	f.StringVar(&o.PrometheusURL, "prometheus-url", "http://127.0.0.1:9090", "Prometheus HTTP API: with --metrics-source=prometheus, where usage is read; the canaries' query guardrails (behavior.scaleDown.canary.guardrails.queries) ask it when it is given or usage comes from it")
 	o.prometheus.bind(f)
 	f.DurationVar(&o.PrometheusRateWindow, "prometheus-rate-window", prometheus.DefaultWindow, "with --metrics-source=prometheus, the range of the CPU queries' rate(): at least four of the Prometheus' scrape intervals of the kubelets' cAdvisor (2m for a 30s scrape), so a missed scrape leaves a rate. A new container's CPU is read once it has run two of these")
 	f.BoolVar(&o.KubeletThrottling, "kubelet-throttling", true, "with --metrics-source=kubelet, also read CFS throttling from /metrics/cadvisor")

@@ -52,6 +52,11 @@ type Options struct {
 	// PrometheusRateWindow is the range of the CPU queries' rate(); 0 is
 	// the source's default (1m).
 	PrometheusRateWindow time.Duration
+	// PrometheusGuardrails: the canaries' query guardrails ask
+	// PrometheusURL even though usage comes from elsewhere (the CLI sets it
+	// when --prometheus-url is given). With usage from Prometheus they ask
+	// it anyway; otherwise a policy with query guardrails is not Ready.
+	PrometheusGuardrails bool
 	KubeletThrottling    bool
 	SyncPeriod           time.Duration
 	// CheckpointInterval is how often at most learnt state is written;
@@ -284,6 +289,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	guardrails, err := newGuardrails(o)
+	if err != nil {
+		return nil, err
+	}
 	r := &policyctrl.Reconciler{
 		Client:             mgr.GetClient(),
 		APIReader:          mgr.GetAPIReader(),
@@ -296,6 +305,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		CheckpointInterval: o.CheckpointInterval,
 		ConcurrentSyncs:    o.ConcurrentSyncs,
 		Shard:              o.Shard,
+		Guardrails:         guardrails,
 	}
 	if receiver != nil {
 		w := newWaker(mgr.GetClient(), o.Shard, ctrl.Log.WithName("agent-wakeups"))
@@ -380,6 +390,21 @@ func (everyReplica) NeedLeaderElection() bool          { return false }
 // kubelet.DefaultTimeout bounds one kubelet page: past it the policy holds
 // for want of data and says so, and its next sync asks again.
 const SourceTimeout = 10 * time.Second
+
+// newGuardrails is what the canaries' query guardrails ask: the Prometheus
+// usage comes from, or the one PrometheusGuardrails names; nil when there is
+// none, and a policy with query guardrails then says so.
+func newGuardrails(o Options) (policyctrl.GuardrailQuerier, error) {
+	fromPrometheus := o.MetricsSource == "prometheus" || (o.MetricsSource == "agent" && o.AgentFallback == "prometheus")
+	if !fromPrometheus && !o.PrometheusGuardrails {
+		return nil, nil
+	}
+	pc, err := prometheus.NewClient(o.PrometheusURL, o.PrometheusClient, SourceTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("the canaries' query guardrails: %w", err)
+	}
+	return prometheus.NewGuardrails(pc), nil
+}
 
 // NewSource builds the metrics source o names.
 func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {

@@ -28,8 +28,9 @@ const canaryWindow = 2 * time.Minute
 // 500m requested and 1 core limit, using 20m) and a targetRef policy of it
 // that sizes CPU, no lower than 125m (so that one lowering, in one step,
 // takes them there), lowers after a minute's stabilization, and sends each
-// lowering through a canary watched for canaryWindow.
-func idleDeployment(e *env) {
+// lowering through a canary watched for canaryWindow; canary shapes the
+// canary further.
+func idleDeployment(e *env, canary ...func(*v1alpha1.Canary)) {
 	e.t.Helper()
 	rs := e.ownedDeployment("web", map[string]string{"app": "web"})
 	for i := range 3 {
@@ -45,6 +46,9 @@ func idleDeployment(e *env) {
 			StabilizationWindow: &metav1.Duration{Duration: time.Minute},
 			Canary:              &v1alpha1.Canary{Window: &metav1.Duration{Duration: canaryWindow}},
 		}}
+		for _, f := range canary {
+			f(s.Behavior.ScaleDown.Canary)
+		}
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/metrics/prometheus"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/shard"
 )
@@ -43,6 +44,9 @@ type controllerOptions struct {
 	// Shard is the slice of namespaces the controller syncs (and, under a
 	// manager, caches whole); the zero value is all.
 	Shard shard.Shard
+	// Prometheus is the address the canaries' query guardrails ask, as
+	// --prometheus-url gives it; "" is a manager without one.
+	Prometheus string
 }
 
 // deps are what outlives one controller: the clock, the metrics source and
@@ -77,7 +81,16 @@ func newController(t testing.TB, d deps, opts controllerOptions) *policyctrl.Rec
 	if opts.Resizer != nil {
 		resizer = opts.Resizer
 	}
+	var guardrails policyctrl.GuardrailQuerier
+	if opts.Prometheus != "" {
+		pc, err := prometheus.NewClient(opts.Prometheus, nil, manager.SourceTimeout)
+		if err != nil {
+			t.Fatalf("prometheus client: %v", err)
+		}
+		guardrails = prometheus.NewGuardrails(pc)
+	}
 	return &policyctrl.Reconciler{
+		Guardrails:  guardrails,
 		Client:      c,
 		Clock:       d.clock,
 		Events:      d.events,

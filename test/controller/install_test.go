@@ -143,7 +143,8 @@ func helmCases(ns installNamespaces) map[string]helmCase {
 			"prometheusClient.basicAuth.secretName=prom-auth", "prometheusClient.ca.configMapName=prom-ca"}},
 		"prometheus mutual TLS, CA from a Secret, headers": {set: []string{"metricsSource=prometheus", "prometheusClient.ca.secretName=prom-ca",
 			"prometheusClient.clientCertSecretName=prom-client", "prometheusClient.headers.X-Scope-OrgID=team-a"}},
-		"prometheus without verification": {set: []string{"metricsSource=prometheus", "prometheusClient.insecureSkipVerify=true"}},
+		"prometheus without verification":                        {set: []string{"metricsSource=prometheus", "prometheusClient.insecureSkipVerify=true"}},
+		"kubelet, Prometheus for the canaries' query guardrails": {set: []string{"canaryGuardrailsPrometheus=true", "prometheusClient.bearerToken.secretName=prom-token"}},
 
 		// The node agent: in the release namespace, in its own, with each
 		// fallback, and with what it adds objects to.

@@ -323,6 +323,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		},
 		Recreation: r.recreationState(policy, in),
 		Canary:     in.state.canary,
+		Guardrails: in.guardrails,
 	}
 	decision, err := autoscale.DecideSync(input)
 	if err == nil && decision.NeedNodes {

@@ -77,6 +77,9 @@ type syncInput struct {
 	// wasDown and wasRejecting are what the previous sync knew of the
 	// metrics source, for the events act sends when that changes.
 	wasDown, wasRejecting bool
+	// guardrails are the canary's query guardrails' answers, by name; nil
+	// when no canary pod is watched.
+	guardrails map[string]autoscale.GuardrailAnswer
 }
 
 // gather reads what the policy's sync needs and changes nothing it learnt:
@@ -118,6 +121,9 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		in.usageErr = err
 		usage = metrics.Result{}
 		log.FromContext(ctx).Info("metrics source unavailable: holding all but raises from pod status", "source", r.Source.Name(), "err", err.Error())
+	}
+	if in.guardrails, err = r.guardrailAnswers(ctx, policy, state.canary, pods, now); err != nil {
+		return nil, err
 	}
 	capacity, err := r.nodeCapacities(ctx, pods)
 	if err != nil {

@@ -50,7 +50,7 @@ var (
 	// the events and the Canary condition say it per policy.
 	canaryRollbacksTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tailor_canary_rollbacks_total",
-		Help: "Canary pods raised back in place because a guardrail tripped after their lowering (behavior.scaleDown.canary), by guardrail: OOMKill, Restart, Readiness, CPUThrottling, MemoryNearLimit.",
+		Help: "Canary pods raised back in place because a guardrail tripped after their lowering (behavior.scaleDown.canary), by guardrail: OOMKill, Restart, Readiness, CPUThrottling, MemoryNearLimit, or Query (canary.guardrails.queries; the event names which).",
 	}, []string{"namespace", "policy", "guardrail"})
 	recommendationGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tailor_recommendation",

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -37,6 +38,12 @@ const (
 	// course for its memory limit, and tailor cannot raise it.
 	EventMemoryAtRisk = "MemoryAtRisk"
 )
+
+// GuardrailQuerier asks Prometheus a query guardrail's one value at a time
+// (prometheus.Guardrails).
+type GuardrailQuerier interface {
+	Value(ctx context.Context, query string, at time.Time) (float64, error)
+}
 
 // DefaultConcurrentSyncs is how many policies are synced at once. A sync
 // mostly waits (for a node's kubelet pages, for the apiserver to take a
@@ -78,6 +85,9 @@ type Reconciler struct {
 	// are a scoped manager's other namespaces, whose objects but pods its
 	// cache does not hold.
 	Shard shard.Shard
+	// Guardrails asks the canaries' query guardrails; nil: the manager has
+	// no Prometheus for them, and a policy with any is not Ready.
+	Guardrails GuardrailQuerier
 	// Wake, if set, brings pods whose policies must sync now rather than
 	// at their next sync: the node agent saw a container cross an urgent
 	// threshold. Its sender coalesces and bounds them; the work queue

@@ -112,19 +112,32 @@ func compile(q Queries) (compiled, error) {
 }
 
 func render(t *template.Template, namespace string, pods []string, window time.Duration) (string, error) {
-	quoted := make([]string, len(pods))
-	for i, p := range pods {
-		quoted[i] = regexp.QuoteMeta(p)
-	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, QueryData{
-		Namespace: namespace,
-		// Pod names are DNS subdomains (letters, digits, '-', '.'): QuoteMeta
-		// escapes the dots, and nothing else needs escaping in a PromQL string.
-		Pods:   strings.ReplaceAll(strings.Join(quoted, "|"), `\`, `\\`),
-		Window: model.Duration(window).String(),
+		Namespace: promString(namespace),
+		Pods:      podsRegex(pods),
+		Window:    model.Duration(window).String(),
 	}); err != nil {
 		return "", fmt.Errorf("render template %s: %w", t.Name(), err)
 	}
 	return b.String(), nil
+}
+
+// podsRegex is a regular expression matching exactly the named pods (which
+// Prometheus anchors), written for the inside of a PromQL string:
+// pod=~"{{.Pods}}". Pod names are DNS subdomains (letters, digits, '-',
+// '.'): QuoteMeta escapes the dots, promString the escapes' backslashes.
+func podsRegex(pods []string) string {
+	quoted := make([]string, len(pods))
+	for i, p := range pods {
+		quoted[i] = regexp.QuoteMeta(p)
+	}
+	return promString(strings.Join(quoted, "|"))
+}
+
+// promString escapes s for the inside of a double-quoted PromQL string,
+// whose escapes are Go's: a name Kubernetes validated needs none, but a
+// backslash or a quote must not end the string or change the query.
+func promString(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }

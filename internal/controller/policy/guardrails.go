@@ -1,0 +1,103 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+)
+
+// GuardrailsTimeout bounds the asking of one policy's query guardrails in
+// one sync.
+const GuardrailsTimeout = 15 * time.Second
+
+// guardrailAnswers asks the policy's query guardrails about its canary pods
+// (and, for a relative one, about its other pods), for the decision to
+// judge: part of gather, it only reads. Nothing is asked while no canary
+// pod is watched. A template that does not parse, or a manager with no
+// Prometheus to ask, is an invalidPolicyError, checked at every sync so
+// that it shows before the first canary: such a policy is left alone
+// rather than promoting canaries no query watched.
+func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.TailorPolicy, canary autoscale.CanaryState, pods []*corev1.Pod, now time.Time) (map[string]autoscale.GuardrailAnswer, error) {
+	cfg, ok := autoscale.CanaryConfigOf(&policy.Spec)
+	if !ok || len(cfg.Queries) == 0 {
+		return nil, nil
+	}
+	queries := policy.Spec.Behavior.ScaleDown.Canary.Guardrails.Queries
+	parsed := make([]*prometheus.GuardrailQuery, len(queries))
+	for i, q := range queries {
+		g, err := prometheus.ParseGuardrail(q.Name, q.Query)
+		if err != nil {
+			return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy,
+				err: fmt.Errorf("behavior.scaleDown.canary.guardrails.queries: %w; correct the template", err)}
+		}
+		parsed[i] = g
+	}
+	if r.Guardrails == nil {
+		return nil, &invalidPolicyError{reason: v1alpha1.ReasonGuardrailsNeedPrometheus,
+			err: fmt.Errorf("behavior.scaleDown.canary.guardrails.queries need a Prometheus to ask, and the manager has none: start it with --prometheus-url, or take the queries out")}
+	}
+	live := autoscale.LiveCanaryPods(canary, pods)
+	if len(live) == 0 || policyMode(policy) == v1alpha1.UpdateModeOff {
+		return nil, nil
+	}
+	inCanary := map[types.UID]bool{}
+	var canaryNames, others []string
+	var lowered time.Time
+	for _, c := range live {
+		inCanary[c.UID] = true
+		canaryNames = append(canaryNames, c.Name)
+		if c.LoweredAt.After(lowered) {
+			lowered = c.LoweredAt
+		}
+	}
+	for _, p := range pods {
+		if !inCanary[p.UID] {
+			others = append(others, p.Name)
+		}
+	}
+	sort.Strings(canaryNames)
+	sort.Strings(others)
+	since := now.Sub(lowered)
+	// One deadline for all of them: a Prometheus that hangs costs the sync
+	// this much, not each query's timeout over again. What is not asked in
+	// time has no answer, which holds the canary.
+	ctx, cancel := context.WithTimeout(ctx, GuardrailsTimeout)
+	defer cancel()
+	out := make(map[string]autoscale.GuardrailAnswer, len(queries))
+	for i, q := range queries {
+		a := autoscale.GuardrailAnswer{Canary: r.askGuardrail(ctx, q.Name, parsed[i], policy.Namespace, canaryNames, since, now)}
+		if q.SiblingsPercent != nil {
+			a.Siblings = autoscale.QueryAnswer{Missing: "the workload has no pod besides the canary pods to compare with"}
+			if len(others) > 0 {
+				a.Siblings = r.askGuardrail(ctx, q.Name, parsed[i], policy.Namespace, others, since, now)
+			}
+		}
+		out[q.Name] = a
+	}
+	return out, nil
+}
+
+// askGuardrail is one query's answer for pods, or why there is none.
+func (r *Reconciler) askGuardrail(ctx context.Context, name string, g *prometheus.GuardrailQuery, namespace string, pods []string, since time.Duration, now time.Time) autoscale.QueryAnswer {
+	q, err := g.Render(namespace, pods, since)
+	if err != nil {
+		// ParseGuardrail rendered it once: only a template that fails on
+		// some data could get here.
+		return autoscale.QueryAnswer{Missing: err.Error()}
+	}
+	v, err := r.Guardrails.Value(ctx, q, now)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("query guardrail unanswered", "guardrail", name, "query", q, "err", err.Error())
+		return autoscale.QueryAnswer{Missing: err.Error()}
+	}
+	return autoscale.QueryAnswer{Value: v}
+}
