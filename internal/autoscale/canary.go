@@ -76,6 +76,12 @@ const (
 	GuardrailReadiness       Guardrail = "Readiness"
 	GuardrailCPUThrottling   Guardrail = "CPUThrottling"
 	GuardrailMemoryNearLimit Guardrail = "MemoryNearLimit"
+	// GuardrailResizeRefused is no guardrail a policy turns off: the
+	// kubelet would not apply a canary pod's lowering (Infeasible, or an
+	// error), so it never ran at the lowered values and could prove
+	// nothing; it is taken back and held as a trip is, rather than
+	// promoted after its window on values it never had.
+	GuardrailResizeRefused Guardrail = "ResizeRefused"
 	// GuardrailQuery is every query guardrail (canary.guardrails.queries):
 	// the policy names each, and its events and condition say which one.
 	GuardrailQuery Guardrail = "Query"
@@ -785,6 +791,9 @@ func (cp *canaryPlan) condition(waiting int) (metav1.ConditionStatus, string, st
 // how much. Each is judged on what happened after its lowering.
 func (c CanaryConfig) guardrail(cp CanaryPod, pin PodInput) (Guardrail, string, bool) {
 	p := pin.Pod
+	if pin.ResizeRefused != "" {
+		return GuardrailResizeRefused, "the kubelet did not apply the lowering (" + pin.ResizeRefused + ")", true
+	}
 	if c.OOMKill {
 		for _, t := range metrics.Terminations(p, cp.LoweredAt) {
 			if t.OOMKilled || (t.SIGKILL && t.MemoryLimit > 0) {

@@ -342,6 +342,14 @@ func TestCanaryGuardrails(t *testing.T) {
 			guardrails:    &v1alpha1.CanaryGuardrails{MemoryMarginPercent: ptrTo(int32(10))},
 			wantGuardrail: autoscale.GuardrailMemoryNearLimit, wantWhat: "container app working set 470Mi within 10% of the 512Mi memory limit",
 		},
+		// The kubelet would not lower it: it never ran at the new values,
+		// so its window proved nothing, whichever guardrails are on.
+		"the lowering Infeasible": {
+			mutate:        func(p *autoscale.PodInput) { p.ResizeRefused = "Infeasible: Node didn't have enough capacity" },
+			guardrails:    &v1alpha1.CanaryGuardrails{OOMKill: ptrTo(false), Restart: ptrTo(false), Readiness: ptrTo(false), CPUThrottling: ptrTo(false), MemoryNearLimit: ptrTo(false)},
+			wantGuardrail: autoscale.GuardrailResizeRefused,
+			wantWhat:      "the kubelet did not apply the lowering (Infeasible: Node didn't have enough capacity)",
+		},
 		"throttled below the threshold": {
 			mutate: func(p *autoscale.PodInput) { p.Throttled = map[string]float64{"app": 0.15} },
 		},

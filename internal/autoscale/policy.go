@@ -25,6 +25,11 @@ type PodInput struct {
 	// InFlight is true while a resize of the pod is not finished: the
 	// kubelet has not seen it, is applying it, or has deferred it.
 	InFlight bool
+	// ResizeRefused is what the kubelet said when it would not apply the
+	// pod's last resize (Infeasible, or an error applying it); "" when it
+	// did or still may. A canary whose lowering was refused never ran at
+	// the lowered values, so it proves nothing.
+	ResizeRefused string
 	// RaiseSince is when the evidence for a pending raise was first seen;
 	// the oldest is served first.
 	RaiseSince time.Time

@@ -139,7 +139,8 @@ func TestCanaryLowersOnePodThenTheRest(t *testing.T) {
 // within the backoff.
 func TestCanaryRolledBackOnGuardrail(t *testing.T) {
 	cases := map[string]struct {
-		trip          func(e *env)
+		// before runs before the canary, trip while it is watched.
+		before, trip  func(e *env)
 		guardrail     string
 		wantInMessage string
 	}{
@@ -149,15 +150,34 @@ func TestCanaryRolledBackOnGuardrail(t *testing.T) {
 		"restart": {
 			trip: func(e *env) { e.setReady("web-0", true, true) }, guardrail: "Restart", wantInMessage: "container app restart count 0 -> 1",
 		},
+		// The runtime fails the lowering (as the kubelet does a memory
+		// limit below the usage): the canary never ran at it, so its
+		// window would prove nothing. Its rollback is applied.
+		"lowering refused": {
+			before: func(e *env) {
+				e.kubelet.Fail = func(p *corev1.Pod) string {
+					if p.Name == "web-0" && p.Spec.Containers[0].Resources.Requests.Cpu().Cmp(resource.MustParse("500m")) < 0 {
+						return "updating the container's cgroup: device or resource busy"
+					}
+					return ""
+				}
+			},
+			guardrail: "ResizeRefused", wantInMessage: "the kubelet did not apply the lowering (failed: updating the container's cgroup: device or resource busy)",
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, controllerOptions{})
 			idleDeployment(e)
 			before := metricValue(t, "tailor_canary_rollbacks_total", map[string]string{"namespace": e.ns, "policy": "web", "guardrail": tc.guardrail})
+			if tc.before != nil {
+				tc.before(e)
+			}
 			e.untilCanary()
 			e.syncs("web", 3)
-			tc.trip(e)
+			if tc.trip != nil {
+				tc.trip(e)
+			}
 			// One sync: raised back in place, whatever minResizeInterval
 			// (the canary was resized 30s ago) says.
 			e.sync("web")

@@ -42,15 +42,21 @@ import (
 //
 // What it simplifies: admission is only the cpu and memory requests fit
 // (no other admit handlers, no pod overhead, no pod-level resources
-// accounting, no static CPU or memory manager policies); the runtime never
-// fails (no InProgress with reason Error); actuation is instant; and a
-// resize that makes limits lower than the usage is accepted (the real
-// kubelet refuses to lower a memory limit below current usage, leaving it
+// accounting, no static CPU or memory manager policies); the runtime fails
+// only when a test sets Fail; actuation is instant; and a resize that makes
+// limits lower than the usage is accepted unless Fail says otherwise (the
+// real kubelet refuses to lower a memory limit below current usage, leaving it
 // InProgress with an error).
 type kubelet struct {
 	c client.Client
 	// Actuate false leaves accepted resizes InProgress.
 	Actuate bool
+	// Fail, when set, says the runtime's error for an accepted resize of
+	// a pod ("" for none): the resize stops half way, as with Actuate
+	// false, but InProgress with reason Error and that message, as the
+	// real kubelet leaves a memory limit it may not lower below the
+	// container's usage.
+	Fail func(*corev1.Pod) string
 }
 
 func newKubelet(c client.Client) *kubelet { return &kubelet{c: c, Actuate: true} }
@@ -164,6 +170,10 @@ func (k *kubelet) answer(ctx context.Context, p *corev1.Pod) error {
 	}
 	p.Status.Conditions = conds
 	now := metav1.Now()
+	failed := ""
+	if k.Fail != nil {
+		failed = k.Fail(p)
+	}
 	if reason != "" {
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
 			Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: reason, Message: msg,
@@ -177,11 +187,17 @@ func (k *kubelet) answer(ctx context.Context, p *corev1.Pod) error {
 			continue
 		}
 		st.AllocatedResources = c.Resources.Requests.DeepCopy()
-		if k.Actuate {
+		if k.Actuate && failed == "" {
 			st.Resources = c.Resources.DeepCopy()
 		}
 	}
-	if !k.Actuate {
+	switch {
+	case failed != "":
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+			Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue, Reason: corev1.PodReasonError, Message: failed,
+			ObservedGeneration: gen, LastProbeTime: now, LastTransitionTime: now,
+		})
+	case !k.Actuate:
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
 			Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue,
 			ObservedGeneration: gen, LastProbeTime: now, LastTransitionTime: now,

@@ -193,7 +193,7 @@ func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now ti
 		in.advice[p.UID] = a
 		in.decision.Pods = append(in.decision.Pods, autoscale.PodInput{
 			Pod: p, Targets: a.Targets, PodTarget: a.PodTarget, WorkingSet: a.WorkingSet,
-			LastResize: ps.lastResize, InFlight: inFlight(p), RaiseSince: ps.raiseSince, Boost: a.Boost,
+			LastResize: ps.lastResize, InFlight: inFlight(p), ResizeRefused: refused(p), RaiseSince: ps.raiseSince, Boost: a.Boost,
 			Throttled: throttledSince(p, in.usage, ps.lastResize),
 		})
 	}
@@ -520,6 +520,23 @@ func inFlight(p *corev1.Pod) bool {
 		return true
 	}
 	return false
+}
+
+// refused is what the kubelet said of p's last resize when it will not
+// apply it: Infeasible, or an error applying it; "" otherwise.
+func refused(p *corev1.Pod) string {
+	o := observe(p)
+	if o.State != actuator.StateInfeasible && o.State != actuator.StateError {
+		return ""
+	}
+	what := "Infeasible"
+	if o.State == actuator.StateError {
+		what = "failed"
+	}
+	if o.Message != "" {
+		what += ": " + o.Message
+	}
+	return what
 }
 
 // observe is actuator.Observe, also for a kubelet that does not report
