@@ -313,6 +313,10 @@ func (lp *limitPlan) closedText() string {
 }
 
 func (lp *limitPlan) spentText() string {
+	if len(lp.lowered) == 0 {
+		return fmt.Sprintf("the lowering budget (behavior.scaleDown.budget) of %d pod(s) an hour is given to the pods that have waited longest, which wait for something else now",
+			lp.budget)
+	}
 	return fmt.Sprintf("the lowering budget (behavior.scaleDown.budget) is spent: %d pod(s) lowered within the last hour, of %d allowed; the next frees at %s",
 		len(lp.lowered), lp.budget, stamp(lp.lowered.frees()))
 }
