@@ -153,18 +153,91 @@ func TestLoweringBudgetHoldsTheRestWithinTheHour(t *testing.T) {
 	}
 	// Half an hour on the manager restarts: it must not grant the hour
 	// again.
-	for e.elapsed()-first < 30*time.Minute {
-		e.sync("web")
-	}
-	e.restart()
-	for e.elapsed()-first < time.Hour-syncPeriod {
-		e.sync("web")
-		if got := loweredCount(); got != 2 {
-			t.Fatalf("%s after the first lowerings: %d pods lowered (%v), want 2 until the hour has passed", e.elapsed()-first, got, e.cpuOf(names...))
+	holds := func(until time.Duration) {
+		t.Helper()
+		for e.elapsed()-first < until {
+			e.sync("web")
+			if got := loweredCount(); got != 2 {
+				t.Fatalf("%s after the first lowerings: %d pods lowered (%v), want 2 until the hour has passed", e.elapsed()-first, got, e.cpuOf(names...))
+			}
 		}
 	}
+	holds(30 * time.Minute)
+	e.restart()
+	holds(time.Hour - syncPeriod)
 	e.syncs("web", 3)
 	if got := loweredCount(); got != 4 {
 		t.Errorf("%s after the first lowerings: %d pods lowered (%v), want all 4", e.elapsed()-first, got, e.cpuOf(names...))
 	}
+}
+
+// Issue #25 §3: what the CRD's rules can judge of a change window and a
+// budget is refused by the apiserver, each with a message that says what
+// to change; what they cannot (a time zone's name, a cron field's range)
+// makes the policy Ready False InvalidPolicy, and nothing is lowered.
+func TestChangeWindowValidation(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	rejected := map[string]struct {
+		sd   v1alpha1.ScaleDownRules
+		want string
+	}{
+		"six fields": {
+			sd:   v1alpha1.ScaleDownRules{Windows: []v1alpha1.ChangeWindow{{Schedule: "0 0 22 * * *", Duration: metav1.Duration{Duration: time.Hour}}}},
+			want: "schedule must be five cron fields",
+		},
+		"a CRON_TZ prefix": {
+			sd:   v1alpha1.ScaleDownRules{Windows: []v1alpha1.ChangeWindow{{Schedule: "CRON_TZ=UTC 0 22 * * *", Duration: metav1.Duration{Duration: time.Hour}}}},
+			want: "set the time zone in timeZone",
+		},
+		"@every": {
+			sd:   v1alpha1.ScaleDownRules{Windows: []v1alpha1.ChangeWindow{{Schedule: "@every 1h", Duration: metav1.Duration{Duration: time.Hour}}}},
+			want: "schedule must be five cron fields",
+		},
+		"a duration under a minute": {
+			sd:   v1alpha1.ScaleDownRules{Windows: []v1alpha1.ChangeWindow{{Schedule: "0 22 * * *", Duration: metav1.Duration{Duration: 30 * time.Second}}}},
+			want: "duration must be a duration such as 30m or 8h, between 1m and 168h",
+		},
+		"a time zone with spaces": {
+			sd:   v1alpha1.ScaleDownRules{Windows: []v1alpha1.ChangeWindow{{Schedule: "0 22 * * *", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: ptrTo("Europe/ Berlin")}}},
+			want: "spec.behavior.scaleDown.windows[0].timeZone",
+		},
+		"a budget of no pods": {
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(0)}},
+			want: "pods must be a count from 1 to 1000 or a percent from 1% to 100%",
+		},
+		"a budget above 100%": {
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: intstr.FromString("150%")}},
+			want: "pods must be a count from 1 to 1000 or a percent from 1% to 100%",
+		},
+	}
+	for name, tc := range rejected {
+		t.Run(name, func(t *testing.T) {
+			p := &v1alpha1.TailorPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "bad"}, Spec: v1alpha1.TailorPolicySpec{
+				TargetRef: &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+				Behavior:  &v1alpha1.Behavior{ScaleDown: &tc.sd},
+			}}
+			err := apiClient.Create(e.ctx, p)
+			if err == nil {
+				_ = apiClient.Delete(e.ctx, p)
+				t.Fatalf("created; want it refused saying %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("refused with %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+
+	t.Run("an unknown time zone", func(t *testing.T) {
+		idleWeb(e, 1, v1alpha1.ScaleDownRules{Windows: []v1alpha1.ChangeWindow{{
+			Schedule: "* * * * *", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: ptrTo("Mars/Olympus"),
+		}}})
+		e.syncs("web", 9)
+		c := condition(e.getPolicy("web"), v1alpha1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonInvalidPolicy || !strings.Contains(c.Message, `timeZone "Mars/Olympus" is not a time zone`) {
+			t.Errorf("Ready %+v, want False InvalidPolicy naming the time zone", c)
+		}
+		if got := e.cpuOf("web-0")[0]; got != "500m" {
+			t.Errorf("web-0 at %s, want 500m: an invalid policy changes nothing", got)
+		}
+	})
 }
