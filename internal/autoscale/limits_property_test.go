@@ -19,18 +19,6 @@ import (
 	"github.com/tailorhq/tailor/test/builder"
 )
 
-// TestLoweringLimitsProperties runs a workload for days through generated
-// change windows and budgets, sync after sync, the resizes sent applied and
-// the targets moving up and down, and checks at every sync that:
-//   - no lowering is sent while no window is open, judged by an oracle
-//     that works the openings out with time.Date, not with the cron
-//     library the decision uses;
-//   - every raise sent without windows and budget is sent with them, the
-//     same, and no pod that wants a raise is held for a window or the
-//     budget;
-//   - in no rolling hour are more distinct pods lowered than the budget,
-//     across a restart that restores the budget's count from what the
-//     checkpoint keeps (times rounded up to the second).
 // TestChangeWindowProperties judges Open against the oracle on 3,000
 // generated sets of windows at 100 times each, spread over a year: open or
 // not as the oracle says, and when closed, the next opening named is
@@ -82,6 +70,18 @@ func TestChangeWindowProperties(t *testing.T) {
 	}
 }
 
+// TestLoweringLimitsProperties runs a workload for days through generated
+// change windows and budgets, sync after sync, the resizes sent applied and
+// the targets moving up and down, and checks at every sync that:
+//   - no lowering is sent while no window is open, judged by an oracle
+//     that works the openings out with time.Date, not with the cron
+//     library the decision uses;
+//   - every raise sent without windows and budget is sent with them, the
+//     same, and no pod that wants a raise is held for a window or the
+//     budget;
+//   - in no rolling hour are more distinct pods lowered than the budget,
+//     across a restart that restores the budget's count from what the
+//     checkpoint keeps (times rounded up to the second).
 func TestLoweringLimitsProperties(t *testing.T) {
 	// 300 cases of about 55 syncs each, every sync decided twice (with
 	// and without the limits): some 30,000 decisions, a minute under

@@ -39,7 +39,6 @@ func idleWeb(e *env, n int, sd v1alpha1.ScaleDownRules) {
 	})
 }
 
-
 func (e *env) loweringsHeld() metav1.Condition {
 	e.t.Helper()
 	c := condition(e.getPolicy("web"), v1alpha1.ConditionLoweringsHeld)
