@@ -23,12 +23,14 @@ const BudgetPeriod = time.Hour
 // (which keeps one entry per pod lowered within the period) do.
 const MaxBudgetPods = 1000
 
-// HoldReasons of the lowerings a change window or the budget holds.
+// HoldReasons of the lowerings a change window or the budget holds: the
+// reasons of the LoweringsHeld condition too, so ResizesBlocked and it say
+// the same.
 const (
 	// HoldOutsideWindow: no change window of the policy is open.
-	HoldOutsideWindow HoldReason = "OutsideWindow"
+	HoldOutsideWindow = HoldReason(v1alpha1.LoweringsReasonOutsideWindow)
 	// HoldBudget: the pods lowered within the last hour use up the budget.
-	HoldBudget HoldReason = "LoweringBudget"
+	HoldBudget = HoldReason(v1alpha1.LoweringsReasonBudgetSpent)
 )
 
 // ChangeWindow is one of behavior.scaleDown.windows, parsed.
