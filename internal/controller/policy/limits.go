@@ -42,11 +42,13 @@ func loweredCheckpoint(l autoscale.Lowered) []v1alpha1.LoweredPod {
 	for uid, at := range l {
 		out = append(out, v1alpha1.LoweredPod{UID: string(uid), At: metav1.NewTime(at.Add(time.Second - 1).Truncate(time.Second))})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].UID < out[j].UID })
 	if len(out) > autoscale.MaxBudgetPods {
-		// The budget is at most MaxBudgetPods, so no more are counted.
+		// More than the largest budget (one lowered to a larger pod count
+		// or budget since): the latest count longest, and are kept.
+		sort.Slice(out, func(i, j int) bool { return out[i].At.After(out[j].At.Time) })
 		out = out[:autoscale.MaxBudgetPods]
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].UID < out[j].UID })
 	return out
 }
 
