@@ -406,3 +406,23 @@ func TestWindowHoldsACanaryButNotItsRollback(t *testing.T) {
 		}
 	})
 }
+
+// TestStartupBoostEndsOutsideTheWindow: taking a startup boost back gives
+// the pod the size it had before it; no window or budget holds it.
+func TestStartupBoostEndsOutsideTheWindow(t *testing.T) {
+	w := limitsWorld(&v1alpha1.ScaleDownRules{
+		Windows: []v1alpha1.ChangeWindow{window("0 22 * * *", "", time.Hour)},
+		Budget:  &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(1)},
+	})
+	w.pods[1].Boost = map[string]bool{"app": true}
+	d := w.decideLimits(t, autoscale.Lowered{"other": w.now.Add(-time.Minute)})
+	if diff := cmp.Diff([]string{"web-3 app cpu 500m -> 800m", "web-1 app cpu 500m -> 200m"}, sends(d)); diff != "" {
+		t.Errorf("sends (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"web-0 OutsideWindow", "web-2 OutsideWindow"}, holds(d)); diff != "" {
+		t.Errorf("held (-want,+got):\n%s", diff)
+	}
+	if _, counted := d.Limits.Lowered["web-1"]; counted {
+		t.Error("the boost's end is counted against the budget")
+	}
+}
