@@ -85,6 +85,28 @@ type TailorCheckpointSpec struct {
 	// before canaries existed.
 	// +optional
 	Canary *CanaryCheckpoint `json:"canary,omitempty"`
+
+	// lowered are the pods lowered within the last hour, for the policy's
+	// lowering budget (spec.behavior.scaleDown.budget): a restarted
+	// manager counts them and does not grant the hour again. Absent when
+	// the policy has no budget or lowered nothing within the hour.
+	// +optional
+	// +listType=map
+	// +listMapKey=uid
+	// +kubebuilder:validation:MaxItems=1000
+	Lowered []LoweredPod `json:"lowered,omitempty"`
+}
+
+// LoweredPod is a pod lowered within the budget's hour, and when.
+type LoweredPod struct {
+	// uid is the pod's.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	UID string `json:"uid"`
+	// at is when its last lowering was sent; it counts against the budget
+	// for an hour from then.
+	// +required
+	At metav1.Time `json:"at"`
 }
 
 // CanaryCheckpoint is a policy's canary as the manager left it, so that a

@@ -561,6 +561,21 @@ type ScaleDownRules struct {
 	// maxConcurrentResizes allows. Raises never wait for a canary.
 	// +optional
 	Canary *Canary `json:"canary,omitempty"`
+
+	// windows are when lowerings may start: a lowering (a canary's
+	// included) waits until one of them is open. Unset or empty: always.
+	// Raises, a canary's rollback and the end of a startup boost never
+	// wait for a window.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Windows []ChangeWindow `json:"windows,omitempty"`
+
+	// budget caps how many of the policy's pods are lowered in any rolling
+	// hour. Unset: no cap but maxConcurrentResizes. Raises are never held
+	// by it.
+	// +optional
+	Budget *LoweringBudget `json:"budget,omitempty"`
 }
 
 // Condition types of a TailorPolicy, following the API conventions: each is

@@ -5,6 +5,10 @@ package main
 
 import (
 	"os"
+	// The manager reads change windows in the time zones policies name
+	// (behavior.scaleDown.windows[].timeZone): built in, a zone resolves
+	// the same whatever image or host the binary runs on.
+	_ "time/tzdata"
 
 	"github.com/tailorhq/tailor/internal/cli"
 )

@@ -10,6 +10,7 @@
 // and quotas (internal/nsrules). DecideSync is the one decision of a sync:
 // everything it asks Kubernetes for (resizes and their field managers, the
 // admission entry, recreation steps, unschedulable pods to replace), each
-// held thing with its reason. All of it is pure: the controller gathers the
+// held thing with its reason, the lowerings a canary, a closed change window
+// or a spent lowering budget holds among them. All of it is pure: the controller gathers the
 // input and carries the decision out.
 package autoscale

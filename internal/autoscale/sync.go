@@ -47,6 +47,9 @@ type SyncInput struct {
 	// name, asked for LiveCanaryPods this sync; a guardrail missing here
 	// was not asked, and is unanswered.
 	Guardrails map[string]GuardrailAnswer
+	// Lowered are the pods the lowering budget counted, as the last sync
+	// left them (restored from the checkpoint after a restart).
+	Lowered Lowered
 }
 
 // RecreationState is what DecideRecreate reads of a policy's past and its
@@ -123,6 +126,9 @@ type SyncDecision struct {
 	// Canary is what the policy's canary did, and its state for the next
 	// sync; its rollbacks are the first Sends.
 	Canary CanaryOutcome
+	// Limits is what the change windows and the lowering budget held, and
+	// the budget's state for the next sync.
+	Limits LimitsOutcome
 }
 
 // Send is a resize to send now.
@@ -148,8 +154,9 @@ type Settled struct {
 }
 
 // DecideSync decides one whole sync of a policy: the running pods' resizes
-// and holds (DecidePolicy, with the lowerings a canary holds taken out and
-// its rollbacks first), the field manager each resize goes under, the
+// and holds (DecidePolicy, with the lowerings a canary, a closed change
+// window or a spent budget holds taken out, and the canary's rollbacks
+// first), the field manager each resize goes under, the
 // unschedulable pods to replace (DecideStuck, each due once it has stood
 // Settle), and which pods short of room may be recreated or have settled.
 func DecideSync(in SyncInput) (SyncDecision, error) {
@@ -171,9 +178,30 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 		}
 		pin = plan.input
 	}
+	lim, limited, err := LoweringLimitsOf(spec)
+	if err != nil {
+		return SyncDecision{}, err
+	}
+	var limits *limitPlan
+	if limited && mode != v1alpha1.UpdateModeOff {
+		// After the canary: what it holds is no lowering to count, and
+		// the canary pods it picks wait for a window like any other.
+		if limits, err = planLimits(pin, in.Lowered, lim); err != nil {
+			return SyncDecision{}, err
+		}
+		pin = limits.input
+	}
 	d, err := DecidePolicy(pin)
 	if err != nil {
 		return SyncDecision{}, err
+	}
+	var lo LimitsOutcome
+	switch {
+	case limits != nil:
+		lo = limits.settle(&d)
+	case limited:
+		lo = LimitsOutcome{Active: true, Lowered: in.Lowered.Within(now), Status: metav1.ConditionFalse, Reason: v1alpha1.LoweringsReasonAllowed,
+			Message: "updateMode is Off: nothing is lowered, so nothing waits for a change window or the budget"}
 	}
 	var co CanaryOutcome
 	switch {
@@ -184,7 +212,7 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 		co = CanaryOutcome{Active: true, State: in.Canary, Status: metav1.ConditionFalse, Reason: v1alpha1.CanaryReasonIdle,
 			Message: "updateMode is Off: nothing is lowered, so no canary runs"}
 	}
-	out := SyncDecision{PolicyDecision: d, Canary: co}
+	out := SyncDecision{PolicyDecision: d, Canary: co, Limits: lo}
 	// New pods and replacements are created after this sync's resizes,
 	// which the apiserver charges to the quotas as it takes them.
 	in.Rules = chargedBy(in.Rules, d.Resizes)

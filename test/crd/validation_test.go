@@ -293,6 +293,28 @@ func TestRejected(t *testing.T) {
 			want: []string{"spec.behavior.scaleDown.canary.backoff: Invalid value: backoff.initial must not exceed backoff.max"},
 		},
 
+		// Change windows and the lowering budget.
+		"window of six fields": {
+			spec: withTarget(`behavior: {scaleDown: {windows: [{schedule: "0 0 22 * * *", duration: 1h}]}}`),
+			want: []string{`spec.behavior.scaleDown.windows[0].schedule: Invalid value: "string": schedule must be five cron fields such as '0 22 * * 1-5' or one of @hourly, @daily, @weekly, @monthly, @yearly; set the time zone in timeZone`},
+		},
+		"window with a CRON_TZ prefix": {
+			spec: withTarget(`behavior: {scaleDown: {windows: [{schedule: "CRON_TZ=UTC 0 22 * * *", duration: 1h}]}}`),
+			want: []string{`spec.behavior.scaleDown.windows[0].schedule: Invalid value: "string": schedule must be five cron fields such as '0 22 * * 1-5' or one of @hourly, @daily, @weekly, @monthly, @yearly; set the time zone in timeZone`},
+		},
+		"window shorter than a minute": {
+			spec: withTarget(`behavior: {scaleDown: {windows: [{schedule: "0 22 * * *", duration: 30s}]}}`),
+			want: []string{`spec.behavior.scaleDown.windows[0].duration: Invalid value: "30s": duration must be a duration such as 30m or 8h, between 1m and 168h`},
+		},
+		"window without a duration": {
+			spec: withTarget(`behavior: {scaleDown: {windows: [{schedule: "0 22 * * *"}]}}`),
+			want: []string{`spec.behavior.scaleDown.windows[0].duration: Required value`},
+		},
+		"budget above 100%": {
+			spec: withTarget(`behavior: {scaleDown: {budget: {pods: "150%"}}}`),
+			want: []string{`spec.behavior.scaleDown.budget.pods: Invalid value: "150%": pods must be a count from 1 to 1000 or a percent from 1% to 100%, such as 10%`},
+		},
+
 		// Metrics overrides.
 		"empty prometheus query": {
 			spec: withTarget(`metrics: {prometheus: {cpu: ""}}`),
@@ -411,6 +433,9 @@ behavior:
   minResizeInterval: 1m
   maxConcurrentResizes: 1
 `,
+		},
+		"change windows in a time zone and a budget": {
+			spec: withTarget(`behavior: {scaleDown: {windows: [{schedule: "0 22 * * 1-5", duration: 8h, timeZone: Europe/Berlin}, {schedule: "@daily", duration: 1h}], budget: {pods: "10%"}}}`),
 		},
 		"canary of a percent": {
 			spec: withTarget(`behavior: {scaleDown: {canary: {pods: "10%", window: 24h, backoff: {initial: 1m, max: 1m}}}}`),

@@ -60,6 +60,7 @@ func (r *Reconciler) restore(ctx context.Context, policy *v1alpha1.TailorPolicy,
 	}
 	state.checkpointed = cp.Spec.WriteTime.Time
 	state.canary, state.canaryWritten = canaryState(cp.Spec.Canary), cp.Spec.Canary
+	state.lowered, state.loweredWritten = loweredState(cp.Spec.Lowered), cp.Spec.Lowered
 	if len(bad) > 0 {
 		state.restoreProblem = fmt.Sprintf("checkpoint %s: %d container state(s) could not be read and start afresh (%s)", cp.Name, len(bad), bad[0])
 		// An event says so when the sync acts (announce).
@@ -72,7 +73,9 @@ func (r *Reconciler) restore(ctx context.Context, policy *v1alpha1.TailorPolicy,
 // checkpoint writes the policy's learnt state when it changed since the last
 // write and that was at least the checkpoint interval ago, and its canary's
 // state whenever that changed: a restart must not forget a canary being
-// watched or a rollback's hold. The checkpoint is owned by the policy, so
+// watched or a rollback's hold; and the pods the lowering budget counts
+// whenever they changed, so a restart does not grant the hour again. The
+// checkpoint is owned by the policy, so
 // the apiserver deletes it with the policy.
 func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, now time.Time) error {
 	interval := r.CheckpointInterval
@@ -80,8 +83,9 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 		interval = DefaultCheckpointInterval
 	}
 	canary := canaryCheckpoint(state.canary)
-	canaryChanged := !equality.Semantic.DeepEqual(canary, state.canaryWritten)
-	if !canaryChanged && !state.checkpointed.IsZero() && now.Sub(state.checkpointed) < interval {
+	lowered := loweredCheckpoint(state.lowered)
+	stateChanged := !equality.Semantic.DeepEqual(canary, state.canaryWritten) || !equality.Semantic.DeepEqual(lowered, state.loweredWritten)
+	if !stateChanged && !state.checkpointed.IsZero() && now.Sub(state.checkpointed) < interval {
 		return nil
 	}
 	names := make([]string, 0, len(state.model.Containers))
@@ -95,14 +99,14 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 			changed = true
 		}
 	}
-	if !changed && !canaryChanged {
+	if !changed && !stateChanged {
 		return nil
 	}
 	sort.Strings(names)
 	if len(names) > maxCheckpointContainers {
 		names = names[:maxCheckpointContainers]
 	}
-	spec := v1alpha1.TailorCheckpointSpec{PolicyName: policy.Name, PolicyUID: string(policy.UID), WriteTime: metav1.NewTime(now.Truncate(time.Second)), Canary: canary}
+	spec := v1alpha1.TailorCheckpointSpec{PolicyName: policy.Name, PolicyUID: string(policy.UID), WriteTime: metav1.NewTime(now.Truncate(time.Second)), Canary: canary, Lowered: lowered}
 	for _, n := range names {
 		wc := state.model.Containers[n]
 		b, err := wc.State.MarshalBinary()
@@ -127,8 +131,9 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 			}
 		}
 	case err == nil:
-		if equality.Semantic.DeepEqual(cp.Spec.Containers, spec.Containers) && equality.Semantic.DeepEqual(cp.Spec.Canary, spec.Canary) {
-			state.checkpointed, state.canaryWritten = now, canary
+		if equality.Semantic.DeepEqual(cp.Spec.Containers, spec.Containers) && equality.Semantic.DeepEqual(cp.Spec.Canary, spec.Canary) &&
+			equality.Semantic.DeepEqual(cp.Spec.Lowered, spec.Lowered) {
+			state.checkpointed, state.canaryWritten, state.loweredWritten = now, canary, lowered
 			return nil
 		}
 		cp.Spec = spec
@@ -138,7 +143,7 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 	if meta.IsNoMatchError(err) {
 		// Without the CRD nothing is kept: not tried again before the
 		// interval, nor for the same canary state.
-		state.checkpointed, state.restoreProblem, state.canaryWritten = now, noCheckpointCRD, canary
+		state.checkpointed, state.restoreProblem, state.canaryWritten, state.loweredWritten = now, noCheckpointCRD, canary, lowered
 		return nil
 	}
 	if err != nil {
@@ -146,7 +151,7 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 		return fmt.Errorf("writing checkpoint %s/%s: %w", policy.Namespace, policy.Name, err)
 	}
 	checkpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "written").Inc()
-	state.checkpointed, state.restoreProblem, state.canaryWritten = now, "", canary
+	state.checkpointed, state.restoreProblem, state.canaryWritten, state.loweredWritten = now, "", canary, lowered
 	return nil
 }
 

@@ -324,6 +324,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Recreation: r.recreationState(policy, in),
 		Canary:     in.state.canary,
 		Guardrails: in.guardrails,
+		Lowered:    in.state.lowered,
 	}
 	decision, err := autoscale.DecideSync(input)
 	if err == nil && decision.NeedNodes {
@@ -342,9 +343,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).Error(err, "deciding policy")
 		return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
 	}
-	in.state.canary = decision.Canary.State
-	// Before act: a canary's state is on the apiserver before the
-	// resizes it stands for are sent, so a manager that stops between the
+	in.state.canary, in.state.lowered = decision.Canary.State, decision.Limits.Lowered
+	// Before act: a canary's state, and the budget's count, are on the
+	// apiserver before the resizes they stand for are sent, so a manager that stops between the
 	// two does not leave a canary lowered that its successor knows
 	// nothing of (one whose resize never went out is let go next sync).
 	if err := r.checkpoint(ctx, policy, in.state, now); err != nil {
@@ -357,6 +358,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	in.state.forgetGone(in.pods, now)
 	r.fillStatus(status, policy, in, decision.Admission, now)
 	setCanaryCondition(status, decision.Canary, policy.Generation)
+	setLimitsCondition(status, policy, decision.Limits)
 	syncsTotal.WithLabelValues(policy.Namespace, policy.Name).Inc()
 	if r.Observer != nil {
 		r.Observer.Observe(req.NamespacedName, observation(now, in.pods, in.usage, status.Recommendation, in.state.template))

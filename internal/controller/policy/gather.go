@@ -243,6 +243,10 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 	if err := policy.Spec.Validate(); err != nil {
 		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
 	}
+	// A time zone or a cron field the CRD's rules cannot judge.
+	if _, _, err := autoscale.LoweringLimitsOf(&policy.Spec); err != nil {
+		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
+	}
 	state, known := r.store.get(policy.UID)
 	sel, cached := cachedSelector(policy, state, now)
 	var template *corev1.PodTemplateSpec

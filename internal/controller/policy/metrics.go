@@ -52,6 +52,12 @@ var (
 		Name: "tailor_canary_rollbacks_total",
 		Help: "Canary pods raised back in place because a guardrail tripped after their lowering (behavior.scaleDown.canary), by guardrail: OOMKill, Restart, Readiness, CPUThrottling, MemoryNearLimit, or Query (canary.guardrails.queries; the event names which).",
 	}, []string{"namespace", "policy", "guardrail"})
+	// loweringsHeld is what a dashboard of "savings waiting for a window"
+	// reads; the LoweringsHeld condition says when they go.
+	loweringsHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tailor_lowerings_held",
+		Help: "Pods whose lowering waits at the policy's last sync for a change window (reason OutsideWindow) or the hourly lowering budget (reason BudgetSpent), behavior.scaleDown.windows and budget.",
+	}, []string{"namespace", "policy", "reason"})
 	recommendationGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tailor_recommendation",
 		Help: "Current recommended target per container: cpu in cores, memory in bytes.",
@@ -60,7 +66,7 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge,
-		metricsSourceUp, checkpointWritesTotal, canaryRollbacksTotal)
+		metricsSourceUp, checkpointWritesTotal, canaryRollbacksTotal, loweringsHeld)
 }
 
 // forgetMetrics drops a deleted policy's series, so a gauge such as the
@@ -69,7 +75,7 @@ func forgetMetrics(key types.NamespacedName) {
 	labels := prometheus.Labels{"namespace": key.Namespace, "policy": key.Name}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge, metricsSourceUp, checkpointWritesTotal, canaryRollbacksTotal} {
+	}{resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge, metricsSourceUp, checkpointWritesTotal, canaryRollbacksTotal, loweringsHeld} {
 		v.DeletePartialMatch(labels)
 	}
 }

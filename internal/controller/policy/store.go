@@ -95,6 +95,11 @@ type policyState struct {
 	// kept it: a change is written at once, not at the checkpoint interval.
 	canary        autoscale.CanaryState
 	canaryWritten *v1alpha1.CanaryCheckpoint
+	// lowered are the pods the lowering budget counts, as the last sync
+	// left them, and loweredWritten as the checkpoint last kept them:
+	// written at once too, so a restart does not grant the hour again.
+	lowered        autoscale.Lowered
+	loweredWritten []v1alpha1.LoweredPod
 }
 
 // podState is what tailor remembers of one pod; all of it is either

@@ -1,0 +1,393 @@
+package autoscale
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+)
+
+// BudgetPeriod is the rolling period of behavior.scaleDown.budget: a pod
+// lowered counts against the budget for this long.
+const BudgetPeriod = time.Hour
+
+// MaxBudgetPods bounds a lowering budget, as the CRD and the checkpoint
+// (which keeps one entry per pod lowered within the period) do.
+const MaxBudgetPods = 1000
+
+// HoldReasons of the lowerings a change window or the budget holds: the
+// reasons of the LoweringsHeld condition too, so ResizesBlocked and it say
+// the same.
+const (
+	// HoldOutsideWindow: no change window of the policy is open.
+	HoldOutsideWindow = HoldReason(v1alpha1.LoweringsReasonOutsideWindow)
+	// HoldBudget: the pods lowered within the last hour use up the budget.
+	HoldBudget = HoldReason(v1alpha1.LoweringsReasonBudgetSpent)
+)
+
+// ChangeWindow is one of behavior.scaleDown.windows, parsed.
+type ChangeWindow struct {
+	schedule cron.Schedule
+	duration time.Duration
+	// text says the window for people: its schedule, zone and duration.
+	text string
+}
+
+// LoweringLimits are behavior.scaleDown.windows and budget, parsed: when
+// lowerings may start, and how many pods may be lowered per BudgetPeriod.
+type LoweringLimits struct {
+	Windows []ChangeWindow
+	// BudgetPods is the budget as a count, or BudgetPercent as a share of
+	// the policy's running pods (BudgetPods is then 0); both 0: no budget.
+	BudgetPods, BudgetPercent int
+}
+
+// cronParser reads the five standard fields and the @daily kind of
+// descriptor, as a CronJob's schedule; a CRON_TZ= prefix and @every are
+// refused where the schedule is read (ParseChangeWindow).
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ParseChangeWindow reads one change window. The error says what to change:
+// the controller shows it as the policy's InvalidPolicy reason.
+func ParseChangeWindow(w v1alpha1.ChangeWindow) (ChangeWindow, error) {
+	spec := strings.TrimSpace(w.Schedule)
+	if strings.Contains(spec, "TZ=") || strings.HasPrefix(spec, "@every") {
+		return ChangeWindow{}, fmt.Errorf("schedule %q: set the time zone in timeZone and use five cron fields or @hourly, @daily, @weekly, @monthly, @yearly", w.Schedule)
+	}
+	sched, err := cronParser.Parse(spec)
+	if err != nil {
+		return ChangeWindow{}, fmt.Errorf("schedule %q is not a cron schedule such as '0 22 * * 1-5': %w", w.Schedule, err)
+	}
+	zone := "UTC"
+	if w.TimeZone != nil && *w.TimeZone != "" {
+		zone = *w.TimeZone
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return ChangeWindow{}, fmt.Errorf("timeZone %q is not a time zone the manager knows (an IANA name such as Europe/Berlin): %w", zone, err)
+	}
+	spec2, ok := sched.(*cron.SpecSchedule)
+	if !ok {
+		return ChangeWindow{}, fmt.Errorf("schedule %q: want five cron fields", w.Schedule)
+	}
+	// The parser leaves time.Local, which Next reads as "the zone of the
+	// time asked about": the manager's zone must not move a window.
+	spec2.Location = loc
+	if w.Duration.Duration <= 0 {
+		return ChangeWindow{}, fmt.Errorf("schedule %q: duration must be positive", w.Schedule)
+	}
+	return ChangeWindow{schedule: spec2, duration: w.Duration.Duration,
+		text: fmt.Sprintf("%q %s for %s", spec, zone, w.Duration.Duration)}, nil
+}
+
+// LoweringLimitsOf is the policy's change windows and lowering budget;
+// false when it has neither. The error is a window the apiserver could not
+// judge (a time zone, a cron field out of range), for InvalidPolicy.
+func LoweringLimitsOf(spec *v1alpha1.TailorPolicySpec) (LoweringLimits, bool, error) {
+	if spec.Behavior == nil || spec.Behavior.ScaleDown == nil {
+		return LoweringLimits{}, false, nil
+	}
+	sd := spec.Behavior.ScaleDown
+	var out LoweringLimits
+	for i, w := range sd.Windows {
+		cw, err := ParseChangeWindow(w)
+		if err != nil {
+			return LoweringLimits{}, false, fmt.Errorf("behavior.scaleDown.windows[%d]: %w", i, err)
+		}
+		out.Windows = append(out.Windows, cw)
+	}
+	if b := sd.Budget; b != nil {
+		switch b.Pods.Type {
+		case intstr.String:
+			var pct int
+			if _, err := fmt.Sscanf(b.Pods.StrVal, "%d%%", &pct); err != nil || pct < 1 || pct > 100 {
+				return LoweringLimits{}, false, fmt.Errorf("behavior.scaleDown.budget.pods %q: want a count or a percent from 1%% to 100%%", b.Pods.StrVal)
+			}
+			out.BudgetPercent = pct
+		default:
+			if b.Pods.IntVal < 1 {
+				return LoweringLimits{}, false, fmt.Errorf("behavior.scaleDown.budget.pods %d: want at least 1", b.Pods.IntVal)
+			}
+			out.BudgetPods = min(int(b.Pods.IntVal), MaxBudgetPods)
+		}
+	}
+	return out, len(out.Windows) > 0 || out.BudgetPods > 0 || out.BudgetPercent > 0, nil
+}
+
+// Budget is how many pods may be lowered per BudgetPeriod in a policy of n
+// running pods: a percent rounded up, so a small workload is not stuck at
+// zero, at least one and at most MaxBudgetPods; 0 when there is no budget.
+func (l LoweringLimits) Budget(n int) int {
+	switch {
+	case l.BudgetPods > 0:
+		return l.BudgetPods
+	case l.BudgetPercent > 0:
+		return max(1, min((n*l.BudgetPercent+99)/100, MaxBudgetPods))
+	}
+	return 0
+}
+
+// Open reports whether lowerings may start at t: some window opened at most
+// its duration before t (or the policy has none). When none is open, next
+// is when the first one opens (zero: none ever does).
+func (l LoweringLimits) Open(t time.Time) (open bool, next time.Time, which string) {
+	if len(l.Windows) == 0 {
+		return true, time.Time{}, ""
+	}
+	for _, w := range l.Windows {
+		// The first opening after t-duration is at or before t exactly
+		// when a window that opened then is still open.
+		if s := w.schedule.Next(t.Add(-w.duration)); !s.IsZero() && !s.After(t) {
+			return true, time.Time{}, w.text
+		}
+	}
+	for _, w := range l.Windows {
+		if s := w.schedule.Next(t); !s.IsZero() && (next.IsZero() || s.Before(next)) {
+			next, which = s, w.text
+		}
+	}
+	return false, next, which
+}
+
+// Lowered are the pods lowered within the budget's period, by UID, each
+// with when its last lowering was sent.
+type Lowered map[types.UID]time.Time
+
+// Within is l without the pods lowered BudgetPeriod or more before now.
+func (l Lowered) Within(now time.Time) Lowered {
+	out := Lowered{}
+	for uid, at := range l {
+		if now.Sub(at) < BudgetPeriod {
+			out[uid] = at
+		}
+	}
+	return out
+}
+
+// frees is when the first of l stops counting; zero when l is empty.
+func (l Lowered) frees() time.Time {
+	var first time.Time
+	for _, at := range l {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	if first.IsZero() {
+		return first
+	}
+	return first.Add(BudgetPeriod)
+}
+
+// LimitsOutcome is the change windows' and the budget's part of a sync's
+// decision.
+type LimitsOutcome struct {
+	// Active: the policy has windows or a budget, and a LoweringsHeld
+	// condition.
+	Active bool
+	// Lowered is the budget's state for the next sync: this sync's
+	// lowerings sent counted in.
+	Lowered Lowered
+	// Held counts the pods whose lowering a window or the budget held.
+	Held int
+	// Status, Reason and Message are the LoweringsHeld condition's.
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// limitPlan is the windows' and the budget's part of one sync, before and
+// after DecidePolicy, as canaryPlan is the canary's.
+type limitPlan struct {
+	lim     LoweringLimits
+	now     time.Time
+	input   PolicyInput
+	lowered Lowered
+	budget  int
+	open    bool
+	next    time.Time
+	which   string
+	held    map[types.UID]Held
+	reason  HoldReason
+	retry   time.Duration
+}
+
+// planLimits takes out of DecidePolicy's input the lowerings a closed window
+// or a spent budget holds, leaving every raise. The budget goes to the pods
+// DecidePolicy would serve first (longest since their last resize, then by
+// name); a pod lowered within the period may be lowered again without
+// spending more of it. A pod whose last resize is in flight is left to
+// DecidePolicy, which holds it anyway. The end of a startup boost is not a
+// lowering here: it gives back what the pod had.
+func planLimits(in PolicyInput, lowered Lowered, lim LoweringLimits) (*limitPlan, error) {
+	in.Pods = append([]PodInput(nil), in.Pods...)
+	lp := &limitPlan{lim: lim, now: in.Now, input: in, lowered: lowered.Within(in.Now),
+		budget: lim.Budget(len(in.Pods)), held: map[types.UID]Held{}}
+	lp.open, lp.next, lp.which = lim.Open(in.Now)
+	type want struct {
+		i    int
+		down []Change
+		wish Decision
+	}
+	var wants []want
+	for i, p := range in.Pods {
+		if p.InFlight {
+			continue
+		}
+		d, err := Decide(in.podInput(p, nil))
+		if err != nil {
+			return nil, err
+		}
+		if down := limitedLowerings(d, p.Boost); len(down) > 0 {
+			wants = append(wants, want{i, down, d})
+		}
+	}
+	hold := func(w want, reason HoldReason, msg string) {
+		p := in.Pods[w.i]
+		lp.input.Pods[w.i] = withoutLowerings(p, w.down)
+		lp.held[p.Pod.UID] = Held{Pod: p.Pod, Reason: reason, Message: msg, Decision: w.wish}
+		if lp.reason == "" {
+			lp.reason = reason
+		}
+	}
+	if !lp.open {
+		msg := lp.closedText()
+		for _, w := range wants {
+			hold(w, HoldOutsideWindow, msg)
+		}
+		if !lp.next.IsZero() {
+			lp.retry = lp.next.Sub(lp.now)
+		}
+		return lp, nil
+	}
+	if lp.budget == 0 {
+		return lp, nil
+	}
+	sort.SliceStable(wants, func(a, b int) bool {
+		pa, pb := in.Pods[wants[a].i], in.Pods[wants[b].i]
+		if !pa.LastResize.Equal(pb.LastResize) {
+			return pa.LastResize.Before(pb.LastResize)
+		}
+		return pa.Pod.Name < pb.Pod.Name
+	})
+	left := lp.budget - len(lp.lowered)
+	for _, w := range wants {
+		uid := in.Pods[w.i].Pod.UID
+		if _, counted := lp.lowered[uid]; counted {
+			continue
+		}
+		if left > 0 {
+			left--
+			continue
+		}
+		// The message, and when it frees, are known once this sync's
+		// lowerings are counted (settle).
+		hold(w, HoldBudget, "")
+	}
+	return lp, nil
+}
+
+// limitedLowerings are the lowerings of d a window or the budget holds:
+// all but a boosted container's cpu going back down.
+func limitedLowerings(d Decision, boost map[string]bool) []Change {
+	var out []Change
+	for _, ch := range lowerings(d) {
+		if ch.Resource == corev1.ResourceCPU && boost[ch.Container] {
+			continue
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+func (lp *limitPlan) closedText() string {
+	if lp.next.IsZero() {
+		return "lowerings wait for a change window (behavior.scaleDown.windows), and none of them opens in the next five years"
+	}
+	return fmt.Sprintf("lowerings wait for a change window (behavior.scaleDown.windows): none is open; the next opens at %s (%s)", stamp(lp.next), lp.which)
+}
+
+func (lp *limitPlan) spentText() string {
+	if len(lp.lowered) == 0 {
+		return fmt.Sprintf("the lowering budget (behavior.scaleDown.budget) of %d pod(s) an hour is given to the pods that have waited longest, which wait for something else now",
+			lp.budget)
+	}
+	return fmt.Sprintf("the lowering budget (behavior.scaleDown.budget) is spent: %d pod(s) lowered within the last hour, of %d allowed; the next frees at %s",
+		len(lp.lowered), lp.budget, stamp(lp.lowered.frees()))
+}
+
+// settle completes the plan with DecidePolicy's answer: each pod whose
+// lowering is sent is counted at now, and the lowerings taken out are
+// reported held.
+func (lp *limitPlan) settle(d *PolicyDecision) LimitsOutcome {
+	for _, a := range d.Resizes {
+		if len(limitedLowerings(a.Decision, lp.boostOf(a.Pod.UID))) > 0 {
+			lp.lowered[a.Pod.UID] = lp.now
+		}
+	}
+	if lp.reason == HoldBudget {
+		msg := lp.spentText()
+		for uid, h := range lp.held {
+			h.Message = msg
+			lp.held[uid] = h
+		}
+		// None counted: what the budget kept back waits for what held
+		// the pods it was given (a full node, a resize in flight).
+		if frees := lp.lowered.frees(); !frees.IsZero() {
+			lp.retry = frees.Sub(lp.now)
+		}
+	}
+	already := map[types.UID]bool{}
+	for _, h := range d.Held {
+		already[h.Pod.UID] = true
+	}
+	for _, p := range lp.input.Pods {
+		if h, ok := lp.held[p.Pod.UID]; ok && !already[p.Pod.UID] {
+			d.Held = append(d.Held, h)
+		}
+	}
+	d.RetryAfter = soonest(d.RetryAfter, lp.retry)
+	out := LimitsOutcome{Active: true, Lowered: lp.lowered, Held: len(lp.held)}
+	out.Status, out.Reason, out.Message = lp.condition()
+	return out
+}
+
+func (lp *limitPlan) boostOf(uid types.UID) map[string]bool {
+	for _, p := range lp.input.Pods {
+		if p.Pod.UID == uid {
+			return p.Boost
+		}
+	}
+	return nil
+}
+
+// condition is the LoweringsHeld condition after this sync.
+func (lp *limitPlan) condition() (metav1.ConditionStatus, string, string) {
+	switch lp.reason {
+	case HoldOutsideWindow:
+		return metav1.ConditionTrue, v1alpha1.LoweringsReasonOutsideWindow, fmt.Sprintf("%d pod(s)' lowerings held: %s", len(lp.held), lp.closedText())
+	case HoldBudget:
+		return metav1.ConditionTrue, v1alpha1.LoweringsReasonBudgetSpent, fmt.Sprintf("%d pod(s)' lowerings held: %s", len(lp.held), lp.spentText())
+	}
+	var parts []string
+	switch {
+	case len(lp.lim.Windows) == 0:
+	case lp.open:
+		parts = append(parts, fmt.Sprintf("change window %s is open", lp.which))
+	case lp.next.IsZero():
+		parts = append(parts, "no change window opens in the next five years")
+	default:
+		parts = append(parts, fmt.Sprintf("no change window is open; the next opens at %s (%s)", stamp(lp.next), lp.which))
+	}
+	if lp.budget > 0 {
+		parts = append(parts, fmt.Sprintf("%d of the %d pod(s) the hourly budget allows lowered within the last hour", len(lp.lowered), lp.budget))
+	}
+	return metav1.ConditionFalse, v1alpha1.LoweringsReasonAllowed, "no lowering is held: " + strings.Join(parts, "; ")
+}

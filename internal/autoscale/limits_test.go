@@ -1,0 +1,428 @@
+package autoscale_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/resize"
+	"github.com/tailorhq/tailor/test/builder"
+)
+
+func window(schedule, zone string, d time.Duration) v1alpha1.ChangeWindow {
+	w := v1alpha1.ChangeWindow{Schedule: schedule, Duration: metav1.Duration{Duration: d}}
+	if zone != "" {
+		w.TimeZone = &zone
+	}
+	return w
+}
+
+func limitsOf(t *testing.T, windows ...v1alpha1.ChangeWindow) autoscale.LoweringLimits {
+	t.Helper()
+	spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Windows: windows}}}
+	l, _, err := autoscale.LoweringLimitsOf(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func utc(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// TestChangeWindowOpen: a window is open from each opening its schedule
+// names for its duration of elapsed time, in its time zone; when none is
+// open, the next opening is named.
+func TestChangeWindowOpen(t *testing.T) {
+	nightly := window("0 22 * * *", "", 2*time.Hour)
+	cases := map[string]struct {
+		windows  []v1alpha1.ChangeWindow
+		at       string
+		wantOpen bool
+		wantNext string
+	}{
+		"no window: always open": {at: "2026-11-26T12:00:00Z", wantOpen: true},
+		"a minute before it opens": {
+			windows: []v1alpha1.ChangeWindow{nightly}, at: "2026-11-26T21:59:00Z", wantNext: "2026-11-26T22:00:00Z",
+		},
+		"the second it opens": {windows: []v1alpha1.ChangeWindow{nightly}, at: "2026-11-26T22:00:00Z", wantOpen: true},
+		"its last second":     {windows: []v1alpha1.ChangeWindow{nightly}, at: "2026-11-26T23:59:59Z", wantOpen: true},
+		"closed at its end exactly": {
+			windows: []v1alpha1.ChangeWindow{nightly}, at: "2026-11-27T00:00:00Z", wantNext: "2026-11-27T22:00:00Z",
+		},
+		"spanning midnight: open the next morning": {
+			windows: []v1alpha1.ChangeWindow{window("0 23 * * *", "", 3*time.Hour)}, at: "2026-11-27T01:30:00Z", wantOpen: true,
+		},
+		"spanning midnight: closed after it": {
+			windows: []v1alpha1.ChangeWindow{window("0 23 * * *", "", 3*time.Hour)}, at: "2026-11-27T02:00:00Z", wantNext: "2026-11-27T23:00:00Z",
+		},
+		"weekdays: Friday night's window runs into Saturday": {
+			windows: []v1alpha1.ChangeWindow{window("0 22 * * 1-5", "", 4*time.Hour)}, at: "2026-11-28T01:00:00Z", wantOpen: true,
+		},
+		"weekdays: closed on Saturday night, next on Monday": {
+			windows: []v1alpha1.ChangeWindow{window("0 22 * * 1-5", "", 4*time.Hour)}, at: "2026-11-28T23:00:00Z", wantNext: "2026-11-30T22:00:00Z",
+		},
+		"a time zone: 02:00 in Berlin is 01:00 UTC in winter": {
+			windows: []v1alpha1.ChangeWindow{window("0 2 * * *", "Europe/Berlin", time.Hour)}, at: "2026-11-26T01:30:00Z", wantOpen: true,
+		},
+		"a time zone: 02:00 in Berlin is 00:00 UTC in summer": {
+			windows: []v1alpha1.ChangeWindow{window("0 2 * * *", "Europe/Berlin", time.Hour)}, at: "2026-07-01T01:30:00Z", wantNext: "2026-07-02T00:00:00Z",
+		},
+		// 2027-03-14 02:00 EST the clocks go to 03:00 EDT. A window's
+		// duration is elapsed time: the one opened at 01:00 EST (06:00
+		// UTC) lasts 2h, to 03:00... EDT 04:00, 08:00 UTC.
+		"DST forward: a window open across the change lasts its elapsed duration": {
+			windows: []v1alpha1.ChangeWindow{window("0 1 * * *", "America/New_York", 2*time.Hour)}, at: "2027-03-14T07:59:59Z", wantOpen: true,
+		},
+		"DST forward: and closes after it": {
+			windows: []v1alpha1.ChangeWindow{window("0 1 * * *", "America/New_York", 2*time.Hour)}, at: "2027-03-14T08:00:00Z", wantNext: "2027-03-15T05:00:00Z",
+		},
+		// 02:30 does not exist that day: as a CronJob, the window does not
+		// open that day, and opens at 02:30 EDT the next.
+		"DST forward: an opening at a wall-clock time that does not exist is skipped that day": {
+			windows: []v1alpha1.ChangeWindow{window("30 2 * * *", "America/New_York", 30*time.Minute)}, at: "2027-03-14T06:00:00Z", wantNext: "2027-03-15T06:30:00Z",
+		},
+		// 2026-11-01 02:00 EDT the clocks go back to 01:00 EST: 01:00
+		// happens twice, and so does the opening.
+		"DST back: the first 01:00 (EDT)": {
+			windows: []v1alpha1.ChangeWindow{window("0 1 * * *", "America/New_York", 30*time.Minute)}, at: "2026-11-01T05:10:00Z", wantOpen: true,
+		},
+		"DST back: between the two 01:00s": {
+			windows: []v1alpha1.ChangeWindow{window("0 1 * * *", "America/New_York", 30*time.Minute)}, at: "2026-11-01T05:40:00Z", wantNext: "2026-11-01T06:00:00Z",
+		},
+		"DST back: the second 01:00 (EST)": {
+			windows: []v1alpha1.ChangeWindow{window("0 1 * * *", "America/New_York", 30*time.Minute)}, at: "2026-11-01T06:10:00Z", wantOpen: true,
+		},
+		"two windows: open when either is": {
+			windows: []v1alpha1.ChangeWindow{nightly, window("0 6 * * *", "", time.Hour)}, at: "2026-11-26T06:30:00Z", wantOpen: true,
+		},
+		"two windows: the sooner opening is named": {
+			windows: []v1alpha1.ChangeWindow{nightly, window("0 6 * * *", "", time.Hour)}, at: "2026-11-26T12:00:00Z", wantNext: "2026-11-26T22:00:00Z",
+		},
+		"overlapping openings: every minute for 5m is always open": {
+			windows: []v1alpha1.ChangeWindow{window("* * * * *", "", 5*time.Minute)}, at: "2026-11-26T12:34:56Z", wantOpen: true,
+		},
+		"a schedule that never comes: closed, no next": {
+			windows: []v1alpha1.ChangeWindow{window("0 0 30 2 *", "", time.Hour)}, at: "2026-11-26T12:00:00Z",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			open, next, _ := limitsOf(t, tc.windows...).Open(utc(tc.at))
+			gotNext := ""
+			if !next.IsZero() {
+				gotNext = next.UTC().Format(time.RFC3339)
+			}
+			if open != tc.wantOpen || gotNext != tc.wantNext {
+				t.Errorf("at %s: open %v, next %q; want open %v, next %q", tc.at, open, gotNext, tc.wantOpen, tc.wantNext)
+			}
+		})
+	}
+}
+
+// TestChangeWindowRefused: what the CRD's rules cannot judge is refused with
+// a message that says what to change.
+func TestChangeWindowRefused(t *testing.T) {
+	cases := map[string]struct {
+		window v1alpha1.ChangeWindow
+		want   string
+	}{
+		"an unknown time zone":    {window("0 22 * * *", "Mars/Olympus", time.Hour), `timeZone "Mars/Olympus" is not a time zone`},
+		"a minute out of range":   {window("61 22 * * *", "", time.Hour), `schedule "61 22 * * *" is not a cron schedule`},
+		"six fields":              {window("0 0 22 * * *", "", time.Hour), `is not a cron schedule`},
+		"a CRON_TZ prefix":        {window("CRON_TZ=UTC 0 22 * * *", "", time.Hour), "set the time zone in timeZone"},
+		"@every is no window":     {window("@every 1h", "", time.Hour), "set the time zone in timeZone and use five cron fields"},
+		"no duration":             {window("0 22 * * *", "", 0), "duration must be positive"},
+		"a day-of-week name, ok":  {window("0 22 * * MON-FRI", "", time.Hour), ""},
+		"a descriptor, ok":        {window("@daily", "Asia/Tokyo", time.Hour), ""},
+		"an offset zone name, ok": {window("0 3 * * *", "Etc/GMT+5", time.Hour), ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Windows: []v1alpha1.ChangeWindow{window("@hourly", "", time.Minute), tc.window}}}}
+			_, _, err := autoscale.LoweringLimitsOf(spec)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "behavior.scaleDown.windows[1]")):
+				t.Errorf("error %v, want one about windows[1] saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestLoweringBudgetRounding: a percent of the running pods is rounded up,
+// so a small workload still lowers one pod an hour; a count stands as it
+// is, both at most 1000.
+func TestLoweringBudgetRounding(t *testing.T) {
+	cases := map[string]struct {
+		pods intstr.IntOrString
+		n    int
+		want int
+	}{
+		"a count":                       {intstr.FromInt32(2), 10, 2},
+		"a count above the pods":        {intstr.FromInt32(5), 3, 5},
+		"a count above the cap":         {intstr.FromInt32(5000), 10, 1000},
+		"10% of 5 pods: one, not zero":  {intstr.FromString("10%"), 5, 1},
+		"10% of 25 pods: 2.5 up to 3":   {intstr.FromString("10%"), 25, 3},
+		"10% of 30 pods: exactly 3":     {intstr.FromString("10%"), 30, 3},
+		"100% of 3 pods":                {intstr.FromString("100%"), 3, 3},
+		"1% of no pods: still one":      {intstr.FromString("1%"), 0, 1},
+		"50% of 5000 pods: at the cap":  {intstr.FromString("50%"), 5000, 1000},
+		"33% of 100 pods: exactly 33":   {intstr.FromString("33%"), 100, 33},
+		"33% of 101 pods: 33.33 up, 34": {intstr.FromString("33%"), 101, 34},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: tc.pods}}}}
+			l, limited, err := autoscale.LoweringLimitsOf(spec)
+			if err != nil || !limited {
+				t.Fatalf("LoweringLimitsOf: %v, limited %v", err, limited)
+			}
+			if got := l.Budget(tc.n); got != tc.want {
+				t.Errorf("budget of %s over %d pods: %d, want %d", tc.pods.String(), tc.n, got, tc.want)
+			}
+		})
+	}
+}
+
+// limitsWorld is the canary world (three pods wanting their CPU lowered,
+// on a big node, maxConcurrentResizes 3) with a fourth pod, web-3, that
+// wants its CPU raised, and no canary unless a case adds one.
+func limitsWorld(sd *v1alpha1.ScaleDownRules) *canaryWorld {
+	w := newCanaryWorld()
+	w.spec.Behavior.ScaleDown = sd
+	w.spec.Behavior.MaxConcurrentResizes = ptrTo(int32(4))
+	raise := canaryPod("web-3", "500m", "1")
+	w.pods = append(w.pods, autoscale.PodInput{Pod: raise, Targets: map[string]autoscale.Target{"app": {CPU: quantity("800m")}},
+		WorkingSet: w.pods[0].WorkingSet})
+	return w
+}
+
+func (w *canaryWorld) decideLimits(t *testing.T, lowered autoscale.Lowered) autoscale.SyncDecision {
+	t.Helper()
+	var bound []*corev1.Pod
+	for _, p := range w.pods {
+		bound = append(bound, p.Pod)
+	}
+	d, err := autoscale.DecideSync(autoscale.SyncInput{
+		PolicyInput: autoscale.PolicyInput{
+			Spec: w.spec, Pods: w.pods, Now: w.now, MemoryFloorHeadroom: 0.1,
+			Server: resize.Version{Major: 1, Minor: 37},
+			Nodes:  map[string]*resize.NodeState{"n1": {Allocatable: builder.List("16", "64Gi"), Pods: bound}},
+		},
+		Canary: w.state, Lowered: lowered,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestLoweringsHeldOutsideTheWindow: outside every window the lowerings
+// wait, the raise goes, and the decision is due again when the next
+// window opens; inside one, everything goes.
+func TestLoweringsHeldOutsideTheWindow(t *testing.T) {
+	nightly := []v1alpha1.ChangeWindow{window("0 22 * * *", "", 2*time.Hour)} // canaryNow is 12:00 UTC
+	cases := map[string]struct {
+		at          time.Time
+		wantSends   []string
+		wantHeld    []string
+		wantRetry   time.Duration
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantMessage string
+	}{
+		"noon: outside": {
+			at:        canaryNow,
+			wantSends: []string{"web-3 app cpu 500m -> 800m"},
+			wantHeld:  []string{"web-0 OutsideWindow", "web-1 OutsideWindow", "web-2 OutsideWindow"},
+			wantRetry: 10 * time.Hour, wantStatus: metav1.ConditionTrue, wantReason: v1alpha1.LoweringsReasonOutsideWindow,
+			wantMessage: "3 pod(s)' lowerings held: lowerings wait for a change window (behavior.scaleDown.windows): none is open; the next opens at 2026-11-21T22:00:00Z",
+		},
+		"23:00: inside": {
+			at:         canaryNow.Add(11 * time.Hour),
+			wantSends:  []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m", "web-2 app cpu 500m -> 200m"},
+			wantStatus: metav1.ConditionFalse, wantReason: v1alpha1.LoweringsReasonAllowed,
+			wantMessage: `no lowering is held: change window "0 22 * * *" UTC for 2h0m0s is open`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := limitsWorld(&v1alpha1.ScaleDownRules{Windows: nightly})
+			w.now = tc.at
+			d := w.decideLimits(t, nil)
+			if diff := cmp.Diff(tc.wantSends, sends(d)); diff != "" {
+				t.Errorf("sends (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantHeld, holds(d)); diff != "" {
+				t.Errorf("held (-want,+got):\n%s", diff)
+			}
+			if tc.wantRetry > 0 && d.RetryAfter != tc.wantRetry {
+				t.Errorf("retry after %s, want %s: when the window opens", d.RetryAfter, tc.wantRetry)
+			}
+			l := d.Limits
+			if !l.Active || l.Status != tc.wantStatus || l.Reason != tc.wantReason || !strings.Contains(l.Message, tc.wantMessage) {
+				t.Errorf("condition %v %s %s: %q; want %s %s containing %q", l.Active, l.Status, l.Reason, l.Message, tc.wantStatus, tc.wantReason, tc.wantMessage)
+			}
+		})
+	}
+}
+
+// TestLoweringBudgetHoldsTheRest: a budget of two pods an hour lowers the
+// two that waited longest and holds the third until the first lowering is
+// an hour old; what was lowered before, restored from the checkpoint,
+// counts; a pod already counted may be lowered again; raises never wait.
+func TestLoweringBudgetHoldsTheRest(t *testing.T) {
+	ago := func(d time.Duration) time.Time { return canaryNow.Add(-d) }
+	cases := map[string]struct {
+		budget      intstr.IntOrString
+		lowered     autoscale.Lowered
+		lastResize  map[int]time.Time
+		wantSends   []string
+		wantHeld    []string
+		wantLowered []string
+		wantRetry   time.Duration
+		wantMessage string
+	}{
+		"none lowered: the first two by name go": {
+			budget:      intstr.FromInt32(2),
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m"},
+			wantHeld:    []string{"web-2 BudgetSpent"},
+			wantLowered: []string{"web-0@0s", "web-1@0s"},
+			wantRetry:   time.Hour,
+			wantMessage: "1 pod(s)' lowerings held: the lowering budget (behavior.scaleDown.budget) is spent: 2 pod(s) lowered within the last hour, of 2 allowed; the next frees at 2026-11-21T13:00:00Z",
+		},
+		"the longest since its last resize goes first": {
+			budget:      intstr.FromInt32(1),
+			lastResize:  map[int]time.Time{0: ago(time.Minute), 1: ago(2 * time.Hour), 2: ago(time.Hour)},
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-1 app cpu 500m -> 200m"},
+			wantHeld:    []string{"web-0 BudgetSpent", "web-2 BudgetSpent"},
+			wantLowered: []string{"web-1@0s"},
+			wantRetry:   time.Hour,
+		},
+		"a percent: 50% of 4 pods is two": {
+			budget:      intstr.FromString("50%"),
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m"},
+			wantHeld:    []string{"web-2 BudgetSpent"},
+			wantLowered: []string{"web-0@0s", "web-1@0s"},
+		},
+		// A manager restarted: what its predecessor lowered 59m59s ago
+		// (others' pods, since replaced) still counts.
+		"restored from the checkpoint: spent": {
+			budget:      intstr.FromInt32(2),
+			lowered:     autoscale.Lowered{"gone-a": ago(time.Hour - time.Second), "gone-b": ago(30 * time.Minute)},
+			wantSends:   []string{"web-3 app cpu 500m -> 800m"},
+			wantHeld:    []string{"web-0 BudgetSpent", "web-1 BudgetSpent", "web-2 BudgetSpent"},
+			wantLowered: []string{"gone-a@-59m59s", "gone-b@-30m0s"},
+			wantRetry:   time.Second,
+			wantMessage: "the next frees at 2026-11-21T12:00:01Z",
+		},
+		"restored from the checkpoint: an hour old no longer counts": {
+			budget:      intstr.FromInt32(2),
+			lowered:     autoscale.Lowered{"gone-a": ago(time.Hour), "gone-b": ago(30 * time.Minute)},
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
+			wantHeld:    []string{"web-1 BudgetSpent", "web-2 BudgetSpent"},
+			wantLowered: []string{"gone-b@-30m0s", "web-0@0s"},
+			wantRetry:   30 * time.Minute,
+		},
+		"a pod counted within the hour is lowered again for free": {
+			budget:      intstr.FromInt32(1),
+			lowered:     autoscale.Lowered{"web-2": ago(10 * time.Minute)},
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-2 app cpu 500m -> 200m"},
+			wantHeld:    []string{"web-0 BudgetSpent", "web-1 BudgetSpent"},
+			wantLowered: []string{"web-2@0s"},
+			wantRetry:   time.Hour,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := limitsWorld(&v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: tc.budget}})
+			for i, at := range tc.lastResize {
+				w.pods[i].LastResize = at
+			}
+			d := w.decideLimits(t, tc.lowered)
+			if diff := cmp.Diff(tc.wantSends, sends(d)); diff != "" {
+				t.Errorf("sends (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantHeld, holds(d)); diff != "" {
+				t.Errorf("held (-want,+got):\n%s", diff)
+			}
+			var got []string
+			for uid, at := range d.Limits.Lowered {
+				got = append(got, fmt.Sprintf("%s@%s", uid, at.Sub(canaryNow)))
+			}
+			if diff := cmp.Diff(tc.wantLowered, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				t.Errorf("lowered for the next sync (-want,+got):\n%s", diff)
+			}
+			if tc.wantRetry > 0 && d.RetryAfter != tc.wantRetry {
+				t.Errorf("retry after %s, want %s: when the budget frees", d.RetryAfter, tc.wantRetry)
+			}
+			if !strings.Contains(d.Limits.Message, tc.wantMessage) {
+				t.Errorf("condition message %q, want it to contain %q", d.Limits.Message, tc.wantMessage)
+			}
+		})
+	}
+}
+
+// TestWindowHoldsACanaryButNotItsRollback: outside the window no canary
+// pod is lowered; a canary that trips is raised back whatever the window.
+func TestWindowHoldsACanaryButNotItsRollback(t *testing.T) {
+	closed := []v1alpha1.ChangeWindow{window("0 22 * * *", "", time.Hour)}
+	t.Run("no canary starts", func(t *testing.T) {
+		w := newCanaryWorld()
+		w.spec.Behavior.ScaleDown.Windows = closed
+		d := w.decideLimits(t, nil)
+		if len(d.Sends) != 0 || len(d.Canary.State.Pods) != 0 {
+			t.Errorf("sends %v, canary pods %v: want none outside the window", sends(d), canaryNames(d.Canary.State.Pods))
+		}
+		if diff := cmp.Diff([]string{"web-0 OutsideWindow", "web-1 Canary", "web-2 Canary"}, holds(d)); diff != "" {
+			t.Errorf("held (-want,+got):\n%s", diff)
+		}
+	})
+	t.Run("the rollback goes", func(t *testing.T) {
+		w := newCanaryWorld()
+		w.spec.Behavior.ScaleDown.Windows = closed
+		w.spec.Behavior.ScaleDown.Budget = &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(1)}
+		w.lowered(0, w.now.Add(-time.Minute))
+		w.pods[0].Pod.Status.ContainerStatuses[0].RestartCount = 1
+		d := w.decideLimits(t, autoscale.Lowered{"web-0": w.now.Add(-time.Minute)})
+		if diff := cmp.Diff([]string{"web-0 app cpu 200m -> 500m"}, sends(d)); diff != "" {
+			t.Errorf("sends (-want,+got):\n%s", diff)
+		}
+	})
+}
+
+// TestStartupBoostEndsOutsideTheWindow: taking a startup boost back gives
+// the pod the size it had before it; no window or budget holds it.
+func TestStartupBoostEndsOutsideTheWindow(t *testing.T) {
+	w := limitsWorld(&v1alpha1.ScaleDownRules{
+		Windows: []v1alpha1.ChangeWindow{window("0 22 * * *", "", time.Hour)},
+		Budget:  &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(1)},
+	})
+	w.pods[1].Boost = map[string]bool{"app": true}
+	d := w.decideLimits(t, autoscale.Lowered{"other": w.now.Add(-time.Minute)})
+	if diff := cmp.Diff([]string{"web-3 app cpu 500m -> 800m", "web-1 app cpu 500m -> 200m"}, sends(d)); diff != "" {
+		t.Errorf("sends (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"web-0 OutsideWindow", "web-2 OutsideWindow"}, holds(d)); diff != "" {
+		t.Errorf("held (-want,+got):\n%s", diff)
+	}
+	if _, counted := d.Limits.Lowered["web-1"]; counted {
+		t.Error("the boost's end is counted against the budget")
+	}
+}
