@@ -27,7 +27,11 @@ import (
 func TestChangeWindowProperties(t *testing.T) {
 	// 100,000 times judged, about ten seconds under -race on two cores.
 	cases := 1000
-	if testing.Short() {
+	switch {
+	case testing.Short():
+		cases = 200
+	case raceDetector:
+		// make check runs the thousand without -race (propertyCases).
 		cases = 200
 	}
 	seed := uint64(time.Now().UnixNano())
@@ -89,8 +93,12 @@ func TestLoweringLimitsProperties(t *testing.T) {
 	// with -race on two cores. The schedules alone are judged in their
 	// thousands by TestChangeWindowProperties.
 	cases := 250
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		cases = 60
+	case raceDetector:
+		// make check runs the 250 without -race (propertyCases).
+		cases = 50
 	}
 	seed := uint64(time.Now().UnixNano())
 	r := rand.New(rand.NewPCG(seed, 11))
