@@ -18,7 +18,10 @@ import (
 // Clamp changes nothing the second time; a pod fits every quota exactly when
 // its usage fits Room.
 func TestProperties(t *testing.T) {
-	const cases = 10000
+	cases := 10000
+	if raceDetector {
+		cases = 2000
+	}
 	g := nsrulestest.Gen{R: rand.New(rand.NewPCG(7, 11)), PriorityClasses: []string{"high", "low"}, SharedDefaults: true}
 	var clamped, contradictory, refused, exceeded int
 	for i := range cases {

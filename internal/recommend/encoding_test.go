@@ -80,7 +80,10 @@ func testRecommenders(t testing.TB) map[string]*Recommender {
 // Restore(Marshal(s)) must advise exactly what s advises, now and later,
 // and keep doing so after the same further events.
 func TestRestoreRoundTrip(t *testing.T) {
-	const statesPerConfig = 1000
+	statesPerConfig := 1000
+	if raceDetector {
+		statesPerConfig = 200
+	}
 	for name, r := range testRecommenders(t) {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(len(name))))

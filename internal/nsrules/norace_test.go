@@ -1,0 +1,5 @@
+//go:build !race
+
+package nsrules
+
+const raceDetector = false

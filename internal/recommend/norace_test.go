@@ -1,0 +1,5 @@
+//go:build !race
+
+package recommend
+
+const raceDetector = false
