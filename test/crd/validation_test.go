@@ -296,11 +296,11 @@ func TestRejected(t *testing.T) {
 		// Change windows and the lowering budget.
 		"window of six fields": {
 			spec: withTarget(`behavior: {scaleDown: {windows: [{schedule: "0 0 22 * * *", duration: 1h}]}}`),
-			want: []string{`spec.behavior.scaleDown.windows[0].schedule: Invalid value: "string": schedule must be five cron fields such as '0 22 * * 1-5' or one of @hourly, @daily, @weekly, @monthly, @yearly; set the time zone in timeZone`},
+			want: []string{`spec.behavior.scaleDown.windows[0].schedule: Invalid value: "0 0 22 * * *": schedule must be five cron fields such as '0 22 * * 1-5' or one of @hourly, @daily, @weekly, @monthly, @yearly; set the time zone in timeZone`},
 		},
 		"window with a CRON_TZ prefix": {
 			spec: withTarget(`behavior: {scaleDown: {windows: [{schedule: "CRON_TZ=UTC 0 22 * * *", duration: 1h}]}}`),
-			want: []string{`spec.behavior.scaleDown.windows[0].schedule: Invalid value: "string": schedule must be five cron fields such as '0 22 * * 1-5' or one of @hourly, @daily, @weekly, @monthly, @yearly; set the time zone in timeZone`},
+			want: []string{`spec.behavior.scaleDown.windows[0].schedule: Invalid value: "CRON_TZ=UTC 0 22 * * *": schedule must be five cron fields such as '0 22 * * 1-5' or one of @hourly, @daily, @weekly, @monthly, @yearly; set the time zone in timeZone`},
 		},
 		"window shorter than a minute": {
 			spec: withTarget(`behavior: {scaleDown: {windows: [{schedule: "0 22 * * *", duration: 30s}]}}`),
@@ -308,7 +308,7 @@ func TestRejected(t *testing.T) {
 		},
 		"window without a duration": {
 			spec: withTarget(`behavior: {scaleDown: {windows: [{schedule: "0 22 * * *"}]}}`),
-			want: []string{`spec.behavior.scaleDown.windows[0].duration: Required value`},
+			want: []string{`spec.behavior.scaleDown.windows[0].duration: Required value`, notAllChecked},
 		},
 		"budget above 100%": {
 			spec: withTarget(`behavior: {scaleDown: {budget: {pods: "150%"}}}`),
