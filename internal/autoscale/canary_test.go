@@ -38,6 +38,8 @@ type canaryWorld struct {
 	now   time.Time
 	// answers are the query guardrails' answers the sync is given.
 	answers map[string]autoscale.GuardrailAnswer
+	// budget are the pods the lowering budget counted at the last sync.
+	budget autoscale.Lowered
 }
 
 func newCanaryWorld() *canaryWorld {
@@ -94,7 +96,7 @@ func (w *canaryWorld) decide(t *testing.T) autoscale.SyncDecision {
 			Server: resize.Version{Major: 1, Minor: 37},
 			Nodes:  map[string]*resize.NodeState{"n1": {Allocatable: builder.List("16", "64Gi"), Pods: bound}},
 		},
-		Canary: w.state, Guardrails: w.answers,
+		Canary: w.state, Guardrails: w.answers, Lowered: w.budget,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -8,14 +8,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
-	"github.com/tailorhq/tailor/internal/resize"
-	"github.com/tailorhq/tailor/test/builder"
 )
 
 func window(schedule, zone string, d time.Duration) v1alpha1.ChangeWindow {
@@ -215,22 +212,8 @@ func limitsWorld(sd *v1alpha1.ScaleDownRules) *canaryWorld {
 
 func (w *canaryWorld) decideLimits(t *testing.T, lowered autoscale.Lowered) autoscale.SyncDecision {
 	t.Helper()
-	var bound []*corev1.Pod
-	for _, p := range w.pods {
-		bound = append(bound, p.Pod)
-	}
-	d, err := autoscale.DecideSync(autoscale.SyncInput{
-		PolicyInput: autoscale.PolicyInput{
-			Spec: w.spec, Pods: w.pods, Now: w.now, MemoryFloorHeadroom: 0.1,
-			Server: resize.Version{Major: 1, Minor: 37},
-			Nodes:  map[string]*resize.NodeState{"n1": {Allocatable: builder.List("16", "64Gi"), Pods: bound}},
-		},
-		Canary: w.state, Lowered: lowered,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
+	w.budget = lowered
+	return w.decide(t)
 }
 
 // TestLoweringsHeldOutsideTheWindow: outside every window the lowerings

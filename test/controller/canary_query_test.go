@@ -140,7 +140,7 @@ func TestCanaryQueryGuardrailRollsBack(t *testing.T) {
 	if len(rolled) != 1 || !strings.Contains(rolled[0].note, said) {
 		t.Errorf("CanaryRolledBack events %+v, want one saying %q", rolled, said)
 	}
-	if c := e.canaryCondition(); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.CanaryReasonRolledBack || !strings.Contains(c.Message, said) {
+	if c := e.webCondition(v1alpha1.ConditionCanary); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.CanaryReasonRolledBack || !strings.Contains(c.Message, said) {
 		t.Errorf("Canary condition %s %s: %q, want True RolledBack saying %q", c.Status, c.Reason, c.Message, said)
 	}
 	if got := metricValue(t, "tailor_canary_rollbacks_total", map[string]string{"namespace": e.ns, "policy": "web", "guardrail": "Query"}) - before; got != 1 {
@@ -174,7 +174,7 @@ func TestCanaryQueryGuardrailHolds(t *testing.T) {
 	if diff := cmp.Diff([]string{lowered, lowered, lowered}, e.cpuOf("web-0", "web-1", "web-2")); diff != "" {
 		t.Errorf("after the canary's window: CPU requests (-want,+got):\n%s%s", diff, e.events)
 	}
-	if c := e.canaryCondition(); c.Reason != v1alpha1.CanaryReasonPromoted {
+	if c := e.webCondition(v1alpha1.ConditionCanary); c.Reason != v1alpha1.CanaryReasonPromoted {
 		t.Errorf("Canary condition %s %s: %q, want Promoted", c.Status, c.Reason, c.Message)
 	}
 	if !slices.Contains(prom.Asked(), `max(lat{pod=~"web-0"})`) {
@@ -201,7 +201,7 @@ func TestCanaryQueryGuardrailUnansweredHolds(t *testing.T) {
 			t.Fatalf("%s into the canary with Prometheus down: CPU requests %v, want web-0 at %s, the others at 500m%s", e.elapsed()-start, got, lowered, e.events)
 		}
 	}
-	c := e.canaryCondition()
+	c := e.webCondition(v1alpha1.ConditionCanary)
 	if c.Reason != v1alpha1.CanaryReasonWatching || !strings.Contains(c.Message, "held past their window") || !strings.Contains(c.Message, "latency-p99 (canary pods: prometheus (server_error)") {
 		t.Errorf("Canary condition %s %s: %q, want Watching, held past the window for latency-p99's server error", c.Status, c.Reason, c.Message)
 	}

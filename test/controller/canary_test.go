@@ -79,16 +79,6 @@ func (e *env) untilCanary() string {
 	return ""
 }
 
-func (e *env) canaryCondition() metav1.Condition {
-	e.t.Helper()
-	c := condition(e.getPolicy("web"), v1alpha1.ConditionCanary)
-	if c == nil {
-		e.t.Fatalf("policy web has no Canary condition: %+v", e.getPolicy("web").Status.Conditions)
-		return metav1.Condition{}
-	}
-	return *c
-}
-
 // Issue #25: the three idle pods of a Deployment are lowered one first;
 // the others wait out the canary's window, then follow.
 func TestCanaryLowersOnePodThenTheRest(t *testing.T) {
@@ -96,7 +86,7 @@ func TestCanaryLowersOnePodThenTheRest(t *testing.T) {
 	idleDeployment(e)
 	lowered := e.untilCanary()
 	start := e.elapsed()
-	if c := e.canaryCondition(); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.CanaryReasonWatching || !strings.Contains(c.Message, "web-0") {
+	if c := e.webCondition(v1alpha1.ConditionCanary); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.CanaryReasonWatching || !strings.Contains(c.Message, "web-0") {
 		t.Errorf("Canary condition %s %s: %q, want True Watching naming web-0", c.Status, c.Reason, c.Message)
 	}
 	if n := e.events.count("web", "CanaryStarted"); n != 1 {
@@ -118,7 +108,7 @@ func TestCanaryLowersOnePodThenTheRest(t *testing.T) {
 	if diff := cmp.Diff([]string{lowered, lowered, lowered}, e.cpuOf("web-0", "web-1", "web-2")); diff != "" {
 		t.Errorf("%s after the canary: CPU requests (-want,+got):\n%s", e.elapsed()-start, diff)
 	}
-	if c := e.canaryCondition(); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.CanaryReasonPromoted {
+	if c := e.webCondition(v1alpha1.ConditionCanary); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.CanaryReasonPromoted {
 		t.Errorf("Canary condition %s %s: %q, want False Promoted", c.Status, c.Reason, c.Message)
 	}
 	if n := e.events.count("web", "CanaryPromoted"); n != 1 {
@@ -196,7 +186,7 @@ func TestCanaryRolledBackOnGuardrail(t *testing.T) {
 			if len(rolled) != 1 || rolled[0].object != "web" || !strings.Contains(rolled[0].note, tc.wantInMessage) || !strings.Contains(rolled[0].note, tc.guardrail) {
 				t.Errorf("CanaryRolledBack events %+v, want one on the policy saying %q (guardrail %s)", rolled, tc.wantInMessage, tc.guardrail)
 			}
-			c := e.canaryCondition()
+			c := e.webCondition(v1alpha1.ConditionCanary)
 			if c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.CanaryReasonRolledBack || !strings.Contains(c.Message, tc.wantInMessage) {
 				t.Errorf("Canary condition %s %s: %q, want True RolledBack saying %q", c.Status, c.Reason, c.Message, tc.wantInMessage)
 			}

@@ -295,6 +295,18 @@ func condition(p *v1alpha1.TailorPolicy, typ string) *metav1.Condition {
 	return nil
 }
 
+// webCondition is policy web's condition of type typ; the test fails when
+// the policy has none.
+func (e *env) webCondition(typ string) metav1.Condition {
+	e.t.Helper()
+	c := condition(e.getPolicy("web"), typ)
+	if c == nil {
+		e.t.Fatalf("policy web has no %s condition: %+v", typ, e.getPolicy("web").Status.Conditions)
+		return metav1.Condition{}
+	}
+	return *c
+}
+
 // eventLog is the controller's EventRecorder: it keeps every event.
 type eventLog struct {
 	mu     sync.Mutex

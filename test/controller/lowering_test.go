@@ -39,16 +39,6 @@ func idleWeb(e *env, n int, sd v1alpha1.ScaleDownRules) {
 	})
 }
 
-func (e *env) loweringsHeld() metav1.Condition {
-	e.t.Helper()
-	c := condition(e.getPolicy("web"), v1alpha1.ConditionLoweringsHeld)
-	if c == nil {
-		e.t.Fatalf("policy web has no LoweringsHeld condition: %+v", e.getPolicy("web").Status.Conditions)
-		return metav1.Condition{}
-	}
-	return *c
-}
-
 // Issue #25 §3: outside the change window the idle pods keep their CPU;
 // when the window opens (the fake clock reaches it) the lowerings go out;
 // once it has closed, load comes back and the pods are raised at once:
@@ -73,7 +63,7 @@ func TestChangeWindowHoldsLoweringsUntilItOpens(t *testing.T) {
 			t.Fatalf("at %s, before the window opens at %s: CPU %v, want 500m all", e.clock.Now().UTC(), opens.UTC(), got)
 		}
 	}
-	c := e.loweringsHeld()
+	c := e.webCondition(v1alpha1.ConditionLoweringsHeld)
 	if want := opens.UTC().Format(time.RFC3339); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.LoweringsReasonOutsideWindow || !strings.Contains(c.Message, want) {
 		t.Errorf("LoweringsHeld %s %s: %q, want True OutsideWindow naming the opening %s", c.Status, c.Reason, c.Message, want)
 	}
@@ -89,7 +79,7 @@ func TestChangeWindowHoldsLoweringsUntilItOpens(t *testing.T) {
 	if got := e.cpuOf("web-0", "web-1", "web-2"); got[0] != "125m" || got[1] != "125m" || got[2] != "125m" {
 		t.Fatalf("at %s, in the window: CPU %v, want 125m all%s", e.clock.Now().UTC(), got, e.events)
 	}
-	if c := e.loweringsHeld(); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.LoweringsReasonAllowed || !strings.Contains(c.Message, "is open") {
+	if c := e.webCondition(v1alpha1.ConditionLoweringsHeld); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.LoweringsReasonAllowed || !strings.Contains(c.Message, "is open") {
 		t.Errorf("LoweringsHeld in the window %s %s: %q, want False Allowed, the window open", c.Status, c.Reason, c.Message)
 	}
 
@@ -146,7 +136,7 @@ func TestLoweringBudgetHoldsTheRestWithinTheHour(t *testing.T) {
 	if len(cp.Spec.Lowered) != 2 {
 		t.Errorf("checkpoint lowered %+v, want the 2 pods lowered", cp.Spec.Lowered)
 	}
-	c := e.loweringsHeld()
+	c := e.webCondition(v1alpha1.ConditionLoweringsHeld)
 	if c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.LoweringsReasonBudgetSpent || !strings.Contains(c.Message, "2 pod(s) lowered within the last hour, of 2 allowed") {
 		t.Errorf("LoweringsHeld %s %s: %q, want True BudgetSpent", c.Status, c.Reason, c.Message)
 	}
