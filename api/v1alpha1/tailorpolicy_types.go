@@ -702,6 +702,16 @@ type RecommendedContainerResources struct {
 	// differs from target when a bound is what decides.
 	// +optional
 	UncappedTarget corev1.ResourceList `json:"uncappedTarget,omitempty"`
+	// targetLimit is the memory limit recommended apart from the request:
+	// target sizes the request from the typical peak, which the scheduler
+	// reserves; targetLimit the limit from the tail of usage, where the
+	// kernel kills. Under controlledValues RequestsAndLimits a container's
+	// memory limit is the higher of it and the request at the workload's
+	// limit/request ratio (a Guaranteed pod's one value the higher of the
+	// two); under RequestsOnly, or for a container with no memory limit,
+	// it is advice only: no limit is added or moved.
+	// +optional
+	TargetLimit corev1.ResourceList `json:"targetLimit,omitempty"`
 }
 
 // ResizeResult is how a pod's last resize ended.

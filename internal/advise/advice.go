@@ -83,6 +83,13 @@ func (m *Model) recommend(in Input) Advice {
 		if rec.Memory.Decision == recommend.Raise || (fresh && rec.Memory.Decision == recommend.Lower) {
 			t.Memory = resource.NewQuantity(int64(rec.Memory.Target), resource.BinarySI)
 		}
+		// A limit advised apart from the request moves with the request,
+		// or alone when the tail outgrows it; a lower limit waits for the
+		// request's next change (autoscale.Target.MemoryLimit).
+		limitRaise := rec.MemoryLimit.Decision == recommend.Raise
+		if name != autoscale.PodLevelName && rec.MemoryLimit.Target > 0 && (t.Memory != nil || limitRaise) {
+			t.MemoryLimit = resource.NewQuantity(int64(rec.MemoryLimit.Target), resource.BinarySI)
+		}
 		// A value outside the policy's bounds (an edit of minAllowed or
 		// maxAllowed, a pod created outside them) moves to the bound even
 		// when usage alone would hold it; lowering still needs fresh data.
@@ -99,7 +106,7 @@ func (m *Model) recommend(in Input) Advice {
 				}
 			}
 		}
-		if rec.CPU.Decision == recommend.Raise || rec.Memory.Decision == recommend.Raise || bounded {
+		if rec.CPU.Decision == recommend.Raise || rec.Memory.Decision == recommend.Raise || (limitRaise && t.MemoryLimit != nil) || bounded {
 			since := now
 			if fresh && at.Before(now) {
 				since = at
@@ -111,7 +118,7 @@ func (m *Model) recommend(in Input) Advice {
 				a.RaiseSince = since
 			}
 		}
-		if t.CPU == nil && t.Memory == nil {
+		if t.CPU == nil && t.Memory == nil && t.MemoryLimit == nil {
 			return nil
 		}
 		return &t
@@ -123,7 +130,8 @@ func (m *Model) recommend(in Input) Advice {
 		} else {
 			allFresh = false
 		}
-		cur := recommend.Resources{CPU: Requested(p, c, corev1.ResourceCPU), Memory: Requested(p, c, corev1.ResourceMemory)}
+		cur := recommend.Resources{CPU: Requested(p, c, corev1.ResourceCPU), Memory: Requested(p, c, corev1.ResourceMemory),
+			MemoryLimit: Limited(p, c, corev1.ResourceMemory)}
 		if t := consider(c, cur, fresh, u.Time); t != nil {
 			a.Targets[c] = *t
 		}

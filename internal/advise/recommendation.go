@@ -30,7 +30,7 @@ func (m *Model) Recommendation(spec *v1alpha1.TailorPolicySpec, pods []*corev1.P
 	var out []v1alpha1.RecommendedContainerResources
 	for _, n := range names {
 		cur := workloadValues(spec, pods, n, now)
-		last := m.Containers[n].State.Recommend(recommend.Resources{CPU: cur.cpu, Memory: cur.memory}, time.Time{}, now)
+		last := m.Containers[n].State.Recommend(recommend.Resources{CPU: cur.cpu, Memory: cur.memory, MemoryLimit: cur.memoryLimit}, time.Time{}, now)
 		uncapped := quantities(last.CPU.Target, last.Memory.Target)
 		target := uncapped.DeepCopy()
 		if n != autoscale.PodLevelName {
@@ -44,13 +44,25 @@ func (m *Model) Recommendation(spec *v1alpha1.TailorPolicySpec, pods []*corev1.P
 			LowerBound:     quantities(last.CPU.Lower, last.Memory.Lower),
 			UpperBound:     quantities(last.CPU.Upper, last.Memory.Upper),
 			UncappedTarget: uncapped,
+			TargetLimit:    limitOf(n, last),
 		})
 	}
 	return out
 }
 
-// values are a container's largest requests across the workload's pods.
-type values struct{ cpu, memory float64 }
+// limitOf is a container's memory limit advised apart from its request,
+// for status; nil when the recommender advises none (MemorySplit off) and
+// for the pod-level resources, whose limit follows their request.
+func limitOf(n string, rec recommend.Recommendation) corev1.ResourceList {
+	if n == autoscale.PodLevelName || rec.MemoryLimit.Target <= 0 {
+		return nil
+	}
+	return corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(int64(rec.MemoryLimit.Target), resource.BinarySI)}
+}
+
+// values are a container's largest requests (and memory limit) across the
+// workload's pods.
+type values struct{ cpu, memory, memoryLimit float64 }
 
 // workloadValues is the largest request of container n (autoscale.PodLevelName:
 // the pod's own) across pods. A starting pod's CPU is lent by the startup
@@ -69,6 +81,7 @@ func workloadValues(spec *v1alpha1.TailorPolicySpec, pods []*corev1.Pod, n strin
 			cur.cpu = max(cur.cpu, Requested(p, n, corev1.ResourceCPU))
 		}
 		cur.memory = max(cur.memory, Requested(p, n, corev1.ResourceMemory))
+		cur.memoryLimit = max(cur.memoryLimit, Limited(p, n, corev1.ResourceMemory))
 	}
 	return cur
 }

@@ -1078,7 +1078,8 @@ func (t Target) without(r corev1.ResourceName) Target {
 	if r == corev1.ResourceCPU {
 		t.CPU = nil
 	} else {
-		t.Memory = nil
+		// A memory change held is held whole: its limit with it.
+		t.Memory, t.MemoryLimit = nil, nil
 	}
 	return t
 }

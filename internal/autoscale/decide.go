@@ -23,6 +23,15 @@ import (
 type Target struct {
 	CPU    *resource.Quantity
 	Memory *resource.Quantity
+	// MemoryLimit is the memory limit the recommender advises apart from
+	// the request (recommend.Config.MemorySplit): the request is sized
+	// from the typical peak, which the scheduler reserves, the limit from
+	// the tail, where the kernel kills. Under RequestsAndLimits a memory
+	// limit is then the higher of this and the request at the workload's
+	// ratio (Input.LimitRatio), and a Guaranteed pod's one value is the
+	// higher of the two targets. Nil: the limit follows the request at
+	// the pod's ratio. Set without Memory, it raises the limit alone.
+	MemoryLimit *resource.Quantity
 }
 
 func (t Target) of(r corev1.ResourceName) *resource.Quantity {
@@ -71,6 +80,16 @@ type Input struct {
 	// maxLimitRequestRatio, as the apiserver judges a new pod and a resize
 	// alike. Nil: none.
 	Rules *nsrules.Rules
+	// LimitRatio is each container's memory limit over its request in the
+	// workload's template (MemoryLimitRatios), which a limit advised apart
+	// from the request keeps at least. The pod's own ratio will not do:
+	// once an advised limit is applied it is tailor's, and scaling the
+	// next request by it would carry the limit further from the advice
+	// at every resize. A container missing here (no template is known:
+	// a selector policy, a bare pod) gets the advised limit, never under
+	// its request. A pod being created is its template: its own ratio is
+	// used.
+	LimitRatio map[string]float64
 }
 
 // Skip explains a change Decide chose not to make.
@@ -246,6 +265,11 @@ func Decide(in Input) (Decision, error) {
 		}
 		for _, r := range pol.ControlledResources {
 			t := in.Targets[name].of(r)
+			if t == nil && r == corev1.ResourceMemory && in.Targets[name].MemoryLimit != nil {
+				if req, ok := c.Resources.Requests[r]; ok {
+					t = &req
+				}
+			}
 			if t == nil {
 				continue
 			}
@@ -462,13 +486,32 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 	}
 	ch := &Change{Container: c.Name, Resource: r, RequestBefore: req, LimitBefore: lim}
 	direct := in.Creating || (r == corev1.ResourceCPU && in.Boost[c.Name])
+	advised := in.advisedLimit(c, pol, r, lim)
+	if advised != nil && lim != nil && lim.Cmp(req) == 0 && qosutil.GetPodQOS(in.Pod) == corev1.PodQOSGuaranteed {
+		// A Guaranteed pod's requests must stay its limits (a resize
+		// cannot change the QoS class): its one value is where the kernel
+		// kills, so it is sized as a limit is.
+		if target.Cmp(*advised) < 0 {
+			target = *advised
+		}
+		advised = nil
+	}
 	v := in.shape(r, toFloat(r, req), toFloat(r, target), pol.MinAllowed, pol.MaxAllowed, direct, &ch.Notes)
 	if v == nil {
-		return nil, in.withinTolerance(c.Name, r, toFloat(r, req), toFloat(r, target), pol)
+		if !in.limitOutgrown(r, lim, advised) {
+			return nil, in.withinTolerance(c.Name, r, toFloat(r, req), toFloat(r, target), pol)
+		}
+		// The request holds, but the tail has outgrown the limit: the
+		// limit is raised alone.
+		cur := toFloat(r, req)
+		v = &cur
 	}
 	newReq, newLim := in.apply(r, *v, toFloat(r, req), lim, controlsLimits(pol), in.WorkingSet, c.Name, bound(r, pol.MaxAllowed), &ch.Notes)
 	if newReq < 0 {
 		return nil, skip(SkipNoWorkingSet, "memory not lowered: the container's working set is unknown")
+	}
+	if advised != nil {
+		newLim = in.splitLimit(c, newReq, toFloat(r, *lim), *advised, &ch.Notes)
 	}
 	if in.Holds.Holds(c.Name, r) {
 		if lim == nil || !controlsLimits(pol) {
@@ -497,6 +540,97 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		return nil, skip(SkipRestartNotAllowed, "%s resizePolicy is RestartContainer and the policy does not allow restarts", r)
 	}
 	return ch, nil
+}
+
+// advisedLimit is the memory limit the recommender advises for c, within
+// what the policy's maxAllowed allows a limit at the workload's ratio, or
+// nil where it does not apply: another resource, no advice, a limit the
+// container does not have (none is added) or the policy does not move
+// (RequestsOnly).
+func (in Input) advisedLimit(c *corev1.Container, pol v1alpha1.ContainerPolicy, r corev1.ResourceName, lim *resource.Quantity) *resource.Quantity {
+	adv := in.Targets[c.Name].MemoryLimit
+	if r != corev1.ResourceMemory || adv == nil || lim == nil || !controlsLimits(pol) {
+		return nil
+	}
+	out := adv.DeepCopy()
+	if hi, ok := pol.MaxAllowed[r]; ok {
+		// maxAllowed bounds the request; a limit may be that much at the
+		// workload's ratio, and no more for the advice's sake.
+		most := fromFloat(r, toFloat(r, hi)*max(in.ratio(c.Name, c), 1))
+		if out.Cmp(most) > 0 {
+			out = most
+		}
+	}
+	return &out
+}
+
+// ratio is the memory limit over the request container c keeps under an
+// advised limit: its template's, or its own while being created (it is
+// its template); 0 when unknown.
+func (in Input) ratio(name string, c *corev1.Container) float64 {
+	if in.Creating {
+		req, lim := c.Resources.Requests[corev1.ResourceMemory], c.Resources.Limits[corev1.ResourceMemory]
+		if req.Sign() > 0 {
+			return toFloat(corev1.ResourceMemory, lim) / toFloat(corev1.ResourceMemory, req)
+		}
+		return 0
+	}
+	return in.LimitRatio[name]
+}
+
+// limitOutgrown reports whether an advised limit is above the current one
+// by more than the tolerance for raises: the one change of the limit made
+// while the request holds. A lower advice waits for the request's next
+// change, so a limit is not resized on its own for a lowering.
+func (in Input) limitOutgrown(r corev1.ResourceName, lim, advised *resource.Quantity) bool {
+	if advised == nil || lim == nil {
+		return false
+	}
+	cur, want := toFloat(r, *lim), toFloat(r, *advised)
+	tolerance := DefaultTolerance
+	if p := in.tolerancePercent(true); p != nil {
+		tolerance = float64(*p) / 100
+	}
+	return cur > 0 && want > cur*(1+tolerance)
+}
+
+// splitLimit is the memory limit of container c, whose limit is was, at
+// the new request req when the recommender advises the limit apart: the
+// higher of the advice and the request at the workload's ratio, never
+// below the request. A limit is where the kernel kills, so it is lowered
+// only as far as the working set plus headroom allows, and not at all
+// where the working set is unknown (or while being created: no usage).
+func (in Input) splitLimit(c *corev1.Container, req, was float64, advised resource.Quantity, notes *[]string) float64 {
+	atRatio := req * in.ratio(c.Name, c)
+	out := max(toFloat(corev1.ResourceMemory, advised), atRatio, req)
+	if out < was && !in.Creating {
+		floor := was
+		if w, known := in.WorkingSet[c.Name]; known {
+			floor = min(was, toFloat(corev1.ResourceMemory, w)*(1+in.MemoryFloorHeadroom))
+		}
+		out = max(out, floor)
+	}
+	if out > atRatio {
+		*notes = append(*notes, "limit sized apart from the request, from the tail of usage: "+advised.String())
+	}
+	return out
+}
+
+// MemoryLimitRatios is each container's memory limit over its request in
+// template t, for Input.LimitRatio; nil without a template.
+func MemoryLimitRatios(t *corev1.PodTemplateSpec) map[string]float64 {
+	if t == nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, c := range append(append([]corev1.Container(nil), t.Spec.InitContainers...), t.Spec.Containers...) {
+		req, okReq := c.Resources.Requests[corev1.ResourceMemory]
+		lim, okLim := c.Resources.Limits[corev1.ResourceMemory]
+		if okReq && okLim && req.Sign() > 0 {
+			out[c.Name] = toFloat(corev1.ResourceMemory, lim) / toFloat(corev1.ResourceMemory, req)
+		}
+	}
+	return out
 }
 
 // clamp brings a change into the namespace's LimitRanges, which the

@@ -95,6 +95,9 @@ func PlanEntry(in EntryInput) *v1alpha1.Admission {
 			if q, ok := cr.Target[corev1.ResourceMemory]; ok {
 				t.Memory = &q
 			}
+			if q, ok := cr.TargetLimit[corev1.ResourceMemory]; ok {
+				t.MemoryLimit = &q
+			}
 			targets[cr.ContainerName] = t
 		}
 	}

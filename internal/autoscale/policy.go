@@ -61,6 +61,10 @@ type PolicyInput struct {
 	// left (shared between the pods of the sync, as a node's room is), and
 	// a resize the apiserver would still refuse for them is held. Nil: none.
 	Rules *nsrules.Rules
+	// LimitRatio is each container's memory limit over its request in the
+	// workload's template (Input.LimitRatio); nil when no template is
+	// known.
+	LimitRatio map[string]float64
 }
 
 // Action is a resize to send now.
@@ -260,6 +264,7 @@ func (in PolicyInput) podInput(p PodInput, room corev1.ResourceList) Input {
 	return Input{
 		Pod: p.Pod, Spec: in.Spec, Targets: p.Targets, PodTarget: p.PodTarget, WorkingSet: p.WorkingSet,
 		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Room: room, LastResize: p.LastResize, Now: in.Now, Holds: in.Holds, Boost: p.Boost,
+		LimitRatio: in.LimitRatio,
 	}
 }
 

@@ -345,7 +345,7 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	// shaped by the same rules as an in-place resize and checked by the
 	// planner, so it is never admitted in another QoS class.
 	full, err := Decide(Input{Pod: p, Spec: in.Spec, Targets: in.Pod.Targets, WorkingSet: in.Pod.WorkingSet,
-		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now, Holds: in.Holds, Rules: in.Rules})
+		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now, Holds: in.Holds, Rules: in.Rules, LimitRatio: MemoryLimitRatios(in.Template)})
 	if err != nil {
 		return RecreateDecision{}, fmt.Errorf("deciding the replacement's resources: %w", err)
 	}

@@ -169,6 +169,11 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 		mode = u.UpdateMode
 	}
 	cfg, canary := CanaryConfigOf(spec)
+	if in.LimitRatio == nil {
+		// The template every part of the sync keeps a memory limit's
+		// ratio to, when the recommender advises the limit apart.
+		in.LimitRatio = MemoryLimitRatios(in.Template)
+	}
 	pin := in.PolicyInput
 	var plan *canaryPlan
 	if canary && mode != v1alpha1.UpdateModeOff {

@@ -269,6 +269,15 @@ func (g gen) usage(p *corev1.Pod) autoscale.PodInput {
 		if g.chance(0.7) {
 			t.Memory = resource.NewQuantity(int64(1+g.r.IntN(6<<10))<<20, resource.BinarySI)
 		}
+		if g.chance(0.5) {
+			// A limit advised apart (the recommender's MemorySplit): at or
+			// above the request's target, or alone.
+			lim := int64(1+g.r.IntN(8<<10)) << 20
+			if t.Memory != nil {
+				lim = max(lim, t.Memory.Value())
+			}
+			t.MemoryLimit = resource.NewQuantity(lim, resource.BinarySI)
+		}
 		in.Targets[n] = t
 		if g.chance(0.8) {
 			in.WorkingSet[n] = *resource.NewQuantity(int64(g.r.IntN(3<<10))<<20, resource.BinarySI)
