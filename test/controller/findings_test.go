@@ -152,23 +152,28 @@ func TestRestartKeepsTheMemoryPeak(t *testing.T) {
 		onlyResource(corev1.ResourceMemory)(s)
 		s.Behavior = &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: 2 * time.Minute}}}
 	})
-	// A 700Mi peak: 956Mi needed (the peak and the 256Mi least margin).
+	// A 700Mi peak: the request is raised to it (770Mi: the working set
+	// plus 10%), and the limit held at the tail (the peak and the 256Mi
+	// least margin), 1Gi here, which the pod has.
 	e.source.Set(e.ns, "db-0", "app", 0.5, 700*mi)
 	e.syncs("db", 6)
 	e.source.Set(e.ns, "db-0", "app", 0.5, 100*mi)
 	e.syncs("db", 6)
-	if got := requestOf(e.getPod("db-0"), "app", corev1.ResourceMemory); got != "956Mi" {
-		t.Fatalf("before the restart: memory request %s, want 956Mi for the 700Mi peak", got)
+	if req, lim := requestOf(e.getPod("db-0"), "app", corev1.ResourceMemory), limitOf(e.getPod("db-0"), "app", corev1.ResourceMemory); req != "770Mi" || lim != "1Gi" {
+		t.Fatalf("before the restart: memory %s/%s, want 770Mi/1Gi for the 700Mi peak", req, lim)
 	}
 	e.restart()
 	restartAt := e.elapsed()
-	floor := resource.NewQuantity(956*mi, resource.BinarySI)
+	// Forgotten, the peak would let the request fall to the 100Mi used
+	// once the 2-minute window passed, and the limit with it.
+	floor, tail := resource.NewQuantity(700*mi, resource.BinarySI), resource.NewQuantity(956*mi, resource.BinarySI)
 	for range 30 {
 		e.sync("db")
-		req := e.getPod("db-0").Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]
-		if req.Cmp(*floor) < 0 {
-			t.Fatalf("%s after the restart: memory request %s, below what the 700Mi peak seen before it needs (%s)",
-				e.elapsed()-restartAt, req.String(), floor.String())
+		c := e.getPod("db-0").Spec.Containers[0].Resources
+		req, lim := c.Requests[corev1.ResourceMemory], c.Limits[corev1.ResourceMemory]
+		if req.Cmp(*floor) < 0 || lim.Cmp(*tail) < 0 {
+			t.Fatalf("%s after the restart: memory %s/%s, below what the 700Mi peak seen before it needs (%s/%s)",
+				e.elapsed()-restartAt, req.String(), lim.String(), floor.String(), tail.String())
 		}
 	}
 	var cp v1alpha1.TailorCheckpoint
@@ -297,18 +302,20 @@ func TestNewReplicaStartsFromTheWorkloadsHistory(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
 	e.pod("api", builder.Pod("api-0").Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")))
 	e.policy("api", onlyResource(corev1.ResourceMemory))
-	// api-0 peaks at 600Mi: the workload needs 856Mi.
+	// api-0 peaks at 600Mi: the workload's request is that peak (api-0's
+	// own 660Mi is its working set plus 10%), its limit the tail, 856Mi
+	// (the peak and the 256Mi least margin).
 	e.source.Set(e.ns, "api-0", "app", 0.2, 600*mi)
 	e.syncs("api", 3)
-	if got := requestOf(e.getPod("api-0"), "app", corev1.ResourceMemory); got != "856Mi" {
-		t.Fatalf("api-0 memory request %s, want 856Mi", got)
+	if req, lim := requestOf(e.getPod("api-0"), "app", corev1.ResourceMemory), limitOf(e.getPod("api-0"), "app", corev1.ResourceMemory); req != "660Mi" || lim != "856Mi" {
+		t.Fatalf("api-0 memory %s/%s, want 660Mi/856Mi", req, lim)
 	}
 	// A scale-out: api-1 starts at the template's 256Mi and uses 50Mi.
 	e.pod("api", builder.Pod("api-1").Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")))
 	e.source.Set(e.ns, "api-1", "app", 0.2, 50*mi)
 	e.sync("api")
-	if got := requestOf(e.getPod("api-1"), "app", corev1.ResourceMemory); got != "856Mi" {
-		t.Errorf("api-1 memory request %s after its first sync, want 856Mi from its workload's history (its own 50Mi would ask for 306Mi)", got)
+	if req, lim := requestOf(e.getPod("api-1"), "app", corev1.ResourceMemory), limitOf(e.getPod("api-1"), "app", corev1.ResourceMemory); req != "600Mi" || lim != "856Mi" {
+		t.Errorf("api-1 memory %s/%s after its first sync, want 600Mi/856Mi from its workload's history (its own 50Mi would ask for 50Mi/306Mi)", req, lim)
 	}
 }
 
