@@ -64,6 +64,11 @@ type Row struct {
 	// Recommended is the request tailor recommends, per resource it has
 	// one for.
 	Recommended corev1.ResourceList `json:"recommended,omitempty"`
+	// RecommendedLimit is the memory limit tailor recommends apart from
+	// the request (the tail of usage, where the kernel kills; the request
+	// is the typical peak), which a template's memory limit is sized at
+	// least to under RequestsAndLimits (autoscale.Target.MemoryLimit).
+	RecommendedLimit corev1.ResourceList `json:"recommendedLimit,omitempty"`
 	// Source is where the recommendation comes from: "policy NAME (MODE)",
 	// "history", or "" when there is none.
 	Source string `json:"source"`
@@ -165,11 +170,11 @@ func Build(workloads []*Workload, cfg recommend.Config, window time.Duration, no
 			switch {
 			case w.Policy != nil:
 				row.Source = fmt.Sprintf("policy %s (%s)", w.Policy.Name, mode(w.Policy))
-				row.Recommended = fromPolicy(w.Policy, name)
+				row.Recommended, row.RecommendedLimit = fromPolicy(w.Policy, name)
 				row.Reason = policyReason(w.Policy, name, row.Recommended)
 			case seen:
 				row.Source = "history"
-				row.Recommended = fromHistory(rec, *h, now)
+				row.Recommended, row.RecommendedLimit = fromHistory(rec, *h, now)
 			default:
 				row.Reason = "no policy and no usage history: give a metrics history (--prometheus-url) or a TailorPolicy in mode Off"
 			}
@@ -195,9 +200,10 @@ func mode(p *v1alpha1.TailorPolicy) v1alpha1.UpdateMode {
 // the usage needs (its lowerBound) within the policy's bounds. The target
 // may still hold a higher value while a lowering waits out its
 // stabilization window; that wait is the policy's pace, not its estimate.
-func fromPolicy(p *v1alpha1.TailorPolicy, container string) corev1.ResourceList {
+// The memory limit advised apart is status's targetLimit as it is.
+func fromPolicy(p *v1alpha1.TailorPolicy, container string) (corev1.ResourceList, corev1.ResourceList) {
 	if p.Status.Recommendation == nil {
-		return nil
+		return nil, nil
 	}
 	for _, cr := range p.Status.Recommendation.ContainerRecommendations {
 		if cr.ContainerName != container {
@@ -220,9 +226,9 @@ func fromPolicy(p *v1alpha1.TailorPolicy, container string) corev1.ResourceList 
 			}
 			out[r] = q.DeepCopy()
 		}
-		return out
+		return out, cr.TargetLimit.DeepCopy()
 	}
-	return nil
+	return nil, nil
 }
 
 func policyReason(p *v1alpha1.TailorPolicy, container string, rec corev1.ResourceList) string {
@@ -253,7 +259,7 @@ func policyReason(p *v1alpha1.TailorPolicy, container string, rec corev1.Resourc
 
 // fromHistory feeds the history to a fresh recommender state, as the
 // manager's would have learnt it, and takes what it needs.
-func fromHistory(rec *recommend.Recommender, h History, now time.Time) corev1.ResourceList {
+func fromHistory(rec *recommend.Recommender, h History, now time.Time) (corev1.ResourceList, corev1.ResourceList) {
 	st := rec.NewState()
 	type point struct {
 		t        time.Time
@@ -290,14 +296,18 @@ func fromHistory(rec *recommend.Recommender, h History, now time.Time) corev1.Re
 	if v, ok := adv.CPU.Needed(); ok && v > 0 {
 		out[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(math.Ceil(v*1000)), resource.DecimalSI)
 	}
+	const mi = 1 << 20
 	if v, ok := adv.Memory.Needed(); ok && v > 0 {
-		const mi = 1 << 20
 		out[corev1.ResourceMemory] = *resource.NewQuantity(int64(math.Ceil(v/mi))*mi, resource.BinarySI)
 	}
-	if len(out) == 0 {
-		return nil
+	var limit corev1.ResourceList
+	if v, ok := adv.MemoryLimit.Needed(); ok && v > 0 {
+		limit = corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(int64(math.Ceil(v/mi))*mi, resource.BinarySI)}
 	}
-	return out
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, limit
 }
 
 // historyReason is "p95 CPU 120m, peak 340m over 7d; throttled 3% of

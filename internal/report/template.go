@@ -68,6 +68,9 @@ func PlanTemplate(in TemplateInput) (TemplatePlan, error) {
 		if q, ok := r.Recommended[corev1.ResourceMemory]; ok {
 			t.Memory = &q
 		}
+		if q, ok := r.RecommendedLimit[corev1.ResourceMemory]; ok && t.Memory != nil {
+			t.MemoryLimit = &q
+		}
 		if t.CPU == nil && t.Memory == nil {
 			none = append(none, r.Container+": "+r.Reason)
 			continue
