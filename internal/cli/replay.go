@@ -48,7 +48,9 @@ func newReplayCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Replay usage traces through tailor's recommender and compare it with other policies",
 		Long: `Replay recorded usage, open loop, through tailor's default recommender, the
 seeds' doubling rule and an oracle that knows the next sample, and print how
-much each provisioned per unit used and how often usage went over.
+much each provisioned per unit used and how often usage went over. For memory
+that is the request: tailor sizes the limit apart (from the tail, where the
+kernel kills), so a sample over its request is not an OOM kill.
 
 Traces are Bitbrains GWA-T-12 files or CSV rows "timestamp,cpu cores,memory
 bytes" (Unix seconds or RFC 3339; empty memory means not measured), plain or
@@ -138,6 +140,10 @@ func (o *ReplayOptions) Run() error {
 	if o.Output == "json" {
 		err = replay.WriteJSON(o.streams.Out, rep, o.SeriesTable)
 	} else {
+		// tailor sizes the memory limit apart from the request (the
+		// default since issue 26): the memory columns score the request,
+		// and a sample over it is not an OOM kill.
+		fmt.Fprintln(o.streams.Out, "memory as one value, the request (over: samples above it; tailor's limit is sized apart, so not OOM kills: make bench scores kills at the limit):")
 		err = replay.WriteTable(o.streams.Out, rep)
 		if err == nil && o.SeriesTable {
 			fmt.Fprintln(o.streams.Out)

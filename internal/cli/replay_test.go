@@ -67,7 +67,7 @@ func TestReplayVerb(t *testing.T) {
 		},
 		"table": {
 			args:    []string{"replay", good},
-			wantOut: []string{"policy", "tailor", "double", "oracle", "1.00x"},
+			wantOut: []string{"not OOM kills", "policy", "tailor", "double", "oracle", "1.00x"},
 		},
 		"json with per-series figures": {
 			args:    []string{"replay", "-o", "json", "--series-table", "--format", "csv", good},

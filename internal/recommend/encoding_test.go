@@ -45,8 +45,13 @@ func advice(s *State, rng *rand.Rand, now time.Time) []string {
 		at := now.Add(after)
 		for _, changed := range []time.Time{{}, at.Add(-10 * time.Minute), at.Add(-20 * time.Minute)} {
 			cur := Resources{CPU: rng.Float64() * 5, Memory: rng.Float64() * 5 * (1 << 30)}
+			cur.MemoryLimit = cur.Memory * (1 + rng.Float64())
 			rec := s.Recommend(cur, changed, at)
-			for _, a := range []Advice{rec.CPU, rec.Memory} {
+			advised := []Advice{rec.CPU, rec.Memory}
+			if s.r.cfg.MemorySplit {
+				advised = append(advised, rec.MemoryLimit)
+			}
+			for _, a := range advised {
 				out = append(out, strings.Join([]string{a.Decision.String(), ftoa(a.Target), ftoa(a.Lower), ftoa(a.Upper), a.Reason()}, " "))
 			}
 		}
@@ -60,6 +65,7 @@ func testRecommenders(t testing.TB) map[string]*Recommender {
 	out := map[string]*Recommender{}
 	for name, mutate := range map[string]func(*Config){
 		"default":          func(*Config) {},
+		"one value":        oneValue,
 		"no stabilization": func(c *Config) { c.Stabilization = 0 },
 		"short windows": func(c *Config) {
 			c.CPUWindow, c.MemoryWindow, c.Stabilization = 2*time.Minute, time.Hour, 20*time.Second

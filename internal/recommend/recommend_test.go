@@ -54,6 +54,12 @@ func feed(s *State, now *time.Time, p *pod, n int, cpu, mem float64) []Recommend
 	return out
 }
 
+// oneValue is tailor before issue 26: memory as one value that sizes the
+// request, the controller deriving the limit from it (MemorySplit off).
+// The tests of the one value's rules state it; with the split, the same
+// rules size the limit advice (split_test.go).
+func oneValue(c *Config) { c.MemorySplit = false }
+
 type decisions struct {
 	CPU, Memory Decision
 }
@@ -122,7 +128,9 @@ func TestRules(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := newState(t, nil)
+			// Memory as one value, whose kill line is the value: the
+			// split's limit under the same events is TestSplitLimitTakesTheKillRules.
+			s := newState(t, oneValue)
 			now, p := t0, &pod{}
 			feed(s, &now, p, tc.historySamples, tc.historyCPU, tc.historyMem)
 			before := p.cur
@@ -324,8 +332,10 @@ func TestStateSize(t *testing.T) {
 	}
 }
 
+// The one value's reasons; the split's request and limit reasons are in
+// TestSplitRequestFromTypicalPeakLimitFromTail.
 func TestReason(t *testing.T) {
-	s := newState(t, nil)
+	s := newState(t, oneValue)
 	now, p := t0, &pod{}
 	got := map[string]string{}
 	rec := s.Recommend(p.cur, p.changed, now)
@@ -416,10 +426,12 @@ func TestRecommendAdvisesManyPods(t *testing.T) {
 		pod  pod
 		want decisions
 	}{
-		"oversized, unchanged for long":      {pod: pod{cur: Resources{CPU: 2, Memory: 4096 * mib}}, want: decisions{Lower, Lower}},
-		"oversized, changed a window ago":    {pod: pod{cur: Resources{CPU: 2, Memory: 4096 * mib}, changed: 15 * time.Minute}, want: decisions{Lower, Lower}},
-		"oversized, changed within window":   {pod: pod{cur: Resources{CPU: 2, Memory: 4096 * mib}, changed: 14 * time.Minute}, want: decisions{Hold, Hold}},
-		"right-sized":                        {pod: pod{cur: Resources{CPU: 0.14, Memory: 480 * mib}}, want: decisions{Hold, Hold}},
+		"oversized, unchanged for long":    {pod: pod{cur: Resources{CPU: 2, Memory: 4096 * mib}}, want: decisions{Lower, Lower}},
+		"oversized, changed a window ago":  {pod: pod{cur: Resources{CPU: 2, Memory: 4096 * mib}, changed: 15 * time.Minute}, want: decisions{Lower, Lower}},
+		"oversized, changed within window": {pod: pod{cur: Resources{CPU: 2, Memory: 4096 * mib}, changed: 14 * time.Minute}, want: decisions{Hold, Hold}},
+		// By default the request is the last day's peak with no margin
+		// (MemorySplit): 200 MiB, where one value needs 456 MiB.
+		"right-sized":                        {pod: pod{cur: Resources{CPU: 0.14, Memory: 200 * mib}}, want: decisions{Hold, Hold}},
 		"undersized raises whatever changed": {pod: pod{cur: Resources{CPU: 0.05, Memory: 100 * mib}, changed: time.Second}, want: decisions{Raise, Raise}},
 	}
 	for name, tc := range cases {
@@ -567,7 +579,14 @@ func TestOOMKillsAreRecordedOnce(t *testing.T) {
 // memory raise it as a kill would. Growth that stays clear of the limit,
 // no limit, or broken figures change nothing.
 func TestMemoryRiskRaisesBeforeTheKill(t *testing.T) {
-	small := func(c *Config) { c.MemoryMinMargin = 16 * mib; c.MemoryJitterMargin = 0; c.MemoryProfile = false }
+	// Memory as one value: the value in force is the limit the risk is
+	// measured against. The split's limit advice is checked at the end.
+	small := func(c *Config) {
+		c.MemoryMinMargin = 16 * mib
+		c.MemoryJitterMargin = 0
+		c.MemoryProfile = false
+		c.MemorySplit = false
+	}
 	at := t0.Add(time.Hour)
 	base := func() *State {
 		s := newState(t, small)
@@ -622,5 +641,28 @@ func TestMemoryRiskRaisesBeforeTheKill(t *testing.T) {
 	off.RecordMemoryRisk(at, 178*mib, 50*mib, 0.9, limit)
 	if got := off.Recommend(cur, time.Time{}, at).Memory; got.Decision == Raise {
 		t.Errorf("with MemoryLead and MemoryPressureAt off, a risk raised memory to %.0fMi", got.Target/mib)
+	}
+
+	// With the request and the limit sized apart (the default), the same
+	// risks raise the limit advice to the same values, the request to the
+	// course's end without the margin.
+	for name, tc := range map[string]struct {
+		growth, pressure   float64
+		wantLimit, wantReq float64
+	}{
+		"ramp":      {growth: 20 * mib, pressure: -1, wantLimit: (178.0 + 200) * mib * 1.05, wantReq: (178.0 + 200) * mib},
+		"fast ramp": {growth: 50 * mib, pressure: -1, wantLimit: 2 * limit * 1.05, wantReq: 2 * limit},
+		"pressure":  {pressure: 0.3, wantLimit: limit * 1.2 * 1.05, wantReq: limit * 1.2},
+	} {
+		s := newState(t, func(c *Config) { small(c); c.MemorySplit = true })
+		s.AddSample(Sample{CPU: 0.1, Memory: 178 * mib}, at)
+		s.RecordMemoryRisk(at, 178*mib, tc.growth, tc.pressure, limit)
+		rec := s.Recommend(Resources{CPU: 0.2, Memory: 178 * mib, MemoryLimit: limit}, time.Time{}, at)
+		if l := rec.MemoryLimit; l.Decision != Raise || math.Abs(l.Target-tc.wantLimit) > mib {
+			t.Errorf("split, %s: limit %v to %.0fMi, want a raise to %.0fMi", name, l.Decision, l.Target/mib, tc.wantLimit/mib)
+		}
+		if m := rec.Memory; m.Decision != Raise || math.Abs(m.Target-tc.wantReq) > mib {
+			t.Errorf("split, %s: request %v to %.0fMi, want a raise to %.0fMi", name, m.Decision, m.Target/mib, tc.wantReq/mib)
+		}
 	}
 }

@@ -87,24 +87,21 @@ func run() error {
 			return !slices.ContainsFunc(series, func(s replay.Series) bool { return s.Name == c })
 		})
 	}
-	// tailor as it was before the daily memory profile (issue 14): the
-	// 48-hour memory peak held whatever the hour.
-	noProfile := recommend.DefaultConfig()
+	// tailor before issue 26: memory as one value, the request, with the
+	// limit derived from it at the pod's ratio (MemorySplit off).
+	tailor1, err := replay.NewTailor("tailor-1value", oneValue())
+	if err != nil {
+		return err
+	}
+	// tailor as it was before the daily memory profile (issue 14): one
+	// value, the 48-hour memory peak held whatever the hour.
+	noProfile := oneValue()
 	noProfile.MemoryProfile = false
 	tailor48h, err := replay.NewTailor("tailor-48h", noProfile)
 	if err != nil {
 		return err
 	}
-	// The idea of issue 26 that held on held-out halves (docs/benchmark.md):
-	// the memory request from the last day's peak, the limit from the
-	// tail. Off in DefaultConfig, which the controller uses.
-	split := recommend.DefaultConfig()
-	split.MemorySplit, split.MemoryRequestHold = true, 24*time.Hour
-	tailorSplit, err := replay.NewTailor("tailor-split", split)
-	if err != nil {
-		return err
-	}
-	policies := []replay.Policy{tailor, tailor48h, tailorSplit, vpa.New(), replay.NewDouble(), replay.Oracle{}}
+	policies := []replay.Policy{tailor, tailor1, tailor48h, vpa.New(), replay.NewDouble(), replay.Oracle{}}
 	for _, w := range []time.Duration{time.Hour, 3 * time.Hour, 24 * time.Hour} {
 		policies = append(policies, replay.Hindsight{Window: w})
 	}
@@ -122,7 +119,7 @@ func run() error {
 	if *output == "json" {
 		err = replay.WriteJSON(os.Stdout, rep, *seriesTable)
 	} else {
-		fmt.Println("memory as one value, the request (over: samples above it; for tailor-split, whose limit is sized apart, not OOM kills):")
+		fmt.Println("memory as one value, the request (over: samples above it; for tailor, whose limit is sized apart, not OOM kills):")
 		err = replay.WriteTable(os.Stdout, rep)
 		if err == nil {
 			fmt.Printf("\nmemory as Kubernetes charges it (requests reserved, OOM kills at the limit, evictions on %g GiB nodes):\n", *nodeGiB)
@@ -191,6 +188,15 @@ func run() error {
 	return nil
 }
 
+// oneValue is recommend.DefaultConfig() as it was before issue 26: memory
+// as one value that sizes the request, the limit derived from it. The
+// baselines the memory ideas are measured against start from it.
+func oneValue() recommend.Config {
+	cfg := recommend.DefaultConfig()
+	cfg.MemorySplit = false
+	return cfg
+}
+
 // byParity keeps the series whose name is an odd or an even number; "all"
 // keeps every series.
 func byParity(series []replay.Series, vms string) ([]replay.Series, error) {
@@ -240,18 +246,20 @@ func writeFile(path string, write func(*os.File) error) error {
 func tradeoff(series []replay.Series, out string, w io.Writer) error {
 	var policies []replay.Policy
 	// With the daily profile, how fast it forgets (and how long a peak is
-	// held whatever the hour) is tailor's main memory knob between cost
-	// and safety; the default is one of these points.
-	def := recommend.DefaultConfig()
+	// held whatever the hour) is the one value's main memory knob between
+	// cost and safety (issue 14); the default fade is one of these points.
+	// Swept with memory as one value, as when it was chosen: the single
+	// value's figures of a split would score its request as the limit.
+	def := oneValue()
 	fades := []float64{0.95, 0.97, 0.975, def.ProfileFade, 0.99}
 	profileCurve := replay.Curve{
-		Name:       fmt.Sprintf("tailor: memory profile fading %v a day, right to left (ringed: default)", fades),
+		Name:       fmt.Sprintf("tailor-1value: memory profile fading %v a day, right to left (ringed: default)", fades),
 		MemoryOnly: true,
 	}
 	for _, fade := range fades {
-		cfg := recommend.DefaultConfig()
+		cfg := oneValue()
 		cfg.ProfileFade = fade
-		pol, err := replay.NewTailor(fmt.Sprintf("tailor profile fade %g", fade), cfg)
+		pol, err := replay.NewTailor(fmt.Sprintf("tailor-1value fade %g", fade), cfg)
 		if err != nil {
 			return err
 		}
@@ -268,11 +276,11 @@ func tradeoff(series []replay.Series, out string, w io.Writer) error {
 		{time.Hour, 72 * time.Hour},
 		{2 * time.Hour, 96 * time.Hour},
 	} {
-		cfg := recommend.DefaultConfig()
+		cfg := oneValue()
 		cfg.MemoryProfile = false
 		cfg.CPUWindow, cfg.MemoryWindow = w.cpu, w.mem
 		label := fmt.Sprintf("%gm/%gh", w.cpu.Minutes(), w.mem.Hours())
-		p, err := replay.NewTailor("tailor "+label, cfg)
+		p, err := replay.NewTailor("tailor-48h at "+label, cfg)
 		if err != nil {
 			return err
 		}

@@ -40,9 +40,11 @@ var directions = []direction{
 	{"tune even VMs, score odd", halves[3].sub, halves[2].sub},
 }
 
-// ideaFamilies are the ideas of issue 26 part 2, each swept over its knob.
+// ideaFamilies are the ideas of issue 26 part 2, each swept over its knob
+// from tailor before the issue (memory as one value), which each idea
+// changes alone: the split, now the default, is one of them.
 func ideaFamilies() []family {
-	def := recommend.DefaultConfig()
+	def := oneValue()
 	with := func(f func(*recommend.Config)) recommend.Config {
 		cfg := def
 		f(&cfg)
@@ -85,13 +87,14 @@ func ideaFamilies() []family {
 // shortHours writes 24h0m0s as 24h.
 func shortHours(d time.Duration) string { return fmt.Sprintf("%gh", d.Hours()) }
 
-// validate replays every idea's sweep beside VPA and today's default,
-// picks each idea's setting on the tuning half of each direction (the
-// cheapest requests with no more OOM kills and no more evictions than VPA
-// there) and prints what that pick does on the held-out half.
+// validate replays every idea's sweep beside VPA and tailor before issue
+// 26 (tailor-1value, the ideas' baseline), picks each idea's setting on the
+// tuning half of each direction (the cheapest requests with no more OOM
+// kills and no more evictions than VPA there) and prints what that pick
+// does on the held-out half.
 func validate(series []replay.Series, opts replay.Options, w io.Writer, out string) error {
 	opts.Chart = nil
-	base, err := replay.NewTailor("tailor", recommend.DefaultConfig())
+	base, err := replay.NewTailor("tailor-1value", oneValue())
 	if err != nil {
 		return err
 	}
@@ -137,9 +140,9 @@ func validate(series []replay.Series, opts replay.Options, w io.Writer, out stri
 			for di, d := range directions {
 				vt, vh := rep.Memory(0, si, d.tune), rep.Memory(0, si, d.heldOut)
 				pick := pickOn(rep, si, d.tune, 0, first, next)
-				label, goal := "none as safe as vpa: default shown", "-"
+				label, goal := "none as safe as vpa: tailor-1value shown", "-"
 				if pick < 0 {
-					// Nothing as safe as VPA: today's default stands.
+					// Nothing as safe as VPA: the baseline stands.
 					pick = 1
 				} else {
 					label, goal = f.settings[pick-first].label, "no"
@@ -190,11 +193,11 @@ func meetsGoal(f, vpa replay.MemoryFigures) bool {
 
 // writeHeldOutChart draws each idea's sweep on the held-out halves of the
 // time split under the first shape: requests against OOM kills, VPA and
-// today's default as single points, each direction's pick ringed.
+// tailor before issue 26 as single points, each direction's pick ringed.
 func writeHeldOutChart(w io.Writer, rep *replay.Report, fams []family, picks map[[3]int]bool) error {
-	// Policy indices per curve: VPA, the default, then each family's.
+	// Policy indices per curve: VPA, the baseline, then each family's.
 	idx := [][]int{{0}, {1}}
-	curves := []replay.Curve{{Name: "vpa"}, {Name: "tailor (default)"}}
+	curves := []replay.Curve{{Name: "vpa"}, {Name: "tailor-1value (before issue 26)"}}
 	next := 2
 	for _, f := range fams {
 		c := replay.Curve{Name: f.name}
