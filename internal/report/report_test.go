@@ -109,6 +109,10 @@ func TestBuildFromHistory(t *testing.T) {
 	if mem.Cmp(resource.MustParse("200Mi")) < 0 || mem.Cmp(resource.MustParse("512Mi")) >= 0 {
 		t.Errorf("memory recommendation %s for a steady 200Mi", mem.String())
 	}
+	// The limit recommended apart carries the 256Mi least margin.
+	if lim := r.RecommendedLimit[corev1.ResourceMemory]; lim.Cmp(resource.MustParse("456Mi")) < 0 {
+		t.Errorf("memory limit recommendation %s for a steady 200Mi, want at least 456Mi", lim.String())
+	}
 	if want := "p95 CPU 100m, peak 300m over 7d; throttled 3% of periods; memory peak 200Mi"; r.Reason != want {
 		t.Errorf("reason %q\nwant %q", r.Reason, want)
 	}

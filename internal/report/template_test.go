@@ -72,6 +72,21 @@ func TestPlanTemplate(t *testing.T) {
 			rows:     []Row{rec("app", "200m", "300Mi")},
 			want:     []string{"app requests=cpu:200m,memory:300Mi limits=cpu:400m,memory:600Mi"},
 		},
+		"a memory limit recommended apart: a 1:1 template's limit goes to it, not to the request": {
+			template: template(builder.Container("app").Requests("500m", "256Mi").Limits("1", "256Mi")),
+			rows:     []Row{{Container: "app", Recommended: builder.List("200m", "300Mi"), RecommendedLimit: builder.List("", "556Mi")}},
+			want:     []string{"app requests=cpu:200m,memory:300Mi limits=cpu:400m,memory:556Mi"},
+		},
+		"a memory limit recommended apart: the template's ratio holds it up where higher": {
+			template: template(app),
+			rows:     []Row{{Container: "app", Recommended: builder.List("200m", "300Mi"), RecommendedLimit: builder.List("", "556Mi")}},
+			want:     []string{"app requests=cpu:200m,memory:300Mi limits=cpu:400m,memory:600Mi"},
+		},
+		"a Guaranteed template's one memory value is sized as a limit": {
+			template: template(builder.Container("app").Requests("1", "256Mi").Limits("1", "256Mi")),
+			rows:     []Row{{Container: "app", Recommended: builder.List("", "300Mi"), RecommendedLimit: builder.List("", "556Mi")}},
+			want:     []string{"app requests=memory:556Mi limits=memory:556Mi"},
+		},
 		"RequestsOnly keeps the limits": {
 			template: template(app),
 			policy: policy(v1alpha1.TailorPolicySpec{ResourcePolicy: &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{
