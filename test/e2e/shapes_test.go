@@ -172,11 +172,14 @@ func TestAutoscaleHistoryOutlivesTheManager(t *testing.T) {
 		}}}
 		s.Behavior.ScaleDown = &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: 10 * time.Second}}
 	})
-	// 200Mi held: the request rises to the peak plus the 256Mi margin.
-	raised := waitPod(t, pod, 2*time.Minute, "memory request raised for the 200Mi peak", func(p *corev1.Pod) bool {
-		return p.Spec.Containers[0].Resources.Requests.Memory().Cmp(resource.MustParse("450Mi")) >= 0
+	// 200Mi held: the request rises to the peak (above the working set
+	// plus 10%), the limit to the tail, the peak plus the 256Mi margin.
+	raised := waitPod(t, pod, 2*time.Minute, "memory raised for the 200Mi peak", func(p *corev1.Pod) bool {
+		r := p.Spec.Containers[0].Resources
+		return r.Requests.Memory().Cmp(resource.MustParse("200Mi")) >= 0 && r.Limits.Memory().Cmp(resource.MustParse("450Mi")) >= 0
 	})
 	peakReq := raised.Spec.Containers[0].Resources.Requests.Memory().DeepCopy()
+	peakLim := raised.Spec.Containers[0].Resources.Limits.Memory().DeepCopy()
 	setMemory(t, raised, "20Mi")
 	// Let the first manager see the drop and checkpoint it.
 	time.Sleep(15 * time.Second)
@@ -194,6 +197,9 @@ func TestAutoscaleHistoryOutlivesTheManager(t *testing.T) {
 	last := holdsFor(t, ns, "db", 10, func(p *corev1.Pod) error {
 		if got := p.Spec.Containers[0].Resources.Requests.Memory(); got.Cmp(peakReq) < 0 {
 			return fmt.Errorf("the second manager lowered memory %s -> %s: it forgot the 200Mi peak", peakReq.String(), got.String())
+		}
+		if got := p.Spec.Containers[0].Resources.Limits.Memory(); got.Cmp(peakLim) < 0 {
+			return fmt.Errorf("the second manager lowered the memory limit %s -> %s: it forgot the 200Mi peak", peakLim.String(), got.String())
 		}
 		return nil
 	}, raised)
