@@ -104,7 +104,7 @@ func TestChangeWindowHoldsLoweringsUntilItOpens(t *testing.T) {
 // others follow.
 func TestLoweringBudgetHoldsTheRestWithinTheHour(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
-	idleWeb(e, 4, v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(2)}})
+	idleWeb(e, 4, v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(2))}})
 	names := []string{"web-0", "web-1", "web-2", "web-3"}
 	loweredCount := func() int {
 		n := 0
@@ -191,12 +191,24 @@ func TestChangeWindowValidation(t *testing.T) {
 			want: "spec.behavior.scaleDown.windows[0].timeZone",
 		},
 		"a budget of no pods": {
-			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(0)}},
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(0))}},
 			want: "pods must be a count from 1 to 1000 or a percent from 1% to 100%",
 		},
 		"a budget above 100%": {
-			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: intstr.FromString("150%")}},
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromString("150%"))}},
 			want: "pods must be a count from 1 to 1000 or a percent from 1% to 100%",
+		},
+		"a budget of neither": {
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{}},
+			want: "budget needs pods, namespacePods or both",
+		},
+		"a namespace budget of no pods": {
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(0))}},
+			want: "namespacePods must be a count from 1 to 1000 or a percent from 1% to 100%",
+		},
+		"a namespace budget of 0%": {
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1)), NamespacePods: ptrTo(intstr.FromString("0%"))}},
+			want: "namespacePods must be a count from 1 to 1000 or a percent from 1% to 100%",
 		},
 	}
 	for name, tc := range rejected {
