@@ -24,14 +24,20 @@ import (
 // lowering back is sd, not the pace.
 func idleWeb(e *env, n int, sd v1alpha1.ScaleDownRules) {
 	e.t.Helper()
-	rs := e.ownedDeployment("web", map[string]string{"app": "web"})
+	idleApp(e, "web", n, sd)
+}
+
+// idleApp is idleWeb for a Deployment and policy named app.
+func idleApp(e *env, app string, n int, sd v1alpha1.ScaleDownRules) {
+	e.t.Helper()
+	rs := e.ownedDeployment(app, map[string]string{"app": app})
 	for i := range n {
-		name := fmt.Sprintf("web-%d", i)
-		e.pod("web", podOf(rs, name))
+		name := fmt.Sprintf("%s-%d", app, i)
+		e.pod(app, podOf(rs, name))
 		e.source.Set(e.ns, name, "app", 0.02, 100*mi)
 	}
-	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
-		targetRef("web")(s)
+	e.policy(app, func(s *v1alpha1.TailorPolicySpec) {
+		targetRef(app)(s)
 		onlyResource(corev1.ResourceCPU)(s)
 		s.ResourcePolicy.ContainerPolicies[0].MinAllowed = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("125m")}
 		sd.StabilizationWindow = &metav1.Duration{Duration: time.Minute}
