@@ -41,22 +41,41 @@ type ChangeWindow struct {
 	TimeZone *string `json:"timeZone,omitempty"`
 }
 
-// LoweringBudget caps how many of the policy's pods are lowered in any
-// rolling hour. It counts pods, not resizes: a pod lowered twice within
-// the hour counts once. It is the policy's own budget: two policies in one
-// namespace each have theirs. Raises and a canary's rollback are never
-// counted nor held; a canary pod's lowering is counted like any other.
-// What was lowered is kept in the policy's TailorCheckpoint, so a manager
-// restart does not grant the hour again.
+// LoweringBudget caps how many pods are lowered in any rolling hour: the
+// policy's own (pods), the namespace's (namespacePods), or both. It counts
+// pods, not resizes: a pod lowered twice within the hour counts once.
+// Raises and a canary's rollback are never counted nor held; a canary pod's
+// lowering is counted like any other. What was lowered is kept in each
+// policy's TailorCheckpoint, so a manager restart does not grant the hour
+// again.
+// +kubebuilder:validation:XValidation:rule="has(self.pods) || has(self.namespacePods)",message="budget needs pods, namespacePods or both"
 type LoweringBudget struct {
 	// pods is how many of the policy's pods may be lowered per rolling
 	// hour: a count such as 2, or a percent of its running pods such as
 	// "10%", rounded up (so at least one pod); at most 1000 either way.
-	// +required
+	// It is the policy's own budget: two policies in one namespace each
+	// have theirs. Unset: only namespacePods caps the policy.
+	// +optional
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:MaxLength=4
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 1 && self <= 1000) : self.matches('^([1-9][0-9]?|100)%$')",message="pods must be a count from 1 to 1000 or a percent from 1% to 100%, such as 10%"
-	Pods intstr.IntOrString `json:"pods"`
+	Pods *intstr.IntOrString `json:"pods,omitempty"`
+
+	// namespacePods is how many of the namespace's pods may be lowered per
+	// rolling hour by every tailor policy of the namespace together: a
+	// count such as 5, or a percent such as "10%" of the namespace's
+	// running pods (all of them, not only this policy's), rounded up (so
+	// at least one pod); at most 1000 either way. The policy lowers a pod
+	// only while the pods lowered within the last hour by any policy of
+	// the namespace, its own included, leave room. Each policy that sets
+	// it is held by its own value: two policies may set different ones,
+	// and a policy that does not set it is not held by another's (its
+	// lowerings are still counted in the others').
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=4
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 1 && self <= 1000) : self.matches('^([1-9][0-9]?|100)%$')",message="namespacePods must be a count from 1 to 1000 or a percent from 1% to 100%, such as 10%"
+	NamespacePods *intstr.IntOrString `json:"namespacePods,omitempty"`
 }
 
 // ConditionLoweringsHeld is True while a change window or the lowering
@@ -73,6 +92,10 @@ const (
 	// LoweringsReasonBudgetSpent: the pods lowered in the last hour use
 	// up the budget.
 	LoweringsReasonBudgetSpent = "BudgetSpent"
+	// LoweringsReasonNamespaceBudgetSpent: the namespace's pods lowered in
+	// the last hour, by every policy of the namespace, use up the
+	// namespace budget (budget.namespacePods).
+	LoweringsReasonNamespaceBudgetSpent = "NamespaceBudgetSpent"
 	// LoweringsReasonAllowed: nothing waits for a window or the budget.
 	LoweringsReasonAllowed = "Allowed"
 )

@@ -87,9 +87,11 @@ type TailorCheckpointSpec struct {
 	Canary *CanaryCheckpoint `json:"canary,omitempty"`
 
 	// lowered are the pods lowered within the last hour, for the policy's
-	// lowering budget (spec.behavior.scaleDown.budget): a restarted
-	// manager counts them and does not grant the hour again. Absent when
-	// the policy has no budget or lowered nothing within the hour.
+	// lowering budget (spec.behavior.scaleDown.budget) and the namespace
+	// budgets of its namespace's policies (budget.namespacePods), which
+	// count every policy's: a restarted manager counts them and does not
+	// grant the hour again. Absent when neither the policy nor another of
+	// its namespace has a budget, or it lowered nothing within the hour.
 	// +optional
 	// +listType=map
 	// +listMapKey=uid

@@ -571,9 +571,10 @@ type ScaleDownRules struct {
 	// +kubebuilder:validation:MaxItems=16
 	Windows []ChangeWindow `json:"windows,omitempty"`
 
-	// budget caps how many of the policy's pods are lowered in any rolling
-	// hour. Unset: no cap but maxConcurrentResizes. Raises are never held
-	// by it.
+	// budget caps how many of the policy's pods (pods), or of its
+	// namespace's pods by every policy of the namespace together
+	// (namespacePods), are lowered in any rolling hour. Unset: no cap but
+	// maxConcurrentResizes. Raises are never held by it.
 	// +optional
 	Budget *LoweringBudget `json:"budget,omitempty"`
 }

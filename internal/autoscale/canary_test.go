@@ -40,6 +40,10 @@ type canaryWorld struct {
 	answers map[string]autoscale.GuardrailAnswer
 	// budget are the pods the lowering budget counted at the last sync.
 	budget autoscale.Lowered
+	// namespace is what a namespace budget is judged by, and
+	// countLowerings whether one of the namespace counts the policy's.
+	namespace      autoscale.NamespaceLowerings
+	countLowerings bool
 }
 
 func newCanaryWorld() *canaryWorld {
@@ -96,7 +100,7 @@ func (w *canaryWorld) decide(t *testing.T) autoscale.SyncDecision {
 			Server: resize.Version{Major: 1, Minor: 37},
 			Nodes:  map[string]*resize.NodeState{"n1": {Allocatable: builder.List("16", "64Gi"), Pods: bound}},
 		},
-		Canary: w.state, Guardrails: w.answers, Lowered: w.budget,
+		Canary: w.state, Guardrails: w.answers, Lowered: w.budget, Namespace: w.namespace, CountLowerings: w.countLowerings,
 	})
 	if err != nil {
 		t.Fatal(err)

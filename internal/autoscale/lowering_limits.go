@@ -31,6 +31,9 @@ const (
 	HoldOutsideWindow = HoldReason(v1alpha1.LoweringsReasonOutsideWindow)
 	// HoldBudget: the pods lowered within the last hour use up the budget.
 	HoldBudget = HoldReason(v1alpha1.LoweringsReasonBudgetSpent)
+	// HoldNamespaceBudget: the namespace's pods lowered within the last
+	// hour, by every policy of the namespace, use up the namespace budget.
+	HoldNamespaceBudget = HoldReason(v1alpha1.LoweringsReasonNamespaceBudgetSpent)
 )
 
 // ChangeWindow is one of behavior.scaleDown.windows, parsed.
@@ -48,6 +51,16 @@ type LoweringLimits struct {
 	// BudgetPods is the budget as a count, or BudgetPercent as a share of
 	// the policy's running pods (BudgetPods is then 0); both 0: no budget.
 	BudgetPods, BudgetPercent int
+	// NamespacePods and NamespacePercent are the namespace budget
+	// (budget.namespacePods) likewise, the percent of the namespace's
+	// running pods; both 0: none.
+	NamespacePods, NamespacePercent int
+}
+
+// HasNamespaceBudget says whether the policy sets budget.namespacePods:
+// its lowerings then wait for the namespace's count.
+func (l LoweringLimits) HasNamespaceBudget() bool {
+	return l.NamespacePods > 0 || l.NamespacePercent > 0
 }
 
 // cronParser reads the five standard fields and the @daily kind of
@@ -105,32 +118,57 @@ func LoweringLimitsOf(spec *v1alpha1.TailorPolicySpec) (LoweringLimits, bool, er
 		out.Windows = append(out.Windows, cw)
 	}
 	if b := sd.Budget; b != nil {
-		switch b.Pods.Type {
-		case intstr.String:
-			var pct int
-			if _, err := fmt.Sscanf(b.Pods.StrVal, "%d%%", &pct); err != nil || pct < 1 || pct > 100 {
-				return LoweringLimits{}, false, fmt.Errorf("behavior.scaleDown.budget.pods %q: want a count or a percent from 1%% to 100%%", b.Pods.StrVal)
-			}
-			out.BudgetPercent = pct
-		default:
-			if b.Pods.IntVal < 1 {
-				return LoweringLimits{}, false, fmt.Errorf("behavior.scaleDown.budget.pods %d: want at least 1", b.Pods.IntVal)
-			}
-			out.BudgetPods = min(int(b.Pods.IntVal), MaxBudgetPods)
+		var err error
+		if out.BudgetPods, out.BudgetPercent, err = parseBudget("pods", b.Pods); err != nil {
+			return LoweringLimits{}, false, err
+		}
+		if out.NamespacePods, out.NamespacePercent, err = parseBudget("namespacePods", b.NamespacePods); err != nil {
+			return LoweringLimits{}, false, err
 		}
 	}
-	return out, len(out.Windows) > 0 || out.BudgetPods > 0 || out.BudgetPercent > 0, nil
+	return out, len(out.Windows) > 0 || out.BudgetPods > 0 || out.BudgetPercent > 0 || out.HasNamespaceBudget(), nil
+}
+
+// parseBudget reads one of budget's fields: a count (capped at
+// MaxBudgetPods) or a percent; both 0 when it is unset.
+func parseBudget(field string, v *intstr.IntOrString) (count, percent int, err error) {
+	switch {
+	case v == nil:
+		return 0, 0, nil
+	case v.Type == intstr.String:
+		var pct int
+		if _, err := fmt.Sscanf(v.StrVal, "%d%%", &pct); err != nil || pct < 1 || pct > 100 {
+			return 0, 0, fmt.Errorf("behavior.scaleDown.budget.%s %q: want a count or a percent from 1%% to 100%%", field, v.StrVal)
+		}
+		return 0, pct, nil
+	case v.IntVal < 1:
+		return 0, 0, fmt.Errorf("behavior.scaleDown.budget.%s %d: want at least 1", field, v.IntVal)
+	}
+	return min(int(v.IntVal), MaxBudgetPods), 0, nil
 }
 
 // Budget is how many pods may be lowered per BudgetPeriod in a policy of n
-// running pods: a percent rounded up, so a small workload is not stuck at
-// zero, at least one and at most MaxBudgetPods; 0 when there is no budget.
+// running pods; 0 when there is no budget.
 func (l LoweringLimits) Budget(n int) int {
+	return budgetOf(l.BudgetPods, l.BudgetPercent, n)
+}
+
+// NamespaceBudget is how many of a namespace's n running pods the
+// policies of the namespace may lower together per BudgetPeriod, as this
+// policy's budget.namespacePods says; 0 when it sets none.
+func (l LoweringLimits) NamespaceBudget(n int) int {
+	return budgetOf(l.NamespacePods, l.NamespacePercent, n)
+}
+
+// budgetOf is a budget given as a count, or as a percent of n pods rounded
+// up, so a small workload is not stuck at zero: at least one and at most
+// MaxBudgetPods; 0 when it is neither.
+func budgetOf(count, percent, n int) int {
 	switch {
-	case l.BudgetPods > 0:
-		return l.BudgetPods
-	case l.BudgetPercent > 0:
-		return max(1, min((n*l.BudgetPercent+99)/100, MaxBudgetPods))
+	case count > 0:
+		return count
+	case percent > 0:
+		return max(1, min((n*percent+99)/100, MaxBudgetPods))
 	}
 	return 0
 }
@@ -186,6 +224,56 @@ func (l Lowered) frees() time.Time {
 	return first.Add(BudgetPeriod)
 }
 
+// LoweredBy are the pods each policy of a namespace lowered, by policy
+// name.
+type LoweredBy map[string]Lowered
+
+// All are the pods any of them lowered, each at its latest lowering: a pod
+// counts once, however many policies lowered it.
+func (b LoweredBy) All() Lowered {
+	out := Lowered{}
+	for _, l := range b {
+		for uid, at := range l {
+			if at.After(out[uid]) {
+				out[uid] = at
+			}
+		}
+	}
+	return out
+}
+
+// Add counts l as policy's lowerings: a pod already counted keeps the
+// latest of its two times.
+func (b LoweredBy) Add(policy string, l Lowered) {
+	if len(l) == 0 {
+		return
+	}
+	mine := b[policy]
+	if mine == nil {
+		mine = Lowered{}
+		b[policy] = mine
+	}
+	for uid, at := range l {
+		if at.After(mine[uid]) {
+			mine[uid] = at
+		}
+	}
+}
+
+// NamespaceLowerings is what the namespace budget (budget.namespacePods)
+// of a policy is judged by.
+type NamespaceLowerings struct {
+	// Policy is the name of the policy deciding: its own lowerings are
+	// SyncInput.Lowered, fresher than ByPolicy's entry for it.
+	Policy string
+	// ByPolicy are the pods every policy of the namespace lowered, as
+	// their checkpoints and the lowerings the manager sent since say.
+	ByPolicy LoweredBy
+	// Pods counts the namespace's running pods, every one of them, for a
+	// budget given as a percent.
+	Pods int
+}
+
 // LimitsOutcome is the change windows' and the budget's part of a sync's
 // decision.
 type LimitsOutcome struct {
@@ -193,14 +281,27 @@ type LimitsOutcome struct {
 	// condition.
 	Active bool
 	// Lowered is the budget's state for the next sync: this sync's
-	// lowerings sent counted in.
+	// lowerings sent counted in. A policy without a budget of its own
+	// keeps it too when a policy of its namespace has a namespace budget,
+	// which counts its lowerings.
 	Lowered Lowered
-	// Held counts the pods whose lowering a window or the budget held.
-	Held int
+	// Held counts the pods whose lowering a window or a budget held, by
+	// the reason that held each.
+	Held map[HoldReason]int
 	// Status, Reason and Message are the LoweringsHeld condition's.
 	Status  metav1.ConditionStatus
 	Reason  string
 	Message string
+}
+
+// budgetRoom is one budget's part of a sync: how many pods it allows per
+// BudgetPeriod, those it counts already, and how many more it lets this
+// sync lower.
+type budgetRoom struct {
+	reason  HoldReason
+	allowed int
+	counted Lowered
+	left    int
 }
 
 // limitPlan is the windows' and the budget's part of one sync, before and
@@ -211,25 +312,43 @@ type limitPlan struct {
 	input   PolicyInput
 	lowered Lowered
 	budget  int
-	open    bool
-	next    time.Time
-	which   string
-	held    map[types.UID]Held
-	reason  HoldReason
-	retry   time.Duration
+	// ns are the namespace's lowerings, the policy's own entry lowered
+	// itself (so this sync's are counted in), and nsPods its running pods;
+	// nsBudget is 0 when the policy has no namespace budget.
+	ns       LoweredBy
+	nsPods   int
+	nsBudget int
+	policy   string
+	open     bool
+	next     time.Time
+	which    string
+	held     map[types.UID]Held
+	reason   HoldReason
+	retry    time.Duration
 }
 
 // planLimits takes out of DecidePolicy's input the lowerings a closed window
-// or a spent budget holds, leaving every raise. The budget goes to the pods
-// DecidePolicy would serve first (longest since their last resize, then by
-// name); a pod lowered within the period may be lowered again without
-// spending more of it. A pod whose last resize is in flight is left to
-// DecidePolicy, which holds it anyway. The end of a startup boost is not a
-// lowering here: it gives back what the pod had.
-func planLimits(in PolicyInput, lowered Lowered, lim LoweringLimits) (*limitPlan, error) {
+// or a spent budget (the policy's own, or the namespace's) holds, leaving
+// every raise. The budgets go to the pods DecidePolicy would serve first
+// (longest since their last resize, then by name), each pod lowered only
+// while every budget of the policy has room for it; a pod a budget counts
+// within the period may be lowered again without spending more of that
+// one. A pod whose last resize is in flight is left to DecidePolicy, which
+// holds it anyway. The end of a startup boost is not a lowering here: it
+// gives back what the pod had.
+func planLimits(in PolicyInput, lowered Lowered, ns NamespaceLowerings, lim LoweringLimits) (*limitPlan, error) {
 	in.Pods = append([]PodInput(nil), in.Pods...)
 	lp := &limitPlan{lim: lim, now: in.Now, input: in, lowered: lowered.Within(in.Now),
 		budget: lim.Budget(len(in.Pods)), held: map[types.UID]Held{}}
+	// The policy's own entry is what it counts itself, with what its
+	// checkpoint says besides (a policy of the name deleted and created
+	// again lowered those).
+	lp.ns = LoweredBy{}
+	for name, l := range ns.ByPolicy {
+		lp.ns.Add(name, l.Within(in.Now))
+	}
+	lp.ns.Add(ns.Policy, lp.lowered)
+	lp.nsPods, lp.nsBudget, lp.policy = ns.Pods, lim.NamespaceBudget(ns.Pods), ns.Policy
 	lp.open, lp.next, lp.which = lim.Open(in.Now)
 	type want struct {
 		i    int
@@ -267,8 +386,18 @@ func planLimits(in PolicyInput, lowered Lowered, lim LoweringLimits) (*limitPlan
 		}
 		return lp, nil
 	}
-	if lp.budget == 0 {
+	var rooms []*budgetRoom
+	if lp.budget > 0 {
+		rooms = append(rooms, &budgetRoom{reason: HoldBudget, allowed: lp.budget, counted: lp.lowered})
+	}
+	if lp.nsBudget > 0 {
+		rooms = append(rooms, &budgetRoom{reason: HoldNamespaceBudget, allowed: lp.nsBudget, counted: lp.ns.All()})
+	}
+	if len(rooms) == 0 {
 		return lp, nil
+	}
+	for _, b := range rooms {
+		b.left = b.allowed - len(b.counted)
 	}
 	sort.SliceStable(wants, func(a, b int) bool {
 		pa, pb := in.Pods[wants[a].i], in.Pods[wants[b].i]
@@ -277,21 +406,33 @@ func planLimits(in PolicyInput, lowered Lowered, lim LoweringLimits) (*limitPlan
 		}
 		return pa.Pod.Name < pb.Pod.Name
 	})
-	left := lp.budget - len(lp.lowered)
 	for _, w := range wants {
 		uid := in.Pods[w.i].Pod.UID
-		if _, counted := lp.lowered[uid]; counted {
+		if short := shortRoom(rooms, uid); short != nil {
+			// The message, and when it frees, are known once this
+			// sync's lowerings are counted (settle).
+			hold(w, short.reason, "")
 			continue
 		}
-		if left > 0 {
-			left--
-			continue
+		for _, b := range rooms {
+			if _, counted := b.counted[uid]; !counted {
+				b.left--
+			}
 		}
-		// The message, and when it frees, are known once this sync's
-		// lowerings are counted (settle).
-		hold(w, HoldBudget, "")
 	}
 	return lp, nil
+}
+
+// shortRoom is the first of the budgets that has no room for lowering the
+// pod uid, nil when all have: a budget that counts the pod already lets it
+// be lowered again for free.
+func shortRoom(rooms []*budgetRoom, uid types.UID) *budgetRoom {
+	for _, b := range rooms {
+		if _, counted := b.counted[uid]; !counted && b.left <= 0 {
+			return b
+		}
+	}
+	return nil
 }
 
 // limitedLowerings are the lowerings of d a window or the budget holds:
@@ -307,6 +448,20 @@ func limitedLowerings(d Decision, boost map[string]bool) []Change {
 	return out
 }
 
+// countSent counts each pod whose lowering d sends into lowered, at now:
+// what the budgets count for the next sync.
+func countSent(lowered Lowered, d *PolicyDecision, pods []PodInput, now time.Time) {
+	boost := map[types.UID]map[string]bool{}
+	for _, p := range pods {
+		boost[p.Pod.UID] = p.Boost
+	}
+	for _, a := range d.Resizes {
+		if len(limitedLowerings(a.Decision, boost[a.Pod.UID])) > 0 {
+			lowered[a.Pod.UID] = now
+		}
+	}
+}
+
 func (lp *limitPlan) closedText() string {
 	if lp.next.IsZero() {
 		return "lowerings wait for a change window (behavior.scaleDown.windows), and none of them opens in the next five years"
@@ -314,7 +469,18 @@ func (lp *limitPlan) closedText() string {
 	return fmt.Sprintf("lowerings wait for a change window (behavior.scaleDown.windows): none is open; the next opens at %s (%s)", stamp(lp.next), lp.which)
 }
 
-func (lp *limitPlan) spentText() string {
+// spentText says why a budget holds lowerings: how many pods it counts,
+// of how many, and when the first of them stops counting.
+func (lp *limitPlan) spentText(reason HoldReason) string {
+	if reason == HoldNamespaceBudget {
+		all := lp.ns.All()
+		if len(all) == 0 {
+			return fmt.Sprintf("the namespace's lowering budget (behavior.scaleDown.budget.namespacePods) of %d pod(s) an hour%s is given to the pods that have waited longest, which wait for something else now",
+				lp.nsBudget, lp.ofPods())
+		}
+		return fmt.Sprintf("the namespace's lowering budget (behavior.scaleDown.budget.namespacePods) is spent: %d of the namespace's pods lowered within the last hour (%s), of %d allowed%s; the next frees at %s",
+			len(all), lp.byPolicy(), lp.nsBudget, lp.ofPods(), stamp(all.frees()))
+	}
 	if len(lp.lowered) == 0 {
 		return fmt.Sprintf("the lowering budget (behavior.scaleDown.budget) of %d pod(s) an hour is given to the pods that have waited longest, which wait for something else now",
 			lp.budget)
@@ -323,58 +489,80 @@ func (lp *limitPlan) spentText() string {
 		len(lp.lowered), lp.budget, stamp(lp.lowered.frees()))
 }
 
+// ofPods says what a namespace budget given as a percent was taken of.
+func (lp *limitPlan) ofPods() string {
+	if lp.lim.NamespacePercent == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d%% of %d running pod(s))", lp.lim.NamespacePercent, lp.nsPods)
+}
+
+// byPolicy says which policies lowered the namespace's pods within the
+// hour, and how many each: "by policy api (1), web (2)", sorted by name.
+func (lp *limitPlan) byPolicy() string {
+	var parts []string
+	for name, l := range lp.ns {
+		if len(l) > 0 {
+			parts = append(parts, fmt.Sprintf("%s (%d)", name, len(l)))
+		}
+	}
+	sort.Strings(parts)
+	return "by policy " + strings.Join(parts, ", ")
+}
+
 // settle completes the plan with DecidePolicy's answer: each pod whose
 // lowering is sent is counted at now, and the lowerings taken out are
 // reported held.
 func (lp *limitPlan) settle(d *PolicyDecision) LimitsOutcome {
-	for _, a := range d.Resizes {
-		if len(limitedLowerings(a.Decision, lp.boostOf(a.Pod.UID))) > 0 {
-			lp.lowered[a.Pod.UID] = lp.now
+	countSent(lp.lowered, d, lp.input.Pods, lp.now)
+	lp.ns.Add(lp.policy, lp.lowered)
+	texts := map[HoldReason]string{}
+	for uid, h := range lp.held {
+		if h.Reason != HoldBudget && h.Reason != HoldNamespaceBudget {
+			continue
 		}
-	}
-	if lp.reason == HoldBudget {
-		msg := lp.spentText()
-		for uid, h := range lp.held {
-			h.Message = msg
-			lp.held[uid] = h
+		if _, ok := texts[h.Reason]; !ok {
+			texts[h.Reason] = lp.spentText(h.Reason)
+			// None counted: what the budget kept back waits for what
+			// held the pods it was given (a full node, a resize in
+			// flight).
+			frees := lp.lowered.frees()
+			if h.Reason == HoldNamespaceBudget {
+				frees = lp.ns.All().frees()
+			}
+			if !frees.IsZero() {
+				lp.retry = soonest(lp.retry, frees.Sub(lp.now))
+			}
 		}
-		// None counted: what the budget kept back waits for what held
-		// the pods it was given (a full node, a resize in flight).
-		if frees := lp.lowered.frees(); !frees.IsZero() {
-			lp.retry = frees.Sub(lp.now)
-		}
+		h.Message = texts[h.Reason]
+		lp.held[uid] = h
 	}
 	already := map[types.UID]bool{}
 	for _, h := range d.Held {
 		already[h.Pod.UID] = true
 	}
+	out := LimitsOutcome{Active: true, Lowered: lp.lowered, Held: map[HoldReason]int{}}
 	for _, p := range lp.input.Pods {
-		if h, ok := lp.held[p.Pod.UID]; ok && !already[p.Pod.UID] {
-			d.Held = append(d.Held, h)
+		if h, ok := lp.held[p.Pod.UID]; ok {
+			out.Held[h.Reason]++
+			if !already[p.Pod.UID] {
+				d.Held = append(d.Held, h)
+			}
 		}
 	}
 	d.RetryAfter = soonest(d.RetryAfter, lp.retry)
-	out := LimitsOutcome{Active: true, Lowered: lp.lowered, Held: len(lp.held)}
 	out.Status, out.Reason, out.Message = lp.condition()
 	return out
 }
 
-func (lp *limitPlan) boostOf(uid types.UID) map[string]bool {
-	for _, p := range lp.input.Pods {
-		if p.Pod.UID == uid {
-			return p.Boost
-		}
-	}
-	return nil
-}
-
-// condition is the LoweringsHeld condition after this sync.
+// condition is the LoweringsHeld condition after this sync: its reason is
+// the first held pod's, in the order the budgets are given out.
 func (lp *limitPlan) condition() (metav1.ConditionStatus, string, string) {
 	switch lp.reason {
 	case HoldOutsideWindow:
 		return metav1.ConditionTrue, v1alpha1.LoweringsReasonOutsideWindow, fmt.Sprintf("%d pod(s)' lowerings held: %s", len(lp.held), lp.closedText())
-	case HoldBudget:
-		return metav1.ConditionTrue, v1alpha1.LoweringsReasonBudgetSpent, fmt.Sprintf("%d pod(s)' lowerings held: %s", len(lp.held), lp.spentText())
+	case HoldBudget, HoldNamespaceBudget:
+		return metav1.ConditionTrue, string(lp.reason), fmt.Sprintf("%d pod(s)' lowerings held: %s", len(lp.held), lp.spentText(lp.reason))
 	}
 	var parts []string
 	switch {
@@ -388,6 +576,9 @@ func (lp *limitPlan) condition() (metav1.ConditionStatus, string, string) {
 	}
 	if lp.budget > 0 {
 		parts = append(parts, fmt.Sprintf("%d of the %d pod(s) the hourly budget allows lowered within the last hour", len(lp.lowered), lp.budget))
+	}
+	if lp.nsBudget > 0 {
+		parts = append(parts, fmt.Sprintf("%d of the %d pod(s) the namespace's hourly budget allows%s lowered within the last hour", len(lp.ns.All()), lp.nsBudget, lp.ofPods()))
 	}
 	return metav1.ConditionFalse, v1alpha1.LoweringsReasonAllowed, "no lowering is held: " + strings.Join(parts, "; ")
 }

@@ -2,6 +2,7 @@ package autoscale_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -196,13 +197,13 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 	}
 	if r.IntN(4) > 0 {
 		if r.IntN(2) == 0 {
-			sd.Budget = &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(int32(1 + r.IntN(4)))}
+			sd.Budget = &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(int32(1 + r.IntN(4))))}
 		} else {
-			sd.Budget = &v1alpha1.LoweringBudget{Pods: intstr.FromString(fmt.Sprintf("%d%%", 1+r.IntN(60)))}
+			sd.Budget = &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromString(fmt.Sprintf("%d%%", 1+r.IntN(60))))}
 		}
 	}
 	if len(sd.Windows) == 0 && sd.Budget == nil {
-		sd.Budget = &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(1)}
+		sd.Budget = &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1))}
 	}
 	maxConc := int32(1 + r.IntN(n))
 	spec := &v1alpha1.TailorPolicySpec{
@@ -336,6 +337,255 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 			}
 		}
 		now = now.Add(time.Duration(10+r.IntN(40*60)) * time.Second)
+	}
+	return ""
+}
+
+// TestNamespaceBudgetProperties runs two to four policies of one namespace
+// for hours, one sync at a time in a random order, each with or without a
+// namespace budget (a count or a percent of the namespace's running pods,
+// its own value), some with a budget of their own too, the resizes sent
+// applied and the targets moving, and checks at every sync that:
+//   - a policy with a namespace budget that lowers a pod not lowered within
+//     the hour leaves no more distinct pods of the namespace lowered
+//     within the last hour, by all the policies, than its budget, judged
+//     by an oracle that keeps every lowering sent and works the budget out
+//     with math.Ceil;
+//   - a policy's own budget holds as well;
+//   - every raise sent without windows and budgets is sent with them.
+//
+// Each policy is given the others' lowerings as their checkpoints keep
+// them (times rounded up to the second), and a restart brings every
+// policy's own count back from its checkpoint.
+func TestNamespaceBudgetProperties(t *testing.T) {
+	// 150 cases of about 90 syncs, each decided twice: under 15 seconds
+	// with -race on two cores.
+	cases := 150
+	switch {
+	case testing.Short():
+		cases = 40
+	case raceDetector:
+		cases = 40
+	}
+	seed := uint64(time.Now().UnixNano())
+	r := rand.New(rand.NewPCG(seed, 21))
+	stats := map[string]int{}
+	start := time.Now()
+	for i := range cases {
+		caseSeed := r.Uint64()
+		if msg := runNamespaceCase(caseSeed, stats); msg != "" {
+			t.Fatalf("case %d (seed %d): %s", i, caseSeed, msg)
+		}
+	}
+	t.Logf("%d generated namespaces (seed %d) in %s: %d syncs, %d lowerings sent (%d by a policy with a namespace budget, %d by one without), %d raises sent, %d held for a namespace budget, %d for a policy's own, %d restarts",
+		cases, seed, time.Since(start).Round(time.Millisecond), stats["syncs"], stats["lowerings"], stats["loweredBudgeted"], stats["loweredFree"], stats["raises"],
+		stats["heldNamespace"], stats["heldBudget"], stats["restarts"])
+	for _, stat := range []string{"loweredBudgeted", "loweredFree", "raises", "heldNamespace", "heldBudget", "restarts"} {
+		if stats[stat] < cases/5 {
+			t.Errorf("%s: %d in %d cases, want at least %d", stat, stats[stat], cases, cases/5)
+		}
+	}
+}
+
+// simPolicy is one policy of a generated namespace.
+type simPolicy struct {
+	name    string
+	spec    *v1alpha1.TailorPolicySpec
+	free    *v1alpha1.TailorPolicySpec
+	pods    []autoscale.PodInput
+	lowered autoscale.Lowered
+	// nsCount and nsPercent are its namespace budget (both 0: none), and
+	// own its own budget in pods (0: none).
+	nsCount, nsPercent, own int
+}
+
+// checkpointOf is a count as the checkpoint keeps it: times rounded up to
+// the second.
+func checkpointOf(l autoscale.Lowered) autoscale.Lowered {
+	out := autoscale.Lowered{}
+	for uid, at := range l {
+		out[uid] = at.Add(time.Second - 1).Truncate(time.Second)
+	}
+	return out
+}
+
+func runNamespaceCase(seed uint64, stats map[string]int) string {
+	r := rand.New(rand.NewPCG(seed, 22))
+	policies := make([]*simPolicy, 2+r.IntN(3))
+	running := r.IntN(20) // pods of the namespace no policy sizes
+	for k := range policies {
+		p := &simPolicy{name: fmt.Sprintf("p%d", k)}
+		budget := &v1alpha1.LoweringBudget{}
+		if k == 0 || r.IntN(3) > 0 {
+			if r.IntN(2) == 0 {
+				p.nsCount = 1 + r.IntN(5)
+				budget.NamespacePods = ptrTo(intstr.FromInt32(int32(p.nsCount)))
+			} else {
+				p.nsPercent = 1 + r.IntN(40)
+				budget.NamespacePods = ptrTo(intstr.FromString(fmt.Sprintf("%d%%", p.nsPercent)))
+			}
+		}
+		if r.IntN(3) == 0 {
+			p.own = 1 + r.IntN(3)
+			budget.Pods = ptrTo(intstr.FromInt32(int32(p.own)))
+		}
+		sd := &v1alpha1.ScaleDownRules{}
+		if budget.Pods != nil || budget.NamespacePods != nil {
+			sd.Budget = budget
+		}
+		n := 2 + r.IntN(5)
+		maxConc := int32(1 + r.IntN(n))
+		p.spec = &v1alpha1.TailorPolicySpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": p.name}},
+			Behavior: &v1alpha1.Behavior{MaxConcurrentResizes: &maxConc, ScaleDown: sd},
+		}
+		p.free = p.spec.DeepCopy()
+		p.free.Behavior.ScaleDown = nil
+		for i := range n {
+			name := fmt.Sprintf("%s-%d", p.name, i)
+			pod := builder.Pod(name).UID(name).Node("n1").
+				Container(builder.Container("app").Requests(fmt.Sprintf("%dm", 200+100*r.IntN(8)), "256Mi").Limits("4", "512Mi")).Running().Obj()
+			p.pods = append(p.pods, autoscale.PodInput{Pod: pod, WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}})
+		}
+		running += n
+		policies[k] = p
+	}
+	retarget := func(pi *autoscale.PodInput) {
+		pi.Targets = map[string]autoscale.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
+	}
+	for _, p := range policies {
+		for i := range p.pods {
+			retarget(&p.pods[i])
+		}
+	}
+	// nsBudget is the oracle's namespace budget of p.
+	nsBudget := func(p *simPolicy) int {
+		if p.nsCount > 0 {
+			return p.nsCount
+		}
+		return max(1, min(int(math.Ceil(float64(p.nsPercent)*float64(running)/100)), autoscale.MaxBudgetPods))
+	}
+	type event struct {
+		policy string
+		uid    types.UID
+		at     time.Time
+	}
+	var events []event
+	// distinct are the pods lowered within the hour before now, of the
+	// policy named (all of them: "").
+	distinct := func(now time.Time, policy string) map[types.UID]bool {
+		out := map[types.UID]bool{}
+		for _, e := range events {
+			if now.Sub(e.at) < time.Hour && !e.at.After(now) && (policy == "" || e.policy == policy) {
+				out[e.uid] = true
+			}
+		}
+		return out
+	}
+	now := time.Date(2026, time.Month(1+r.IntN(12)), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), 0, time.UTC)
+	for sync := range 60 + r.IntN(60) {
+		stats["syncs"]++
+		if r.IntN(30) == 0 {
+			stats["restarts"]++
+			for _, p := range policies {
+				p.lowered = checkpointOf(p.lowered)
+			}
+		}
+		p := policies[r.IntN(len(policies))]
+		var bound []*corev1.Pod
+		for _, q := range policies {
+			for _, pi := range q.pods {
+				bound = append(bound, pi.Pod)
+			}
+		}
+		ns := autoscale.NamespaceLowerings{Policy: p.name, ByPolicy: autoscale.LoweredBy{}, Pods: running}
+		for _, q := range policies {
+			ns.ByPolicy.Add(q.name, checkpointOf(q.lowered))
+		}
+		in := func(s *v1alpha1.TailorPolicySpec) autoscale.SyncInput {
+			return autoscale.SyncInput{PolicyInput: autoscale.PolicyInput{
+				Spec: s, Pods: p.pods, Now: now, MemoryFloorHeadroom: 0.1, Server: resize.Version{Major: 1, Minor: 37},
+				Nodes: map[string]*resize.NodeState{"n1": {Allocatable: builder.List("256", "256Gi"), Pods: bound}},
+			}, Lowered: p.lowered, Namespace: ns, CountLowerings: true}
+		}
+		d, err := autoscale.DecideSync(in(p.spec))
+		if err != nil {
+			return err.Error()
+		}
+		base, err := autoscale.DecideSync(in(p.free))
+		if err != nil {
+			return err.Error()
+		}
+		at := fmt.Sprintf("sync %d of %s at %s (namespace budget %d, %d%% of %d running; own %d)", sync, p.name, now.Format(time.RFC3339), p.nsCount, p.nsPercent, running, p.own)
+		raises := func(sd autoscale.SyncDecision) map[string]string {
+			out := map[string]string{}
+			for _, s := range sd.Sends {
+				if s.Decision.Raises() {
+					out[s.Pod.Name] = sendText(s)
+				}
+			}
+			return out
+		}
+		if got, want := raises(d), raises(base); fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Sprintf("%s: raises sent %v, without budgets %v", at, got, want)
+		}
+		stats["raises"] += len(raises(d))
+		for _, h := range d.Held {
+			switch h.Reason {
+			case autoscale.HoldNamespaceBudget:
+				stats["heldNamespace"]++
+			case autoscale.HoldBudget:
+				stats["heldBudget"]++
+			default:
+				continue
+			}
+			if h.Decision.Raises() {
+				return fmt.Sprintf("%s: pod %s wants a raise and is held: %s", at, h.Pod.Name, h.Message)
+			}
+		}
+		before := distinct(now, "")
+		newPods := 0
+		for _, s := range d.Sends {
+			if !lowers(s.Decision) {
+				continue
+			}
+			stats["lowerings"]++
+			if p.nsCount+p.nsPercent > 0 {
+				stats["loweredBudgeted"]++
+			} else {
+				stats["loweredFree"]++
+			}
+			if !before[s.Pod.UID] {
+				newPods++
+			}
+			events = append(events, event{p.name, s.Pod.UID, now})
+		}
+		if b := nsBudget(p); p.nsCount+p.nsPercent > 0 && newPods > 0 && len(distinct(now, "")) > b {
+			return fmt.Sprintf("%s: %d pods of the namespace lowered within the hour (%d by this sync), namespace budget %d", at, len(distinct(now, "")), newPods, b)
+		}
+		if p.own > 0 && len(distinct(now, p.name)) > p.own {
+			return fmt.Sprintf("%s: %d of its pods lowered within the hour, its own budget %d", at, len(distinct(now, p.name)), p.own)
+		}
+		// The world moves on, as in runLimitsCase.
+		p.lowered = d.Limits.Lowered
+		for i := range p.pods {
+			p.pods[i].InFlight = false
+		}
+		for _, s := range d.Sends {
+			for i := range p.pods {
+				if p.pods[i].Pod.UID == s.Pod.UID {
+					p.pods[i].Pod, p.pods[i].LastResize, p.pods[i].InFlight = s.Plan.AfterPod(), now, r.IntN(4) == 0
+				}
+			}
+		}
+		for _, q := range policies {
+			for i := range q.pods {
+				if r.IntN(4) == 0 {
+					retarget(&q.pods[i])
+				}
+			}
+		}
+		now = now.Add(time.Duration(10+r.IntN(20*60)) * time.Second)
 	}
 	return ""
 }

@@ -185,7 +185,7 @@ func TestLoweringBudgetRounding(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: tc.pods}}}}
+			spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: &tc.pods}}}}
 			l, limited, err := autoscale.LoweringLimitsOf(spec)
 			if err != nil || !limited {
 				t.Fatalf("LoweringLimitsOf: %v, limited %v", err, limited)
@@ -334,7 +334,7 @@ func TestLoweringBudgetHoldsTheRest(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			w := limitsWorld(&v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: tc.budget}})
+			w := limitsWorld(&v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: &tc.budget}})
 			for i, at := range tc.lastResize {
 				w.pods[i].LastResize = at
 			}
@@ -380,7 +380,7 @@ func TestWindowHoldsACanaryButNotItsRollback(t *testing.T) {
 	t.Run("the rollback goes", func(t *testing.T) {
 		w := newCanaryWorld()
 		w.spec.Behavior.ScaleDown.Windows = closed
-		w.spec.Behavior.ScaleDown.Budget = &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(1)}
+		w.spec.Behavior.ScaleDown.Budget = &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1))}
 		w.lowered(0, w.now.Add(-time.Minute))
 		w.pods[0].Pod.Status.ContainerStatuses[0].RestartCount = 1
 		d := w.decideLimits(t, autoscale.Lowered{"web-0": w.now.Add(-time.Minute)})
@@ -395,7 +395,7 @@ func TestWindowHoldsACanaryButNotItsRollback(t *testing.T) {
 func TestStartupBoostEndsOutsideTheWindow(t *testing.T) {
 	w := limitsWorld(&v1alpha1.ScaleDownRules{
 		Windows: []v1alpha1.ChangeWindow{window("0 22 * * *", "", time.Hour)},
-		Budget:  &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(1)},
+		Budget:  &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1))},
 	})
 	w.pods[1].Boost = map[string]bool{"app": true}
 	d := w.decideLimits(t, autoscale.Lowered{"other": w.now.Add(-time.Minute)})
@@ -407,5 +407,168 @@ func TestStartupBoostEndsOutsideTheWindow(t *testing.T) {
 	}
 	if _, counted := d.Limits.Lowered["web-1"]; counted {
 		t.Error("the boost's end is counted against the budget")
+	}
+}
+
+// TestNamespaceBudget: budget.namespacePods counts the pods every policy of
+// the namespace lowered within the hour, the policy's own included; the
+// policy lowers only while that leaves room, a pod the namespace counts
+// already going for free, and raises never wait. With a budget of its own
+// too, each holds what it has no room for.
+func TestNamespaceBudget(t *testing.T) {
+	ago := func(d time.Duration) time.Time { return canaryNow.Add(-d) }
+	api := autoscale.Lowered{"api-0": ago(20 * time.Minute), "api-1": ago(10 * time.Minute)}
+	cases := map[string]struct {
+		budget      v1alpha1.LoweringBudget
+		byPolicy    autoscale.LoweredBy
+		nsPods      int
+		lowered     autoscale.Lowered
+		wantSends   []string
+		wantHeld    []string
+		wantLowered []string
+		wantRetry   time.Duration
+		wantReason  string
+		wantMessage string
+		wantCounts  map[autoscale.HoldReason]int
+	}{
+		"another policy lowered two of three: one goes": {
+			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
+			byPolicy:    autoscale.LoweredBy{"api": api},
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
+			wantHeld:    []string{"web-1 NamespaceBudgetSpent", "web-2 NamespaceBudgetSpent"},
+			wantLowered: []string{"web-0@0s"},
+			wantRetry:   40 * time.Minute,
+			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
+			wantMessage: "2 pod(s)' lowerings held: the namespace's lowering budget (behavior.scaleDown.budget.namespacePods) is spent: 3 of the namespace's pods lowered within the last hour (by policy api (2), web (1)), of 3 allowed; the next frees at 2026-11-21T12:40:00Z",
+			wantCounts:  map[autoscale.HoldReason]int{autoscale.HoldNamespaceBudget: 2},
+		},
+		"spent by the others: only the raise goes": {
+			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(2))},
+			byPolicy:    autoscale.LoweredBy{"api": api},
+			wantSends:   []string{"web-3 app cpu 500m -> 800m"},
+			wantHeld:    []string{"web-0 NamespaceBudgetSpent", "web-1 NamespaceBudgetSpent", "web-2 NamespaceBudgetSpent"},
+			wantRetry:   40 * time.Minute,
+			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
+			wantMessage: "2 of the namespace's pods lowered within the last hour (by policy api (2)), of 2 allowed",
+		},
+		"a percent of the namespace's running pods: 10% of 25 is three": {
+			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromString("10%"))},
+			byPolicy:    autoscale.LoweredBy{"api": {"api-0": ago(time.Minute)}},
+			nsPods:      25,
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m"},
+			wantHeld:    []string{"web-2 NamespaceBudgetSpent"},
+			wantLowered: []string{"web-0@0s", "web-1@0s"},
+			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
+			wantMessage: "of 3 allowed (10% of 25 running pod(s))",
+		},
+		"an hour old no longer counts": {
+			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
+			byPolicy:    autoscale.LoweredBy{"api": {"api-0": ago(time.Hour), "api-1": ago(time.Hour + time.Minute)}},
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m", "web-2 app cpu 500m -> 200m"},
+			wantLowered: []string{"web-0@0s", "web-1@0s", "web-2@0s"},
+			wantReason:  v1alpha1.LoweringsReasonAllowed,
+			wantMessage: "no lowering is held: 3 of the 3 pod(s) the namespace's hourly budget allows lowered within the last hour",
+		},
+		// The policy's own lowerings, restored after a restart: its
+		// checkpoint's entry (as the namespace's count reads it) and
+		// its own count agree, and are not counted twice.
+		"the policy's own lowerings count once": {
+			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
+			byPolicy:    autoscale.LoweredBy{"web": {"gone": ago(5 * time.Minute)}, "api": {"api-0": ago(time.Minute)}},
+			lowered:     autoscale.Lowered{"gone": ago(5 * time.Minute)},
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
+			wantHeld:    []string{"web-1 NamespaceBudgetSpent", "web-2 NamespaceBudgetSpent"},
+			wantLowered: []string{"gone@-5m0s", "web-0@0s"},
+			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
+			wantMessage: "(by policy api (1), web (2))",
+		},
+		"a pod the namespace counts already is lowered again for free": {
+			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
+			byPolicy:    autoscale.LoweredBy{"api": api, "web": {"web-2": ago(30 * time.Minute)}},
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-2 app cpu 500m -> 200m"},
+			wantHeld:    []string{"web-0 NamespaceBudgetSpent", "web-1 NamespaceBudgetSpent"},
+			wantLowered: []string{"web-2@0s"},
+			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
+		},
+		"the policy's own budget is the tighter": {
+			budget:      v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1)), NamespacePods: ptrTo(intstr.FromInt32(5))},
+			byPolicy:    autoscale.LoweredBy{"api": api},
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
+			wantHeld:    []string{"web-1 BudgetSpent", "web-2 BudgetSpent"},
+			wantLowered: []string{"web-0@0s"},
+			wantRetry:   time.Hour,
+			wantReason:  v1alpha1.LoweringsReasonBudgetSpent,
+			wantCounts:  map[autoscale.HoldReason]int{autoscale.HoldBudget: 2},
+		},
+		"the namespace's budget is the tighter": {
+			budget:      v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(3)), NamespacePods: ptrTo(intstr.FromInt32(3))},
+			byPolicy:    autoscale.LoweredBy{"api": {"api-0": ago(50 * time.Minute)}},
+			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m"},
+			wantHeld:    []string{"web-2 NamespaceBudgetSpent"},
+			wantLowered: []string{"web-0@0s", "web-1@0s"},
+			wantRetry:   10 * time.Minute,
+			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
+			wantMessage: "the next frees at 2026-11-21T12:10:00Z",
+			wantCounts:  map[autoscale.HoldReason]int{autoscale.HoldNamespaceBudget: 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := limitsWorld(&v1alpha1.ScaleDownRules{Budget: &tc.budget})
+			w.namespace = autoscale.NamespaceLowerings{Policy: "web", ByPolicy: tc.byPolicy, Pods: tc.nsPods}
+			w.countLowerings = true
+			d := w.decideLimits(t, tc.lowered)
+			if diff := cmp.Diff(tc.wantSends, sends(d)); diff != "" {
+				t.Errorf("sends (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantHeld, holds(d)); diff != "" {
+				t.Errorf("held (-want,+got):\n%s", diff)
+			}
+			var got []string
+			for uid, at := range d.Limits.Lowered {
+				got = append(got, fmt.Sprintf("%s@%s", uid, at.Sub(canaryNow)))
+			}
+			if diff := cmp.Diff(tc.wantLowered, got, cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("lowered for the next sync (-want,+got):\n%s", diff)
+			}
+			if tc.wantRetry > 0 && d.RetryAfter != tc.wantRetry {
+				t.Errorf("retry after %s, want %s: when the budget frees", d.RetryAfter, tc.wantRetry)
+			}
+			if d.Limits.Reason != tc.wantReason || !strings.Contains(d.Limits.Message, tc.wantMessage) {
+				t.Errorf("condition %s: %q, want %s containing %q", d.Limits.Reason, d.Limits.Message, tc.wantReason, tc.wantMessage)
+			}
+			if tc.wantCounts != nil {
+				if diff := cmp.Diff(tc.wantCounts, d.Limits.Held); diff != "" {
+					t.Errorf("held by reason (-want,+got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestLoweringsCountedForANamespaceBudget: a policy without a budget of
+// its own, in a namespace where another policy has a namespace budget,
+// holds nothing and has no LoweringsHeld condition, but counts what it
+// lowers, for its checkpoint and so the namespace's count.
+func TestLoweringsCountedForANamespaceBudget(t *testing.T) {
+	w := limitsWorld(nil)
+	w.countLowerings = true
+	d := w.decideLimits(t, autoscale.Lowered{"old": canaryNow.Add(-time.Hour), "recent": canaryNow.Add(-time.Minute)})
+	if diff := cmp.Diff([]string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m", "web-2 app cpu 500m -> 200m"}, sends(d)); diff != "" {
+		t.Errorf("sends (-want,+got):\n%s", diff)
+	}
+	var got []string
+	for uid, at := range d.Limits.Lowered {
+		got = append(got, fmt.Sprintf("%s@%s", uid, at.Sub(canaryNow)))
+	}
+	if diff := cmp.Diff([]string{"recent@-1m0s", "web-0@0s", "web-1@0s", "web-2@0s"}, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("lowered for the next sync (-want,+got):\n%s", diff)
+	}
+	if d.Limits.Active {
+		t.Errorf("LoweringsHeld active (%s: %s), want no condition: the policy has no windows or budget", d.Limits.Reason, d.Limits.Message)
+	}
+	w.countLowerings = false
+	if d := w.decideLimits(t, nil); d.Limits.Lowered != nil {
+		t.Errorf("lowered %v, want nothing counted when no budget counts the policy's lowerings", d.Limits.Lowered)
 	}
 }

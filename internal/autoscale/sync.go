@@ -50,6 +50,13 @@ type SyncInput struct {
 	// Lowered are the pods the lowering budget counted, as the last sync
 	// left them (restored from the checkpoint after a restart).
 	Lowered Lowered
+	// Namespace is what a namespace budget (budget.namespacePods) is
+	// judged by; the zero value when the policy sets none.
+	Namespace NamespaceLowerings
+	// CountLowerings: some policy of the namespace has a namespace budget,
+	// which counts this policy's lowerings, so Limits.Lowered keeps them
+	// even when the policy has no budget of its own.
+	CountLowerings bool
 }
 
 // RecreationState is what DecideRecreate reads of a policy's past and its
@@ -191,7 +198,7 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	if limited && mode != v1alpha1.UpdateModeOff {
 		// After the canary: what it holds is no lowering to count, and
 		// the canary pods it picks wait for a window like any other.
-		if limits, err = planLimits(pin, in.Lowered, lim); err != nil {
+		if limits, err = planLimits(pin, in.Lowered, in.Namespace, lim); err != nil {
 			return SyncDecision{}, err
 		}
 		pin = limits.input
@@ -207,6 +214,11 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	case limited:
 		lo = LimitsOutcome{Active: true, Lowered: in.Lowered.Within(now), Status: metav1.ConditionFalse, Reason: v1alpha1.LoweringsReasonAllowed,
 			Message: "updateMode is Off: nothing is lowered, so nothing waits for a change window or the budget"}
+	case in.CountLowerings && mode != v1alpha1.UpdateModeOff:
+		// Another policy's namespace budget counts what this one lowers;
+		// nothing holds it.
+		lo = LimitsOutcome{Lowered: in.Lowered.Within(now)}
+		countSent(lo.Lowered, &d, pin.Pods, now)
 	}
 	var co CanaryOutcome
 	switch {

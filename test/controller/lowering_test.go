@@ -24,14 +24,20 @@ import (
 // lowering back is sd, not the pace.
 func idleWeb(e *env, n int, sd v1alpha1.ScaleDownRules) {
 	e.t.Helper()
-	rs := e.ownedDeployment("web", map[string]string{"app": "web"})
+	idleApp(e, "web", n, sd)
+}
+
+// idleApp is idleWeb for a Deployment and policy named app.
+func idleApp(e *env, app string, n int, sd v1alpha1.ScaleDownRules) {
+	e.t.Helper()
+	rs := e.ownedDeployment(app, map[string]string{"app": app})
 	for i := range n {
-		name := fmt.Sprintf("web-%d", i)
-		e.pod("web", podOf(rs, name))
+		name := fmt.Sprintf("%s-%d", app, i)
+		e.pod(app, podOf(rs, name))
 		e.source.Set(e.ns, name, "app", 0.02, 100*mi)
 	}
-	e.policy("web", func(s *v1alpha1.TailorPolicySpec) {
-		targetRef("web")(s)
+	e.policy(app, func(s *v1alpha1.TailorPolicySpec) {
+		targetRef(app)(s)
 		onlyResource(corev1.ResourceCPU)(s)
 		s.ResourcePolicy.ContainerPolicies[0].MinAllowed = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("125m")}
 		sd.StabilizationWindow = &metav1.Duration{Duration: time.Minute}
@@ -104,7 +110,7 @@ func TestChangeWindowHoldsLoweringsUntilItOpens(t *testing.T) {
 // others follow.
 func TestLoweringBudgetHoldsTheRestWithinTheHour(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
-	idleWeb(e, 4, v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(2)}})
+	idleWeb(e, 4, v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(2))}})
 	names := []string{"web-0", "web-1", "web-2", "web-3"}
 	loweredCount := func() int {
 		n := 0
@@ -191,12 +197,24 @@ func TestChangeWindowValidation(t *testing.T) {
 			want: "spec.behavior.scaleDown.windows[0].timeZone",
 		},
 		"a budget of no pods": {
-			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: intstr.FromInt32(0)}},
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(0))}},
 			want: "pods must be a count from 1 to 1000 or a percent from 1% to 100%",
 		},
 		"a budget above 100%": {
-			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: intstr.FromString("150%")}},
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromString("150%"))}},
 			want: "pods must be a count from 1 to 1000 or a percent from 1% to 100%",
+		},
+		"a budget of neither": {
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{}},
+			want: "budget needs pods, namespacePods or both",
+		},
+		"a namespace budget of no pods": {
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(0))}},
+			want: "namespacePods must be a count from 1 to 1000 or a percent from 1% to 100%",
+		},
+		"a namespace budget of 0%": {
+			sd:   v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1)), NamespacePods: ptrTo(intstr.FromString("0%"))}},
+			want: "namespacePods must be a count from 1 to 1000 or a percent from 1% to 100%",
 		},
 	}
 	for name, tc := range rejected {

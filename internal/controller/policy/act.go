@@ -182,7 +182,7 @@ func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *
 	switch h.Reason {
 	case autoscale.HoldInFlight:
 		// Its own resize is being applied: nothing to report.
-	case autoscale.HoldMaxConcurrent, autoscale.HoldCanary, autoscale.HoldCanaryBackoff, autoscale.HoldOutsideWindow, autoscale.HoldBudget:
+	case autoscale.HoldMaxConcurrent, autoscale.HoldCanary, autoscale.HoldCanaryBackoff, autoscale.HoldOutsideWindow, autoscale.HoldBudget, autoscale.HoldNamespaceBudget:
 		// Pacing, the canary, change windows and the budget hold
 		// lowerings by design: the conditions say so, no event per pod.
 		blocked[string(h.Reason)] = h.Message

@@ -49,9 +49,7 @@ import (
 // SetupWithManager registers the controller: policies, and the pods they
 // select, so an OOM kill or a finished resize is seen at once.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.store == nil {
-		r.store = newStore()
-	}
+	r.makeStore()
 	workers := r.ConcurrentSyncs
 	if workers <= 0 {
 		workers = DefaultConcurrentSyncs
@@ -250,9 +248,7 @@ func (r *Reconciler) policiesOfNamespace(ctx context.Context, o client.Object) [
 // all its pods at once, and act carries the decision out; status is written
 // once, at the end.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if r.store == nil {
-		r.store = newStore()
-	}
+	r.makeStore()
 	if !r.Shard.Owns(req.Namespace) {
 		// Another shard's: its pods are cached cut down to their requests,
 		// too little to decide on.
@@ -321,19 +317,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			HeldByVPA: in.vpa, Conflict: in.conflict, Holds: in.decision.Holds, Room: in.newPodRoom, Rules: in.decision.Rules, Replicas: len(in.pods),
 			Server: r.Actuator.Server.Version, Now: now,
 		},
-		Recreation: r.recreationState(policy, in),
-		Canary:     in.state.canary,
-		Guardrails: in.guardrails,
-		Lowered:    in.state.lowered,
+		Recreation:     r.recreationState(policy, in),
+		Canary:         in.state.canary,
+		Guardrails:     in.guardrails,
+		Lowered:        in.state.lowered,
+		Namespace:      in.namespace,
+		CountLowerings: in.countLowerings,
 	}
-	decision, err := autoscale.DecideSync(input)
-	if err == nil && decision.NeedNodes {
-		// A pod may be recreated elsewhere: whether some node could hold
-		// it needs every node, read only now.
-		if input.Recreation.Nodes, err = r.nodesWithPods(ctx); err == nil {
-			decision, err = autoscale.DecideSync(input)
-		}
-	}
+	decision, err := r.decideSync(ctx, policy, in, input)
 	if err != nil {
 		// Malformed input the decision cannot work on: a bug, not the
 		// user's. Say so on the policy and try again next sync.

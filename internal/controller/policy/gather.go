@@ -80,13 +80,20 @@ type syncInput struct {
 	// guardrails are the canary's query guardrails' answers, by name; nil
 	// when no canary pod is watched.
 	guardrails map[string]autoscale.GuardrailAnswer
+	// namespaceBudget: the policy has a namespace budget, judged by
+	// namespace (as the cache shows it; the ledger adds to it).
+	// countLowerings: some policy of the namespace has one, which counts
+	// this policy's lowerings.
+	namespaceBudget, countLowerings bool
+	namespace                       autoscale.NamespaceLowerings
 }
 
 // gather reads what the policy's sync needs and changes nothing it learnt:
 // its configuration and its state (restored from the checkpoint on first
 // sight), its pods by owner (those waiting for a node too), one usage read
 // for all of them, their nodes' capacity, the HorizontalPodAutoscalers and
-// namespace rules that hold requests, and the room a new pod would find.
+// namespace rules that hold requests, the room a new pod would find, and
+// what the lowering budgets of its namespace count (namespaceLowerings).
 // The nodes the pods run on are read once the advice says which pods may be
 // resized (candidateNodes).
 func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, now time.Time) (*syncInput, error) {
@@ -140,6 +147,9 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		return nil, err
 	}
 	if in.newPodRoom, err = r.newPodRoom(ctx, policy, state, unbound, now); err != nil {
+		return nil, err
+	}
+	if err := r.namespaceLowerings(ctx, policy, in); err != nil {
 		return nil, err
 	}
 	return in, nil

@@ -22,12 +22,8 @@ func setLimitsCondition(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.Ta
 		return
 	}
 	setCondition(status, v1alpha1.ConditionLoweringsHeld, l.Status, l.Reason, l.Message, policy.Generation)
-	for _, reason := range []string{v1alpha1.LoweringsReasonOutsideWindow, v1alpha1.LoweringsReasonBudgetSpent} {
-		n := 0
-		if reason == l.Reason {
-			n = l.Held
-		}
-		loweringsHeld.WithLabelValues(policy.Namespace, policy.Name, reason).Set(float64(n))
+	for _, reason := range []autoscale.HoldReason{autoscale.HoldOutsideWindow, autoscale.HoldBudget, autoscale.HoldNamespaceBudget} {
+		loweringsHeld.WithLabelValues(policy.Namespace, policy.Name, string(reason)).Set(float64(l.Held[reason]))
 	}
 }
 

@@ -56,7 +56,7 @@ var (
 	// reads; the LoweringsHeld condition says when they go.
 	loweringsHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tailor_lowerings_held",
-		Help: "Pods whose lowering waits at the policy's last sync for a change window (reason OutsideWindow) or the hourly lowering budget (reason BudgetSpent), behavior.scaleDown.windows and budget.",
+		Help: "Pods whose lowering waits at the policy's last sync for a change window (reason OutsideWindow), the policy's hourly lowering budget (reason BudgetSpent) or its namespace's (reason NamespaceBudgetSpent): behavior.scaleDown.windows, budget.pods and budget.namespacePods.",
 	}, []string{"namespace", "policy", "reason"})
 	recommendationGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tailor_recommendation",

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -100,10 +101,25 @@ type Reconciler struct {
 	// restart).
 	VerticalPodAutoscalers client.Reader
 
-	store *store
+	store     *store
+	storeOnce sync.Once
+	// ledger counts, per namespace, the lowerings this process decided
+	// for the namespace budgets (loweringLedger).
+	ledger loweringLedger
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// makeStore gives the controller its memory once: SetupWithManager does,
+// before any worker runs, but a Reconciler called without it (the
+// controller tier does) may first be called by several workers at once.
+func (r *Reconciler) makeStore() {
+	r.storeOnce.Do(func() {
+		if r.store == nil {
+			r.store = newStore()
+		}
+	})
+}
 
 func policyMode(policy *v1alpha1.TailorPolicy) v1alpha1.UpdateMode {
 	if policy.Spec.UpdatePolicy != nil && policy.Spec.UpdatePolicy.UpdateMode != "" {
