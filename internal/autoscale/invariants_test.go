@@ -166,7 +166,12 @@ func propertyCases() int {
 // and how long they took.
 func runCases(t *testing.T, stream uint64, run func(seed uint64, stats map[string]int) string) (map[string]int, int, uint64, time.Duration) {
 	t.Helper()
-	cases := propertyCases()
+	return runN(t, propertyCases(), stream, run)
+}
+
+// runN is runCases for a given number of cases.
+func runN(t *testing.T, cases int, stream uint64, run func(seed uint64, stats map[string]int) string) (map[string]int, int, uint64, time.Duration) {
+	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	r := rand.New(rand.NewPCG(seed, stream))
 	seeds := make([]uint64, cases)

@@ -101,18 +101,9 @@ func TestLoweringLimitsProperties(t *testing.T) {
 		// make check runs the 250 without -race (propertyCases).
 		cases = 50
 	}
-	seed := uint64(time.Now().UnixNano())
-	r := rand.New(rand.NewPCG(seed, 11))
-	stats := map[string]int{}
-	start := time.Now()
-	for i := range cases {
-		caseSeed := r.Uint64()
-		if msg := runLimitsCase(caseSeed, stats); msg != "" {
-			t.Fatalf("case %d (seed %d): %s", i, caseSeed, msg)
-		}
-	}
+	stats, _, seed, took := runN(t, cases, 11, runLimitsCase)
 	t.Logf("%d generated schedules and budgets (seed %d) in %s: %d syncs, %d lowerings sent (%d in a window), %d raises sent, %d lowerings held outside a window, %d held for the budget, %d restarts",
-		cases, seed, time.Since(start).Round(time.Millisecond), stats["syncs"], stats["lowerings"], stats["loweredInWindow"], stats["raises"], stats["heldWindow"], stats["heldBudget"], stats["restarts"])
+		cases, seed, took.Round(time.Millisecond), stats["syncs"], stats["lowerings"], stats["loweredInWindow"], stats["raises"], stats["heldWindow"], stats["heldBudget"], stats["restarts"])
 	// Each rule must be exercised, or the generator no longer draws what
 	// the properties are about.
 	for _, stat := range []string{"lowerings", "loweredInWindow", "raises", "heldWindow", "heldBudget", "restarts"} {
@@ -367,18 +358,9 @@ func TestNamespaceBudgetProperties(t *testing.T) {
 	case raceDetector:
 		cases = 40
 	}
-	seed := uint64(time.Now().UnixNano())
-	r := rand.New(rand.NewPCG(seed, 21))
-	stats := map[string]int{}
-	start := time.Now()
-	for i := range cases {
-		caseSeed := r.Uint64()
-		if msg := runNamespaceCase(caseSeed, stats); msg != "" {
-			t.Fatalf("case %d (seed %d): %s", i, caseSeed, msg)
-		}
-	}
+	stats, _, seed, took := runN(t, cases, 21, runNamespaceCase)
 	t.Logf("%d generated namespaces (seed %d) in %s: %d syncs, %d lowerings sent (%d by a policy with a namespace budget, %d by one without), %d raises sent, %d held for a namespace budget, %d for a policy's own, %d restarts",
-		cases, seed, time.Since(start).Round(time.Millisecond), stats["syncs"], stats["lowerings"], stats["loweredBudgeted"], stats["loweredFree"], stats["raises"],
+		cases, seed, took.Round(time.Millisecond), stats["syncs"], stats["lowerings"], stats["loweredBudgeted"], stats["loweredFree"], stats["raises"],
 		stats["heldNamespace"], stats["heldBudget"], stats["restarts"])
 	for _, stat := range []string{"loweredBudgeted", "loweredFree", "raises", "heldNamespace", "heldBudget", "restarts"} {
 		if stats[stat] < cases/5 {
