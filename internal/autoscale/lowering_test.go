@@ -339,22 +339,7 @@ func TestLoweringBudgetHoldsTheRest(t *testing.T) {
 				w.pods[i].LastResize = at
 			}
 			d := w.decideLimits(t, tc.lowered)
-			if diff := cmp.Diff(tc.wantSends, sends(d)); diff != "" {
-				t.Errorf("sends (-want,+got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantHeld, holds(d)); diff != "" {
-				t.Errorf("held (-want,+got):\n%s", diff)
-			}
-			var got []string
-			for uid, at := range d.Limits.Lowered {
-				got = append(got, fmt.Sprintf("%s@%s", uid, at.Sub(canaryNow)))
-			}
-			if diff := cmp.Diff(tc.wantLowered, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
-				t.Errorf("lowered for the next sync (-want,+got):\n%s", diff)
-			}
-			if tc.wantRetry > 0 && d.RetryAfter != tc.wantRetry {
-				t.Errorf("retry after %s, want %s: when the budget frees", d.RetryAfter, tc.wantRetry)
-			}
+			checkBudget(t, d, tc.wantSends, tc.wantHeld, tc.wantLowered, tc.wantRetry)
 			if !strings.Contains(d.Limits.Message, tc.wantMessage) {
 				t.Errorf("condition message %q, want it to contain %q", d.Limits.Message, tc.wantMessage)
 			}
@@ -518,22 +503,7 @@ func TestNamespaceBudget(t *testing.T) {
 			w.namespace = autoscale.NamespaceLowerings{Policy: "web", ByPolicy: tc.byPolicy, Pods: tc.nsPods}
 			w.countLowerings = true
 			d := w.decideLimits(t, tc.lowered)
-			if diff := cmp.Diff(tc.wantSends, sends(d)); diff != "" {
-				t.Errorf("sends (-want,+got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantHeld, holds(d)); diff != "" {
-				t.Errorf("held (-want,+got):\n%s", diff)
-			}
-			var got []string
-			for uid, at := range d.Limits.Lowered {
-				got = append(got, fmt.Sprintf("%s@%s", uid, at.Sub(canaryNow)))
-			}
-			if diff := cmp.Diff(tc.wantLowered, got, cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("lowered for the next sync (-want,+got):\n%s", diff)
-			}
-			if tc.wantRetry > 0 && d.RetryAfter != tc.wantRetry {
-				t.Errorf("retry after %s, want %s: when the budget frees", d.RetryAfter, tc.wantRetry)
-			}
+			checkBudget(t, d, tc.wantSends, tc.wantHeld, tc.wantLowered, tc.wantRetry)
 			if d.Limits.Reason != tc.wantReason || !strings.Contains(d.Limits.Message, tc.wantMessage) {
 				t.Errorf("condition %s: %q, want %s containing %q", d.Limits.Reason, d.Limits.Message, tc.wantReason, tc.wantMessage)
 			}
@@ -570,5 +540,28 @@ func TestLoweringsCountedForANamespaceBudget(t *testing.T) {
 	w.countLowerings = false
 	if d := w.decideLimits(t, nil); d.Limits.Lowered != nil {
 		t.Errorf("lowered %v, want nothing counted when no budget counts the policy's lowerings", d.Limits.Lowered)
+	}
+}
+
+// checkBudget compares what a sync under a budget sent, held and counted
+// for the next sync, and when it asks to be synced again (wantRetry 0:
+// not checked).
+func checkBudget(t *testing.T, d autoscale.SyncDecision, wantSends, wantHeld, wantLowered []string, wantRetry time.Duration) {
+	t.Helper()
+	if diff := cmp.Diff(wantSends, sends(d)); diff != "" {
+		t.Errorf("sends (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantHeld, holds(d)); diff != "" {
+		t.Errorf("held (-want,+got):\n%s", diff)
+	}
+	var got []string
+	for uid, at := range d.Limits.Lowered {
+		got = append(got, fmt.Sprintf("%s@%s", uid, at.Sub(canaryNow)))
+	}
+	if diff := cmp.Diff(wantLowered, got, cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("lowered for the next sync (-want,+got):\n%s", diff)
+	}
+	if wantRetry > 0 && d.RetryAfter != wantRetry {
+		t.Errorf("retry after %s, want %s: when the budget frees", d.RetryAfter, wantRetry)
 	}
 }

@@ -4,6 +4,7 @@ package controller
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,9 +115,26 @@ var _ reconcile.Reconciler = (*policyctrl.Reconciler)(nil)
 // the controller's own watches), and stops it when the test ends.
 func newManagedController(t *testing.T, d deps, opts controllerOptions) *policyctrl.Reconciler {
 	t.Helper()
+	mgr := newTestManager(t, opts.Shard)
+	opts.Client = mgr.GetClient()
+	r := newController(t, d, opts)
+	// Found as the manager does: through its RESTMapper, read from its cache.
+	r.VerticalPodAutoscalers = nil
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatalf("setting up the controller: %v", err)
+	}
+	startTestManager(t, mgr)
+	return r
+}
+
+// newTestManager is a controller-runtime manager of the shard sh set up
+// as internal/manager does (its cache transform, the pods-by-node index),
+// serving nothing.
+func newTestManager(t *testing.T, sh shard.Shard) ctrl.Manager {
+	t.Helper()
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  manager.CacheOptions(opts.Shard),
+		Cache:                  manager.CacheOptions(sh),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             crconfig.Controller{SkipNameValidation: ptr.To(true)},
@@ -127,21 +145,25 @@ func newManagedController(t *testing.T, d deps, opts controllerOptions) *policyc
 	if err := manager.IndexPods(mgr); err != nil {
 		t.Fatal(err)
 	}
-	opts.Client = mgr.GetClient()
-	r := newController(t, d, opts)
-	// Found as the manager does: through its RESTMapper, read from its cache.
-	r.VerticalPodAutoscalers = nil
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatalf("setting up the controller: %v", err)
-	}
+	return mgr
+}
+
+// startTestManager starts mgr; stop stops it (once), as the end of the
+// test does.
+func startTestManager(t *testing.T, mgr ctrl.Manager) (ctx context.Context, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	return r
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return ctx, stop
 }

@@ -3,7 +3,6 @@
 package controller
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -11,14 +10,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/shard"
 )
 
@@ -28,32 +22,8 @@ import (
 // does. stop stops the manager, as a restart does.
 func cachedClient(t *testing.T) (c client.Client, stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  manager.CacheOptions(shard.Shard{}),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             crconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatalf("creating manager: %v", err)
-	}
-	if err := manager.IndexPods(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
+	mgr := newTestManager(t, shard.Shard{})
+	ctx, stop := startTestManager(t, mgr)
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("the manager's cache did not sync")
 	}

@@ -384,7 +384,12 @@ func describe(d autoscale.Decision) string {
 			name = "pod"
 		}
 		s := fmt.Sprintf("%s %s request %s -> %s", name, c.Resource, c.RequestBefore.String(), c.RequestNow.String())
-		if c.LimitBefore != nil && c.LimitNow != nil {
+		limit := c.LimitBefore != nil && c.LimitNow != nil
+		switch {
+		case limit && c.RequestNow.Cmp(c.RequestBefore) == 0:
+			// A limit raised alone (the tail of memory outgrew it).
+			s = fmt.Sprintf("%s %s limit %s -> %s, request %s kept", name, c.Resource, c.LimitBefore.String(), c.LimitNow.String(), c.RequestNow.String())
+		case limit:
 			s += fmt.Sprintf(", limit %s -> %s", c.LimitBefore.String(), c.LimitNow.String())
 		}
 		if len(c.Notes) > 0 {
