@@ -569,13 +569,21 @@ func (in Input) advisedLimit(c *corev1.Container, pol v1alpha1.ContainerPolicy, 
 // its template); 0 when unknown.
 func (in Input) ratio(name string, c *corev1.Container) float64 {
 	if in.Creating {
-		req, lim := c.Resources.Requests[corev1.ResourceMemory], c.Resources.Limits[corev1.ResourceMemory]
-		if req.Sign() > 0 {
-			return toFloat(corev1.ResourceMemory, lim) / toFloat(corev1.ResourceMemory, req)
-		}
-		return 0
+		ratio, _ := memoryLimitRatio(c)
+		return ratio
 	}
 	return in.LimitRatio[name]
+}
+
+// memoryLimitRatio is c's memory limit over its memory request, and
+// whether it has both.
+func memoryLimitRatio(c *corev1.Container) (float64, bool) {
+	req, okReq := c.Resources.Requests[corev1.ResourceMemory]
+	lim, okLim := c.Resources.Limits[corev1.ResourceMemory]
+	if !okReq || !okLim || req.Sign() <= 0 {
+		return 0, false
+	}
+	return toFloat(corev1.ResourceMemory, lim) / toFloat(corev1.ResourceMemory, req), true
 }
 
 // limitOutgrown reports whether an advised limit is above the current one
@@ -587,10 +595,7 @@ func (in Input) limitOutgrown(r corev1.ResourceName, lim, advised *resource.Quan
 		return false
 	}
 	cur, want := toFloat(r, *lim), toFloat(r, *advised)
-	tolerance := DefaultTolerance
-	if p := in.tolerancePercent(true); p != nil {
-		tolerance = float64(*p) / 100
-	}
+	tolerance := in.tolerance(true)
 	return cur > 0 && want > cur*(1+tolerance)
 }
 
@@ -624,10 +629,8 @@ func MemoryLimitRatios(t *corev1.PodTemplateSpec) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for _, c := range append(append([]corev1.Container(nil), t.Spec.InitContainers...), t.Spec.Containers...) {
-		req, okReq := c.Resources.Requests[corev1.ResourceMemory]
-		lim, okLim := c.Resources.Limits[corev1.ResourceMemory]
-		if okReq && okLim && req.Sign() > 0 {
-			out[c.Name] = toFloat(corev1.ResourceMemory, lim) / toFloat(corev1.ResourceMemory, req)
+		if ratio, ok := memoryLimitRatio(&c); ok {
+			out[c.Name] = ratio
 		}
 	}
 	return out
@@ -740,10 +743,7 @@ func (in Input) shape(r corev1.ResourceName, cur, v float64, minAllowed, maxAllo
 		return &v
 	}
 	v = in.step(cur, v, notes)
-	tolerance := DefaultTolerance
-	if p := in.tolerancePercent(v > cur); p != nil {
-		tolerance = float64(*p) / 100
-	}
+	tolerance := in.tolerance(v > cur)
 	if cur > 0 && math.Abs(v-cur)/cur < tolerance {
 		return nil
 	}
@@ -760,10 +760,7 @@ func (in Input) withinTolerance(container string, r corev1.ResourceName, cur, ta
 	if hi, ok := pol.MaxAllowed[r]; ok && v > toFloat(r, hi) {
 		v = toFloat(r, hi)
 	}
-	tolerance := DefaultTolerance
-	if p := in.tolerancePercent(v > cur); p != nil {
-		tolerance = float64(*p) / 100
-	}
+	tolerance := in.tolerance(v > cur)
 	from, to := fromFloat(r, cur), fromFloat(r, v)
 	return &Skip{Container: container, Resource: r, Reason: SkipWithinTolerance,
 		Message: fmt.Sprintf("%s %s -> %s is within the %.0f%% tolerance", r, from.String(), to.String(), tolerance*100)}
@@ -834,10 +831,7 @@ func (in Input) fit(ch *Change, r corev1.ResourceName, qos corev1.PodQOSClass, r
 	short := &Shortfall{Container: ch.Container, Resource: r, Wanted: ch.RequestNow, Room: free.DeepCopy()}
 	// Round down: a cut rounded up would again not fit.
 	got := floorQuantity(r, allowed)
-	tolerance := DefaultTolerance
-	if p := in.tolerancePercent(true); p != nil {
-		tolerance = float64(*p) / 100
-	}
+	tolerance := in.tolerance(true)
 	if toFloat(r, got) < before*(1+tolerance) {
 		short.Got = ch.RequestBefore
 		return nil, &Skip{Container: ch.Container, Resource: r, Reason: SkipNoRoom,
@@ -908,17 +902,22 @@ func (in Input) step(cur, v float64, notes *[]string) float64 {
 	return v
 }
 
-func (in Input) tolerancePercent(up bool) *int32 {
-	b := in.Spec.Behavior
-	switch {
-	case b == nil:
-		return nil
-	case up && b.ScaleUp != nil:
-		return b.ScaleUp.TolerancePercent
-	case !up && b.ScaleDown != nil:
-		return b.ScaleDown.TolerancePercent
+// tolerance is the share of the current value a change in that direction
+// must pass to be made: the policy's tolerancePercent, or DefaultTolerance.
+func (in Input) tolerance(up bool) float64 {
+	var p *int32
+	if b := in.Spec.Behavior; b != nil {
+		switch {
+		case up && b.ScaleUp != nil:
+			p = b.ScaleUp.TolerancePercent
+		case !up && b.ScaleDown != nil:
+			p = b.ScaleDown.TolerancePercent
+		}
 	}
-	return nil
+	if p == nil {
+		return DefaultTolerance
+	}
+	return float64(*p) / 100
 }
 
 func restartsFor(c *corev1.Container, r corev1.ResourceName) bool {
