@@ -1,0 +1,5 @@
+//go:build !race
+
+package tenantquery
+
+const raceDetector = false
