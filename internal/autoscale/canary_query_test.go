@@ -121,7 +121,7 @@ func TestCanaryQueryUnansweredHolds(t *testing.T) {
 	w := newCanaryWorld()
 	w.spec.Behavior.ScaleDown.Canary.Guardrails = &v1alpha1.CanaryGuardrails{Queries: []v1alpha1.CanaryQuery{relative(v1alpha1.CanaryQueryAbove, 20)}}
 	w.lowered(0, w.now.Add(-2*canaryWindow))
-	w.answers = map[string]autoscale.GuardrailAnswer{"latency": {Canary: missing("prometheus (server_error): server error: 503"), Siblings: value(0.1)}}
+	w.answers = map[string]autoscale.GuardrailAnswer{"latency": {Canary: missing("Prometheus failed to answer (HTTP 503)"), Siblings: value(0.1)}}
 	d := w.decide(t)
 	if diff := cmp.Diff([]string{"web-1 Canary", "web-2 Canary"}, holds(d)); diff != "" {
 		t.Errorf("held without an answer (-want,+got):\n%s", diff)
@@ -130,7 +130,7 @@ func TestCanaryQueryUnansweredHolds(t *testing.T) {
 		t.Errorf("sends %v, events %v without an answer; want none", sends(d), events(d))
 	}
 	if c := d.Canary; c.Reason != v1alpha1.CanaryReasonWatching || !strings.Contains(c.Message, "held past their window") ||
-		!strings.Contains(c.Message, "latency (canary pods: prometheus (server_error): server error: 503)") {
+		!strings.Contains(c.Message, "latency (canary pods: Prometheus failed to answer (HTTP 503))") {
 		t.Errorf("condition %s: %q, want Watching, held past the window for latency's 503", c.Reason, c.Message)
 	}
 	if diff := cmp.Diff([]string{"web-0"}, canaryNames(d.Canary.State.Pods)); diff != "" {

@@ -202,7 +202,7 @@ func TestCanaryQueryGuardrailUnansweredHolds(t *testing.T) {
 		}
 	}
 	c := e.webCondition(v1alpha1.ConditionCanary)
-	if c.Reason != v1alpha1.CanaryReasonWatching || !strings.Contains(c.Message, "held past their window") || !strings.Contains(c.Message, "latency-p99 (canary pods: prometheus (server_error)") {
+	if c.Reason != v1alpha1.CanaryReasonWatching || !strings.Contains(c.Message, "held past their window") || !strings.Contains(c.Message, "latency-p99 (canary pods: Prometheus failed to answer (HTTP 503)") {
 		t.Errorf("Canary condition %s %s: %q, want Watching, held past the window for latency-p99's server error", c.Status, c.Reason, c.Message)
 	}
 	if n := e.events.count("web", "CanaryRolledBack") + e.events.count("web", "CanaryPromoted"); n != 0 {

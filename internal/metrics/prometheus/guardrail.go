@@ -86,17 +86,15 @@ var ErrNoValue = errors.New("no value")
 
 // Value runs query at at and returns its one value: a scalar, or the one
 // sample of an instant vector. An answer without exactly one number wraps
-// ErrNoValue and says what came back; any other error is Prometheus'
-// (unreachable, refusing, timed out, a query it cannot parse). +Inf and
-// -Inf are values (histogram_quantile's answer above the highest bucket).
+// ErrNoValue and says what came back; a query Prometheus did not answer
+// (unreachable, refusing, timed out, a query it cannot parse) is a
+// *Failure, which says so in tailor's words and logs Prometheus' own.
+// +Inf and -Inf are values (histogram_quantile's answer above the highest
+// bucket).
 func (g *Guardrails) Value(ctx context.Context, query string, at time.Time) (float64, error) {
 	val, _, err := g.api.Query(ctx, query, at)
 	if err != nil {
-		var perr *promv1.Error
-		if errors.As(err, &perr) && perr.Msg != "" {
-			return 0, fmt.Errorf("prometheus (%s): %s", perr.Type, perr.Msg)
-		}
-		return 0, fmt.Errorf("prometheus: %w", err)
+		return 0, failed(ctx, err, "query", query)
 	}
 	var v float64
 	switch val := val.(type) {

@@ -83,9 +83,9 @@ func TestGuardrailValue(t *testing.T) {
 		"empty":       {body: vector(), wantErr: "0 series, want one", wantNoVal: true},
 		"two series":  {body: vector(`{"metric":{"pod":"a"},"value":[1.0,"1"]}`, `{"metric":{"pod":"b"},"value":[1.0,"2"]}`), wantErr: "2 series, want one", wantNoVal: true},
 		"NaN":         {body: vector(`{"metric":{},"value":[1.0,"NaN"]}`), wantErr: "NaN", wantNoVal: true},
-		"bad query":   {status: http.StatusBadRequest, body: `{"status":"error","errorType":"bad_data","error":"parse error: unexpected }"}`, wantErr: "prometheus (bad_data): parse error"},
-		"unreachable": {status: -1, wantErr: "prometheus: Post"},
-		"unavailable": {status: http.StatusServiceUnavailable, body: `no`, wantErr: "prometheus (server_error): server error: 503"},
+		"bad query":   {status: http.StatusBadRequest, body: `{"status":"error","errorType":"bad_data","error":"parse error: unexpected }"}`, wantErr: "Prometheus refused the query as invalid (HTTP 400)"},
+		"unreachable": {status: -1, wantErr: "Prometheus could not be reached"},
+		"unavailable": {status: http.StatusServiceUnavailable, body: `no`, wantErr: "Prometheus failed to answer (HTTP 503)"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

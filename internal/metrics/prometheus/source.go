@@ -3,7 +3,6 @@ package prometheus
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -308,14 +307,14 @@ func (s *Source) query(ctx context.Context, name string, t *template.Template, n
 	}
 	val, warnings, err := s.api.Query(ctx, q, now)
 	if err != nil {
-		var perr *promv1.Error
-		if errors.As(err, &perr) && perr.Type == promv1.ErrBadData {
+		f := failed(ctx, err, "query", name, "namespace", ns)
+		if f.Kind == BadQuery {
 			// The query itself is wrong (a user's override): hold the
 			// namespace's containers and say which query, rather than
 			// calling the whole source down.
-			return column{reason: metrics.ReasonMalformed, detail: fmt.Sprintf("the %s query was refused: %s", name, perr.Msg)}, nil
+			return column{reason: metrics.ReasonMalformed, detail: fmt.Sprintf("the %s query: %s", name, f)}, nil
 		}
-		return column{}, fmt.Errorf("prometheus %s query for namespace %s: %w", name, ns, err)
+		return column{}, fmt.Errorf("prometheus %s query for namespace %s: %w", name, ns, f)
 	}
 	if len(warnings) > 0 {
 		logr.FromContextOrDiscard(ctx).Info("prometheus query warnings", "query", name, "namespace", ns, "warnings", warnings)

@@ -219,7 +219,7 @@ func TestUsage(t *testing.T) {
 			answers:   patch(good(), "cpu", http.StatusBadRequest, `{"status":"error","errorType":"bad_data","error":"1:10: parse error: unexpected \"}\""}`),
 			wantUsage: map[metrics.Key]metrics.Usage{},
 			wantProblems: []metrics.Problem{{Key: app, Metric: metrics.MetricCPU, Reason: metrics.ReasonMalformed,
-				Detail: "the cpu query was refused: 1:10: parse error: unexpected \"}\""}},
+				Detail: "the cpu query: Prometheus refused the query as invalid (HTTP 400); check that it knows every function the query calls"}},
 		},
 		"server error is the source's error": {
 			answers: patch(good(), "cpu", http.StatusServiceUnavailable, "upstream connect error"),
