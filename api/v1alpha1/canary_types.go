@@ -109,10 +109,16 @@ type CanaryGuardrails struct {
 	// (Prometheus down, an empty result, several series, NaN) neither
 	// trips nor passes: the canary is not promoted until every query
 	// answers, and the Canary condition says which does not.
+	//
+	// The manager asks with its own credentials, so each query, rendered,
+	// is confined to the policy's namespace: namespace="<the namespace>"
+	// is put on every series selector, and a query that could read
+	// another namespace makes the policy Ready=False with reason
+	// QueryOutsideNamespace. At most 4.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=4
 	Queries []CanaryQuery `json:"queries,omitempty"`
 }
 
@@ -140,7 +146,7 @@ type CanaryQuery struct {
 	// 150s, for a range that reads only what followed it). For example:
 	// histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{namespace="{{.Namespace}}", pod=~"{{.Pods}}"}[2m])))
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MaxLength=1024
 	Query string `json:"query"`
 
 	// tripsWhen says which way is bad: Above (a latency, an error rate)
@@ -220,6 +226,25 @@ const (
 	// CanaryReasonRolledBack: a guardrail tripped, the canary pods were
 	// raised back, and the backoff holds lowerings.
 	CanaryReasonRolledBack = "RolledBack"
+)
+
+// Bounds of what a policy makes the manager ask its Prometheus, which the
+// CRD's markers hold new specs to and Validate holds a spec stored before
+// them to.
+const (
+	// MaxCanaryQueries bounds a canary's query guardrails. Each is asked
+	// for the canary pods and, when relative, for their siblings, every
+	// sync while a canary is watched: four make at most eight requests a
+	// sync, with the three or four the usage queries make. Progressive
+	// delivery judges a version by a handful of signals (latency, errors,
+	// saturation, throughput); a fifth is better aggregated into one.
+	MaxCanaryQueries = 4
+	// MaxQueryLength bounds a policy's PromQL template, in bytes. The
+	// docs' guardrail, a p99 of a histogram's rate by pod, is about 150
+	// bytes and the manager's throttling query about 400; 1 KiB leaves
+	// room for both sides of a ratio with their matchers, and no room for
+	// a query built to make Prometheus work hard.
+	MaxQueryLength = 1024
 )
 
 // ReasonGuardrailsNeedPrometheus: the Ready condition's reason when a

@@ -160,7 +160,15 @@ func (s *TailorPolicySpec) Validate() error {
 		}
 	}
 	if b := s.Behavior; b != nil && b.ScaleDown != nil && b.ScaleDown.Canary != nil && b.ScaleDown.Canary.Guardrails != nil {
-		for _, q := range b.ScaleDown.Canary.Guardrails.Queries {
+		queries := b.ScaleDown.Canary.Guardrails.Queries
+		// A spec stored before the CRD held it to these bounds.
+		if len(queries) > MaxCanaryQueries {
+			errs = append(errs, fmt.Errorf("canary guardrail queries: %d, at most %d are asked; take some out, or aggregate them into one", len(queries), MaxCanaryQueries))
+		}
+		for _, q := range queries {
+			if len(q.Query) > MaxQueryLength {
+				errs = append(errs, fmt.Errorf("canary guardrail query %s: %d bytes, at most %d; shorten it", q.Name, len(q.Query), MaxQueryLength))
+			}
 			// The CRD's pattern takes what ParseFloat takes; a spec
 			// that did not pass through the apiserver may not.
 			if q.Threshold != nil {
@@ -170,6 +178,14 @@ func (s *TailorPolicySpec) Validate() error {
 			}
 			if (q.Threshold == nil) == (q.SiblingsPercent == nil) {
 				errs = append(errs, fmt.Errorf("canary guardrail query %s: give exactly one of threshold and siblingsPercent", q.Name))
+			}
+		}
+	}
+	if s.Metrics != nil && s.Metrics.Prometheus != nil {
+		p := s.Metrics.Prometheus
+		for _, q := range []struct{ name, text string }{{"cpu", p.CPU}, {"memory", p.Memory}, {"throttled", p.Throttled}, {"timestamp", p.Timestamp}} {
+			if len(q.text) > MaxQueryLength {
+				errs = append(errs, fmt.Errorf("metrics.prometheus.%s: %d bytes, at most %d; shorten it", q.name, len(q.text), MaxQueryLength))
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -244,6 +245,23 @@ func TestValidate(t *testing.T) {
 			}}}}}},
 			wantErr: `canary guardrail query latency: threshold "high" is not a number; write one such as 0.5 or 1e-3` + "\n" +
 				`canary guardrail query errors: give exactly one of threshold and siblingsPercent`,
+		},
+		// Stored before the CRD held new specs to the bounds: the manager
+		// asks none of its queries.
+		"five query guardrails, one of them too long": {
+			spec: &TailorPolicySpec{Behavior: &Behavior{ScaleDown: &ScaleDownRules{Canary: &Canary{Guardrails: &CanaryGuardrails{Queries: []CanaryQuery{
+				{Name: "a", Query: "up", Threshold: ptr("1")},
+				{Name: "b", Query: "up", Threshold: ptr("1")},
+				{Name: "c", Query: "up", Threshold: ptr("1")},
+				{Name: "d", Query: "up", Threshold: ptr("1")},
+				{Name: "long", Query: strings.Repeat("x", MaxQueryLength+1), Threshold: ptr("1")},
+			}}}}}},
+			wantErr: `canary guardrail queries: 5, at most 4 are asked; take some out, or aggregate them into one` + "\n" +
+				`canary guardrail query long: 1025 bytes, at most 1024; shorten it`,
+		},
+		"a usage query too long": {
+			spec:    &TailorPolicySpec{Metrics: &MetricsOverrides{Prometheus: &PrometheusQueries{CPU: "up", Memory: strings.Repeat("x", 4096)}}},
+			wantErr: `metrics.prometheus.memory: 4096 bytes, at most 1024; shorten it`,
 		},
 		"malformed label value in the selector": {
 			spec:    &TailorPolicySpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web server"}}},

@@ -167,6 +167,13 @@ type MetricsOverrides struct {
 	// query Prometheus refuses. A template that does not parse or names
 	// another field makes the policy Ready=False with reason
 	// InvalidPolicy, naming the query.
+	//
+	// The manager asks with its own credentials, so each query, rendered,
+	// is confined to the policy's namespace: namespace="<the namespace>"
+	// is put on every series selector, and a query that could read
+	// another namespace (one that names another, or matches namespaces by
+	// a pattern or !=) makes the policy Ready=False with reason
+	// QueryOutsideNamespace. Each is at most 1024 bytes.
 	// +optional
 	Prometheus *PrometheusQueries `json:"prometheus,omitempty"`
 }
@@ -178,14 +185,14 @@ type PrometheusQueries struct {
 	// {{.Window}}; the manager's query is a rate() of
 	// container_cpu_usage_seconds_total.
 	// +optional
-	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="cpu must be a PromQL query; leave it out to keep the manager's"
 	CPU string `json:"cpu,omitempty"`
 
 	// memory returns each container's working set, in bytes; the manager's
 	// query reads container_memory_working_set_bytes.
 	// +optional
-	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="memory must be a PromQL query; leave it out to keep the manager's"
 	Memory string `json:"memory,omitempty"`
 
@@ -195,7 +202,7 @@ type PrometheusQueries struct {
 	// container_cpu_cfs_periods_total. A container without a sample is not
 	// throttled (it has no CPU limit).
 	// +optional
-	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="throttled must be a PromQL query; leave it out to keep the manager's"
 	Throttled string `json:"throttled,omitempty"`
 
@@ -204,7 +211,7 @@ type PrometheusQueries struct {
 	// fresh; the manager's query is timestamp() of
 	// container_memory_working_set_bytes.
 	// +optional
-	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self.trim() != ''",message="timestamp must be a PromQL query; leave it out to keep the manager's"
 	Timestamp string `json:"timestamp,omitempty"`
 }
@@ -624,6 +631,15 @@ const (
 	// holds those pods: no resize, no startup boost, no sizing at
 	// admission.
 	ReasonVerticalPodAutoscaler = "VerticalPodAutoscaler"
+	// ReasonQueryOutsideNamespace: a PromQL query of the policy (a
+	// canary's query guardrail, or spec.metrics.prometheus) could read
+	// series of another namespace: it names one, matches namespaces by a
+	// pattern or a negation, or calls a function that reads series it does
+	// not select. Tailor asks Prometheus with the manager's credentials,
+	// which read every namespace, so it confines each query to the
+	// policy's namespace and refuses one it cannot; the message names the
+	// query and what to change. The policy is left alone meanwhile.
+	ReasonQueryOutsideNamespace = "QueryOutsideNamespace"
 )
 
 // TailorPolicyStatus is what tailor recommends and what it last did.

@@ -262,6 +262,11 @@ func TestCanaryQueryValidation(t *testing.T) {
 		f(&c)
 		return v1alpha1.Canary{Guardrails: &v1alpha1.CanaryGuardrails{Queries: []v1alpha1.CanaryQuery{c}}}
 	}
+	// Issue #34: at most four guardrails are asked each sync.
+	five := q(func(*v1alpha1.CanaryQuery) {})
+	for _, name := range []string{"b", "c", "d", "e"} {
+		five.Guardrails.Queries = append(five.Guardrails.Queries, v1alpha1.CanaryQuery{Name: name, Query: "up", Threshold: ptrTo("1")})
+	}
 	const exactlyOne = field + ": Invalid value: a query guardrail needs exactly one of threshold (an absolute value) and siblingsPercent (relative to the workload's other pods)"
 	cases := map[string]struct {
 		canary v1alpha1.Canary
@@ -276,7 +281,8 @@ func TestCanaryQueryValidation(t *testing.T) {
 			c.TripsWhen, c.SiblingsPercent = v1alpha1.CanaryQueryBelow, ptrTo[int32](150)
 		}),
 			want: field + ": Invalid value: with tripsWhen Below, siblingsPercent is at most 100"},
-		"a long query": {canary: q(func(c *v1alpha1.CanaryQuery) { c.Query = strings.Repeat("x", 4097) }), want: field + ".query: Too long"},
+		"a long query": {canary: q(func(c *v1alpha1.CanaryQuery) { c.Query = strings.Repeat("x", 1025) }), want: field + ".query: Too long: may not be more than 1024 bytes"},
+		"five queries": {canary: five, want: "spec.behavior.scaleDown.canary.guardrails.queries: Too many: 5: must have at most 4 items"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
