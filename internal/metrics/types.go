@@ -117,6 +117,9 @@ type Source interface {
 // language is the source's (PromQL for Prometheus).
 type QueryOverrides struct {
 	CPU, Memory, Throttled, Timestamp string
+	// Namespace is the policy's: the queries are its author's, run with
+	// the manager's credentials, so they read no other namespace.
+	Namespace string
 }
 
 // Templated is a Source that reads usage with query templates a policy may

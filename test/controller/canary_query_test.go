@@ -27,8 +27,10 @@ type scriptedPrometheus struct {
 	mu sync.Mutex
 	// values by the pods' regular expression: "web-0", "web-1|web-2".
 	values map[string]float64
-	// status, when not 0, is what every query gets instead of an answer.
+	// status, when not 0, is what every query gets instead of an answer,
+	// with body.
 	status int
+	body   string
 	asked  []string
 }
 
@@ -48,7 +50,9 @@ func newScriptedPrometheus(t *testing.T) *scriptedPrometheus {
 		defer p.mu.Unlock()
 		p.asked = append(p.asked, q)
 		if p.status != 0 {
-			http.Error(w, "scripted outage", p.status)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(p.status)
+			fmt.Fprint(w, p.body)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -72,10 +76,13 @@ func (p *scriptedPrometheus) Set(pods string, v float64) {
 }
 
 // Fail answers every query with HTTP status (0: answer again).
-func (p *scriptedPrometheus) Fail(status int) {
+func (p *scriptedPrometheus) Fail(status int) { p.FailWith(status, "scripted outage") }
+
+// FailWith answers every query with HTTP status and body.
+func (p *scriptedPrometheus) FailWith(status int, body string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.status = status
+	p.status, p.body = status, body
 }
 
 // Asked are the distinct queries asked so far, sorted.
@@ -113,11 +120,12 @@ func TestCanaryQueryGuardrailRollsBack(t *testing.T) {
 		t.Errorf("asked %q before any canary pod was watched, want nothing", asked)
 	}
 	e.sync("web")
-	// Lowered one sync (10s) ago: the range reads what followed.
-	render := strings.NewReplacer("{{.Namespace}}", e.ns, "{{.Since}}", "10s").Replace
+	// Lowered one sync (10s) ago: the range reads what followed. Sent
+	// confined to the policy's namespace, as the parser writes it out.
+	sent := `histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket{namespace="` + e.ns + `",pod=~"PODS"}[10s])))`
 	want := []string{
-		strings.ReplaceAll(render(latencyQuery), "{{.Pods}}", "web-0"),
-		strings.ReplaceAll(render(latencyQuery), "{{.Pods}}", "web-1|web-2"),
+		strings.ReplaceAll(sent, "PODS", "web-0"),
+		strings.ReplaceAll(sent, "PODS", "web-1|web-2"),
 	}
 	if diff := cmp.Diff(want, prom.Asked()); diff != "" {
 		t.Errorf("queries asked (-want,+got):\n%s", diff)
@@ -177,8 +185,9 @@ func TestCanaryQueryGuardrailHolds(t *testing.T) {
 	if c := e.webCondition(v1alpha1.ConditionCanary); c.Reason != v1alpha1.CanaryReasonPromoted {
 		t.Errorf("Canary condition %s %s: %q, want Promoted", c.Status, c.Reason, c.Message)
 	}
-	if !slices.Contains(prom.Asked(), `max(lat{pod=~"web-0"})`) {
-		t.Errorf("queries asked %q, want the absolute one for web-0 among them", prom.Asked())
+	// The query named no namespace: it was asked about the policy's.
+	if !slices.Contains(prom.Asked(), `max(lat{namespace="`+e.ns+`",pod=~"web-0"})`) {
+		t.Errorf("queries asked %q, want the absolute one for web-0, in the policy's namespace, among them", prom.Asked())
 	}
 }
 
@@ -233,6 +242,11 @@ func TestCanaryQueryGuardrailNotReady(t *testing.T) {
 			said: "the template knows {{.Namespace}}, {{.Pods}} and {{.Since}}"},
 		"no Prometheus": {query: latencyQuery, reason: v1alpha1.ReasonGuardrailsNeedPrometheus,
 			said: "need a Prometheus to ask, and the manager has none: start it with --prometheus-url"},
+		// Issue #34: the manager's credentials read every namespace.
+		"another namespace": {prometheus: prom.URL, query: `max(http_errors{namespace="other-team"})`, reason: v1alpha1.ReasonQueryOutsideNamespace,
+			said: `query guardrail latency-p99: the query could read outside the policy's namespace: http_errors{namespace="other-team"} reads namespace "other-team"`},
+		"namespaces by a pattern": {prometheus: prom.URL, query: `max(http_errors{namespace=~".+", pod=~"{{.Pods}}"})`, reason: v1alpha1.ReasonQueryOutsideNamespace,
+			said: `matches namespaces with namespace=~".+", which could read others than the policy's`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -250,6 +264,43 @@ func TestCanaryQueryGuardrailNotReady(t *testing.T) {
 				t.Errorf("no InvalidPolicy event:%s", e.events)
 			}
 		})
+	}
+	for _, q := range prom.Asked() {
+		if strings.Contains(q, "other-team") || strings.Contains(q, `".+"`) {
+			t.Errorf("Prometheus was asked %s, which the policy's namespace does not confine", q)
+		}
+	}
+}
+
+// Issue #34: what Prometheus says of a query it could not evaluate may
+// quote series of other namespaces, labels and all. The Canary condition
+// says what went wrong in tailor's words, with the HTTP status; Prometheus'
+// own words are the manager's log's.
+func TestCanaryQueryGuardrailPrometheusWordsStayOut(t *testing.T) {
+	prom := newScriptedPrometheus(t)
+	e := newEnv(t, controllerOptions{Prometheus: prom.URL})
+	prom.Set("web-0", 0.12)
+	prom.Set("web-1|web-2", 0.12)
+	idleDeployment(e, latencyGuardrail)
+	e.untilCanary()
+	prom.FailWith(http.StatusUnprocessableEntity,
+		`{"status":"error","errorType":"execution","error":"found duplicate series for the match group {namespace=\"other-team\", pod=\"payments-0\"}"}`)
+	e.syncs("web", 2)
+	const said = "latency-p99 (canary pods: Prometheus could not evaluate the query (HTTP 422), such as for a many-to-many match or too many samples; aggregate or narrow it)"
+	p := e.getPolicy("web")
+	c := condition(p, v1alpha1.ConditionCanary)
+	if c == nil || c.Reason != v1alpha1.CanaryReasonWatching || !strings.Contains(c.Message, said) {
+		t.Errorf("Canary condition %+v, want Watching saying %q", c, said)
+	}
+	for _, c := range p.Status.Conditions {
+		if strings.Contains(c.Message, "other-team") || strings.Contains(c.Message, "duplicate series") {
+			t.Errorf("condition %s carries Prometheus' own words: %q", c.Type, c.Message)
+		}
+	}
+	for _, ev := range e.events.all() {
+		if strings.Contains(ev.note, "other-team") {
+			t.Errorf("event %s carries Prometheus' own words: %q", ev.reason, ev.note)
+		}
 	}
 }
 

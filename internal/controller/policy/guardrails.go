@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -13,7 +14,19 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/internal/tenantquery"
 )
+
+// queryReason is the Ready condition's reason for a policy's PromQL
+// template that cannot be run: QueryOutsideNamespace for one that could
+// read another namespace than the policy's, InvalidPolicy for any other
+// fault (a template that does not parse, a query that is not PromQL).
+func queryReason(err error) string {
+	if errors.Is(err, tenantquery.ErrOutsideNamespace) {
+		return v1alpha1.ReasonQueryOutsideNamespace
+	}
+	return v1alpha1.ReasonInvalidPolicy
+}
 
 // GuardrailsTimeout bounds the asking of one policy's query guardrails in
 // one sync.
@@ -22,10 +35,14 @@ const GuardrailsTimeout = 15 * time.Second
 // guardrailAnswers asks the policy's query guardrails about its canary pods
 // (and, for a relative one, about its other pods), for the decision to
 // judge: part of gather, it only reads. Nothing is asked while no canary
-// pod is watched. A template that does not parse, or a manager with no
-// Prometheus to ask, is an invalidPolicyError, checked at every sync so
-// that it shows before the first canary: such a policy is left alone
-// rather than promoting canaries no query watched.
+// pod is watched. A template that does not parse, a query that could read
+// another namespace than the policy's, or a manager with no Prometheus to
+// ask, is an invalidPolicyError, checked at every sync so that it shows
+// before the first canary: such a policy is left alone rather than
+// promoting canaries no query watched.
+//
+// What is asked is bounded: at most MaxCanaryQueries guardrails (Validate
+// refuses a spec with more), each asked at most twice a sync.
 func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.TailorPolicy, canary autoscale.CanaryState, pods []*corev1.Pod, now time.Time) (map[string]autoscale.GuardrailAnswer, error) {
 	cfg, ok := autoscale.CanaryConfigOf(&policy.Spec)
 	if !ok || len(cfg.Queries) == 0 {
@@ -34,10 +51,10 @@ func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.Tail
 	queries := policy.Spec.Behavior.ScaleDown.Canary.Guardrails.Queries
 	parsed := make([]*prometheus.GuardrailQuery, len(queries))
 	for i, q := range queries {
-		g, err := prometheus.ParseGuardrail(q.Name, q.Query)
+		g, err := prometheus.ParseGuardrail(q.Name, q.Query, policy.Namespace)
 		if err != nil {
-			return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy,
-				err: fmt.Errorf("behavior.scaleDown.canary.guardrails.queries: %w; correct the template", err)}
+			return nil, &invalidPolicyError{reason: queryReason(err),
+				err: fmt.Errorf("behavior.scaleDown.canary.guardrails.queries: %w", err)}
 		}
 		parsed[i] = g
 	}
@@ -74,11 +91,11 @@ func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.Tail
 	defer cancel()
 	out := make(map[string]autoscale.GuardrailAnswer, len(queries))
 	for i, q := range queries {
-		a := autoscale.GuardrailAnswer{Canary: r.askGuardrail(ctx, q.Name, parsed[i], policy.Namespace, canaryNames, since, now)}
+		a := autoscale.GuardrailAnswer{Canary: r.askGuardrail(ctx, q.Name, parsed[i], canaryNames, since, now)}
 		if q.SiblingsPercent != nil {
 			a.Siblings = autoscale.QueryAnswer{Missing: "the workload has no pod besides the canary pods to compare with"}
 			if len(others) > 0 {
-				a.Siblings = r.askGuardrail(ctx, q.Name, parsed[i], policy.Namespace, others, since, now)
+				a.Siblings = r.askGuardrail(ctx, q.Name, parsed[i], others, since, now)
 			}
 		}
 		out[q.Name] = a
@@ -86,9 +103,11 @@ func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.Tail
 	return out, nil
 }
 
-// askGuardrail is one query's answer for pods, or why there is none.
-func (r *Reconciler) askGuardrail(ctx context.Context, name string, g *prometheus.GuardrailQuery, namespace string, pods []string, since time.Duration, now time.Time) autoscale.QueryAnswer {
-	q, err := g.Render(namespace, pods, since)
+// askGuardrail is one query's answer for pods, or why there is none, in
+// tailor's words (a *prometheus.Failure for what Prometheus did not
+// answer).
+func (r *Reconciler) askGuardrail(ctx context.Context, name string, g *prometheus.GuardrailQuery, pods []string, since time.Duration, now time.Time) autoscale.QueryAnswer {
+	q, err := g.Render(pods, since)
 	if err != nil {
 		// ParseGuardrail rendered it once: only a template that fails on
 		// some data could get here.

@@ -17,7 +17,7 @@ const EventMetricsOverridesIgnored = "MetricsOverridesIgnored"
 // It runs once per generation, so queries are compiled, and the event saying
 // they are ignored is sent, once per spec change, not once per sync.
 func (r *Reconciler) prepareSource(policy *v1alpha1.TailorPolicy, state *policyState) error {
-	src, ignored, err := policySource(r.Source, &policy.Spec)
+	src, ignored, err := policySource(r.Source, policy.Namespace, &policy.Spec)
 	if err != nil {
 		return err
 	}
@@ -39,9 +39,11 @@ func (r *Reconciler) usageSource(state *policyState) metrics.Source {
 // policySource derives from the manager's source one that runs the policy's
 // query overrides; nil when the policy sets none. Overrides the source
 // cannot take are not a mistake in the policy, which still works on the
-// source's own data: ignored says so, for the Ready condition. A template
-// that cannot be used is the user's to fix, an invalidPolicyError.
-func policySource(base metrics.Source, spec *v1alpha1.TailorPolicySpec) (src metrics.Source, ignored string, err error) {
+// source's own data: ignored says so, for the Ready condition. The
+// queries are confined to namespace, the policy's. A template that cannot
+// be used, or could read another namespace, is the user's to fix, an
+// invalidPolicyError.
+func policySource(base metrics.Source, namespace string, spec *v1alpha1.TailorPolicySpec) (src metrics.Source, ignored string, err error) {
 	if spec.Metrics == nil || spec.Metrics.Prometheus == nil {
 		return nil, "", nil
 	}
@@ -50,6 +52,7 @@ func policySource(base metrics.Source, spec *v1alpha1.TailorPolicySpec) (src met
 	if o == (metrics.QueryOverrides{}) {
 		return nil, "", nil
 	}
+	o.Namespace = namespace
 	// Only the Prometheus source is Templated.
 	t, ok := base.(metrics.Templated)
 	if !ok {
@@ -57,7 +60,7 @@ func policySource(base metrics.Source, spec *v1alpha1.TailorPolicySpec) (src met
 	}
 	src, err = t.WithQueries(o)
 	if err != nil {
-		return nil, "", &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy,
+		return nil, "", &invalidPolicyError{reason: queryReason(err),
 			err: fmt.Errorf("spec.metrics.prometheus: %w; correct it, or leave it out to use the manager's query", err)}
 	}
 	return src, "", nil

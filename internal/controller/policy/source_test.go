@@ -69,6 +69,8 @@ func TestPolicySource(t *testing.T) {
 		// wantErr starts the message; what follows is text/template's own
 		// words, which change between Go releases.
 		wantErr string
+		// wantReason is the Ready condition's; InvalidPolicy if unset.
+		wantReason string
 	}{
 		"no metrics section": {
 			base: recordingSource{},
@@ -80,12 +82,12 @@ func TestPolicySource(t *testing.T) {
 		"each query to its own figure": {
 			base:          recordingSource{},
 			metrics:       queries(v1alpha1.PrometheusQueries{CPU: "c", Memory: "m", Throttled: "t", Timestamp: "ts"}),
-			wantOverrides: &metrics.QueryOverrides{CPU: "c", Memory: "m", Throttled: "t", Timestamp: "ts"},
+			wantOverrides: &metrics.QueryOverrides{CPU: "c", Memory: "m", Throttled: "t", Timestamp: "ts", Namespace: "shop"},
 		},
 		"one query, the others left to the source": {
 			base:          recordingSource{},
 			metrics:       queries(v1alpha1.PrometheusQueries{Throttled: "t"}),
-			wantOverrides: &metrics.QueryOverrides{Throttled: "t"},
+			wantOverrides: &metrics.QueryOverrides{Throttled: "t", Namespace: "shop"},
 		},
 		"a source without queries ignores them, and says so": {
 			base:        plainSource{},
@@ -102,14 +104,37 @@ func TestPolicySource(t *testing.T) {
 			metrics: queries(v1alpha1.PrometheusQueries{Memory: `x{node="{{.Node}}"}`}),
 			wantErr: `spec.metrics.prometheus: the memory query: render template memory: template: memory:1:`,
 		},
+		// Issue #34: the manager's credentials read every namespace; the
+		// policy's queries read its own.
+		"a cpu query of another namespace is refused": {
+			base:       prom,
+			metrics:    queries(v1alpha1.PrometheusQueries{CPU: `sum by (namespace, pod, container) (rate(cpu{namespace="payments", pod=~"{{.Pods}}"}[{{.Window}}]))`}),
+			wantErr:    `spec.metrics.prometheus: the cpu query: the query could read outside the policy's namespace: cpu{namespace="payments",pod=~"pod"} reads namespace "payments", not the policy's "shop"`,
+			wantReason: v1alpha1.ReasonQueryOutsideNamespace,
+		},
+		"a memory query of every namespace is refused": {
+			base:       prom,
+			metrics:    queries(v1alpha1.PrometheusQueries{Memory: `max by (namespace, pod, container) (mem{namespace=~".+"})`}),
+			wantErr:    `spec.metrics.prometheus: the memory query: the query could read outside the policy's namespace: mem{namespace=~".+"} matches namespaces with namespace=~".+"`,
+			wantReason: v1alpha1.ReasonQueryOutsideNamespace,
+		},
+		"a timestamp query that is not PromQL is an invalid policy": {
+			base:    prom,
+			metrics: queries(v1alpha1.PrometheusQueries{Timestamp: `max(timestamp(x{pod=~"{{.Pods}}"})`}),
+			wantErr: `spec.metrics.prometheus: the timestamp query: the query is not PromQL: 1:`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			src, ignored, err := policySource(tc.base, &v1alpha1.TailorPolicySpec{Metrics: tc.metrics})
+			src, ignored, err := policySource(tc.base, "shop", &v1alpha1.TailorPolicySpec{Metrics: tc.metrics})
 			if tc.wantErr != "" {
+				reason := tc.wantReason
+				if reason == "" {
+					reason = v1alpha1.ReasonInvalidPolicy
+				}
 				var invalid *invalidPolicyError
-				if !errors.As(err, &invalid) || invalid.reason != v1alpha1.ReasonInvalidPolicy {
-					t.Fatalf("error = %v, want an invalidPolicyError with reason %s", err, v1alpha1.ReasonInvalidPolicy)
+				if !errors.As(err, &invalid) || invalid.reason != reason {
+					t.Fatalf("error = %v, want an invalidPolicyError with reason %s", err, reason)
 				}
 				const hint = "; correct it, or leave it out to use the manager's query"
 				if msg := err.Error(); !strings.HasPrefix(msg, tc.wantErr) || !strings.HasSuffix(msg, hint) {
@@ -203,7 +228,7 @@ func TestFullSampleQueriesCompile(t *testing.T) {
 		t.Fatal("the full sample has no metrics.prometheus section")
 	}
 	prom := unreachablePrometheus(t)
-	src, _, err := policySource(prom, &p.Spec)
+	src, _, err := policySource(prom, "shop", &p.Spec)
 	if err != nil || src == nil {
 		t.Fatalf("policySource = %v, %v; want a source with the sample's queries", src, err)
 	}

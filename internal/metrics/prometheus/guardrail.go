@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+
+	"github.com/tailorhq/tailor/internal/tenantquery"
 )
 
 // GuardrailData is what a canary's query guardrail template sees
@@ -29,35 +31,45 @@ type GuardrailData struct {
 	Since string
 }
 
-// GuardrailQuery is a query guardrail's template, parsed.
+// GuardrailQuery is a query guardrail's template, parsed, for one policy's
+// namespace: every query it renders is confined to it.
 type GuardrailQuery struct {
-	t *template.Template
+	t         *template.Template
+	namespace string
 }
 
-// ParseGuardrail parses a query guardrail's template and renders it once,
-// so that a reference to a field GuardrailData lacks fails here, where the
-// policy is checked, and not at the canary's first judgement.
-func ParseGuardrail(name, text string) (*GuardrailQuery, error) {
+// ParseGuardrail parses a query guardrail's template for the policy of
+// namespace and renders it once, so that a reference to a field
+// GuardrailData lacks, or a query that could read another namespace, fails
+// here, where the policy is checked, and not at the canary's first
+// judgement. A query refused for reading outside namespace wraps
+// tenantquery.ErrOutsideNamespace.
+func ParseGuardrail(name, text, namespace string) (*GuardrailQuery, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, fmt.Errorf("query guardrail %s: the query is empty; give a PromQL template", name)
 	}
 	t, err := template.New(name).Option("missingkey=error").Parse(text)
 	if err != nil {
-		return nil, fmt.Errorf("query guardrail %s is not a valid template: %w", name, err)
+		return nil, fmt.Errorf("query guardrail %s is not a valid template: %w; correct it", name, err)
 	}
-	g := &GuardrailQuery{t: t}
-	if _, err := g.Render("ns", []string{"pod"}, time.Minute); err != nil {
-		return nil, fmt.Errorf("query guardrail %s: %w; the template knows {{.Namespace}}, {{.Pods}} and {{.Since}}", name, err)
+	g := &GuardrailQuery{t: t, namespace: namespace}
+	if _, err := g.Render([]string{"pod"}, time.Minute); err != nil {
+		var exec template.ExecError
+		if errors.As(err, &exec) {
+			return nil, fmt.Errorf("query guardrail %s: %w; the template knows {{.Namespace}}, {{.Pods}} and {{.Since}}", name, err)
+		}
+		return nil, fmt.Errorf("query guardrail %s: %w", name, err)
 	}
 	return g, nil
 }
 
-// Render is the query for the named pods of namespace, since the time
-// since the canary pods' lowering.
-func (g *GuardrailQuery) Render(namespace string, pods []string, since time.Duration) (string, error) {
+// Render is the query for the named pods of the guardrail's namespace,
+// since the time since the canary pods' lowering, confined to the
+// namespace (tenantquery.Confine): what is sent to Prometheus.
+func (g *GuardrailQuery) Render(pods []string, since time.Duration) (string, error) {
 	var b bytes.Buffer
 	err := g.t.Execute(&b, GuardrailData{
-		Namespace: promString(namespace),
+		Namespace: promString(g.namespace),
 		Pods:      podsRegex(pods),
 		// Whole seconds, which every Prometheus parses; a range of 0 is
 		// refused.
@@ -66,7 +78,7 @@ func (g *GuardrailQuery) Render(namespace string, pods []string, since time.Dura
 	if err != nil {
 		return "", fmt.Errorf("render template %s: %w", g.t.Name(), err)
 	}
-	return b.String(), nil
+	return tenantquery.Confine(b.String(), g.namespace)
 }
 
 // Guardrails asks Prometheus a query guardrail's one value.

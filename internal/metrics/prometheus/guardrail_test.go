@@ -13,36 +13,48 @@ import (
 	"github.com/prometheus/client_golang/api"
 
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/internal/tenantquery"
 )
 
+// What is sent is the template rendered and confined to the policy's
+// namespace (issue #34), as the PromQL parser writes it out.
 func TestGuardrailRendered(t *testing.T) {
 	const q = `histogram_quantile(0.99, sum by (le) (rate(lat_bucket{namespace="{{.Namespace}}", pod=~"{{.Pods}}"}[{{.Since}}])))`
 	cases := map[string]struct {
+		query     string
 		namespace string
 		pods      []string
 		since     time.Duration
 		want      string
 	}{
 		"one pod": {namespace: "shop", pods: []string{"web-0"}, since: 150 * time.Second,
-			want: `histogram_quantile(0.99, sum by (le) (rate(lat_bucket{namespace="shop", pod=~"web-0"}[150s])))`},
+			want: `histogram_quantile(0.99, sum by (le) (rate(lat_bucket{namespace="shop",pod=~"web-0"}[2m30s])))`},
 		// A dot is any character to a regular expression: web.1 must not
 		// match webx1, and the escape's backslash is itself escaped in
 		// the PromQL string.
 		"dotted names, alternated": {namespace: "shop", pods: []string{"web.1", "web-2"}, since: 90*time.Second + 900*time.Millisecond,
-			want: `histogram_quantile(0.99, sum by (le) (rate(lat_bucket{namespace="shop", pod=~"web\\.1|web-2"}[90s])))`},
+			want: `histogram_quantile(0.99, sum by (le) (rate(lat_bucket{namespace="shop",pod=~"web\\.1|web-2"}[1m30s])))`},
 		// Names Kubernetes would refuse still cannot end the string.
 		"quotes and backslashes": {namespace: `a"b\c`, pods: []string{`p"q`}, since: time.Minute,
-			want: `histogram_quantile(0.99, sum by (le) (rate(lat_bucket{namespace="a\"b\\c", pod=~"p\"q"}[60s])))`},
+			want: `histogram_quantile(0.99, sum by (le) (rate(lat_bucket{namespace="a\"b\\c",pod=~"p\"q"}[1m])))`},
 		"just lowered": {namespace: "shop", pods: []string{"web-0"}, since: 0,
-			want: `histogram_quantile(0.99, sum by (le) (rate(lat_bucket{namespace="shop", pod=~"web-0"}[1s])))`},
-	}
-	g, err := prometheus.ParseGuardrail("latency", q)
-	if err != nil {
-		t.Fatal(err)
+			want: `histogram_quantile(0.99, sum by (le) (rate(lat_bucket{namespace="shop",pod=~"web-0"}[1s])))`},
+		"no namespace in the template: tailor puts it on every selector": {
+			query:     `sum(rate(errors_total{pod=~"{{.Pods}}"}[{{.Since}}])) / sum(rate(requests_total{pod=~"{{.Pods}}"}[{{.Since}}]))`,
+			namespace: "shop", pods: []string{"web-0"}, since: time.Minute,
+			want: `sum(rate(errors_total{namespace="shop",pod=~"web-0"}[1m])) / sum(rate(requests_total{namespace="shop",pod=~"web-0"}[1m]))`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := g.Render(tc.namespace, tc.pods, tc.since)
+			query := tc.query
+			if query == "" {
+				query = q
+			}
+			g, err := prometheus.ParseGuardrail("latency", query, tc.namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := g.Render(tc.pods, tc.since)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,16 +66,28 @@ func TestGuardrailRendered(t *testing.T) {
 }
 
 func TestParseGuardrailRefuses(t *testing.T) {
-	cases := map[string]struct{ query, want string }{
+	cases := map[string]struct {
+		query, want string
+		// wantOutside: the refusal wraps tenantquery.ErrOutsideNamespace.
+		wantOutside bool
+	}{
 		"empty":         {query: "  ", want: "query guardrail g: the query is empty"},
 		"unclosed":      {query: `up{pod=~"{{.Pods"}`, want: "query guardrail g is not a valid template"},
 		"unknown field": {query: `up{pod=~"{{.Pod}}"}`, want: "can't evaluate field Pod"},
+		"not PromQL":    {query: `sum(up{pod=~"{{.Pods}}"}`, want: "query guardrail g: the query is not PromQL: 1:"},
+		"another namespace": {query: `sum(up{namespace="other-team"})`, wantOutside: true,
+			want: `query guardrail g: the query could read outside the policy's namespace: up{namespace="other-team"} reads namespace "other-team", not the policy's "shop"`},
+		"every namespace": {query: `sum(up{namespace!=""})`, wantOutside: true,
+			want: `up{namespace!=""} matches namespaces with namespace!=""`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := prometheus.ParseGuardrail("g", tc.query)
+			_, err := prometheus.ParseGuardrail("g", tc.query, "shop")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+			if errors.Is(err, tenantquery.ErrOutsideNamespace) != tc.wantOutside {
+				t.Errorf("errors.Is(%v, ErrOutsideNamespace) = %v, want %v", err, !tc.wantOutside, tc.wantOutside)
 			}
 		})
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/tailorhq/tailor/internal/tenantquery"
 )
 
 // Queries are PromQL templates, one per figure. Each is rendered once per
@@ -75,21 +77,33 @@ func (q Queries) WithOverrides(o Queries) Queries {
 
 // compiled holds parsed templates; nil means the figure is not queried.
 type compiled struct {
-	cpu, memory, throttled, timestamp *template.Template
+	cpu, memory, throttled, timestamp *query
 }
 
-func compile(q Queries) (compiled, error) {
+// query is one figure's template, parsed.
+type query struct {
+	t *template.Template
+	// confine is the namespace of the policy that wrote the template:
+	// every query it renders is confined to it (tenantquery.Confine). ""
+	// for the manager's own, which its operator wrote.
+	confine string
+}
+
+// compile parses the templates of q. Those the policy of namespace wrote
+// (the non-empty fields of policy) are confined to it.
+func compile(q, policy Queries, namespace string) (compiled, error) {
 	var c compiled
 	for _, f := range []struct {
-		name string
-		text string
-		dst  **template.Template
-		need bool
+		name   string
+		text   string
+		dst    **query
+		need   bool
+		policy bool
 	}{
-		{"cpu", q.CPU, &c.cpu, true},
-		{"memory", q.Memory, &c.memory, true},
-		{"throttled", q.Throttled, &c.throttled, false},
-		{"timestamp", q.Timestamp, &c.timestamp, false},
+		{"cpu", q.CPU, &c.cpu, true, policy.CPU != ""},
+		{"memory", q.Memory, &c.memory, true, policy.Memory != ""},
+		{"throttled", q.Throttled, &c.throttled, false, policy.Throttled != ""},
+		{"timestamp", q.Timestamp, &c.timestamp, false, policy.Timestamp != ""},
 	} {
 		if strings.TrimSpace(f.text) == "" {
 			if f.need {
@@ -101,26 +115,40 @@ func compile(q Queries) (compiled, error) {
 		if err != nil {
 			return compiled{}, fmt.Errorf("the %s query is not a valid template: %w", f.name, err)
 		}
-		// Render once now so a reference to an unknown field fails at
+		cq := &query{t: t}
+		sample := "ns"
+		if f.policy {
+			if namespace == "" {
+				return compiled{}, fmt.Errorf("the %s query is a policy's, and no namespace was given to confine it to", f.name)
+			}
+			cq.confine, sample = namespace, namespace
+		}
+		// Render once now so a reference to an unknown field, or a
+		// policy's query that could read another namespace, fails at
 		// configuration time, not at the first sync.
-		if _, err := render(t, "ns", []string{"pod"}, time.Minute); err != nil {
+		if _, err := render(cq, sample, []string{"pod"}, time.Minute); err != nil {
 			return compiled{}, fmt.Errorf("the %s query: %w", f.name, err)
 		}
-		*f.dst = t
+		*f.dst = cq
 	}
 	return c, nil
 }
 
-func render(t *template.Template, namespace string, pods []string, window time.Duration) (string, error) {
+// render is q for the named pods of namespace: what is sent to
+// Prometheus, confined to the policy's namespace when q is a policy's.
+func render(q *query, namespace string, pods []string, window time.Duration) (string, error) {
 	var b bytes.Buffer
-	if err := t.Execute(&b, QueryData{
+	if err := q.t.Execute(&b, QueryData{
 		Namespace: promString(namespace),
 		Pods:      podsRegex(pods),
 		Window:    model.Duration(window).String(),
 	}); err != nil {
-		return "", fmt.Errorf("render template %s: %w", t.Name(), err)
+		return "", fmt.Errorf("render template %s: %w", q.t.Name(), err)
 	}
-	return b.String(), nil
+	if q.confine == "" {
+		return b.String(), nil
+	}
+	return tenantquery.Confine(b.String(), q.confine)
 }
 
 // podsRegex is a regular expression matching exactly the named pods (which

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"text/template"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -47,7 +46,23 @@ type Source struct {
 	window  time.Duration
 	maxAge  time.Duration
 	clock   clock.PassiveClock
+	// policy: the source runs a policy's queries (WithQueries), so the
+	// requests one Usage sends are bounded (maxPolicyGroups).
+	policy bool
 }
+
+// maxPolicyGroups bounds the evaluation groups of a source that runs a
+// policy's queries, and so what one sync of the policy asks Prometheus:
+// the timestamp query once, the three others once per group, at most 25
+// requests. Containers measured within a twelfth of the window of each
+// other share a group, so a workload whose nodes' cAdvisors stamp their
+// samples within a 15s housekeeping interval makes three or four; only
+// pods whose data is many intervals apart (some stale) make more, and then
+// the groups are widened until there are this many, the rates of the
+// older ones ending a little after their newest sample (see
+// evaluationGroups) rather than a policy's queries being sent once per
+// distinct time.
+const maxPolicyGroups = 8
 
 var _ metrics.Templated = (*Source)(nil)
 
@@ -55,7 +70,7 @@ var _ metrics.Templated = (*Source)(nil)
 // templates that do not parse or render, naming the query to fix.
 func New(client api.Client, o Options) (*Source, error) {
 	text := DefaultQueries().WithOverrides(o.Queries)
-	c, err := compile(text)
+	c, err := compile(text, Queries{}, "")
 	if err != nil {
 		return nil, err
 	}
@@ -76,16 +91,18 @@ func (s *Source) Name() string { return "prometheus" }
 
 // WithQueries returns a Source for one policy's pods: s's client, window,
 // age limit and clock, and s's queries with each non-empty field of o in
-// their place. s is unchanged. It fails, naming the query, on a template
-// that does not parse or render.
+// their place, confined to o.Namespace. s is unchanged. It fails, naming
+// the query, on a template that does not parse or render, or that could
+// read another namespace (wrapping tenantquery.ErrOutsideNamespace).
 func (s *Source) WithQueries(o metrics.QueryOverrides) (metrics.Source, error) {
-	text := s.text.WithOverrides(Queries(o))
-	c, err := compile(text)
+	own := Queries{CPU: o.CPU, Memory: o.Memory, Throttled: o.Throttled, Timestamp: o.Timestamp}
+	text := s.text.WithOverrides(own)
+	c, err := compile(text, own, o.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	d := *s
-	d.text, d.queries = text, c
+	d.text, d.queries, d.policy = text, c, true
 	return &d, nil
 }
 
@@ -144,18 +161,22 @@ func (s *Source) namespace(ctx context.Context, ns string, pods []string, now ti
 			measured[key] = at
 		}
 	}
-	for _, g := range evaluationGroups(keys, measured, now, s.window/12) {
+	maxGroups := 0
+	if s.policy {
+		maxGroups = maxPolicyGroups
+	}
+	for _, g := range boundedGroups(keys, measured, now, s.window/12, maxGroups) {
 		cols := map[string]column{}
 		for _, q := range []struct {
 			name string
-			tmpl *template.Template
+			q    *query
 		}{
 			{"cpu", s.queries.cpu}, {"memory", s.queries.memory}, {"throttled", s.queries.throttled},
 		} {
-			if q.tmpl == nil {
+			if q.q == nil {
 				continue
 			}
-			col, err := s.query(ctx, q.name, q.tmpl, ns, g.pods, g.at)
+			col, err := s.query(ctx, q.name, q.q, ns, g.pods, g.at)
 			if err != nil {
 				return err
 			}
@@ -264,6 +285,23 @@ func evaluationGroups(keys []metrics.Key, measured map[metrics.Key]time.Time, no
 	return groups
 }
 
+// boundedGroups are evaluationGroups, at most limit of them (0: no
+// limit): align is doubled until they fit. The undated containers and
+// the dated make two groups whatever align is, so a limit below two is
+// two.
+func boundedGroups(keys []metrics.Key, measured map[metrics.Key]time.Time, now time.Time, align time.Duration, limit int) []group {
+	groups := evaluationGroups(keys, measured, now, align)
+	if limit <= 0 {
+		return groups
+	}
+	align = max(align, time.Millisecond)
+	for len(groups) > max(limit, 2) {
+		align *= 2
+		groups = evaluationGroups(keys, measured, now, align)
+	}
+	return groups
+}
+
 // time is the measurement time the timestamp column gives key, if usable.
 func (c column) time(key metrics.Key) (time.Time, bool) {
 	if c.values == nil || c.reason != "" || c.dupes[key] {
@@ -300,10 +338,13 @@ func (c column) figure(key metrics.Key, at *time.Time, required bool) metrics.Fi
 	return metrics.Value(float64(v.Value), t)
 }
 
-func (s *Source) query(ctx context.Context, name string, t *template.Template, ns string, pods []string, now time.Time) (column, error) {
-	q, err := render(t, ns, pods, s.window)
+func (s *Source) query(ctx context.Context, name string, tmpl *query, ns string, pods []string, now time.Time) (column, error) {
+	q, err := render(tmpl, ns, pods, s.window)
 	if err != nil {
-		return column{}, err
+		// compile rendered it once: only a template that fails on some
+		// data, or a policy's query that no longer confines, gets here.
+		// Nothing is sent; the namespace's containers are held.
+		return column{reason: metrics.ReasonMalformed, detail: fmt.Sprintf("the %s query: %v", name, err)}, nil
 	}
 	val, warnings, err := s.api.Query(ctx, q, now)
 	if err != nil {

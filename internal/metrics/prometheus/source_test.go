@@ -442,6 +442,7 @@ func TestWithQueries(t *testing.T) {
 	}
 	manager := prometheus.Queries{CPU: def.CPU, Memory: managerMemory, Throttled: def.Throttled, Timestamp: def.Timestamp}
 	policyCPU := `sum by (namespace, pod, container) (rate(app_cpu_seconds{namespace="{{.Namespace}}", pod=~"{{.Pods}}"}[{{.Window}}])) * 4`
+	policyCPUSent := `sum by (namespace, pod, container) (rate(app_cpu_seconds{namespace="ns",pod=~"web"}[2m])) * 4`
 
 	cases := map[string]struct {
 		overrides metrics.QueryOverrides
@@ -452,24 +453,34 @@ func TestWithQueries(t *testing.T) {
 		"no overrides: the manager's queries": {
 			wantSent: sent(manager),
 		},
+		// The policy's query is sent confined to its namespace, as the
+		// parser writes it out; the manager's as its operator wrote them.
 		"cpu only: the others stay the manager's, not the defaults": {
-			overrides: metrics.QueryOverrides{CPU: policyCPU},
-			wantSent:  sent(prometheus.Queries{CPU: policyCPU, Memory: managerMemory, Throttled: def.Throttled, Timestamp: def.Timestamp}),
+			overrides: metrics.QueryOverrides{CPU: policyCPU, Namespace: "ns"},
+			wantSent:  []string{rendered(def.Timestamp), policyCPUSent, rendered(managerMemory), rendered(def.Throttled)},
 		},
-		"every query": {
-			overrides: metrics.QueryOverrides{CPU: policyCPU, Memory: "mem{pod=~\"{{.Pods}}\"}", Throttled: "thr{pod=~\"{{.Pods}}\"}", Timestamp: "ts{pod=~\"{{.Pods}}\"}"},
-			wantSent:  []string{`ts{pod=~"web"}`, rendered(policyCPU), `mem{pod=~"web"}`, `thr{pod=~"web"}`},
+		"every query, the namespace put on each selector": {
+			overrides: metrics.QueryOverrides{CPU: policyCPU, Memory: "mem{pod=~\"{{.Pods}}\"}", Throttled: "thr{pod=~\"{{.Pods}}\"} / thr_total", Timestamp: "ts{pod=~\"{{.Pods}}\"}", Namespace: "ns"},
+			wantSent:  []string{`ts{namespace="ns",pod=~"web"}`, policyCPUSent, `mem{namespace="ns",pod=~"web"}`, `thr{namespace="ns",pod=~"web"} / thr_total{namespace="ns"}`},
+		},
+		"a query of another namespace": {
+			overrides: metrics.QueryOverrides{Memory: `mem{namespace="payments"}`, Namespace: "ns"},
+			wantErr:   `the memory query: the query could read outside the policy's namespace: mem{namespace="payments"} reads namespace "payments", not the policy's "ns"`,
+		},
+		"a policy's query with no namespace to confine it to": {
+			overrides: metrics.QueryOverrides{Memory: `mem`},
+			wantErr:   "the memory query is a policy's, and no namespace was given to confine it to",
 		},
 		"cpu template does not parse": {
-			overrides: metrics.QueryOverrides{CPU: "sum(rate(x[{{.Window}]))"},
+			overrides: metrics.QueryOverrides{CPU: "sum(rate(x[{{.Window}]))", Namespace: "ns"},
 			wantErr:   "the cpu query is not a valid template",
 		},
 		"memory names a field templates do not have": {
-			overrides: metrics.QueryOverrides{Memory: `mem{node="{{.Node}}"}`},
+			overrides: metrics.QueryOverrides{Memory: `mem{node="{{.Node}}"}`, Namespace: "ns"},
 			wantErr:   "the memory query: render template memory",
 		},
 		"blank cpu query": {
-			overrides: metrics.QueryOverrides{CPU: "  "},
+			overrides: metrics.QueryOverrides{CPU: "  ", Namespace: "ns"},
 			wantErr:   "the cpu query is empty",
 		},
 	}
@@ -564,5 +575,81 @@ func TestYoungContainerMissingCPUSaysMissing(t *testing.T) {
 	}
 	if len(got.Problems) != 1 || got.Problems[0].Reason != metrics.ReasonMissing {
 		t.Errorf("problems %v, want CPU Missing", got.Problems)
+	}
+}
+
+// Issue #34: a policy's queries are bounded per sync. Forty pods measured
+// six seconds apart each make an evaluation group of their own, and the
+// manager's source asks three queries for each; a source running a
+// policy's queries widens the groups until they are few, so one sync of
+// the policy asks at most 25, and every container still has its figures.
+func TestPolicyQueriesBoundedPerSync(t *testing.T) {
+	var pods []*corev1.Pod
+	stamps := map[string]time.Time{}
+	for i := range 40 {
+		name := fmt.Sprintf("web-%d", i)
+		pods = append(pods, builder.Pod(name).Namespace("ns").Container(builder.Container("app")).Running().Obj())
+		stamps[name] = now.Add(-time.Duration(i) * 6 * time.Second)
+	}
+	var mu sync.Mutex
+	var asked int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		q := r.Form.Get("query")
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		var out []string
+		for _, pod := range strings.Split(regexp.MustCompile(`pod=~"([^"]*)"`).FindStringSubmatch(q)[1], "|") {
+			v := "0.5"
+			if kind(q) == "timestamp" {
+				v = ts(stamps[pod])
+			}
+			out = append(out, fmt.Sprintf(`{"metric":{"namespace":"ns","pod":%q,"container":"app"},"value":[%d,%q]}`, pod, now.Unix(), v))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(vector(out...)))
+	}))
+	t.Cleanup(srv.Close)
+	client, err := api.NewClient(api.Config{Address: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manager, err := prometheus.New(client, prometheus.Options{Window: time.Minute, MaxAge: 10 * time.Minute, Clock: clocktesting.NewFakePassiveClock(now)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := manager.WithQueries(metrics.QueryOverrides{
+		CPU: `sum by (namespace, pod, container) (rate(app_cpu_usage_seconds{pod=~"{{.Pods}}"}[{{.Window}}]))`, Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		src       metrics.Source
+		wantAsked int
+		// atMost: wantAsked is a bound, not the count.
+		atMost bool
+	}{
+		"the manager's queries: three per group":   {src: manager, wantAsked: 1 + 40*3},
+		"a policy's queries: at most eight groups": {src: policy, wantAsked: 1 + 8*3, atMost: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			mu.Lock()
+			asked = 0
+			mu.Unlock()
+			got, err := tc.src.Usage(context.Background(), pods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if asked > tc.wantAsked || !tc.atMost && asked != tc.wantAsked {
+				t.Errorf("asked Prometheus %d times, want %d (at most: %v)", asked, tc.wantAsked, tc.atMost)
+			}
+			if len(got.Usage) != len(pods) || len(got.Problems) != 0 {
+				t.Errorf("usage of %d containers of %d, problems %v; want every container's", len(got.Usage), len(pods), got.Problems)
+			}
+		})
 	}
 }
