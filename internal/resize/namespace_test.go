@@ -194,6 +194,15 @@ func TestPlanUnderNamespaceRules(t *testing.T) {
 				Server: v137, Rules: memoryDefault, Desired: Desired{Containers: set(req("1", ""), nil)}},
 			wantOutcome: Refused, wantRule: RuleQoSClassChange, wantByRules: true, wantDefaulted: "memory limit for container app",
 		},
+		"defaults: a default request the node cannot hold is the namespace's doing": {
+			in: Input{Pod: builder.Pod("p").ResourceVersion("7").Node("n").
+				Container(builder.Container("app").Requests("500m", "256Mi")).Sidecar(builder.Container("proxy")).Obj(),
+				Node: &NodeState{Allocatable: builder.List("1", "4Gi")}, Server: v137,
+				Rules: &nsrules.Rules{LimitRanges: []corev1.LimitRange{builder.LimitRange("requests", corev1.LimitRangeItem{
+					Type: corev1.LimitTypeContainer, DefaultRequest: builder.List("600m", "")})}},
+				Desired: Desired{Containers: set(req("", "300Mi"), nil)}},
+			wantOutcome: Refused, wantRule: RuleNodeCapacity, wantByRules: true, wantDefaulted: "cpu request for init container proxy",
+		},
 		"defaults: nothing to send is no change, whatever a LimitRange would add": {
 			in:          Input{Pod: requestsOnly.Obj(), Server: v137, Rules: defaults, Desired: Desired{Containers: set(req("500m", ""), nil)}},
 			wantOutcome: Accepted, wantNoChange: true,
@@ -247,7 +256,8 @@ func TestPlanUnderNamespaceRules(t *testing.T) {
 }
 
 // TestPlanCountsTheLimitRangersDefaults: what a LimitRange adds to a
-// resize is in the pod the plan predicts, and in the kubelet's restarts.
+// resize is in the pod the apiserver admits and in the kubelet's restarts,
+// not in the patch.
 func TestPlanCountsTheLimitRangersDefaults(t *testing.T) {
 	pod := builder.Pod("p").ResourceVersion("7").
 		Container(builder.Container("app").Requests("500m", "256Mi").ResizePolicy(corev1.ResourceCPU, corev1.RestartContainer)).Obj()
@@ -258,14 +268,20 @@ func TestPlanCountsTheLimitRangersDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := got.Containers[0]
-	if lim, ok := app.After.Limits[corev1.ResourceCPU]; !ok || lim.String() != "1" {
-		t.Errorf("the container's limits after: %v, want the default cpu limit 1", app.After.Limits)
+	if _, ok := app.After.Limits[corev1.ResourceCPU]; ok {
+		t.Errorf("the container's limits after the patch: %v, want no cpu limit: the patch does not carry the default", app.After.Limits)
 	}
-	if after := got.AfterPod(); !after.Spec.Containers[0].Resources.Limits.Cpu().Equal(*app.After.Limits.Cpu()) {
-		t.Errorf("AfterPod's cpu limit %s, want the default", after.Spec.Containers[0].Resources.Limits.Cpu())
+	if _, ok := got.AfterPod().Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; ok {
+		t.Errorf("AfterPod has a cpu limit: it is the pod the patch makes")
+	}
+	if lim, ok := got.AdmittedPod().Spec.Containers[0].Resources.Limits[corev1.ResourceCPU]; !ok || lim.String() != "1" {
+		t.Errorf("AdmittedPod's cpu limit %v, want the default 1", got.AdmittedPod().Spec.Containers[0].Resources.Limits)
 	}
 	if !app.Restart || !strings.Contains(app.RestartReason, "cpu limit") {
 		t.Errorf("restart %t (%q): adding a cpu limit under RestartContainer restarts the container", app.Restart, app.RestartReason)
+	}
+	if diff := cmp.Diff([]string{"app"}, got.RestartsForDefaults()); diff != "" {
+		t.Errorf("RestartsForDefaults (-want,+got):\n%s", diff)
 	}
 	if len(got.Warnings) == 0 || !strings.Contains(got.Warnings[len(got.Warnings)-1], "cpu limit for container app") {
 		t.Errorf("warnings %q: want the default named", got.Warnings)

@@ -118,6 +118,9 @@ type ContainerChange struct {
 	// moves its effective limit.
 	Restart       bool
 	RestartReason string
+	// RestartForDefaults is true when the container restarts only for what
+	// the namespace's LimitRanges add to the resize (Result.Defaulted).
+	RestartForDefaults bool
 }
 
 // PodLevel is spec.resources before and after (nil when unset).
@@ -167,16 +170,20 @@ type Result struct {
 	Warnings []string
 	// Defaulted is what the namespace's LimitRanges add to the resize, in
 	// the LimitRanger's words ("LimitRanger plugin set: cpu limit for
-	// container app"); "" when nothing. Containers' After, the QoS class
-	// and the verdict count it; the patch does not carry it.
+	// container app"); "" when nothing. The verdict, QoSAfter, the restarts
+	// and AdmittedPod count it; the patch, Containers' After and AfterPod
+	// do not.
 	Defaulted string
 	// Patch is the strategic-merge-patch body for the pod "resize" subresource.
 	// It is built for refused plans too (it is what Kubernetes would refuse).
 	Patch []byte
 
 	after *corev1.Pod
-	// byDefaults: the refusal is a validation rule only the LimitRanges'
-	// defaults break.
+	// admitted is after with the namespace's LimitRanges' defaults: the pod
+	// the verdict judges and the apiserver stores.
+	admitted *corev1.Pod
+	// byDefaults: the refusal is a rule only the LimitRanges' defaults
+	// break.
 	byDefaults bool
 }
 
@@ -188,12 +195,36 @@ func (r *Result) ByNamespaceRules() bool {
 }
 
 // AfterPod returns the pod as it will be once the patch is applied (with the
-// apiserver's defaulting), for comparing against later status.
+// apiserver's defaulting), for comparing against later status. It is what
+// the patch makes: what the namespace's LimitRanges add besides is in
+// AdmittedPod.
 func (r *Result) AfterPod() *corev1.Pod {
 	if r == nil || r.after == nil {
 		return nil
 	}
 	return r.after.DeepCopy()
+}
+
+// RestartsForDefaults names the containers the kubelet restarts only for
+// what the namespace's LimitRanges add to the resize.
+func (r *Result) RestartsForDefaults() []string {
+	var out []string
+	for _, c := range r.Containers {
+		if c.RestartForDefaults {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// AdmittedPod is AfterPod as the apiserver admits and stores it: the
+// namespace's LimitRanges' defaults (Input.Rules) added. It is the pod the
+// verdict judged and the quotas are charged for.
+func (r *Result) AdmittedPod() *corev1.Pod {
+	if r == nil || r.admitted == nil {
+		return r.AfterPod()
+	}
+	return r.admitted.DeepCopy()
 }
 
 // Plan predicts the apiserver's and kubelet's answer to resizing in.Pod to
@@ -228,11 +259,12 @@ func Plan(in Input) (*Result, error) {
 	res := &Result{
 		QoSBefore: qos.GetPodQOS(before),
 		QoSAfter:  qos.ComputePodQOS(judged),
-		after:     judged,
+		after:     after,
+		admitted:  judged,
 	}
 	res.Containers = containerChanges(before, after, judged)
-	if before.Spec.Resources != nil || judged.Spec.Resources != nil {
-		res.PodLevel = &PodLevel{Before: before.Spec.Resources.DeepCopy(), After: judged.Spec.Resources.DeepCopy()}
+	if before.Spec.Resources != nil || after.Spec.Resources != nil {
+		res.PodLevel = &PodLevel{Before: before.Spec.Resources.DeepCopy(), After: after.Spec.Resources.DeepCopy()}
 	}
 	podLevelChanged := !requirementsEqual(before.Spec.Resources, after.Spec.Resources)
 	anyChanged := podLevelChanged || len(ephemeral) > 0
@@ -255,17 +287,6 @@ func Plan(in Input) (*Result, error) {
 		res.Defaulted = judged.Annotations[nsrules.LimitRangerAnnotation]
 	}
 	v := validate(before, judged, res, ephemeral, in.Server)
-	if len(v) > 0 && res.Defaulted != "" {
-		// Would the resize pass without the defaults? Then they are the cause.
-		undefaulted := *res
-		undefaulted.QoSAfter = qos.ComputePodQOS(after)
-		if len(validate(before, after, &undefaulted, ephemeral, in.Server)) == 0 {
-			res.byDefaults = true
-			for i := range v {
-				v[i].Message += "; the namespace's LimitRanges add to the resize: " + res.Defaulted
-			}
-		}
-	}
 	res.Headroom = headroom(judged, in.Node)
 	// Admission, in the apiserver's order: the LimitRanger, the node's
 	// plugins, ResourceQuota last. The first to refuse answers.
@@ -277,6 +298,21 @@ func Plan(in Input) (*Result, error) {
 	}
 	if len(v) == 0 {
 		v = quota(in.Rules, before, judged)
+	}
+	if len(v) > 0 && res.Defaulted != "" && v[0].Rule != RuleLimitRange && v[0].Rule != RuleResourceQuota {
+		// Would the resize pass without the defaults? Then they are the cause.
+		undefaulted := *res
+		undefaulted.QoSAfter = qos.ComputePodQOS(after)
+		w := validate(before, after, &undefaulted, ephemeral, in.Server)
+		if len(w) == 0 {
+			w = admit(before, after, in.Node, headroom(after, in.Node), in.Server)
+		}
+		if len(w) == 0 {
+			res.byDefaults = true
+			for i := range v {
+				v[i].Message += "; the namespace's LimitRanges add to the resize: " + res.Defaulted
+			}
+		}
 	}
 	if len(v) > 0 {
 		res.Outcome = Refused
@@ -497,9 +533,9 @@ func defaultPodLevel(pod *corev1.Pod) {
 	}
 }
 
-// containerChanges compares each container of before with judged, the pod
-// the apiserver admits; Changed says whether sent, what the patch says,
-// changes it.
+// containerChanges compares each container of before with sent, what the
+// patch makes of it; the kubelet restarts it for what judged, the pod the
+// apiserver admits (the LimitRanges' defaults in), changes.
 func containerChanges(before, sent, judged *corev1.Pod) []ContainerChange {
 	var out []ContainerChange
 	add := func(b, s, a *corev1.Container, kind Kind) {
@@ -507,10 +543,14 @@ func containerChanges(before, sent, judged *corev1.Pod) []ContainerChange {
 			Name:    b.Name,
 			Kind:    kind,
 			Before:  *b.Resources.DeepCopy(),
-			After:   *a.Resources.DeepCopy(),
+			After:   *s.Resources.DeepCopy(),
 			Changed: !listEqual(b.Resources.Requests, s.Resources.Requests) || !listEqual(b.Resources.Limits, s.Resources.Limits),
 		}
 		cc.Restart, cc.RestartReason = restartNeeded(before, judged, b, a)
+		if cc.Restart && judged != sent {
+			own, _ := restartNeeded(before, sent, b, s)
+			cc.RestartForDefaults = !own
+		}
 		out = append(out, cc)
 	}
 	for i := range before.Spec.InitContainers {
