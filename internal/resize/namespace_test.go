@@ -203,6 +203,18 @@ func TestPlanUnderNamespaceRules(t *testing.T) {
 				Desired: Desired{Containers: set(req("", "300Mi"), nil)}},
 			wantOutcome: Refused, wantRule: RuleNodeCapacity, wantByRules: true, wantDefaulted: "cpu request for init container proxy",
 		},
+		"defaults: a pod-level request the patch carries is judged against the defaulted containers": {
+			// The patch says the pod-level cpu request it defaulted from the
+			// containers as they were (200m); the LimitRanger then gives c0 a
+			// request of 1210m, and the sum is above it.
+			in: Input{Pod: builder.Pod("p").ResourceVersion("7").
+				Container(builder.Container("app").Requests("200m", "64Mi").Limits("1500m", "")).
+				Container(builder.Container("c0").Requests("", "512Mi").Limits("", "512Mi")).Obj(),
+				Server: v137, Rules: &nsrules.Rules{LimitRanges: []corev1.LimitRange{builder.LimitRange("requests", corev1.LimitRangeItem{
+					Type: corev1.LimitTypeContainer, DefaultRequest: builder.List("1210m", "")})}},
+				Desired: Desired{Pod: &corev1.ResourceRequirements{Requests: req("", "1Gi")}}},
+			wantOutcome: Refused, wantRule: RulePodLevelRequestsBelowContainers, wantByRules: true, wantDefaulted: "cpu request for container c0",
+		},
 		"defaults: nothing to send is no change, whatever a LimitRange would add": {
 			in:          Input{Pod: requestsOnly.Obj(), Server: v137, Rules: defaults, Desired: Desired{Containers: set(req("500m", ""), nil)}},
 			wantOutcome: Accepted, wantNoChange: true,

@@ -243,16 +243,15 @@ func Plan(in Input) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan resize of %s: %w", podRef(before), err)
 	}
+	applyDefaults(after)
 	// judged is the pod the apiserver validates and admits: the patch
-	// applied, then the LimitRangers' defaults (a mutating admission
-	// plugin, which runs before validation), then the resize strategy's
-	// pod-level defaults. after is what the patch itself says.
+	// applied (after, which says every pod-level value it defaulted), then
+	// the LimitRanger's defaults (a mutating admission plugin, which runs
+	// before validation), then the resize strategy's pod-level defaults for
+	// what is still unset.
 	judged := after
 	if in.Rules != nil {
 		judged = in.Rules.Admitted(after)
-	}
-	applyDefaults(after)
-	if judged != after {
 		defaultPodLevel(judged)
 	}
 
