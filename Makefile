@@ -98,6 +98,20 @@ controller: $(HELM)
 	TAILOR_HELM=$(HELM) TAILOR_KUBECTL="$$K8S_BIN/kubectl" \
 		$(GO) test -race -tags controller -count=1 $(CONTROLLER_FLAGS) ./test/controller
 
+## oracle: the planner against a real kube-apiserver (test/oracle), here an envtest
+## kube-apiserver and etcd on random ports (it does not touch the local cluster):
+## its verdicts on generated resizes, under LimitRanges and ResourceQuotas too, and
+## the decision's resizes, sent as server-side dry runs. No node: the node-capacity
+## cases run only against a cluster (TAILOR_KUBECONFIG, hack/e2e.sh).
+## ORACLE_FLAGS passes go test flags, e.g. ORACLE_FLAGS='-run UnderNamespaceRules -v'.
+ORACLE_FLAGS ?=
+.PHONY: oracle
+oracle:
+	hack/cluster.sh build etcd kube-apiserver
+	source hack/lib.sh; unset TAILOR_KUBECONFIG; \
+	TEST_ASSET_KUBE_APISERVER="$$K8S_BIN/kube-apiserver" TEST_ASSET_ETCD="$$ETCD_BIN/etcd" \
+		$(GO) test -count=1 $(ORACLE_FLAGS) ./test/oracle
+
 $(GOLANGCI_LINT):
 	mkdir -p $(TOOLS_BIN)
 	GOBIN=$(TOOLS_BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)

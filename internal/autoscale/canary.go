@@ -662,7 +662,7 @@ func (cp *canaryPlan) rollback(p PodInput, c CanaryPod) {
 		return
 	}
 	d.Desired = desiredOf(p.Pod, d.Changes, d.PodChanges)
-	plan, err := resize.Plan(resize.Input{Pod: p.Pod, Desired: d.Desired, Node: cp.input.Nodes[p.Pod.Spec.NodeName], Server: cp.input.Server})
+	plan, err := resize.Plan(resize.Input{Pod: p.Pod, Desired: d.Desired, Node: cp.input.Nodes[p.Pod.Spec.NodeName], Server: cp.input.Server, Rules: cp.input.Rules})
 	switch {
 	case err != nil:
 		cp.refused = append(cp.refused, Held{Pod: p.Pod, Reason: HoldRefused, Decision: d, Message: fmt.Sprintf("the canary's rollback cannot be planned: %v", err)})

@@ -16,6 +16,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/resize"
 )
 
 // checkNamespaced holds the namespace's promises on one case (issue #23):
@@ -30,7 +31,7 @@ func checkNamespaced(c autoscaletest.NamespacedCase, d autoscale.PolicyDecision,
 			stats["nsHeld"]++
 		}
 	}
-	if msg := checkResizesAdmitted(c.Rules, d, stats); msg != "" {
+	if msg := checkResizesAdmitted(c.Rules, c.Server, d, stats); msg != "" {
 		return msg
 	}
 	// Without rules, a room or a boost, Admit is TestAdmitInvariants' and
@@ -50,8 +51,9 @@ func checkNamespaced(c autoscaletest.NamespacedCase, d autoscale.PolicyDecision,
 // checkResizesAdmitted: the apiserver lets every resize through, judged
 // against the quotas as the resizes before it in the sync left them, and
 // the LimitRanger's defaults (which it applies to a resize too) change no
-// pod's QoS class.
-func checkResizesAdmitted(r *nsrules.Rules, d autoscale.PolicyDecision, stats map[string]int) string {
+// pod's QoS class; and the one engine, asked afresh with those rules,
+// accepts it.
+func checkResizesAdmitted(r *nsrules.Rules, server resize.Version, d autoscale.PolicyDecision, stats map[string]int) string {
 	if r == nil {
 		return ""
 	}
@@ -64,6 +66,13 @@ func checkResizesAdmitted(r *nsrules.Rules, d autoscale.PolicyDecision, stats ma
 		}
 		if b, n := qosutil.ComputePodQOS(before), qosutil.ComputePodQOS(after); b != n {
 			return fmt.Sprintf("pod %s: QoS %s -> %s once the LimitRanger defaults the resize\npod: %s\nresized: %s", before.Name, b, n, podText(before), podText(after))
+		}
+		plan, err := resize.Plan(resize.Input{Pod: before, Desired: a.Decision.Desired, Server: server, Rules: &rules})
+		if err != nil {
+			return fmt.Sprintf("pod %s: Plan: %v", before.Name, err)
+		}
+		if plan.Outcome != resize.Accepted {
+			return fmt.Sprintf("pod %s: the engine refuses the resize (rule %s): %s\npod: %s\nresized: %s", before.Name, plan.Rule, plan.Message, podText(before), podText(after))
 		}
 		rules = rules.Charged(after, before, 1)
 		stats["nsResizes"]++

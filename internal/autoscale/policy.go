@@ -3,11 +3,11 @@ package autoscale
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	qosutil "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
@@ -218,16 +218,25 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 		if d.Empty() {
 			continue
 		}
-		plan, err := resize.Plan(resize.Input{Pod: c.Pod, Desired: d.Desired, Node: node, Server: in.Server})
+		plan, err := resize.Plan(resize.Input{Pod: c.Pod, Desired: d.Desired, Node: node, Server: in.Server, Rules: rules})
 		if err != nil {
 			return out, fmt.Errorf("planning resize of pod %s/%s: %w", c.Pod.Namespace, c.Pod.Name, err)
 		}
 		switch {
 		case plan.NoChange:
 			continue
+		case plan.ByNamespaceRules():
+			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNamespaceRules, Rule: plan.Rule, Decision: d,
+				Message: fmt.Sprintf("the apiserver would refuse it (rule %s): %s", plan.Rule, plan.Message)})
+			continue
 		case plan.Outcome == resize.Refused:
 			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldRefused, Rule: plan.Rule, Decision: d,
 				Message: fmt.Sprintf("Kubernetes would refuse it (rule %s): %s", plan.Rule, plan.Message)})
+			continue
+		case len(plan.RestartsForDefaults()) > 0:
+			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNamespaceRules, Decision: d,
+				Message: fmt.Sprintf("the namespace's LimitRanges add to it (%s), which restarts %s: a restart the policy did not choose",
+					plan.Defaulted, strings.Join(plan.RestartsForDefaults(), ", "))})
 			continue
 		case plan.Predicted == resize.Deferred || plan.Predicted == resize.Infeasible:
 			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNoRoom, Decision: d,
@@ -235,20 +244,9 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 			continue
 		}
 		if rules != nil {
-			// The LimitRanger defaults a resize as it does a new pod: what
-			// it adds is judged, charged, and must not move the QoS class.
-			after := rules.Admitted(plan.AfterPod())
-			if v := rules.Violations(after, c.Pod); len(v) > 0 {
-				out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNamespaceRules, Decision: d,
-					Message: fmt.Sprintf("the apiserver would refuse it: %s (%s)", v[0].Message, v[0].Object)})
-				continue
-			}
-			if was, now := qosutil.GetPodQOS(c.Pod), qosutil.ComputePodQOS(after); was != now {
-				out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNamespaceRules, Decision: d,
-					Message: fmt.Sprintf("the apiserver would refuse it: a LimitRange's defaults would make the pod %s, and a resize may not change its QoS class (%s)", now, was)})
-				continue
-			}
-			charged := rules.Charged(after, c.Pod, 1)
+			// The plan judged the resize against the rules, the LimitRanger's
+			// defaults in; what it adds is charged for the next.
+			charged := rules.Charged(plan.AdmittedPod(), c.Pod, 1)
 			rules = &charged
 		}
 		if d.RoomLeft != nil {

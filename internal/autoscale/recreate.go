@@ -349,17 +349,15 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	if err != nil {
 		return RecreateDecision{}, fmt.Errorf("deciding the replacement's resources: %w", err)
 	}
-	plan, err := resize.Plan(resize.Input{Pod: p, Desired: full.Desired, Server: in.Server})
+	plan, err := resize.Plan(resize.Input{Pod: p, Desired: full.Desired, Server: in.Server, Rules: in.Rules})
 	if err != nil {
 		return RecreateDecision{}, fmt.Errorf("planning the replacement's resources: %w", err)
 	}
+	if plan.ByNamespaceRules() {
+		return blocked(string(HoldNamespaceRules), fmt.Sprintf("the apiserver would refuse its replacement (rule %s): %s", plan.Rule, plan.Message))
+	}
 	if plan.Outcome == resize.Refused {
 		return blocked("NotPlannable", fmt.Sprintf("its replacement's resources break rule %s: %s", plan.Rule, plan.Message))
-	}
-	if r := in.Rules; r != nil {
-		if v := r.Violations(r.Admitted(plan.AfterPod()), p); len(v) > 0 {
-			return blocked(string(HoldNamespaceRules), fmt.Sprintf("the apiserver would refuse its replacement: %s (%s)", v[0].Message, v[0].Object))
-		}
 	}
 	// Planned from, and recorded with, the values the replacement is
 	// created with before the recreation policy sees it: a template that

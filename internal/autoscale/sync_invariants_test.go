@@ -449,7 +449,7 @@ func checkSync(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []autosca
 		}
 	}
 	if r := in.Rules; r != nil && len(r.LimitRanges)+len(r.Quotas) > 0 {
-		if msg := checkResizesAdmitted(r, d.PolicyDecision, stats); msg != "" {
+		if msg := checkResizesAdmitted(r, in.Server, d.PolicyDecision, stats); msg != "" {
 			return msg
 		}
 	}

@@ -379,16 +379,10 @@ func (o *ReportOptions) namespaceRules(ctx context.Context, ns string) (*nsrules
 		}
 		fmt.Fprintf(o.streams.ErrOut, "warning: %s of namespace %s not read, patches are planned without them: %v\n", what, ns, err)
 	}
-	rules := &nsrules.Rules{}
-	var lrs corev1.LimitRangeList
-	if err := o.client.List(ctx, &lrs, client.InNamespace(ns)); err != nil {
-		warn("LimitRanges", err)
+	rules, missed := readNamespaceRules(ctx, o.client, ns)
+	for _, m := range missed {
+		warn(m.what, m.err)
 	}
-	var quotas corev1.ResourceQuotaList
-	if err := o.client.List(ctx, &quotas, client.InNamespace(ns)); err != nil {
-		warn("ResourceQuotas", err)
-	}
-	rules.LimitRanges, rules.Quotas = lrs.Items, quotas.Items
 	var hpas autoscalingv2.HorizontalPodAutoscalerList
 	if err := o.client.List(ctx, &hpas, client.InNamespace(ns)); err != nil {
 		warn("HorizontalPodAutoscalers", err)

@@ -57,9 +57,10 @@ func newResizeCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 		Short: "Resize one pod in place, after a preflight that predicts what Kubernetes will do",
 		Long: `Resize a running pod's CPU and memory in place through the pods/resize
 subresource. Before sending anything, tailor predicts the outcome the way the
-apiserver and the kubelet will judge it: refused (naming the rule), deferred
-for lack of room on the node, or accepted, with which containers restart and
-the QoS class before and after. It then applies the resize and follows it until
+apiserver and the kubelet will judge it: refused (naming the rule: the resize
+rules, the namespace's LimitRanges and ResourceQuotas, the node's capacity),
+deferred for lack of room on the node, or accepted, with which containers
+restart and the QoS class before and after. It then applies the resize and follows it until
 the kubelet reports it done, or says why not.
 
 Quantities mean what they mean to kubectl: cpu=0.5 is 500m, memory=1G is 10^9
@@ -190,11 +191,14 @@ func (o *ResizeOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	c, err := newClients(o.configFlags)
-	if err != nil {
-		return err
+	if o.clients == nil {
+		c, err := newClients(o.configFlags)
+		if err != nil {
+			return err
+		}
+		o.clients = c
 	}
-	o.clients = c
+	c := o.clients
 	server, err := actuator.Discover(c.discovery)
 	if err != nil {
 		return err
@@ -212,13 +216,17 @@ func (o *ResizeOptions) Run(ctx context.Context) error {
 		return err
 	}
 	node, warning := o.nodeState(ctx, pod)
-	plan, err := resize.Plan(resize.Input{Pod: pod, Desired: desired, Node: node, Server: server.Version})
+	rules, missed := readNamespaceRules(ctx, c.client, pod.Namespace)
+	plan, err := resize.Plan(resize.Input{Pod: pod, Desired: desired, Node: node, Server: server.Version, Rules: rules})
 	if err != nil {
 		return withExitCode(ExitUsage, err)
 	}
 	report := newPreflightReport(pod, plan, server)
 	if warning != "" {
 		report.Warnings = append(report.Warnings, warning)
+	}
+	for _, m := range missed {
+		report.Warnings = append(report.Warnings, fmt.Sprintf("%s not checked: cannot list %s in namespace %s: %v", m.what, m.what, pod.Namespace, m.err))
 	}
 
 	act := &actuator.Actuator{Client: c.client, Server: server}

@@ -246,6 +246,18 @@ func TestViolations(t *testing.T) {
 			want: []Violation{{Object: "ResourceQuota/q", Resource: "requests.cpu",
 				Message: "exceeded quota: q, requested: requests.cpu=200m, used: requests.cpu=900m, limited: requests.cpu=1"}},
 		},
+		"a resize over a quota on cpu and memory: one message naming both, as the apiserver's": {
+			// Kubernetes' own in-place resize e2e (test/e2e/node/pod_resize.go):
+			// two Guaranteed pods of 300m/300Mi under 800m/800Mi, one resized
+			// to 600m/750Mi.
+			rules: Rules{Quotas: []corev1.ResourceQuota{quota("resize-resource-quota", rl("cpu", "800m", "memory", "800Mi"), rl("cpu", "600m", "memory", "600Mi"))}},
+			old:   builder.Pod("p").ResourceVersion("1").Container(builder.Container("c1").Requests("300m", "300Mi").Limits("300m", "300Mi")).Obj(),
+			pod:   builder.Pod("p").ResourceVersion("1").Container(builder.Container("c1").Requests("600m", "750Mi").Limits("600m", "750Mi")).Obj(),
+			want: []Violation{
+				{Object: "ResourceQuota/resize-resource-quota", Resource: "cpu", Message: "exceeded quota: resize-resource-quota, requested: cpu=300m,memory=450Mi, used: cpu=600m,memory=600Mi, limited: cpu=800m,memory=800Mi"},
+				{Object: "ResourceQuota/resize-resource-quota", Resource: "memory", Message: "exceeded quota: resize-resource-quota, requested: cpu=300m,memory=450Mi, used: cpu=600m,memory=600Mi, limited: cpu=800m,memory=800Mi"},
+			},
+		},
 		"a resize down passes a quota already over": {
 			rules: Rules{Quotas: []corev1.ResourceQuota{quota("q", rl("requests.cpu", "1"), rl("requests.cpu", "2"))}},
 			old:   builder.Pod("p").ResourceVersion("1").Container(app("500m", "1")).Obj(),

@@ -59,18 +59,31 @@ var quotaResources = []corev1.ResourceName{
 // has run out (that needs the clock: nsrules charges it, the safe side), and
 // an AdmissionConfiguration's limitedResources (not a namespace's object).
 func (r Rules) Violations(pod, old *corev1.Pod) []Violation {
-	var out []Violation
-	if old == nil || old.DeletionTimestamp == nil {
-		out = append(out, r.limitRangeViolations(pod)...)
-	}
+	out := r.LimitRangerViolations(pod, old)
 	out = append(out, r.requestsOverLimits(pod)...)
 	if old != nil {
 		out = append(out, r.otherResourcesDefaulted(pod, old)...)
 	}
-	return append(out, r.quotaViolations(pod, old)...)
+	return append(out, r.QuotaViolations(pod, old)...)
 }
 
-func (r Rules) quotaViolations(pod, old *corev1.Pod) []Violation {
+// LimitRangerViolations are the part of Violations the LimitRanger
+// admission plugin refuses (its validating phase): pod, as Admitted, judged
+// whole against every LimitRange, on a create (old nil) and on a resize
+// alike; nothing when old is already being deleted.
+func (r Rules) LimitRangerViolations(pod, old *corev1.Pod) []Violation {
+	if old != nil && old.DeletionTimestamp != nil {
+		return nil
+	}
+	return r.limitRangeViolations(pod)
+}
+
+// QuotaViolations are the part of Violations the ResourceQuota admission
+// plugin refuses, the last admission plugin to run: a resize (old set) is
+// charged only its increase over old. A quota whose usage pod exceeds is
+// reported once per exceeded resource, each with the apiserver's one
+// message for the quota, which names every resource it exceeds.
+func (r Rules) QuotaViolations(pod, old *corev1.Pod) []Violation {
 	var out []Violation
 	usage := podUsage(pod)
 	var oldUsage corev1.ResourceList
@@ -96,23 +109,42 @@ func (r Rules) quotaViolations(pod, old *corev1.Pod) []Violation {
 		if old != nil && quotaMatches(q, old) {
 			charged = increase(usage, oldUsage)
 		}
+		var exceeded []corev1.ResourceName
 		for _, res := range hard {
 			add := charged[res]
 			if add.Sign() <= 0 {
 				continue
 			}
-			used := q.Status.Used[res]
-			total := used.DeepCopy()
+			total := q.Status.Used[res].DeepCopy()
 			total.Add(add)
-			limit := q.Status.Hard[res]
-			if total.Cmp(limit) > 0 {
-				out = append(out, Violation{Object: object, Resource: res, Message: fmt.Sprintf(
-					"exceeded quota: %s, requested: %s=%s, used: %s=%s, limited: %s=%s",
-					q.Name, res, add.String(), res, used.String(), res, limit.String())})
+			if total.Cmp(q.Status.Hard[res]) > 0 {
+				exceeded = append(exceeded, res)
 			}
+		}
+		if len(exceeded) == 0 {
+			continue
+		}
+		msg := fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s",
+			q.Name, prettyPrint(charged, exceeded), prettyPrint(q.Status.Used, exceeded), prettyPrint(q.Status.Hard, exceeded))
+		for _, res := range exceeded {
+			out = append(out, Violation{Object: object, Resource: res, Message: msg})
 		}
 	}
 	return out
+}
+
+// prettyPrint writes names' entries of l as the ResourceQuota admission
+// plugin does (prettyPrint in its controller.go): name=value, sorted by
+// name, joined by commas.
+func prettyPrint(l corev1.ResourceList, names []corev1.ResourceName) string {
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	parts := make([]string, len(sorted))
+	for i, res := range sorted {
+		q := l[res]
+		parts[i] = string(res) + "=" + q.String()
+	}
+	return strings.Join(parts, ",")
 }
 
 // sizedHard are the cpu and memory resources of q's status.hard, in a fixed

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/kubectl/pkg/util/qos"
+
+	"github.com/tailorhq/tailor/internal/nsrules"
 )
 
 // Desired is what tailor wants the pod to have.
@@ -58,6 +60,12 @@ type Input struct {
 	// Node is nil when unknown: node checks and headroom are skipped.
 	Node   *NodeState
 	Server Version
+	// Rules are the namespace's LimitRanges and ResourceQuotas (quotas as
+	// their status holds them), read by the caller. The apiserver applies
+	// the LimitRanges' defaults to the resize, then judges it against them
+	// and charges the quotas what it adds. Nil skips those checks: the
+	// verdict then holds for a namespace without any.
+	Rules *nsrules.Rules
 }
 
 // Outcome is the apiserver's answer to the resize request.
@@ -110,6 +118,9 @@ type ContainerChange struct {
 	// moves its effective limit.
 	Restart       bool
 	RestartReason string
+	// RestartForDefaults is true when the container restarts only for what
+	// the namespace's LimitRanges add to the resize (Result.Defaulted).
+	RestartForDefaults bool
 }
 
 // PodLevel is spec.resources before and after (nil when unset).
@@ -157,20 +168,63 @@ type Result struct {
 	Headroom Headroom
 	// Warnings are things the caller should know that do not change the outcome.
 	Warnings []string
+	// Defaulted is what the namespace's LimitRanges add to the resize, in
+	// the LimitRanger's words ("LimitRanger plugin set: cpu limit for
+	// container app"); "" when nothing. The verdict, QoSAfter, the restarts
+	// and AdmittedPod count it; the patch, Containers' After and AfterPod
+	// do not.
+	Defaulted string
 	// Patch is the strategic-merge-patch body for the pod "resize" subresource.
 	// It is built for refused plans too (it is what Kubernetes would refuse).
 	Patch []byte
 
 	after *corev1.Pod
+	// admitted is after with the namespace's LimitRanges' defaults: the pod
+	// the verdict judges and the apiserver stores.
+	admitted *corev1.Pod
+	// byDefaults: the refusal is a rule only the LimitRanges' defaults
+	// break.
+	byDefaults bool
+}
+
+// ByNamespaceRules reports whether a refused plan is refused because of
+// the namespace's LimitRanges or ResourceQuotas: by one of their checks, or
+// by a rule that only their defaults make the resize break.
+func (r *Result) ByNamespaceRules() bool {
+	return r != nil && r.Outcome == Refused && (r.Rule == RuleLimitRange || r.Rule == RuleResourceQuota || r.byDefaults)
 }
 
 // AfterPod returns the pod as it will be once the patch is applied (with the
-// apiserver's defaulting), for comparing against later status.
+// apiserver's defaulting), for comparing against later status. It is what
+// the patch makes: what the namespace's LimitRanges add besides is in
+// AdmittedPod.
 func (r *Result) AfterPod() *corev1.Pod {
 	if r == nil || r.after == nil {
 		return nil
 	}
 	return r.after.DeepCopy()
+}
+
+// RestartsForDefaults names the containers the kubelet restarts only for
+// what the namespace's LimitRanges add to the resize.
+func (r *Result) RestartsForDefaults() []string {
+	var out []string
+	for _, c := range r.Containers {
+		if c.RestartForDefaults {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// AdmittedPod is AfterPod as the apiserver admits and stores it: the
+// namespace's LimitRanges' defaults (Input.Rules) added. It is the pod the
+// verdict judged and the quotas are charged for.
+func (r *Result) AdmittedPod() *corev1.Pod {
+	if r == nil || r.admitted == nil {
+		return r.AfterPod()
+	}
+	return r.admitted.DeepCopy()
 }
 
 // Plan predicts the apiserver's and kubelet's answer to resizing in.Pod to
@@ -190,13 +244,24 @@ func Plan(in Input) (*Result, error) {
 		return nil, fmt.Errorf("plan resize of %s: %w", podRef(before), err)
 	}
 	applyDefaults(after)
+	// judged is the pod the apiserver validates and admits: the patch
+	// applied (after, which says every pod-level value it defaulted), then
+	// the LimitRanger's defaults (a mutating admission plugin, which runs
+	// before validation), then the resize strategy's pod-level defaults for
+	// what is still unset.
+	judged := after
+	if in.Rules != nil {
+		judged = in.Rules.Admitted(after)
+		defaultPodLevel(judged)
+	}
 
 	res := &Result{
 		QoSBefore: qos.GetPodQOS(before),
-		QoSAfter:  qos.ComputePodQOS(after),
+		QoSAfter:  qos.ComputePodQOS(judged),
 		after:     after,
+		admitted:  judged,
 	}
-	res.Containers = containerChanges(before, after)
+	res.Containers = containerChanges(before, after, judged)
 	if before.Spec.Resources != nil || after.Spec.Resources != nil {
 		res.PodLevel = &PodLevel{Before: before.Spec.Resources.DeepCopy(), After: after.Spec.Resources.DeepCopy()}
 	}
@@ -217,10 +282,36 @@ func Plan(in Input) (*Result, error) {
 		return nil, fmt.Errorf("plan resize of %s: %w", podRef(before), err)
 	}
 
-	v := validate(before, after, res, ephemeral, in.Server)
-	res.Headroom = headroom(after, in.Node)
+	if !sameContainerResources(after, judged) {
+		res.Defaulted = judged.Annotations[nsrules.LimitRangerAnnotation]
+	}
+	v := validate(before, judged, res, ephemeral, in.Server)
+	res.Headroom = headroom(judged, in.Node)
+	// Admission, in the apiserver's order: the LimitRanger, the node's
+	// plugins, ResourceQuota last. The first to refuse answers.
 	if len(v) == 0 {
-		v = admit(before, after, in.Node, res.Headroom, in.Server)
+		v = limitRanger(in.Rules, before, judged)
+	}
+	if len(v) == 0 {
+		v = admit(before, judged, in.Node, res.Headroom, in.Server)
+	}
+	if len(v) == 0 {
+		v = quota(in.Rules, before, judged)
+	}
+	if len(v) > 0 && res.Defaulted != "" && v[0].Rule != RuleLimitRange && v[0].Rule != RuleResourceQuota {
+		// Would the resize pass without the defaults? Then they are the cause.
+		undefaulted := *res
+		undefaulted.QoSAfter = qos.ComputePodQOS(after)
+		w := validate(before, after, &undefaulted, ephemeral, in.Server)
+		if len(w) == 0 {
+			w = admit(before, after, in.Node, headroom(after, in.Node), in.Server)
+		}
+		if len(w) == 0 {
+			res.byDefaults = true
+			for i := range v {
+				v[i].Message += "; the namespace's LimitRanges add to the resize: " + res.Defaulted
+			}
+		}
 	}
 	if len(v) > 0 {
 		res.Outcome = Refused
@@ -230,9 +321,46 @@ func Plan(in Input) (*Result, error) {
 		return res, nil
 	}
 	res.Outcome = Accepted
-	res.Predicted = predict(after, in.Node, res.Headroom)
+	res.Predicted = predict(judged, in.Node, res.Headroom)
 	res.Warnings = warnings(res, in.Server)
+	if res.Defaulted != "" {
+		res.Warnings = append(res.Warnings, "the namespace's LimitRanges add to the resize: "+res.Defaulted)
+	}
 	return res, nil
+}
+
+// limitRanger is what the LimitRanger admission plugin refuses of the
+// resized pod (judged: its defaults applied), each naming its LimitRange
+// and container.
+func limitRanger(rules *nsrules.Rules, before, judged *corev1.Pod) []Violation {
+	if rules == nil {
+		return nil
+	}
+	var v []Violation
+	for _, nv := range rules.LimitRangerViolations(judged, before) {
+		where := nv.Object
+		if nv.Container != "" {
+			where += ", container " + nv.Container
+		}
+		v = append(v, Violation{RuleLimitRange, fmt.Sprintf("%s (%s)", nv.Message, where)})
+	}
+	return v
+}
+
+// quota is what the ResourceQuota admission plugin refuses of the resize:
+// one violation per quota, in the apiserver's words, which name it.
+func quota(rules *nsrules.Rules, before, judged *corev1.Pod) []Violation {
+	if rules == nil {
+		return nil
+	}
+	var v []Violation
+	for _, nv := range rules.QuotaViolations(judged, before) {
+		if len(v) > 0 && v[len(v)-1].Message == nv.Message {
+			continue
+		}
+		v = append(v, Violation{RuleResourceQuota, nv.Message})
+	}
+	return v
 }
 
 // applyDesired writes the desired entries into pod. It returns the names of
@@ -404,17 +532,24 @@ func defaultPodLevel(pod *corev1.Pod) {
 	}
 }
 
-func containerChanges(before, after *corev1.Pod) []ContainerChange {
+// containerChanges compares each container of before with sent, what the
+// patch makes of it; the kubelet restarts it for what judged, the pod the
+// apiserver admits (the LimitRanges' defaults in), changes.
+func containerChanges(before, sent, judged *corev1.Pod) []ContainerChange {
 	var out []ContainerChange
-	add := func(b, a *corev1.Container, kind Kind) {
+	add := func(b, s, a *corev1.Container, kind Kind) {
 		cc := ContainerChange{
 			Name:    b.Name,
 			Kind:    kind,
 			Before:  *b.Resources.DeepCopy(),
-			After:   *a.Resources.DeepCopy(),
-			Changed: !listEqual(b.Resources.Requests, a.Resources.Requests) || !listEqual(b.Resources.Limits, a.Resources.Limits),
+			After:   *s.Resources.DeepCopy(),
+			Changed: !listEqual(b.Resources.Requests, s.Resources.Requests) || !listEqual(b.Resources.Limits, s.Resources.Limits),
 		}
-		cc.Restart, cc.RestartReason = restartNeeded(before, after, b, a)
+		cc.Restart, cc.RestartReason = restartNeeded(before, judged, b, a)
+		if cc.Restart && judged != sent {
+			own, _ := restartNeeded(before, sent, b, s)
+			cc.RestartForDefaults = !own
+		}
 		out = append(out, cc)
 	}
 	for i := range before.Spec.InitContainers {
@@ -422,12 +557,26 @@ func containerChanges(before, after *corev1.Pod) []ContainerChange {
 		if isSidecar(&before.Spec.InitContainers[i]) {
 			kind = KindSidecar
 		}
-		add(&before.Spec.InitContainers[i], &after.Spec.InitContainers[i], kind)
+		add(&before.Spec.InitContainers[i], &sent.Spec.InitContainers[i], &judged.Spec.InitContainers[i], kind)
 	}
 	for i := range before.Spec.Containers {
-		add(&before.Spec.Containers[i], &after.Spec.Containers[i], KindContainer)
+		add(&before.Spec.Containers[i], &sent.Spec.Containers[i], &judged.Spec.Containers[i], KindContainer)
 	}
 	return out
+}
+
+// sameContainerResources reports whether a and b, one pod's two versions,
+// give every container the same requests and limits.
+func sameContainerResources(a, b *corev1.Pod) bool {
+	for _, pair := range [][2][]corev1.Container{{a.Spec.InitContainers, b.Spec.InitContainers}, {a.Spec.Containers, b.Spec.Containers}} {
+		for i := range pair[0] {
+			ra, rb := pair[0][i].Resources, pair[1][i].Resources
+			if !listEqual(ra.Requests, rb.Requests) || !listEqual(ra.Limits, rb.Limits) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // restartNeeded mirrors the kubelet's computePodResizeAction

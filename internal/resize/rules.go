@@ -97,4 +97,24 @@ const (
 	// refuses a resize of a bound pod whose requests exceed the node's
 	// allocatable (plugin/pkg/admission/podresize, validateRequestsWithinAllocatable).
 	RuleNodeCapacity Rule = "NodeCapacity"
+
+	// RuleLimitRange: the LimitRanger admission plugin judges a resize as it
+	// judges a new pod, its defaults applied first: every container's (and
+	// the pod's sums, for a Pod item) requests and limits within each
+	// LimitRange's min, max and maxLimitRequestRatio — "maximum cpu usage
+	// per Container is 500m, but limit is 600m"
+	// (plugin/pkg/admission/limitranger, PodValidateLimitFunc;
+	// SupportsAttributes takes pods/resize). The namespace's LimitRanges are
+	// Input.Rules; internal/nsrules judges them.
+	RuleLimitRange Rule = "LimitRange"
+
+	// RuleResourceQuota: the ResourceQuota admission plugin, the last to run,
+	// charges a resize what it adds over the pod (the larger of spec and
+	// status) and refuses it past a quota's status.hard — "exceeded quota:
+	// NAME, requested: cpu=300m, used: cpu=600m, limited: cpu=800m" — and a
+	// pod that leaves out a value a quota counts, or a quota whose usage is
+	// not known yet (k8s.io/apiserver pkg/admission/plugin/resourcequota,
+	// CheckRequest; pkg/quota/v1/evaluator/core/pods.go handles pods/resize).
+	// The namespace's quotas are Input.Rules; internal/nsrules judges them.
+	RuleResourceQuota Rule = "ResourceQuota"
 )

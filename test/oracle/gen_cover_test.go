@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -65,4 +67,42 @@ func allocOf(n *resize.NodeState) corev1.ResourceList {
 		return nil
 	}
 	return n.Allocatable
+}
+
+// TestRuleEdgesReachTheNamespaceRules runs without a cluster: resizes drawn
+// by ruleEdge in namespaces drawn as TestOracleUnderNamespaceRules draws
+// them are refused by a LimitRange and by a quota, and accepted, often
+// enough for the live oracle to test each.
+func TestRuleEdgesReachTheNamespaceRules(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 0x5eed))
+	g, ng := gen{r: r}, nsrulestest.Gen{R: r}
+	server := resize.Version{Major: 1, Minor: 37}
+	seen := map[resize.Rule]int{}
+	for i := range 1000 {
+		base, err := resize.Plan(resize.Input{Pod: g.gatedPod("p"), Server: server})
+		if err != nil {
+			t.Fatalf("case %d: plan of unchanged pod: %v", i, err)
+		}
+		pod := base.AfterPod()
+		pod.Spec.OS = nil
+		pod.Status.QOSClass = base.QoSAfter
+		rules := &nsrules.Rules{LimitRanges: ng.LimitRanges()}
+		for _, q := range nearQuotas(g, ng, []corev1.Pod{*pod}) {
+			q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard.DeepCopy(), Used: usage(q, []corev1.Pod{*pod})}
+			rules.Quotas = append(rules.Quotas, q)
+		}
+		res, err := resize.Plan(resize.Input{Pod: pod, Desired: g.ruleEdge(pod, rules), Server: server, Rules: rules})
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if !res.NoChange {
+			seen[res.Rule]++
+		}
+	}
+	for rule, least := range map[resize.Rule]int{resize.RuleNone: 50, resize.RuleLimitRange: 50, resize.RuleResourceQuota: 30} {
+		if seen[rule] < least {
+			t.Errorf("rule %q judged %d times in 1000, want at least %d; seen: %v", rule, seen[rule], least, seen)
+		}
+	}
+	t.Logf("rules reached: %v", seen)
 }

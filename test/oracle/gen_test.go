@@ -3,10 +3,13 @@ package oracle
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -365,4 +368,143 @@ func scaled(q resource.Quantity, up bool) resource.Quantity {
 		return *resource.NewQuantity(v/1000, resource.BinarySI)
 	}
 	return *resource.NewMilliQuantity(v, resource.DecimalSI)
+}
+
+// ruleEdge draws a resize of pod that often meets a rule of the namespace
+// at its edge: a container's value at a LimitRange's min or max or one unit
+// beyond, or a raise that takes exactly what a quota has left, or one unit
+// more. Otherwise, and where no rule has an edge to meet, it is desired's.
+func (g gen) ruleEdge(pod *corev1.Pod, rules *nsrules.Rules) resize.Desired {
+	var ctrs []*corev1.Container
+	for i := range pod.Spec.InitContainers {
+		ctrs = append(ctrs, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		ctrs = append(ctrs, &pod.Spec.Containers[i])
+	}
+	c := ctrs[g.r.IntN(len(ctrs))]
+	var d resize.Desired
+	var ok bool
+	switch x := g.r.Float64(); {
+	case x < 0.35:
+		d, ok = g.limitRangeEdge(c, rules)
+	case x < 0.7:
+		d, ok = g.quotaEdge(c, rules)
+	}
+	if !ok {
+		return g.desired(pod, nil)
+	}
+	return d
+}
+
+// limitRangeEdge sets one of c's values to a Container item's min or max,
+// or one unit beyond it.
+func (g gen) limitRangeEdge(c *corev1.Container, rules *nsrules.Rules) (resize.Desired, bool) {
+	type bound struct {
+		res corev1.ResourceName
+		max bool
+		q   resource.Quantity
+	}
+	var bounds []bound
+	for _, lr := range rules.LimitRanges {
+		for _, it := range lr.Spec.Limits {
+			if it.Type != corev1.LimitTypeContainer {
+				continue
+			}
+			for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				if q, ok := it.Min[res]; ok {
+					bounds = append(bounds, bound{res, false, q})
+				}
+				if q, ok := it.Max[res]; ok {
+					bounds = append(bounds, bound{res, true, q})
+				}
+			}
+		}
+	}
+	if len(bounds) == 0 {
+		return resize.Desired{}, false
+	}
+	b := bounds[g.r.IntN(len(bounds))]
+	v := b.q.DeepCopy()
+	switch g.r.IntN(3) {
+	case 1:
+		v.Add(oneUnit(b.res))
+	case 2:
+		if v.Cmp(oneUnit(b.res)) > 0 {
+			v.Sub(oneUnit(b.res))
+		}
+	}
+	return g.setValue(c, b.res, v, b.max), true
+}
+
+// quotaEdge raises one of c's values by what a quota has left of it, or one
+// unit more.
+func (g gen) quotaEdge(c *corev1.Container, rules *nsrules.Rules) (resize.Desired, bool) {
+	type left struct {
+		res   corev1.ResourceName
+		limit bool
+		q     resource.Quantity
+	}
+	var lefts []left
+	for _, q := range rules.Quotas {
+		for name, hard := range q.Status.Hard {
+			if !slices.Contains(quotaNames, name) {
+				continue
+			}
+			room := hard.DeepCopy()
+			room.Sub(q.Status.Used[name])
+			res, limit := corev1.ResourceCPU, strings.HasPrefix(string(name), "limits.")
+			if strings.HasSuffix(string(name), "memory") {
+				res = corev1.ResourceMemory
+			}
+			lefts = append(lefts, left{res, limit, room})
+		}
+	}
+	if len(lefts) == 0 {
+		return resize.Desired{}, false
+	}
+	l := lefts[g.r.IntN(len(lefts))]
+	list := c.Resources.Requests
+	if l.limit {
+		list = c.Resources.Limits
+	}
+	now, ok := list[l.res]
+	if !ok || l.q.Sign() < 0 {
+		return resize.Desired{}, false
+	}
+	v := now.DeepCopy()
+	v.Add(l.q)
+	if g.chance(0.5) {
+		v.Add(oneUnit(l.res))
+	}
+	return g.setValue(c, l.res, v, l.limit), true
+}
+
+// setValue sets c's limit (asLimit) or request of res to v, moving the
+// other with it where it would pass it, or where they were equal (a
+// Guaranteed container stays so).
+func (g gen) setValue(c *corev1.Container, res corev1.ResourceName, v resource.Quantity, asLimit bool) resize.Desired {
+	req, hasReq := c.Resources.Requests[res]
+	lim, hasLim := c.Resources.Limits[res]
+	want := corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
+	equal := hasReq && hasLim && req.Cmp(lim) == 0
+	if asLimit {
+		want.Limits[res] = v
+		if hasReq && (equal || req.Cmp(v) > 0) {
+			want.Requests[res] = v
+		}
+	} else {
+		want.Requests[res] = v
+		if hasLim && (equal || lim.Cmp(v) < 0) {
+			want.Limits[res] = v
+		}
+	}
+	return resize.Desired{Containers: map[string]corev1.ResourceRequirements{c.Name: want}}
+}
+
+func oneUnit(res corev1.ResourceName) resource.Quantity {
+	if res == corev1.ResourceCPU {
+		return resource.MustParse("1m")
+	}
+	return resource.MustParse("1Mi")
 }

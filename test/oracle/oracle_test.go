@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/yaml"
@@ -158,13 +159,17 @@ func TestOracle(t *testing.T) {
 // when the test ends. ctx ends after timeout.
 func connect(t *testing.T, timeout time.Duration) (context.Context, kubernetes.Interface, resize.Version, string) {
 	t.Helper()
-	kubeconfig := os.Getenv("TAILOR_KUBECONFIG")
-	if kubeconfig == "" {
-		t.Skip("TAILOR_KUBECONFIG is not set; the oracle needs a real apiserver")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatalf("load kubeconfig %s: %v", kubeconfig, err)
+	var cfg *rest.Config
+	switch kubeconfig := os.Getenv("TAILOR_KUBECONFIG"); {
+	case kubeconfig != "":
+		var err error
+		if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
+			t.Fatalf("load kubeconfig %s: %v", kubeconfig, err)
+		}
+	case envtestConfig != nil:
+		cfg = rest.CopyConfig(envtestConfig)
+	default:
+		t.Skip("the oracle needs a real apiserver: set TAILOR_KUBECONFIG to a cluster's, or TEST_ASSET_KUBE_APISERVER and TEST_ASSET_ETCD for envtest (make oracle)")
 	}
 	cfg.QPS, cfg.Burst = 200, 400
 	cs, err := kubernetes.NewForConfig(cfg)
