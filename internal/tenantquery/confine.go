@@ -59,7 +59,7 @@ func Confine(query, namespace string) (string, error) {
 	}
 	out := expr.String()
 	if err := Check(out, namespace); err != nil {
-		return "", fmt.Errorf("%w: written out again as %q, it no longer reads as confined (%v); write it more plainly", ErrOutsideNamespace, out, err)
+		return "", fmt.Errorf("%w: written out again as %q, it no longer reads as confined (%w); write it more plainly", ErrOutsideNamespace, out, err)
 	}
 	return out, nil
 }
@@ -107,7 +107,7 @@ func confine(expr parser.Expr, namespace string) error {
 		}
 		eq, err := labels.NewMatcher(labels.MatchEqual, Label, namespace)
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrOutsideNamespace, err)
+			return fmt.Errorf("%w: %w", ErrOutsideNamespace, err)
 		}
 		vs.LabelMatchers = append(kept, eq)
 		return nil
