@@ -25,10 +25,16 @@ import (
 // Pod-type items and LimitRanges that contradict each other are left out:
 // the decision clamps containers, and no value passes a contradiction.
 func TestClampedDecisionsPassTheEngine(t *testing.T) {
-	stats, cases, seed, took := runN(t, propertyCases()/5, 7, checkClampedDecisions)
+	// 2,000 cases clamp a dozen decisions into a LimitRange; a fifth of
+	// them, under -short, may clamp none.
+	n := 2000
+	if testing.Short() {
+		n = 400
+	}
+	stats, cases, seed, took := runN(t, n, 7, checkClampedDecisions)
 	t.Logf("%d generated cases (seed %d) in %s: %d decisions within the LimitRanges judged by the engine, %d of them clamped into one; %d left outside by the decision; %d refused by another rule; %d pods already outside skipped",
 		cases, seed, took.Round(time.Millisecond), stats["judged"], stats["clamped"], stats["outside"], stats["refusedOtherwise"], stats["podOutside"])
-	if min := cases / 20; stats["judged"] < min || stats["clamped"] == 0 {
+	if min := cases / 20; stats["judged"] < min || (stats["clamped"] == 0 && !testing.Short()) {
 		t.Errorf("%d decisions judged (want at least %d), %d clamped (want some): the generator no longer reaches the LimitRanges", stats["judged"], min, stats["clamped"])
 	}
 }

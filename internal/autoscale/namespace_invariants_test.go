@@ -261,6 +261,9 @@ func TestNamespaceInvariantSeeds(t *testing.T) {
 		"the template's other containers, as the LimitRanges default them, made the replacement Guaranteed": 13468305838745277329,
 		"a request held for an HPA stays below the working set while a LimitRange max lowers the limit":     3907772652359617893,
 		"a request raised to maxAllowed stays below the working set while a LimitRange lowers the limit":    14933401472237813496,
+		"the LimitRanger's default requests took a resize past the node's allocatable":                      7285089023999894488,
+		"the LimitRanger's default limit restarted a container the policy does not let restart":             14316969240621515715,
+		"the LimitRanger's default requests took the node past the room the decision counted":               12090316369084234157,
 	}
 	for name, seed := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -238,6 +238,11 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 				Message: fmt.Sprintf("the namespace's LimitRanges add to it (%s), which restarts %s: a restart the policy did not choose",
 					plan.Defaulted, strings.Join(plan.RestartsForDefaults(), ", "))})
 			continue
+		case plan.RequestsForDefaults():
+			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNamespaceRules, Decision: d,
+				Message: fmt.Sprintf("the namespace's LimitRanges add requests to it (%s), which the node's room was not counted for: the pod is resized once it is created with them",
+					plan.Defaulted)})
+			continue
 		case plan.Predicted == resize.Deferred || plan.Predicted == resize.Infeasible:
 			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNoRoom, Decision: d,
 				Message: fmt.Sprintf("the node has no room now (kubelet would answer %s)", plan.Predicted)})

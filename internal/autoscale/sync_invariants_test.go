@@ -159,6 +159,8 @@ func TestSyncInvariantSeeds(t *testing.T) {
 		"a pod waiting since before a LimitRange was replaced by one its defaults make larger":                 8301,
 		"a pod waiting since before a LimitRange was judged sized above the template its defaults make larger": 1499,
 		"an entry planned against the quotas as read, not as this sync's resizes left them, was refused":       3232,
+		"the plan's pod carried the LimitRanger's default limit, which tailor's patch does not add":            14282530570486149874,
+		"a resize the LimitRanger adds a cpu request to restarted a container the policy does not restart":     11087836287686981759,
 	}
 	for name, seed := range cases {
 		t.Run(name, func(t *testing.T) {

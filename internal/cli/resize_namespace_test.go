@@ -82,6 +82,9 @@ func TestResizeDryRunClientUnderNamespaceRules(t *testing.T) {
 			rules: []client.Object{&limits}, to: "cpu=10m,memory=10Mi", wantCode: ExitRefused,
 			wantOut: "also rule LimitRange: minimum memory usage per Container is 50Mi, but request is 10Mi",
 		},
+		"LimitRange: exactly the max": {
+			rules: []client.Object{&limits}, to: "cpu=500m,memory=500Mi", wantCode: ExitOK, wantOut: "prediction: Accepted",
+		},
 		"LimitRange: valid increase of cpu": {
 			rules: []client.Object{&limits}, to: "cpu=350m,memory=300Mi", wantCode: ExitOK, wantOut: "prediction: Accepted",
 		},

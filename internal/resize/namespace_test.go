@@ -299,3 +299,37 @@ func TestPlanCountsTheLimitRangersDefaults(t *testing.T) {
 		t.Errorf("warnings %q: want the default named", got.Warnings)
 	}
 }
+
+// TestRequestsForDefaults: a resize the LimitRanges add requests to asks
+// the node for more than the patch says; one they add only limits to does
+// not.
+func TestRequestsForDefaults(t *testing.T) {
+	withSidecar := builder.Pod("p").ResourceVersion("7").
+		Container(builder.Container("app").Requests("500m", "256Mi")).Sidecar(builder.Container("proxy")).Obj()
+	requestsOnly := builder.Pod("p").ResourceVersion("7").Container(builder.Container("app").Requests("500m", "256Mi")).Obj()
+	cases := map[string]struct {
+		pod   *corev1.Pod
+		rules *nsrules.Rules
+		want  bool
+	}{
+		"a default request for the sidecar that has none": {pod: withSidecar, want: true,
+			rules: &nsrules.Rules{LimitRanges: []corev1.LimitRange{builder.LimitRange("requests", corev1.LimitRangeItem{
+				Type: corev1.LimitTypeContainer, DefaultRequest: builder.List("100m", "")})}}},
+		"a default limit only: the container has its request": {pod: requestsOnly,
+			rules: &nsrules.Rules{LimitRanges: []corev1.LimitRange{builder.LimitRange("limits", corev1.LimitRangeItem{
+				Type: corev1.LimitTypeContainer, Default: builder.List("1", "")})}}},
+		"no LimitRange": {pod: withSidecar, rules: &nsrules.Rules{}},
+		"no rules":      {pod: withSidecar},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := Plan(Input{Pod: tc.pod, Server: v137, Rules: tc.rules, Desired: Desired{Containers: set(req("", "300Mi"), nil)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.RequestsForDefaults() != tc.want {
+				t.Errorf("RequestsForDefaults = %t, want %t (defaulted %q)", got.RequestsForDefaults(), tc.want, got.Defaulted)
+			}
+		})
+	}
+}

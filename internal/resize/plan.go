@@ -217,6 +217,23 @@ func (r *Result) RestartsForDefaults() []string {
 	return out
 }
 
+// RequestsForDefaults reports whether the namespace's LimitRanges add cpu or
+// memory requests to the resize: the node is then asked for more than the
+// patch says (Headroom counts it).
+func (r *Result) RequestsForDefaults() bool {
+	if r == nil || r.admitted == nil || r.after == nil || r.Defaulted == "" {
+		return false
+	}
+	opts := resourcehelper.PodResourcesOptions{}
+	sent, admitted := resourcehelper.PodRequests(r.after, opts), resourcehelper.PodRequests(r.admitted, opts)
+	for _, name := range cpuAndMemory {
+		if s, a := sent[name], admitted[name]; a.Cmp(s) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // AdmittedPod is AfterPod as the apiserver admits and stores it: the
 // namespace's LimitRanges' defaults (Input.Rules) added. It is the pod the
 // verdict judged and the quotas are charged for.
