@@ -218,7 +218,7 @@ func TestAdmitInvariants(t *testing.T) {
 	if testing.Short() {
 		cases = 500
 	}
-	seed := uint64(time.Now().UnixNano())
+	seed := propertySeed(t)
 	r := rand.New(rand.NewPCG(seed, 7))
 	admitted := 0
 	for i := range cases {

@@ -347,8 +347,9 @@ func desiredOf(pod *corev1.Pod, changes, podChanges []Change) resize.Desired {
 // keepQoS makes sure the changes leave the pod in its QoS class. A Burstable
 // pod whose requests would all reach their limits would become Guaranteed,
 // which Kubernetes refuses: each request that reached its limit stops just
-// below it, as far as the apiserver's resolution allows. A change that would
-// make a Guaranteed pod Burstable (a request moved without its limit) is
+// below it, as far as the apiserver's resolution allows, unless just below is
+// under minAllowed: then that change is not made (QoSClassChange says why).
+// A change that would make a Guaranteed pod Burstable (a request moved without its limit) is
 // dropped.
 func (in Input) keepQoS(d *Decision, before corev1.PodQOSClass) {
 	if len(d.Changes) == 0 && len(d.PodChanges) == 0 {
@@ -383,20 +384,35 @@ func (in Input) keepQoS(d *Decision, before corev1.PodQOSClass) {
 			below := justBelow(ch.Resource, *ch.LimitNow)
 			return below.Cmp(lo) < 0
 		}
-		for _, last := range []bool{false, true} {
-			for i := range d.Changes {
-				if underMin(&d.Changes[i]) == last {
-					adjust(&d.Changes[i])
-				}
+		for i := range d.Changes {
+			if !underMin(&d.Changes[i]) {
+				adjust(&d.Changes[i])
 			}
-			if !last {
-				for i := range d.PodChanges {
-					adjust(&d.PodChanges[i])
-				}
+		}
+		for i := range d.PodChanges {
+			adjust(&d.PodChanges[i])
+		}
+		if in.after(d) == before {
+			return
+		}
+		// What is left would need a request below minAllowed to keep the
+		// class: both are promises, so the change is not made (a limit
+		// raised instead could break the LimitRange's ratio or maxAllowed
+		// that put it there).
+		var kept []Change
+		for _, ch := range d.Changes {
+			if !underMin(&ch) {
+				kept = append(kept, ch)
+				continue
 			}
-			if in.after(d) == before {
-				return
-			}
+			pol, _ := in.Spec.PolicyFor(ch.Container)
+			lo := pol.MinAllowed[ch.Resource]
+			d.Skips = append(d.Skips, Skip{Container: ch.Container, Resource: ch.Resource, Reason: SkipQoSChange,
+				Message: fmt.Sprintf("%s request %s -> %s would make the pod Guaranteed at its %s limit, and just below the limit is under minAllowed %s", ch.Resource, ch.RequestBefore.String(), ch.RequestNow.String(), ch.LimitNow.String(), lo.String())})
+		}
+		d.Changes = kept
+		if in.after(d) == before {
+			return
 		}
 	}
 	// A Guaranteed pod stays Guaranteed only with every request equal to

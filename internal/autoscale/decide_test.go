@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -338,6 +339,38 @@ func TestDecideCutFitsTheRoom(t *testing.T) {
 // limit; not one that minAllowed is just at, while another serves: every
 // request at its limit was kept below, one to a MiB under minAllowed (found
 // by the fuzz of DecideSync).
+// TestDecideDropsWhatOnlyMinAllowedKeepsBurstable: a Burstable pod whose
+// cpu request equals its limit, and whose memory would land at a limit a
+// LimitRange's maxLimitRequestRatio of 1 holds to the request, could stay
+// Burstable only with memory just under minAllowed. Both are promises: the
+// memory change is not made, and the skip says why.
+func TestDecideDropsWhatOnlyMinAllowedKeepsBurstable(t *testing.T) {
+	pod := builder.Pod("p").Container(builder.Container("c").Requests("10m", "1Gi").Limits("10m", "4Gi")).Obj()
+	s := spec(containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
+		MinAllowed: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+		MaxAllowed: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}))
+	ratio := &nsrules.Rules{LimitRanges: []corev1.LimitRange{{ObjectMeta: metav1.ObjectMeta{Name: "lr"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+		Type: corev1.LimitTypeContainer, MaxLimitRequestRatio: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1")}}}}}}}
+	d, err := Decide(Input{Pod: pod, Spec: s, Now: now, MemoryFloorHeadroom: 0.1, Rules: ratio,
+		Targets:    map[string]Target{"c": {Memory: q("100Mi")}},
+		WorkingSet: map[string]resource.Quantity{"c": resource.MustParse("10Mi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rr(d); len(got) != 0 {
+		t.Errorf("desired %v, want nothing: memory at 127Mi is under minAllowed, at 128Mi the pod is Guaranteed", got)
+	}
+	var skipped bool
+	for _, sk := range d.Skips {
+		if sk.Reason == SkipQoSChange && sk.Resource == corev1.ResourceMemory && strings.Contains(sk.Message, "minAllowed 128Mi") {
+			skipped = true
+		}
+	}
+	if !skipped {
+		t.Errorf("skips %+v: want memory's QoSClassChange naming minAllowed", d.Skips)
+	}
+}
+
 func TestDecideKeepsQoSWithinMinAllowed(t *testing.T) {
 	pod := builder.Pod("p").Container(builder.Container("side").Requests("500m", "128Mi").Limits("500m", "128Mi")).
 		Container(builder.Container("app").Requests("1", "256Mi").Limits("2", "256Mi")).Obj()

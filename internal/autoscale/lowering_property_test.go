@@ -35,7 +35,7 @@ func TestChangeWindowProperties(t *testing.T) {
 		// make check runs the thousand without -race (propertyCases).
 		cases = 200
 	}
-	seed := uint64(time.Now().UnixNano())
+	seed := propertySeed(t)
 	r := rand.New(rand.NewPCG(seed, 13))
 	var open, closed int
 	for i := range cases {

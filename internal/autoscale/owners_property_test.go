@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
@@ -30,7 +29,7 @@ import (
 //   - so exactly one of the claimants, each asking for itself, sizes it.
 func TestClaimedByProperties(t *testing.T) {
 	cases := propertyCases()
-	seed := uint64(time.Now().UnixNano())
+	seed := propertySeed(t)
 	r := rand.New(rand.NewPCG(seed, 8))
 	stats := map[string]int{}
 	for i := range cases {

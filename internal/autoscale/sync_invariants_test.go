@@ -146,7 +146,7 @@ func FuzzDecideSync(f *testing.F) {
 // whole sync's decision, each named for what went wrong before its fix.
 // (Keeping a Burstable pod Burstable took a request under minAllowed: found
 // by an earlier draw of the generator, kept by
-// TestDecideKeepsQoSWithinMinAllowed.)
+// TestDecideKeepsQoSWithinMinAllowed and TestDecideDropsWhatOnlyMinAllowedKeepsBurstable.)
 func TestSyncInvariantSeeds(t *testing.T) {
 	cases := map[string]uint64{
 		"a memory request of no whole MiB held for an HPA was rounded to whole MiB":                            2461,
@@ -161,6 +161,7 @@ func TestSyncInvariantSeeds(t *testing.T) {
 		"an entry planned against the quotas as read, not as this sync's resizes left them, was refused":       3232,
 		"the plan's pod carried the LimitRanger's default limit, which tailor's patch does not add":            14282530570486149874,
 		"a resize the LimitRanger adds a cpu request to restarted a container the policy does not restart":     11087836287686981759,
+		"an entry kept Burstable by a memory request under minAllowed, its limit held by a LimitRange ratio":   12338341272563483553,
 	}
 	for name, seed := range cases {
 		t.Run(name, func(t *testing.T) {
