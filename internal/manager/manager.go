@@ -443,7 +443,7 @@ func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 		if !sh.OwnsAll() {
 			keep = sh.Owns
 		}
-		return kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{
+		return kubelet.New(kubelet.NewAPIServerProxy(cs.CoreV1().RESTClient()), kubelet.Options{
 			Throttling:  o.KubeletThrottling,
 			ShareFor:    kubeletShareFor(o.SyncPeriod),
 			Concurrency: kubelet.DefaultConcurrency,

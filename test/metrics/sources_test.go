@@ -56,7 +56,7 @@ type source struct {
 func sources(t *testing.T) []source {
 	t.Helper()
 	out := []source{{
-		Source:     kubelet.New(clientset.CoreV1().RESTClient(), kubelet.Options{Throttling: true}),
+		Source:     kubelet.New(kubelet.NewAPIServerProxy(clientset.CoreV1().RESTClient()), kubelet.Options{Throttling: true}),
 		settle:     25 * time.Second,
 		throttling: true,
 		tolerance:  0.1,
