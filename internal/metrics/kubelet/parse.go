@@ -3,6 +3,7 @@ package kubelet
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -110,10 +111,10 @@ func linesOf(in io.Reader, names []string) (*bytes.Buffer, error) {
 	var out bytes.Buffer
 	for {
 		line, err := r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
+		if errors.Is(err, bufio.ErrBufferFull) {
 			// Longer than the buffer: the reader's cap bounds it.
 			long := slices.Clone(line)
-			for err == bufio.ErrBufferFull {
+			for errors.Is(err, bufio.ErrBufferFull) {
 				line, err = r.ReadSlice('\n')
 				long = append(long, line...)
 			}
@@ -126,7 +127,7 @@ func linesOf(in io.Reader, names []string) (*bytes.Buffer, error) {
 			}
 		}
 		switch {
-		case err == io.EOF:
+		case errors.Is(err, io.EOF):
 			return &out, nil
 		case err != nil:
 			return nil, err

@@ -352,7 +352,7 @@ func (c *capped) Read(p []byte) (int, error) {
 		c.over = true
 		return n, errOverCap
 	}
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		c.err = err
 	}
 	return n, err
