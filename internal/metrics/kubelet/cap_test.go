@@ -100,83 +100,92 @@ func refusedPages(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	return out
 }
 
-// A page over the cap is refused whichever way it is read: its node's
-// containers are held with reason TooLarge (the other node's are not),
-// the refusal is counted each time and logged once until the node's pages
-// fit again.
+// A page over the cap is refused whichever way it is read and whichever
+// page it is: its node's containers are held with reason TooLarge (the
+// other node's are not), the refusal is counted each time and logged once
+// until the page fits again.
 func TestUsagePageOverTheCap(t *testing.T) {
 	const maxPage = 4096
 	var fillers []string
 	for i := range 40 {
 		fillers = append(fillers, fmt.Sprintf("filler-%03d", i))
 	}
-	huge := func(at time.Time) step {
-		return step{resource: resourcePage(100, at, append([]string{"a-n1"}, fillers...)...)}
-	}
-	small := func(at time.Time) step { return nodePages(at, 100, 0, 0, []string{"a"}, "n1")["n1"] }
-	if len(huge(t0).resource) <= maxPage {
-		t.Fatalf("the large page is %d bytes, not over the cap %d", len(huge(t0).resource), maxPage)
-	}
+	big := append([]string{"a-n1"}, fillers...)
+	fits := func(at time.Time, node string) step { return nodePages(at, 100, 0, 0, []string{"a"}, node)[node] }
 	n1 := metrics.Key{Namespace: "ns", Pod: "a-n1", Container: "app"}
-	refused := fmt.Sprintf("node n1 metrics/resource: the page is larger than %d bytes, refused unread (raise --kubelet-max-page-bytes if the node runs that many containers)", maxPage)
-	tooLarge := []metrics.Problem{
-		{Key: n1, Metric: metrics.MetricCPU, Reason: metrics.ReasonTooLarge, Detail: refused},
-		{Key: n1, Metric: metrics.MetricMemory, Reason: metrics.ReasonTooLarge, Detail: refused},
-	}
-	steps := []struct {
-		n1Huge       bool
-		wantProblems []metrics.Problem // of n1's pod
-		wantRefused  float64
-		wantLogs     int
-	}{
-		{n1Huge: true, wantProblems: tooLarge, wantRefused: 1, wantLogs: 1},
-		// The next window: refused again, not logged again.
-		{n1Huge: true, wantProblems: tooLarge, wantRefused: 2, wantLogs: 1},
-		{wantProblems: []metrics.Problem{{Key: n1, Metric: metrics.MetricCPU, Reason: metrics.ReasonWarmingUp, Detail: "first sample of the CPU usage counter; a rate needs two"}},
-			wantRefused: 2, wantLogs: 1},
-		// Over the cap again after fitting: logged again.
-		{n1Huge: true, wantProblems: tooLarge, wantRefused: 3, wantLogs: 2},
-	}
-	for way, start := range bothWays {
-		t.Run(way, func(t *testing.T) {
-			srv := start(t)
-			reg := prometheus.NewRegistry()
-			clk := clocktesting.NewFakePassiveClock(t0)
-			src := kubelet.New(srv.pages, kubelet.Options{Clock: clk, MaxPageBytes: maxPage, Registerer: reg})
-			logs := &logLines{}
-			ctx := logr.NewContext(context.Background(), logs.logger())
-			for i, st := range steps {
-				at := t0.Add(time.Duration(i) * 10 * time.Second)
-				clk.SetTime(at)
-				pages := map[string]step{"n1": small(at), "n2": nodePages(at, 100, 0, 0, []string{"a"}, "n2")["n2"]}
-				if st.n1Huge {
-					pages["n1"] = huge(at)
-				}
-				srv.set(pages)
-				got, err := src.Usage(ctx, policyPods("a", "n1", "n2"))
-				if err != nil {
-					t.Fatalf("step %d: Usage: %v", i, err)
-				}
-				var ofN1 []metrics.Problem
-				for _, p := range got.Problems {
-					switch {
-					case p.Key == n1:
-						ofN1 = append(ofN1, p)
-					case p.Reason != metrics.ReasonWarmingUp:
-						t.Errorf("step %d: the other node's pod: %s", i, p)
+	for _, page := range []string{"resource", "cadvisor"} {
+		huge := func(at time.Time) step {
+			st := fits(at, "n1")
+			if page == "resource" {
+				st.resource = resourcePage(100, at, big...)
+			} else {
+				st.cadvisor = cadvisorPage(0, 0, at, big...)
+			}
+			return st
+		}
+		if st := huge(t0); len(st.resource) <= maxPage && len(st.cadvisor) <= maxPage {
+			t.Fatalf("the large %s page is not over the cap %d", page, maxPage)
+		}
+		refused := fmt.Sprintf("node n1 metrics/%s: the page is larger than %d bytes, refused unread (raise --kubelet-max-page-bytes if the node runs that many containers)", page, maxPage)
+		tooLarge := []metrics.Problem{
+			{Key: n1, Metric: metrics.MetricCPU, Reason: metrics.ReasonTooLarge, Detail: refused},
+			{Key: n1, Metric: metrics.MetricMemory, Reason: metrics.ReasonTooLarge, Detail: refused},
+		}
+		steps := []struct {
+			n1Huge       bool
+			wantProblems []metrics.Problem // of n1's pod
+			wantRefused  float64
+			wantLogs     int
+		}{
+			{n1Huge: true, wantProblems: tooLarge, wantRefused: 1, wantLogs: 1},
+			// The next window: refused again, not logged again.
+			{n1Huge: true, wantProblems: tooLarge, wantRefused: 2, wantLogs: 1},
+			{wantProblems: []metrics.Problem{{Key: n1, Metric: metrics.MetricCPU, Reason: metrics.ReasonWarmingUp, Detail: "first sample of the CPU usage counter; a rate needs two"}},
+				wantRefused: 2, wantLogs: 1},
+			// Over the cap again after fitting: logged again.
+			{n1Huge: true, wantProblems: tooLarge, wantRefused: 3, wantLogs: 2},
+		}
+		for way, start := range bothWays {
+			t.Run(page+"/"+way, func(t *testing.T) {
+				srv := start(t)
+				reg := prometheus.NewRegistry()
+				clk := clocktesting.NewFakePassiveClock(t0)
+				src := kubelet.New(srv.pages, kubelet.Options{Throttling: page == "cadvisor", Clock: clk, MaxPageBytes: maxPage, Registerer: reg})
+				logs := &logLines{}
+				ctx := logr.NewContext(context.Background(), logs.logger())
+				for i, st := range steps {
+					at := t0.Add(time.Duration(i) * 10 * time.Second)
+					clk.SetTime(at)
+					pages := map[string]step{"n1": fits(at, "n1"), "n2": fits(at, "n2")}
+					if st.n1Huge {
+						pages["n1"] = huge(at)
+					}
+					srv.set(pages)
+					got, err := src.Usage(ctx, policyPods("a", "n1", "n2"))
+					if err != nil {
+						t.Fatalf("step %d: Usage: %v", i, err)
+					}
+					var ofN1 []metrics.Problem
+					for _, p := range got.Problems {
+						switch {
+						case p.Key == n1:
+							ofN1 = append(ofN1, p)
+						case p.Reason != metrics.ReasonWarmingUp:
+							t.Errorf("step %d: the other node's pod: %s", i, p)
+						}
+					}
+					if diff := cmp.Diff(st.wantProblems, ofN1); diff != "" {
+						t.Errorf("step %d: problems of n1's pod (-want,+got):\n%s", i, diff)
+					}
+					if diff := cmp.Diff(map[string]float64{page: st.wantRefused}, refusedPages(t, reg)); diff != "" {
+						t.Errorf("step %d: pages refused (-want,+got):\n%s", i, diff)
+					}
+					if got := logs.count(); got != st.wantLogs {
+						t.Errorf("step %d: %d log lines, want %d: %q", i, got, st.wantLogs, logs.lines)
 					}
 				}
-				if diff := cmp.Diff(st.wantProblems, ofN1); diff != "" {
-					t.Errorf("step %d: problems of n1's pod (-want,+got):\n%s", i, diff)
-				}
-				if diff := cmp.Diff(map[string]float64{"resource": st.wantRefused}, refusedPages(t, reg)); diff != "" {
-					t.Errorf("step %d: pages refused (-want,+got):\n%s", i, diff)
-				}
-				if got := logs.count(); got != st.wantLogs {
-					t.Errorf("step %d: %d log lines, want %d: %q", i, got, st.wantLogs, logs.lines)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 

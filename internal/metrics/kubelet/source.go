@@ -107,8 +107,8 @@ type Source struct {
 
 	mu    sync.Mutex
 	state map[string]map[metrics.Key]*containerState // by node
-	// tooLarge holds the nodes whose page was last refused for its size,
-	// so that it is logged once, not once per read.
+	// tooLarge holds the pages ("node page") last refused for their size,
+	// so that each is logged once, not once per read.
 	tooLarge map[string]bool
 }
 
@@ -303,18 +303,18 @@ func (s *Source) getPage(ctx context.Context, node, page string, names ...string
 	case err != nil:
 		return nil, metrics.ReasonMalformed, fmt.Errorf("node %s %s: %w", node, path, err)
 	}
-	s.fits(node)
+	s.fits(node, page)
 	return sc, "", nil
 }
 
-// refuse counts a page refused for its size and logs it, once for the
-// node until its pages fit again: a node over the cap stays over it for
-// many reads, and the containers it holds say so at every sync.
+// refuse counts a page refused for its size and logs it, once until it
+// fits again: a node over the cap stays over it for many reads, and the
+// containers it holds say so at every sync.
 func (s *Source) refuse(ctx context.Context, node, page string) {
 	s.refused.WithLabelValues(page).Inc()
 	s.mu.Lock()
-	logged := s.tooLarge[node]
-	s.tooLarge[node] = true
+	logged := s.tooLarge[node+" "+page]
+	s.tooLarge[node+" "+page] = true
 	s.mu.Unlock()
 	if !logged {
 		logr.FromContextOrDiscard(ctx).Info("kubelet metrics page larger than the cap: refused unread, the node's containers are held until it fits (raise --kubelet-max-page-bytes if the node runs that many containers)",
@@ -324,10 +324,10 @@ func (s *Source) refuse(ctx context.Context, node, page string) {
 
 // fits forgets that node's page was refused, so that a later refusal is
 // logged again.
-func (s *Source) fits(node string) {
+func (s *Source) fits(node, page string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.tooLarge, node)
+	delete(s.tooLarge, node+" "+page)
 }
 
 // capped reads a page through r, a LimitedReader of the cap plus one byte:
