@@ -278,3 +278,27 @@ func TestHelmKubeletCA(t *testing.T) {
 		})
 	}
 }
+
+// The chart refuses kubelet settings the manager would refuse, saying
+// what to change.
+func TestHelmKubeletRefused(t *testing.T) {
+	cases := map[string]struct {
+		set     []string
+		wantErr string
+	}{
+		"CA from two places":      {[]string{"kubelet.tls.ca.configMapName=a", "kubelet.tls.ca.secretName=b"}, "kubelet.tls.ca: set configMapName or secretName, not both"},
+		"a CA and no check":       {[]string{"kubelet.tls.ca.configMapName=a", "kubelet.tls.insecureSkipVerify=true"}, "kubelet.tls: a CA and insecureSkipVerify exclude each other"},
+		"another way to read":     {[]string{"kubelet.readVia=ssh"}, "/kubelet/readVia"},
+		"an unknown address type": {[]string{"kubelet.preferredAddressTypes={InternalIp}"}, "/kubelet/preferredAddressTypes/0"},
+		"a page cap too small":    {[]string{"kubelet.maxPageBytes=1024"}, "/kubelet/maxPageBytes"},
+		"a page cap in MB":        {[]string{"kubelet.maxPageBytes=32MB"}, "/kubelet/maxPageBytes"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, stderr, err := helmTemplate(t, nil, "kubelet", "deploy-kubelet", tc.set...)
+			if err == nil || !strings.Contains(stderr, tc.wantErr) {
+				t.Errorf("helm template --set %q: err %v, stderr %q: want it refused with %q", tc.set, err, stderr, tc.wantErr)
+			}
+		})
+	}
+}
