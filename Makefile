@@ -250,7 +250,8 @@ bench:
 
 ## bench-scale: the manager at scale (issue #10): a real kube-apiserver and etcd on
 ## random ports (not the local cluster), simulated nodes, pods and kubelets (usage
-## pages through the node proxy, resizes answered), the manager as its own process.
+## pages read on each one's own port, or through the node proxy with
+## --sources kubelet-proxy; resizes answered), the manager as its own process.
 ## Prints the figures, writes bench/out/scale.json (and scale.svg with more than one
 ## size), checks bench/scale-ranges.json. SCALE=ci (default: 1k pods, 50 nodes, 10
 ## policies, kubelet source) or SCALE=full (1k to 10k pods, 50 to 500 nodes, 10 to

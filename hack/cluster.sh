@@ -75,9 +75,29 @@ make_pki() {
   mkcert "$PKI_DIR" controller-manager system:kube-controller-manager ""
   mkcert "$PKI_DIR" scheduler system:kube-scheduler ""
   mkcert "$PKI_DIR" kubelet "system:node:${NODE_NAME}" system:nodes
+  make_kubelet_serving_cert "$ip"
   [[ -f "${PKI_DIR}/sa.key" ]] || { openssl genrsa -out "${PKI_DIR}/sa.key" 2048 2>/dev/null; openssl rsa -in "${PKI_DIR}/sa.key" -pubout -out "${PKI_DIR}/sa.pub" 2>/dev/null; }
 }
 
+
+# make_kubelet_serving_cert IP: the kubelet's serving certificate, signed by
+# the cluster CA for the node's IP, its name and the host's name, as
+# serverTLSBootstrap would have it signed: tailor's kubelet source reads the
+# kubelet on its own port and verifies it against the cluster CA, which the
+# service accounts' ca.crt holds (--root-ca-file). Left to itself the kubelet
+# would sign its own, which no client can verify. Made again when the node's
+# IP is not among its names (the machine's address changed since).
+make_kubelet_serving_cert() {
+  local ip=$1 crt="${PKI_DIR}/kubelet-serving.crt" host
+  host=$(hostname)
+  if [[ -f "$crt" ]] && ! openssl x509 -in "$crt" -noout -ext subjectAltName 2>/dev/null | grep -q "IP Address:${ip}\(,\|$\)"; then
+    log "the kubelet's serving certificate does not name ${ip}: making it again"
+    rm -f "$crt" "${PKI_DIR}/kubelet-serving.key"
+  fi
+  local sans="IP:${ip},DNS:${NODE_NAME}"
+  [[ "$host" != "$NODE_NAME" ]] && sans+=",DNS:${host}"
+  mkcert "$PKI_DIR" kubelet-serving "system:node:${NODE_NAME}" system:nodes "$sans"
+}
 
 # ---------------------------------------------------------------- processes
 
@@ -218,6 +238,9 @@ load_images() {
 start_kubelet() {
   local ip=$1
   mkdir -p "$KUBELET_ROOT"
+  # Also here, for `cluster.sh start kubelet` on a cluster made before the
+  # kubelet had a serving certificate of the cluster CA's.
+  make_kubelet_serving_cert "$ip"
   local gates_yaml=""
   if [[ -n "$FEATURE_GATES" ]]; then
     gates_yaml="featureGates:"$'\n'
@@ -233,6 +256,10 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: "${PKI_DIR}/ca.crt"}
 authorization: {mode: Webhook}
+# Signed by the cluster CA (make_kubelet_serving_cert), so that a client
+# reading the kubelet directly can verify it, as tailor's kubelet source does.
+tlsCertFile: "${PKI_DIR}/kubelet-serving.crt"
+tlsPrivateKeyFile: "${PKI_DIR}/kubelet-serving.key"
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 cgroupDriver: cgroupfs
 # This VM boots cgroup v1, which 1.35+ refuses unless told otherwise.

@@ -125,7 +125,7 @@ func (o *DemoOptions) Run(ctx context.Context) error {
 		return err
 	}
 	initial := dep.Spec.Template.Spec.Containers[0].Resources
-	source := kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{Throttling: true})
+	source := kubelet.New(kubelet.NewAPIServerProxy(cs.CoreV1().RESTClient()), kubelet.Options{Throttling: true})
 	seenEvents := map[string]bool{}
 	var resizes []string
 	firstRaise := time.Duration(0)

@@ -12,6 +12,7 @@ import (
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -21,6 +22,7 @@ import (
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/dashboard"
 	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/metrics/kubelet"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
 	"github.com/tailorhq/tailor/internal/shard"
 )
@@ -73,6 +75,11 @@ func (o *ManagerOptions) command() *cobra.Command {
 	o.prometheus.bind(f)
 	f.DurationVar(&o.PrometheusRateWindow, "prometheus-rate-window", prometheus.DefaultWindow, "with --metrics-source=prometheus, the range of the CPU queries' rate(): at least four of the Prometheus' scrape intervals of the kubelets' cAdvisor (2m for a 30s scrape), so a missed scrape leaves a rate. A new container's CPU is read once it has run two of these")
 	f.BoolVar(&o.KubeletThrottling, "kubelet-throttling", true, "with --metrics-source=kubelet, also read CFS throttling from /metrics/cadvisor")
+	f.BoolVar(&o.KubeletViaAPIServerProxy, "kubelet-via-apiserver-proxy", false, "with --metrics-source=kubelet, read the kubelets through the apiserver's node proxy instead of on their own port: needs get on nodes/proxy, which reaches every kubelet endpoint (exec, attach, port-forward, the pods' logs; CIS Kubernetes Benchmark 5.1.14), where direct reads need only get on nodes/metrics")
+	f.StringVar(&o.KubeletCAFile, "kubelet-ca-file", "", "with --metrics-source=kubelet, the CA bundle the kubelets' serving certificates are verified against; empty: the CA the manager verifies the apiserver with (the cluster CA in a pod), which signs the kubelets' certificates when they are bootstrapped (serverTLSBootstrap)")
+	f.BoolVar(&o.KubeletInsecureTLS, "kubelet-insecure-tls", false, "INSECURE: with --metrics-source=kubelet, do not verify the kubelets' serving certificates, sending the manager's credentials to whatever answers at a node's address; only while the kubelets serve self-signed certificates (kubeadm's default)")
+	f.StringSliceVar(&o.KubeletAddressTypes, "kubelet-preferred-address-types", addressTypeNames(kubelet.DefaultAddressTypes), "with --metrics-source=kubelet, the order in which a Node's status.addresses are tried to reach its kubelet (Hostname, InternalIP, ExternalIP, InternalDNS, ExternalDNS); the port is its status.daemonEndpoints.kubeletEndpoint, 10250 when unset")
+	f.Var(newByteSize(&o.KubeletMaxPageBytes, kubelet.DefaultMaxPageBytes), "kubelet-max-page-bytes", "with --metrics-source=kubelet, the largest metrics page read (bytes, or a quantity such as 32Mi): a larger one is refused unread and its node's containers held (TooLarge), logged once and counted in tailor_kubelet_pages_refused_total. /metrics/cadvisor is about 74KB a pod of one container: 32Mi holds 250 pods of two")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Second, "how often each policy's usage is read and its pods reconsidered")
 	f.DurationVar(&o.CheckpointInterval, "checkpoint-interval", time.Minute, "how often at most each policy's learnt state is written to its TailorCheckpoint")
 	f.IntVar(&o.ConcurrentSyncs, "concurrent-syncs", policyctrl.DefaultConcurrentSyncs, "how many policies are synced at once (a policy is never synced twice at once)")
@@ -143,6 +150,15 @@ func (o *ManagerOptions) Validate() error {
 				return usageErrorf("%s %q: %s", flag, v, strings.Join(errs, "; "))
 			}
 		}
+	}
+	if o.KubeletCAFile != "" && o.KubeletInsecureTLS {
+		return usageErrorf("--kubelet-ca-file and --kubelet-insecure-tls exclude each other: give the CA, or skip the check")
+	}
+	if _, err := kubelet.ParseAddressTypes(o.KubeletAddressTypes); err != nil {
+		return usageErrorf("--kubelet-preferred-address-types: %v", err)
+	}
+	if o.KubeletMaxPageBytes < 64<<10 {
+		return usageErrorf("--kubelet-max-page-bytes must be at least 64Ki (a node's /metrics/resource page alone is about 1KB a pod), got %d", o.KubeletMaxPageBytes)
 	}
 	if err := validatePrometheusURL("--prometheus-url", o.PrometheusURL); err != nil {
 		return err
@@ -252,4 +268,13 @@ func (o *ManagerOptions) Run(ctx context.Context) error {
 		ctx = ctrl.SetupSignalHandler()
 	}
 	return mgr.Start(ctx)
+}
+
+// addressTypeNames are types as a flag lists them.
+func addressTypeNames(types []corev1.NodeAddressType) []string {
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = string(t)
+	}
+	return out
 }

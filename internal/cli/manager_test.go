@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -62,6 +63,15 @@ func TestManagerFlags(t *testing.T) {
 		"dashboard prices":          {args: []string{"--price-cpu-core-hour=0.031", "--price-memory-gib-hour=0.0042"}},
 		"one price alone":           {args: []string{"--price-cpu-core-hour=0.031"}, wantErr: "give both --price-cpu-core-hour and --price-memory-gib-hour"},
 		"a negative price":          {args: []string{"--price-cpu-core-hour=0.031", "--price-memory-gib-hour=-1"}, wantErr: "the memory GiB-hour price -1 is not a price"},
+		"kubelet CA file":           {args: []string{"--kubelet-ca-file=/etc/tailor/kubelet-ca/ca.crt"}},
+		"kubelet insecure TLS":      {args: []string{"--kubelet-insecure-tls"}},
+		"kubelet CA and insecure":   {args: []string{"--kubelet-ca-file=/ca.crt", "--kubelet-insecure-tls"}, wantErr: "--kubelet-ca-file and --kubelet-insecure-tls exclude each other"},
+		"kubelet via the proxy":     {args: []string{"--kubelet-via-apiserver-proxy"}},
+		"kubelet address types":     {args: []string{"--kubelet-preferred-address-types=Hostname,InternalIP"}},
+		"kubelet address misspelt":  {args: []string{"--kubelet-preferred-address-types=InternalIp"}, wantErr: `--kubelet-preferred-address-types: unknown address type "InternalIp"`},
+		"kubelet page cap quantity": {args: []string{"--kubelet-max-page-bytes=64Mi"}},
+		"kubelet page cap bytes":    {args: []string{"--kubelet-max-page-bytes=1048576"}},
+		"kubelet page cap too low":  {args: []string{"--kubelet-max-page-bytes=1Ki"}, wantErr: "--kubelet-max-page-bytes must be at least 64Ki"},
 		"metrics cert dir on plain HTTP": {args: []string{"--metrics-secure=false", "--metrics-cert-dir=" + certDir},
 			wantErr: "--metrics-cert-dir " + `"` + certDir + `"` + " needs --metrics-secure"},
 	}
@@ -79,6 +89,45 @@ func TestManagerFlags(t *testing.T) {
 			var ee *exitError
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &ee) || ee.code != ExitUsage {
 				t.Fatalf("Validate = %v, want a usage error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// The kubelet source's flags reach the manager's options: by default each
+// kubelet is read directly, verified against the manager's own CA, with
+// pages of at most 32Mi.
+func TestManagerKubeletFlags(t *testing.T) {
+	type kubeletOpts struct {
+		ViaProxy     bool
+		CAFile       string
+		Insecure     bool
+		AddressTypes []string
+		MaxPage      int64
+	}
+	cases := map[string]struct {
+		args []string
+		want kubeletOpts
+	}{
+		"defaults": {want: kubeletOpts{AddressTypes: []string{"InternalIP", "ExternalIP", "Hostname"}, MaxPage: 32 << 20}},
+		"every flag": {
+			args: []string{"--kubelet-via-apiserver-proxy", "--kubelet-ca-file=/ca.crt", "--kubelet-preferred-address-types=Hostname", "--kubelet-max-page-bytes=64Mi"},
+			want: kubeletOpts{ViaProxy: true, CAFile: "/ca.crt", AddressTypes: []string{"Hostname"}, MaxPage: 64 << 20},
+		},
+		"insecure, and a cap in bytes": {
+			args: []string{"--kubelet-insecure-tls", "--kubelet-max-page-bytes=1000000"},
+			want: kubeletOpts{Insecure: true, AddressTypes: []string{"InternalIP", "ExternalIP", "Hostname"}, MaxPage: 1000000},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := completedManagerOptions(t, tc.args)
+			if err := o.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			got := kubeletOpts{o.KubeletViaAPIServerProxy, o.KubeletCAFile, o.KubeletInsecureTLS, o.KubeletAddressTypes, o.KubeletMaxPageBytes}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("kubelet options (-want,+got):\n%s", diff)
 			}
 		})
 	}

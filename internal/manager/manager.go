@@ -3,11 +3,13 @@ package manager
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/prometheus/common/config"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -58,7 +61,24 @@ type Options struct {
 	// it anyway; otherwise a policy with query guardrails is not Ready.
 	PrometheusGuardrails bool
 	KubeletThrottling    bool
-	SyncPeriod           time.Duration
+	// KubeletViaAPIServerProxy reads the kubelets through the apiserver's
+	// node proxy, which needs get on nodes/proxy (every kubelet endpoint,
+	// exec included); false reads each kubelet on its own port, which
+	// needs get on nodes/metrics, the port reachable from the manager, and
+	// the kubelets' serving certificates verifiable.
+	KubeletViaAPIServerProxy bool
+	// KubeletCAFile verifies the kubelets' serving certificates; "" is the
+	// CA the manager verifies the apiserver with (the cluster CA, in a
+	// pod). KubeletInsecureTLS verifies nothing. Both are for direct reads.
+	KubeletCAFile      string
+	KubeletInsecureTLS bool
+	// KubeletAddressTypes is the order in which a Node's addresses are
+	// tried for direct reads; empty is kubelet.DefaultAddressTypes.
+	KubeletAddressTypes []string
+	// KubeletMaxPageBytes is the largest kubelet metrics page read; 0 is
+	// kubelet.DefaultMaxPageBytes.
+	KubeletMaxPageBytes int64
+	SyncPeriod          time.Duration
 	// CheckpointInterval is how often at most learnt state is written;
 	// 0 is the controller's default.
 	CheckpointInterval time.Duration
@@ -80,8 +100,9 @@ type Options struct {
 	// KubeAPIQPS and KubeAPIBurst bound the manager's requests to the
 	// apiserver (resizes, status, checkpoints, events) where the config
 	// does not set its own; 0 is DefaultKubeAPIQPS and DefaultKubeAPIBurst.
-	// The kubelet source's proxied reads are not counted here: at most
-	// kubelet.DefaultConcurrency of them are in flight, which bounds them.
+	// The kubelet source's reads through the apiserver proxy (when asked
+	// for) are not counted here: at most kubelet.DefaultConcurrency of
+	// them are in flight, which bounds them.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
 	// MetricsAddr and ProbeAddr: "0" disables.
@@ -242,16 +263,6 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	var source metrics.Source
-	var receiver *agentsource.Receiver
-	var keeper *agentcert.Keeper
-	if o.MetricsSource == "agent" {
-		if source, receiver, keeper, err = newAgentSource(cfg, o); err != nil {
-			return nil, err
-		}
-	} else if source, err = NewSource(cfg, o); err != nil {
-		return nil, err
-	}
 	rec := recommend.DefaultConfig()
 	if o.Recommender != nil {
 		rec = *o.Recommender
@@ -279,6 +290,19 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	// The kubelet source finds the nodes' addresses in the cache, which
+	// watches the nodes for their room anyway.
+	nodes := cachedNodes(mgr.GetClient())
+	var source metrics.Source
+	var receiver *agentsource.Receiver
+	var keeper *agentcert.Keeper
+	if o.MetricsSource == "agent" {
+		if source, receiver, keeper, err = newAgentSource(cfg, nodes, o); err != nil {
+			return nil, err
+		}
+	} else if source, err = NewSource(cfg, nodes, o); err != nil {
+		return nil, err
 	}
 	// The controller lists pods by node for headroom.
 	if err := IndexPods(mgr); err != nil {
@@ -406,8 +430,9 @@ func newGuardrails(o Options) (policyctrl.GuardrailQuerier, error) {
 	return prometheus.NewGuardrails(pc), nil
 }
 
-// NewSource builds the metrics source o names.
-func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
+// NewSource builds the metrics source o names; the kubelet source reading
+// the kubelets directly looks their nodes up with nodes.
+func NewSource(cfg *rest.Config, nodes kubelet.NodeGetter, o Options) (metrics.Source, error) {
 	switch o.MetricsSource {
 	case "metrics-server":
 		// A metrics-server (or the aggregation layer in front of it) that
@@ -426,12 +451,7 @@ func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 		}
 		return prometheus.New(pc, prometheus.Options{Window: o.PrometheusRateWindow})
 	case "kubelet", "":
-		// The proxied reads are bounded by the source's concurrency, not
-		// by a rate: a rate low enough to protect the apiserver would hold
-		// a 500-node pass for minutes.
-		kc := rest.CopyConfig(cfg)
-		kc.QPS, kc.Burst, kc.RateLimiter = -1, 0, nil
-		cs, err := kubernetes.NewForConfig(kc)
+		pages, err := kubeletPages(cfg, nodes, o)
 		if err != nil {
 			return nil, err
 		}
@@ -443,20 +463,65 @@ func NewSource(cfg *rest.Config, o Options) (metrics.Source, error) {
 		if !sh.OwnsAll() {
 			keep = sh.Owns
 		}
-		return kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{
-			Throttling:  o.KubeletThrottling,
-			ShareFor:    kubeletShareFor(o.SyncPeriod),
-			Concurrency: kubelet.DefaultConcurrency,
-			Namespaces:  keep,
+		return kubelet.New(pages, kubelet.Options{
+			Throttling:   o.KubeletThrottling,
+			ShareFor:     kubeletShareFor(o.SyncPeriod),
+			Concurrency:  kubelet.DefaultConcurrency,
+			Namespaces:   keep,
+			MaxPageBytes: o.KubeletMaxPageBytes,
+			Registerer:   ctrlmetrics.Registry,
 		}), nil
 	}
 	return nil, fmt.Errorf("unknown metrics source %q: use kubelet, metrics-server, prometheus or agent", o.MetricsSource)
 }
 
+// kubeletPages is how the kubelet source reaches the kubelets: each on its
+// own port, or, when o asks, through the apiserver's node proxy.
+func kubeletPages(cfg *rest.Config, nodes kubelet.NodeGetter, o Options) (kubelet.Pages, error) {
+	if o.KubeletViaAPIServerProxy {
+		// The proxied reads are bounded by the source's concurrency, not
+		// by a rate: a rate low enough to protect the apiserver would hold
+		// a 500-node pass for minutes.
+		kc := rest.CopyConfig(cfg)
+		kc.QPS, kc.Burst, kc.RateLimiter = -1, 0, nil
+		cs, err := kubernetes.NewForConfig(kc)
+		if err != nil {
+			return nil, err
+		}
+		return kubelet.NewAPIServerProxy(cs.CoreV1().RESTClient()), nil
+	}
+	if nodes == nil {
+		return nil, errors.New("reading the kubelets directly needs their nodes' addresses: no node lookup was given")
+	}
+	do := kubelet.DirectOptions{CAFile: o.KubeletCAFile, InsecureSkipVerify: o.KubeletInsecureTLS}
+	if len(o.KubeletAddressTypes) > 0 {
+		types, err := kubelet.ParseAddressTypes(o.KubeletAddressTypes)
+		if err != nil {
+			return nil, fmt.Errorf("the kubelets' preferred address types: %w", err)
+		}
+		do.AddressTypes = types
+	}
+	if o.KubeletInsecureTLS {
+		ctrl.Log.WithName("setup").Info("the kubelets' serving certificates are not verified (--kubelet-insecure-tls): the manager's credentials go to whatever answers at a node's address")
+	}
+	return kubelet.NewDirect(cfg, nodes, do)
+}
+
+// cachedNodes looks nodes up in the manager's cache.
+func cachedNodes(c client.Reader) kubelet.NodeGetter {
+	return func(ctx context.Context, name string) (*corev1.Node, error) {
+		n := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return nil, err
+		}
+		return n, nil
+	}
+}
+
 // newAgentSource builds the agent source: reports taken by a receiver, and
 // the fallback source for nodes without a fresh one; and the keeper of the
 // certificate the reports are taken over.
-func newAgentSource(cfg *rest.Config, o Options) (metrics.Source, *agentsource.Receiver, *agentcert.Keeper, error) {
+func newAgentSource(cfg *rest.Config, nodes kubelet.NodeGetter, o Options) (metrics.Source, *agentsource.Receiver, *agentcert.Keeper, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, nil, err
@@ -477,7 +542,7 @@ func newAgentSource(cfg *rest.Config, o Options) (metrics.Source, *agentsource.R
 	default:
 		fo := o
 		fo.MetricsSource = o.AgentFallback
-		if src.Fallback, err = NewSource(cfg, fo); err != nil {
+		if src.Fallback, err = NewSource(cfg, nodes, fo); err != nil {
 			return nil, nil, nil, fmt.Errorf("the agent source's fallback: %w", err)
 		}
 	}

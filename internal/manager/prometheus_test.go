@@ -35,7 +35,7 @@ func TestPrometheusSourceSecured(t *testing.T) {
 		return nil
 	})
 	token, ca := promtest.WriteFile(t, "token", "s3cret"), srv.CAFile
-	src, err := NewSource(nil, Options{
+	src, err := NewSource(nil, nil, Options{
 		MetricsSource:        "prometheus",
 		PrometheusURL:        srv.URL,
 		PrometheusRateWindow: 2 * time.Minute,

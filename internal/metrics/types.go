@@ -80,6 +80,9 @@ const (
 	// ReasonNotRunning: the pod or container is not running, so it has no
 	// usage worth recording.
 	ReasonNotRunning Reason = "NotRunning"
+	// ReasonTooLarge: the source's answer was larger than it may read (a
+	// kubelet's metrics page over the cap), so it was refused unread.
+	ReasonTooLarge Reason = "TooLarge"
 )
 
 // Problem is why one figure of one container is not in the Result.

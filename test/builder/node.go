@@ -53,3 +53,16 @@ func (n *NodeWrapper) Taint(key, value string, effect corev1.TaintEffect) *NodeW
 	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Value: value, Effect: effect})
 	return n
 }
+
+// Address adds an address to status.addresses.
+func (n *NodeWrapper) Address(t corev1.NodeAddressType, address string) *NodeWrapper {
+	n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: t, Address: address})
+	return n
+}
+
+// KubeletPort sets the port the node's kubelet serves on
+// (status.daemonEndpoints.kubeletEndpoint.port).
+func (n *NodeWrapper) KubeletPort(port int32) *NodeWrapper {
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = port
+	return n
+}

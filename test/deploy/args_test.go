@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -26,7 +27,26 @@ func TestManagerArgsParse(t *testing.T) {
 		"kustomize": {objs: func(t *testing.T) []*unstructured.Unstructured { return renderKustomize(t, namespace, release+"-") }},
 		"helm default": {
 			objs: func(t *testing.T) []*unstructured.Unstructured { return renderHelm(t, release, namespace) },
-			want: map[string]string{"kube-api-qps": "100", "concurrent-syncs": "4", "leader-elect-lease-duration": "8s", "metrics-secure": "true"},
+			want: map[string]string{"kube-api-qps": "100", "concurrent-syncs": "4", "leader-elect-lease-duration": "8s", "metrics-secure": "true",
+				"kubelet-preferred-address-types": "[InternalIP,ExternalIP,Hostname]", "kubelet-max-page-bytes": "32Mi"},
+		},
+		"helm kubelet CA": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderHelm(t, release, namespace, "kubelet.tls.ca.configMapName=kubelet-serving-ca", "kubelet.preferredAddressTypes={Hostname,InternalIP}")
+			},
+			want: map[string]string{"kubelet-ca-file": "/etc/tailor/kubelet-ca/ca.crt", "kubelet-preferred-address-types": "[Hostname,InternalIP]"},
+		},
+		"helm kubelet insecure, page cap in bytes": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderHelm(t, release, namespace, "kubelet.tls.insecureSkipVerify=true", "kubelet.maxPageBytes=67108864")
+			},
+			want: map[string]string{"kubelet-insecure-tls": "true", "kubelet-max-page-bytes": "64Mi"},
+		},
+		"helm kubelet through the apiserver proxy": {
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderHelm(t, release, namespace, "kubelet.readVia=apiserver-proxy")
+			},
+			want: map[string]string{"kubelet-via-apiserver-proxy": "true"},
 		},
 		"helm metrics certificate": {
 			objs: func(t *testing.T) []*unstructured.Unstructured {
@@ -195,5 +215,90 @@ func TestHelmShards(t *testing.T) {
 				t.Errorf("shard %d: --%s = %s, want %s", i, flag, got, want)
 			}
 		}
+	}
+}
+
+// TestHelmKubeletCA: the kubelets' CA given as a ConfigMap's or a Secret's
+// key is mounted where --kubelet-ca-file names it; read through the
+// apiserver proxy, nothing of it is rendered.
+func TestHelmKubeletCA(t *testing.T) {
+	const namespace, release = "deploy-kubelet-ca", "deploy-test-kubelet-ca"
+	cases := map[string]struct {
+		set        []string
+		wantVolume map[string]any // nil: no kubelet-ca volume
+	}{
+		"ConfigMap": {
+			set: []string{"kubelet.tls.ca.configMapName=kubelet-serving-ca"},
+			wantVolume: map[string]any{"name": "kubelet-ca", "configMap": map[string]any{
+				"name": "kubelet-serving-ca", "items": []any{map[string]any{"key": "ca.crt", "path": "ca.crt"}}}},
+		},
+		"Secret, another key": {
+			set: []string{"kubelet.tls.ca.secretName=kubelet-serving-ca", "kubelet.tls.ca.key=bundle.pem"},
+			wantVolume: map[string]any{"name": "kubelet-ca", "secret": map[string]any{
+				"secretName": "kubelet-serving-ca", "items": []any{map[string]any{"key": "bundle.pem", "path": "bundle.pem"}}}},
+		},
+		"through the apiserver proxy": {set: []string{"kubelet.tls.ca.configMapName=kubelet-serving-ca", "kubelet.readVia=apiserver-proxy"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := renderHelm(t, release, namespace, tc.set...)
+			var volume map[string]any
+			var mounted bool
+			for _, o := range objs {
+				if o.GetKind() != "Deployment" {
+					continue
+				}
+				volumes, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+				for _, v := range volumes {
+					if m, _ := v.(map[string]any); m["name"] == "kubelet-ca" {
+						volume = m
+					}
+				}
+				containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+				for _, c := range containers {
+					mounts, _, _ := unstructured.NestedSlice(c.(map[string]any), "volumeMounts")
+					for _, m := range mounts {
+						if mm, _ := m.(map[string]any); mm["name"] == "kubelet-ca" && mm["mountPath"] == "/etc/tailor/kubelet-ca" {
+							mounted = true
+						}
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.wantVolume, volume); diff != "" {
+				t.Errorf("kubelet-ca volume (-want,+got):\n%s", diff)
+			}
+			if mounted != (tc.wantVolume != nil) {
+				t.Errorf("kubelet-ca mounted at /etc/tailor/kubelet-ca: %v, want %v", mounted, tc.wantVolume != nil)
+			}
+			for _, a := range managerArgs(t, objs) {
+				if strings.HasPrefix(a, "--kubelet-ca-file") && tc.wantVolume == nil {
+					t.Errorf("--kubelet-ca-file passed without its volume: %q", a)
+				}
+			}
+		})
+	}
+}
+
+// The chart refuses kubelet settings the manager would refuse, saying
+// what to change.
+func TestHelmKubeletRefused(t *testing.T) {
+	cases := map[string]struct {
+		set     []string
+		wantErr string
+	}{
+		"CA from two places":      {[]string{"kubelet.tls.ca.configMapName=a", "kubelet.tls.ca.secretName=b"}, "kubelet.tls.ca: set configMapName or secretName, not both"},
+		"a CA and no check":       {[]string{"kubelet.tls.ca.configMapName=a", "kubelet.tls.insecureSkipVerify=true"}, "kubelet.tls: a CA and insecureSkipVerify exclude each other"},
+		"another way to read":     {[]string{"kubelet.readVia=ssh"}, "/kubelet/readVia"},
+		"an unknown address type": {[]string{"kubelet.preferredAddressTypes={InternalIp}"}, "/kubelet/preferredAddressTypes/0"},
+		"a page cap too small":    {[]string{"kubelet.maxPageBytes=1024"}, "/kubelet/maxPageBytes"},
+		"a page cap in MB":        {[]string{"kubelet.maxPageBytes=32MB"}, "/kubelet/maxPageBytes"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, stderr, err := helmTemplate(t, nil, "kubelet", "deploy-kubelet", tc.set...)
+			if err == nil || !strings.Contains(stderr, tc.wantErr) {
+				t.Errorf("helm template --set %q: err %v, stderr %q: want it refused with %q", tc.set, err, stderr, tc.wantErr)
+			}
+		})
 	}
 }

@@ -51,12 +51,37 @@ type source struct {
 	tolerance float64
 }
 
+// named is a source under another name, to tell two ways of reading one
+// source apart in the subtests' names.
+type named struct {
+	metrics.Source
+	name string
+}
+
+func (n named) Name() string { return n.name }
+
 // sources returns every source that runs on the cluster, and skips (with
 // the command that starts it) those that do not.
 func sources(t *testing.T) []source {
 	t.Helper()
+	// The kubelets read on their own port, as the manager reads them by
+	// default: the local cluster's kubelet serves a certificate the
+	// cluster CA signed (hack/cluster.sh), which the admin kubeconfig
+	// verifies the apiserver with.
+	nodes := func(ctx context.Context, name string) (*corev1.Node, error) {
+		return clientset.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	}
+	direct, err := kubelet.NewDirect(restConfig, nodes, kubelet.DirectOptions{})
+	if err != nil {
+		t.Fatalf("kubelet source: %v", err)
+	}
 	out := []source{{
-		Source:     kubelet.New(clientset.CoreV1().RESTClient(), kubelet.Options{Throttling: true}),
+		Source:     kubelet.New(direct, kubelet.Options{Throttling: true}),
+		settle:     25 * time.Second,
+		throttling: true,
+		tolerance:  0.1,
+	}, {
+		Source:     named{kubelet.New(kubelet.NewAPIServerProxy(clientset.CoreV1().RESTClient()), kubelet.Options{Throttling: true}), "kubelet-via-apiserver-proxy"},
 		settle:     25 * time.Second,
 		throttling: true,
 		tolerance:  0.1,

@@ -38,7 +38,7 @@ var panels = []panel{
 		func(r *result) float64 { return r.SyncPeriodSeconds }, "sync period"},
 	{"CPU seconds per sync", func(r *result) float64 { return r.CPUSecondsPerSync }, nil, ""},
 	{"API requests per sync", func(r *result) float64 { return r.APIRequestsPerSync }, nil, ""},
-	{"proxied kubelet pages per sync", func(r *result) float64 { return r.ScrapesPerSync },
+	{"kubelet pages read per sync", func(r *result) float64 { return r.ScrapesPerSync },
 		func(r *result) float64 { return 2 * float64(r.Nodes) }, "2 x nodes (one read of both pages)"},
 	{"policy status writes per sync", func(r *result) float64 { return r.StatusWritesPerSync },
 		func(r *result) float64 { return float64(r.Policies) }, "policies"},

@@ -8,11 +8,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"math"
 	"math/big"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -27,12 +30,17 @@ const housekeeping = 10 * time.Second
 // fleet is every simulated node's kubelet: one HTTPS listener per node on
 // the host's address (the apiserver refuses to proxy to loopback), serving
 // /metrics/resource and /metrics/cadvisor from the simulated usage of the
-// pods bound to it. The apiserver's node proxy reaches it through the Node's
-// status.addresses and daemonEndpoints, so tailor's kubelet source runs
-// unchanged.
+// pods bound to it, with a serving certificate for that address signed by a
+// CA of the benchmark's own (caFile), as a bootstrapped kubelet's is signed
+// by the cluster CA. tailor's kubelet source reaches it as it reaches a real
+// kubelet, through the Node's status.addresses and daemonEndpoints: directly
+// (verifying it against caFile, --kubelet-ca-file), or through the
+// apiserver's node proxy.
 type fleet struct {
-	start    time.Time
-	ip       string
+	start time.Time
+	ip    string
+	// caFile holds the CA that signed the listeners' certificate.
+	caFile   string
 	nodes    []*simNode
 	servers  []*http.Server
 	resource atomic.Int64 // /metrics/resource pages served
@@ -68,12 +76,14 @@ type simPod struct {
 	throttledSeconds          float64
 }
 
-func newFleet(ip string, nodes int, start time.Time) (*fleet, error) {
-	cert, err := selfSigned(ip)
+// newFleet starts the listeners, and writes their CA into dir.
+func newFleet(ip string, nodes int, start time.Time, dir string) (*fleet, error) {
+	caFile := filepath.Join(dir, "kubelet-ca.crt")
+	cert, err := signedByNewCA(ip, caFile)
 	if err != nil {
 		return nil, err
 	}
-	f := &fleet{start: start, ip: ip}
+	f := &fleet{start: start, ip: ip, caFile: caFile}
 	tlsConf := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	for i := range nodes {
 		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
@@ -294,6 +304,52 @@ func (p *simPod) limit() float64 {
 
 // benchStart is when usage time starts for every pod.
 var benchStart = time.Now().Truncate(time.Second)
+
+// signedByNewCA makes a CA, writes its certificate to caFile, and returns
+// a serving certificate for ip that it signed.
+func signedByNewCA(ip, caFile string) (tls.Certificate, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "scale-bench-kubelet-ca"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		IsCA:         true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+		return tls.Certificate{}, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "simulated-kubelet"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.ParseIP(ip)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
 
 func selfSigned(ip string) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -1,7 +1,9 @@
 // Command scale-bench measures the tailor manager at scale (issue #10): a
 // real kube-apiserver and etcd, simulated nodes and pods, a simulated
-// kubelet fleet serving usage pages through the apiserver's node proxy and
-// answering resizes, and the manager as a separate process. It prints a
+// kubelet fleet serving usage pages (read on each simulated kubelet's own
+// port, as the manager reads kubelets by default, or through the
+// apiserver's node proxy with the source kubelet-proxy) and answering
+// resizes, and the manager as a separate process. It prints a
 // table of figures per size, writes them as JSON and checks them against
 // recorded ranges.
 package main
@@ -109,7 +111,7 @@ func main() {
 	var o options
 	scale := flag.String("scale", "ci", "ci (1k pods, 50 nodes, 10 policies, kubelet source: a few minutes) or full (every size up to 10k pods with the kubelet source, the smallest also with metrics-server and Prometheus)")
 	sizesFlag := flag.String("sizes", "", "sizes to run instead, as PODSxNODESxPOLICIES[/SHARDS][@LIMIT][,...] (SHARDS managers split the namespaces, each with --shards and its --shard-index, under leader election; LIMIT runs each in a memory cgroup, as --memory-limit)")
-	sourcesFlag := flag.String("sources", "", "metrics sources instead of the scale's (kubelet,metrics-server,prometheus)")
+	sourcesFlag := flag.String("sources", "", "metrics sources instead of the scale's (kubelet,metrics-server,prometheus; kubelet-proxy is the kubelet source read through the apiserver's node proxy, --kubelet-via-apiserver-proxy)")
 	flag.StringVar(&o.repo, "repo", "..", "the tailor repository (for the CRDs)")
 	flag.StringVar(&o.tailor, "tailor", "../bin/tailor", "the tailor binary")
 	flag.StringVar(&o.traces, "traces", "../../shared/traces/bitbrains-rnd/2013-7", "Bitbrains month the usage shapes come from")
@@ -289,10 +291,16 @@ type result struct {
 	// APIRequestsByVerbResource.
 	APIRequestsPerSync        float64            `json:"apiRequestsPerSync"`
 	APIRequestsByVerbResource map[string]float64 `json:"apiRequestsByVerbResource"`
-	// ScrapesPerSync: proxied kubelet pages read per sync (CONNECT
-	// nodes/proxy, as the apiserver counts a proxied GET; two per node
-	// read with the cAdvisor page).
+	// ScrapesPerSync: kubelet pages the manager read per sync, counted
+	// where the simulated kubelets serve them (two per node read with the
+	// cAdvisor page), however they were reached: directly (source kubelet)
+	// or through the apiserver (kubelet-proxy). 0 for the other sources,
+	// whose reads of the fleet are not the manager's.
 	ScrapesPerSync float64 `json:"scrapesPerSync"`
+	// ProxiedPagesPerSync: the kubelet pages the apiserver proxied per
+	// sync (CONNECT or GET nodes/proxy, as it counts them): the same as
+	// ScrapesPerSync with kubelet-proxy, 0 with the direct reads.
+	ProxiedPagesPerSync float64 `json:"proxiedPagesPerSync"`
 	// FleetPagesPerSync: metrics pages the simulated kubelets served per
 	// sync, whoever asked (the proxy, metrics-server, Prometheus).
 	FleetPagesPerSync   float64 `json:"fleetPagesPerSync"`
@@ -391,7 +399,7 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 			fmt.Printf("stopping the apiserver: %v\n", e)
 		}
 	}()
-	f, err := newFleet(o.nodeIP, s.Nodes, benchStart)
+	f, err := newFleet(o.nodeIP, s.Nodes, benchStart, work)
 	if err != nil {
 		return nil, err
 	}
@@ -407,8 +415,15 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 		return nil, err
 	}
 	extra := append([]string(nil), o.managerFlags...)
+	mgrSource := source
 	switch source {
 	case "kubelet":
+		// Each simulated kubelet read on its own port, as by default,
+		// its certificate verified against the fleet's CA.
+		extra = append(extra, "--kubelet-ca-file", f.caFile)
+	case "kubelet-proxy":
+		mgrSource = "kubelet"
+		extra = append(extra, "--kubelet-via-apiserver-proxy")
 	case "metrics-server":
 		ms, err := startMetricsAPI(ctx, cl, f)
 		if err != nil {
@@ -466,7 +481,7 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 			logName = fmt.Sprintf("manager-%d.log", i)
 			fmt.Printf("shard %d: %d namespaces, %d policies, %d pods\n", i, figs[i].Namespaces, figs[i].Policies, figs[i].Pods)
 		}
-		if mgrs[i], err = startManager(tailor, cl.kubeconfig, source, filepath.Join(work, logName), o.syncPeriod, flags, cg); err != nil {
+		if mgrs[i], err = startManager(tailor, cl.kubeconfig, mgrSource, filepath.Join(work, logName), o.syncPeriod, flags, cg); err != nil {
 			return nil, err
 		}
 		mgrs[i].cg = cg
@@ -692,7 +707,7 @@ func measureWindow(ctx context.Context, o options, cl *cluster, mgrs []*managerP
 		res.ReconcilesPerSync += fig.ReconcilesPerSync
 		res.ResizesSentPerSync += (mAfter.sum("tailor_resizes_total", sent) - mBefore[i].sum("tailor_resizes_total", sent)) / syncs
 	}
-	res.FleetPagesPerSync = float64(f.resource.Load()+f.cadvisor.Load()-pagesBefore) / syncs
+	res.FleetPagesPerSync = round2(float64(f.resource.Load()+f.cadvisor.Load()-pagesBefore) / syncs)
 	apiCPU := apiAfter.sum("process_cpu_seconds_total", nil) - apiBefore.sum("process_cpu_seconds_total", nil)
 	if apiCPU <= 0 {
 		return fmt.Errorf("the apiserver's process_cpu_seconds_total did not move over the window (%.2fs): no reference for the managers' CPU", apiCPU)
@@ -710,7 +725,11 @@ func measureWindow(ctx context.Context, o options, cl *cluster, mgrs []*managerP
 		res.APIRequestsPerSync += d
 	}
 	res.APIRequestsPerSync = round2(res.APIRequestsPerSync)
-	res.ScrapesPerSync = round2(res.APIRequestsByVerbResource["CONNECT nodes/proxy"] + res.APIRequestsByVerbResource["GET nodes/proxy"])
+	res.ProxiedPagesPerSync = round2(res.APIRequestsByVerbResource["CONNECT nodes/proxy"] + res.APIRequestsByVerbResource["GET nodes/proxy"])
+	if res.Source == "kubelet" || res.Source == "kubelet-proxy" {
+		// The manager is the fleet's only reader in these runs.
+		res.ScrapesPerSync = round2(res.FleetPagesPerSync)
+	}
 	res.StatusWritesPerSync = round2(res.APIRequestsByVerbResource["PATCH tailorpolicies/status"] + res.APIRequestsByVerbResource["PUT tailorpolicies/status"])
 	return nil
 }
@@ -803,16 +822,16 @@ func mib(b int64) string { return fmt.Sprintf("%.0f", float64(b)/(1<<20)) }
 
 func printTable(w *os.File, rs []*result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pods\tnodes\tpolicies\tshards\tlimit MiB\tsource\tRSS peak MiB\tRSS steady MiB\theap MiB\tCPU s/sync\tapiserver CPU s/sync\tCPU/apiserver\tfirst pass s\tfull pass s\tsync s\treconciles/sync\tAPI req/sync\tscrapes/sync\tstatus writes/sync\tresizes/sync\tstep->resize p50/max s\t")
+	fmt.Fprintln(tw, "pods\tnodes\tpolicies\tshards\tlimit MiB\tsource\tRSS peak MiB\tRSS steady MiB\theap MiB\tCPU s/sync\tapiserver CPU s/sync\tCPU/apiserver\tfirst pass s\tfull pass s\tsync s\treconciles/sync\tAPI req/sync\tscrapes/sync\tproxied/sync\tstatus writes/sync\tresizes/sync\tstep->resize p50/max s\t")
 	for _, r := range rs {
 		limit := "-"
 		if r.MemoryLimitBytes > 0 {
 			limit = mib(r.MemoryLimitBytes)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f/%.1f (%d/%d)\t\n",
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.2f\t%.1f\t%.2f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f/%.1f (%d/%d)\t\n",
 			r.Pods, r.Nodes, r.Policies, max(1, r.Shards), limit, r.Source, mib(r.RSSPeakBytes), mib(r.RSSSteadyBytes), mib(r.HeapSteadyBytes),
 			r.CPUSecondsPerSync, r.APIServerCPUSecondsPerSync, r.CPUPerAPIServerCPU, r.FirstPassSeconds, r.FullPassSeconds, r.SyncPeriodSeconds, r.ReconcilesPerSync,
-			r.APIRequestsPerSync, r.ScrapesPerSync, r.StatusWritesPerSync, r.ResizesSentPerSync,
+			r.APIRequestsPerSync, r.ScrapesPerSync, r.ProxiedPagesPerSync, r.StatusWritesPerSync, r.ResizesSentPerSync,
 			r.StepToResizeP50Seconds, r.StepToResizeMaxSeconds, r.StepResized, r.StepPods)
 	}
 	_ = tw.Flush()

@@ -145,9 +145,9 @@ func (s *Source) abandon(node string, r *read) {
 // Throttling.
 func (s *Source) get(ctx context.Context, node string) pages {
 	var p pages
-	p.resource, p.reason, p.err = s.getPage(ctx, node, "metrics/resource", cpuUsage, workingSet)
+	p.resource, p.reason, p.err = s.getPage(ctx, node, "resource", cpuUsage, workingSet)
 	if p.err == nil && s.opts.Throttling {
-		p.cadvisor, p.reason, p.err = s.getPage(ctx, node, "metrics/cadvisor", throttledPeriod, cfsPeriods)
+		p.cadvisor, p.reason, p.err = s.getPage(ctx, node, "cadvisor", throttledPeriod, cfsPeriods)
 	}
 	return p
 }

@@ -95,7 +95,7 @@ func newSource(t testing.TB, proxy http.Handler, o kubelet.Options) *kubelet.Sou
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kubelet.New(cs.CoreV1().RESTClient(), o)
+	return kubelet.New(kubelet.NewAPIServerProxy(cs.CoreV1().RESTClient()), o)
 }
 
 var threeNodes = []string{"n1", "n2", "n3"}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/tailorhq/tailor/internal/metrics"
@@ -30,15 +32,27 @@ const (
 // the read: a node is read at most once per 5s, not once per policy.
 const DefaultShareFor = 5 * time.Second
 
-// DefaultTimeout bounds one page read through the apiserver's proxy: a
-// healthy kubelet answers in well under a second, and metrics-server gives
-// the same reads 10s by default; 5s keeps a hung node from holding a read
-// slot across a whole 10s sync.
+// DefaultTimeout bounds one page read: a healthy kubelet answers in well
+// under a second, and metrics-server gives the same reads 10s by default;
+// 5s keeps a hung node from holding a read slot across a whole 10s sync.
 const DefaultTimeout = 5 * time.Second
 
 // DefaultConcurrency bounds the node reads in flight: enough to hide the
-// proxy's round trips, few enough not to crowd the apiserver.
+// round trips, few enough not to crowd the apiserver when the reads go
+// through its proxy.
 const DefaultConcurrency = 8
+
+// DefaultMaxPageBytes is the largest metrics page read (32 MiB). The
+// kubelet's /metrics/cadvisor page is the large one: cAdvisor's own
+// collector, with the kubelet's metric set and labels, writes 74 KB for a
+// pod of one container (about 75 series for each of the container, the
+// sandbox and the pod cgroup), so 8.2 MB at the kubelet's default of 110
+// pods, 18.6 MB at the 250 pods a node is commonly allowed at most, and
+// about 25 MB at 250 pods of two containers. /metrics/resource is about
+// 1 KB a pod. A page over the cap is refused rather than read, and only
+// the families the source keeps are parsed (linesOf), so a read in flight
+// holds little more than the series it keeps.
+const DefaultMaxPageBytes = 32 << 20
 
 // Options configure a Source.
 type Options struct {
@@ -62,6 +76,14 @@ type Options struct {
 	// hangs costs its own pods their figures, not the whole read, and holds
 	// a slot no longer than this.
 	Timeout time.Duration
+	// MaxPageBytes is the largest page read (0 is DefaultMaxPageBytes): a
+	// larger one is refused, its node's containers held (ReasonTooLarge)
+	// and logged once until the node's pages fit again, so that a kubelet
+	// cannot make the manager read or hold an unbounded answer.
+	MaxPageBytes int64
+	// Registerer, if set, gets the source's metric: pages refused for
+	// their size.
+	Registerer prometheus.Registerer
 	// Clock defaults to the real clock; tests give a fake one.
 	Clock clock.PassiveClock
 	// Namespaces, if set, says whose containers a read keeps: a manager
@@ -71,10 +93,12 @@ type Options struct {
 	Namespaces func(namespace string) bool
 }
 
-// Source reads the kubelets through the apiserver's node proxy.
+// Source reads usage from the kubelets' metrics pages, opened by pages.
 type Source struct {
-	client rest.Interface
-	opts   Options
+	pages Pages
+	opts  Options
+	// refused counts the pages refused for their size, by page.
+	refused *prometheus.CounterVec
 	// slots holds a token per read in flight.
 	slots chan struct{}
 
@@ -83,6 +107,9 @@ type Source struct {
 
 	mu    sync.Mutex
 	state map[string]map[metrics.Key]*containerState // by node
+	// tooLarge holds the pages ("node page") last refused for their size,
+	// so that each is logged once, not once per read.
+	tooLarge map[string]bool
 }
 
 // containerState is what the Source remembers of one container.
@@ -93,10 +120,9 @@ type containerState struct {
 
 var _ metrics.Source = (*Source)(nil)
 
-// New returns a Source that reaches the kubelets through client, a core/v1
-// REST client (clientset.CoreV1().RESTClient()). Its identity needs get on
-// nodes/proxy.
-func New(client rest.Interface, o Options) *Source {
+// New returns a Source that reads the kubelets' pages opened by pages:
+// Direct, each kubelet on its own port, or APIServerProxy.
+func New(pages Pages, o Options) *Source {
 	if o.MaxAge <= 0 {
 		o.MaxAge = time.Minute
 	}
@@ -112,13 +138,40 @@ func New(client rest.Interface, o Options) *Source {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	return &Source{
-		client: client,
-		opts:   o,
-		slots:  make(chan struct{}, o.Concurrency),
-		reads:  map[string]*read{},
-		state:  map[string]map[metrics.Key]*containerState{},
+	if o.MaxPageBytes <= 0 {
+		o.MaxPageBytes = DefaultMaxPageBytes
 	}
+	return &Source{
+		pages:    pages,
+		opts:     o,
+		refused:  registerRefused(o.Registerer),
+		slots:    make(chan struct{}, o.Concurrency),
+		reads:    map[string]*read{},
+		state:    map[string]map[metrics.Key]*containerState{},
+		tooLarge: map[string]bool{},
+	}
+}
+
+// registerRefused is the counter of pages refused for their size, in reg
+// when it is set; several sources in one process (the tests' managers)
+// share one.
+func registerRefused(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tailor_kubelet_pages_refused_total",
+		Help: "Kubelet metrics pages refused unread for being larger than --kubelet-max-page-bytes, by page (resource, cadvisor); each refusal holds the node's containers (reason TooLarge) until its pages fit.",
+	}, []string{"page"})
+	if reg == nil {
+		return c
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing
+			}
+		}
+	}
+	return c
 }
 
 func (s *Source) Name() string { return "kubelet" }
@@ -227,18 +280,80 @@ func (s *Source) forget(node string, resource scrape) {
 	}
 }
 
-// getPage reads one metrics page of node; the reason says how a failure
-// should be reported for its containers.
-func (s *Source) getPage(ctx context.Context, node, path string, names ...string) (scrape, metrics.Reason, error) {
+// getPage reads one metrics page of node (page is resource or cadvisor);
+// the reason says how a failure should be reported for its containers.
+func (s *Source) getPage(ctx context.Context, node, page string, names ...string) (scrape, metrics.Reason, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	raw, err := s.client.Get().Resource("nodes").Name(node).SubResource("proxy").Suffix(path).DoRaw(ctx)
+	path := "metrics/" + page
+	body, err := s.pages.Open(ctx, node, path)
 	if err != nil {
-		return nil, metrics.ReasonMissing, fmt.Errorf("read %s of node %s through the apiserver proxy: %w", path, node, err)
+		return nil, metrics.ReasonMissing, err
 	}
-	sc, err := parse(raw, s.opts.Namespaces, names...)
-	if err != nil {
+	defer func() { _ = body.Close() }()
+	in := &capped{r: io.LimitedReader{R: body, N: s.opts.MaxPageBytes + 1}}
+	sc, err := parse(in, s.opts.Namespaces, names...)
+	switch {
+	case in.over:
+		s.refuse(ctx, node, page)
+		return nil, metrics.ReasonTooLarge, fmt.Errorf("node %s %s: the page is larger than %d bytes, refused unread (raise --kubelet-max-page-bytes if the node runs that many containers)",
+			node, path, s.opts.MaxPageBytes)
+	case in.err != nil:
+		return nil, metrics.ReasonMissing, fmt.Errorf("read %s of node %s: %w", path, node, in.err)
+	case err != nil:
 		return nil, metrics.ReasonMalformed, fmt.Errorf("node %s %s: %w", node, path, err)
 	}
+	s.fits(node, page)
 	return sc, "", nil
+}
+
+// refuse counts a page refused for its size and logs it, once until it
+// fits again: a node over the cap stays over it for many reads, and the
+// containers it holds say so at every sync.
+func (s *Source) refuse(ctx context.Context, node, page string) {
+	s.refused.WithLabelValues(page).Inc()
+	s.mu.Lock()
+	logged := s.tooLarge[node+" "+page]
+	s.tooLarge[node+" "+page] = true
+	s.mu.Unlock()
+	if !logged {
+		logr.FromContextOrDiscard(ctx).Info("kubelet metrics page larger than the cap: refused unread, the node's containers are held until it fits (raise --kubelet-max-page-bytes if the node runs that many containers)",
+			"node", node, "page", "metrics/"+page, "maxPageBytes", s.opts.MaxPageBytes)
+	}
+}
+
+// fits forgets that node's page was refused, so that a later refusal is
+// logged again.
+func (s *Source) fits(node, page string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tooLarge, node+" "+page)
+}
+
+// capped reads a page through r, a LimitedReader of the cap plus one byte:
+// reading that byte means the page is over the cap, and the read stops
+// there with over set. err keeps an error of the page's own reader (a
+// timeout, a connection reset), which is not the page's fault.
+type capped struct {
+	r    io.LimitedReader
+	over bool
+	err  error
+}
+
+// errOverCap ends the read of a page over the cap.
+var errOverCap = errors.New("page over the cap")
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.over {
+		return 0, errOverCap
+	}
+	n, err := c.r.Read(p)
+	if c.r.N == 0 {
+		c.over = true
+		return n, errOverCap
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		c.err = err
+	}
+	return n, err
 }

@@ -347,7 +347,7 @@ func TestUsage(t *testing.T) {
 				t.Fatal(err)
 			}
 			clk := clocktesting.NewFakePassiveClock(t0)
-			src := kubelet.New(cs.CoreV1().RESTClient(), kubelet.Options{Throttling: tc.throttling, MaxAge: time.Minute, Clock: clk, Namespaces: tc.namespaces})
+			src := kubelet.New(kubelet.NewAPIServerProxy(cs.CoreV1().RESTClient()), kubelet.Options{Throttling: tc.throttling, MaxAge: time.Minute, Clock: clk, Namespaces: tc.namespaces})
 			pods := tc.pods
 			if pods == nil {
 				pods = []*corev1.Pod{pod}
