@@ -123,12 +123,13 @@ $(CONTROLLER_GEN):
 	mv $(TOOLS_BIN)/controller-gen $(CONTROLLER_GEN)
 
 ## generate: deepcopy functions and CRD manifests from the kubebuilder markers in api/,
-## the manager's ClusterRole from the rbac markers in internal/controller/,
-## internal/dashboard/ and internal/manager/, the manager's Role for the agents' TLS
-## (config/components/agent, from internal/agentcert/: only installs with the
-## agent have it), and the
-## Helm chart's copies of both. GENERATE_OUT redirects all of them (verify-generated
-## uses it); they are committed.
+## the manager's ClusterRoles (what it reads; what it writes; delete on pods,
+## to replace a pod it sized that no node has room for) from the rbac markers
+## in internal/controller/, internal/dashboard/ and internal/manager/, the
+## manager's Role for the agents' TLS (config/components/agent, from
+## internal/agentcert/: only installs with the agent have it), and the Helm
+## chart's copies of both and of the admission policies. GENERATE_OUT
+## redirects all of them (verify-generated uses it); they are committed.
 GENERATE_OUT ?= .
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./api/... output:object:dir=$(GENERATE_OUT)/api/v1alpha1

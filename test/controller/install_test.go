@@ -264,6 +264,7 @@ func makeInstallNamespaces(t *testing.T) installNamespaces {
 func TestHelmValuesDryRun(t *testing.T) {
 	helm := tool(t, "TAILOR_HELM")
 	ns := makeInstallNamespaces(t)
+	ensureNamespaces(t, tenantNamespaces...)
 	cases := helmCases(ns)
 	renders := map[string][]*unstructured.Unstructured{}
 	var mu sync.Mutex

@@ -74,6 +74,7 @@ func movedAgent(namespace, agentNamespace, prefix string) []kustomization {
 // kustomizeBuild is one install by kustomize: the directories of config/
 // built as they are, or overlays written for the test, applied together.
 type kustomizeBuild struct {
+	// dirs are kustomizations, from the repository's root or absolute.
 	dirs     []string
 	overlays []kustomization
 	// compare: the kustomize API test/deploy renders with must build the
@@ -124,7 +125,10 @@ func (b kustomizeBuild) build(t *testing.T, kubectl, dir string, compare bool) (
 	}
 	dirs := make([]string, 0, len(b.dirs)+len(b.overlays))
 	for _, d := range b.dirs {
-		dirs = append(dirs, filepath.Join(root, d))
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(root, d)
+		}
+		dirs = append(dirs, d)
 	}
 	for i, k := range b.overlays {
 		overlay := filepath.Join(dir, fmt.Sprint(i))
@@ -179,6 +183,7 @@ func byID(objs []*unstructured.Unstructured) map[string]map[string]any {
 // sends every object to the apiserver as TestHelmValuesDryRun does.
 func TestKustomizeDryRun(t *testing.T) {
 	kubectl := tool(t, "TAILOR_KUBECTL")
+	ensureNamespaces(t, tenantNamespaces...)
 	renders := map[string][]*unstructured.Unstructured{}
 	var mu sync.Mutex
 	var g errgroup.Group
