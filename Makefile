@@ -144,6 +144,7 @@ generate: $(CONTROLLER_GEN)
 	cp $(GENERATE_OUT)/config/rbac/role.yaml $(GENERATE_OUT)/deploy/helm/tailor/files/manager-role.yaml
 	cp config/components/eviction/recreate_admission.yaml $(GENERATE_OUT)/deploy/helm/tailor/files/recreate-admission.yaml
 	cp config/components/admission/admission_policy.yaml $(GENERATE_OUT)/deploy/helm/tailor/files/admission-policy.yaml
+	cp config/components/guard/guard_policy.yaml $(GENERATE_OUT)/deploy/helm/tailor/files/guard-policy.yaml
 
 ## verify-generated: fails when the committed generated files differ from the types.
 verify-generated: $(CONTROLLER_GEN)
@@ -156,7 +157,8 @@ verify-generated: $(CONTROLLER_GEN)
 	diff -ru deploy/helm/tailor/crds "$$tmp/deploy/helm/tailor/crds" && \
 	diff -u deploy/helm/tailor/files/manager-role.yaml "$$tmp/deploy/helm/tailor/files/manager-role.yaml" && \
 	diff -u deploy/helm/tailor/files/recreate-admission.yaml "$$tmp/deploy/helm/tailor/files/recreate-admission.yaml" && \
-	diff -u deploy/helm/tailor/files/admission-policy.yaml "$$tmp/deploy/helm/tailor/files/admission-policy.yaml" || { echo "generated files are stale: run make generate and commit the result"; exit 1; }
+	diff -u deploy/helm/tailor/files/admission-policy.yaml "$$tmp/deploy/helm/tailor/files/admission-policy.yaml" && \
+	diff -u deploy/helm/tailor/files/guard-policy.yaml "$$tmp/deploy/helm/tailor/files/guard-policy.yaml" || { echo "generated files are stale: run make generate and commit the result"; exit 1; }
 
 ## ui: vendors the dashboard's chart library (uPlot, pinned with its integrity
 ## hash in web/package-lock.json) into internal/dashboard/static/vendor, which

@@ -29,9 +29,10 @@ type kustomization map[string]any
 func installOverlay(components ...string) kustomization {
 	k := kustomization{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-		"namespace": "tailor-system",
-		"resources": []string{"config/default"},
-		"images":    []map[string]any{{"name": "ghcr.io/tailorhq/tailor", "newName": "registry.example.com/tailor", "newTag": "v0.1.0"}},
+		"namespace":    "tailor-system",
+		"resources":    []string{"config/default"},
+		"images":       []map[string]any{{"name": "ghcr.io/tailorhq/tailor", "newName": "registry.example.com/tailor", "newTag": "v0.1.0"}},
+		"transformers": []string{"config/components/guard/identity"},
 	}
 	if len(components) > 0 {
 		var paths []string
@@ -52,8 +53,9 @@ func movedAgent(namespace, agentNamespace, prefix string) []kustomization {
 	return []kustomization{{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
 		"namespace": namespace, "namePrefix": prefix,
-		"resources":  []string{"config/default"},
-		"components": []string{"config/components/agent"},
+		"resources":    []string{"config/default"},
+		"components":   []string{"config/components/agent"},
+		"transformers": []string{"config/components/guard/identity"},
 		"patches": []map[string]any{
 			{"patch": fmt.Sprintf(`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "tailor-manager", "namespace": "tailor-system"},
 "spec": {"template": {"spec": {"containers": [{"name": "manager", "env": [{"name": "AGENT_NAMESPACE", "value": %q}, {"name": "AGENT_SERVICE_ACCOUNT", "value": %q}]}]}}}}`, agentNamespace, agentSA)},

@@ -83,6 +83,16 @@ admission policies are rendered only then.
 {{- end }}
 
 {{/*
+"true" when the server serves ValidatingAdmissionPolicy at
+admissionregistration.k8s.io/v1 (GA in Kubernetes 1.30), else "": the
+guard that holds the managers to deleting only the pods they sized is
+rendered only then.
+*/}}
+{{- define "tailor.vapServed" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" }}true{{ end }}
+{{- end }}
+
+{{/*
 "true" when an admission policy of the release sizes new pods, and so
 marks them autoscaling.tailor.dev/admitted: tailor-admission
 (admission.enabled), or tailor-recreate (evictions.enabled with
