@@ -137,10 +137,11 @@ func helmCases(ns installNamespaces) map[string]helmCase {
 			"monitoring.serviceMonitor.enabled=true", "monitoring.prometheusRule.enabled=true"}},
 
 		// The metrics source, and what goes with each.
-		"metrics-server":          {set: []string{"metricsSource=metrics-server"}},
-		"prometheus":              {set: []string{"metricsSource=prometheus", "prometheusURL=https://prometheus.example.com:9090"}},
-		"kubelet, no throttling":  {set: []string{"kubeletThrottling=false"}},
-		"prometheus bearer token": {set: []string{"metricsSource=prometheus", "prometheusClient.bearerToken.secretName=prom-token", "prometheusClient.bearerToken.key=tok"}},
+		"metrics-server":                      {set: []string{"metricsSource=metrics-server"}},
+		"prometheus":                          {set: []string{"metricsSource=prometheus", "prometheusURL=https://prometheus.example.com:9090"}},
+		"kubelet, no throttling":              {set: []string{"kubeletThrottling=false"}},
+		"kubelet through the apiserver proxy": {set: []string{"kubelet.readVia=apiserver-proxy"}},
+		"prometheus bearer token":             {set: []string{"metricsSource=prometheus", "prometheusClient.bearerToken.secretName=prom-token", "prometheusClient.bearerToken.key=tok"}},
 		"prometheus basic auth, CA from a ConfigMap": {set: []string{"metricsSource=prometheus", "prometheusClient.basicAuth.username=tailor",
 			"prometheusClient.basicAuth.secretName=prom-auth", "prometheusClient.ca.configMapName=prom-ca"}},
 		"prometheus mutual TLS, CA from a Secret, headers": {set: []string{"metricsSource=prometheus", "prometheusClient.ca.secretName=prom-ca",

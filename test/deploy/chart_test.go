@@ -302,6 +302,7 @@ func TestHelmSchemaRefuses(t *testing.T) {
 		"alert duration":           {"monitoring.prometheusRule.managerDownFor=soon", "/monitoring/prometheusRule/managerDownFor"},
 		"metrics source":           {"metricsSource=influx", "/metricsSource"},
 		"agent fallback":           {"agent.fallback=kubelets", "/agent/fallback"},
+		"kubelet read via":         {"kubelet.readVia=ssh", "/kubelet/readVia"},
 		"agent TLS Secret":         {"agent.tls.secretName=Agent_Cert", "/agent/tls/secretName"},
 		"pull policy":              {"image.pullPolicy=Sometimes", "/image/pullPolicy"},
 		"shards":                   {"shards=0", "/shards"},

@@ -105,6 +105,19 @@ the delete that replaces it.
 {{- end }}
 
 {{/*
+How the kubelet source reaches each kubelet: "direct" (the default, also
+when kubelet.readVia is unset), authorized as nodes/metrics, or
+"apiserver-proxy", authorized as nodes/proxy.
+*/}}
+{{- define "tailor.kubeletReadVia" -}}
+{{- $via := (.Values.kubelet | default dict).readVia | default "direct" }}
+{{- if not (has $via (list "direct" "apiserver-proxy")) }}
+{{- fail (printf "kubelet.readVia %q: use direct or apiserver-proxy" $via) }}
+{{- end }}
+{{- $via }}
+{{- end }}
+
+{{/*
 Binds ClusterRole RELEASE-tailor-<name> (the second argument) to the
 managers' ServiceAccount where they write: cluster-wide, or with
 watchNamespaces by a RoleBinding in each of those namespaces only, so a
