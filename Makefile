@@ -134,12 +134,13 @@ $(CONTROLLER_GEN):
 	mv $(TOOLS_BIN)/controller-gen $(CONTROLLER_GEN)
 
 ## generate: deepcopy functions and CRD manifests from the kubebuilder markers in api/,
-## the manager's ClusterRole from the rbac markers in internal/controller/,
-## internal/dashboard/ and internal/manager/, the manager's Role for the agents' TLS
-## (config/components/agent, from internal/agentcert/: only installs with the
-## agent have it), and the
-## Helm chart's copies of both. GENERATE_OUT redirects all of them (verify-generated
-## uses it); they are committed.
+## the manager's ClusterRoles (what it reads; what it writes; delete on pods,
+## to replace a pod it sized that no node has room for) from the rbac markers
+## in internal/controller/, internal/dashboard/ and internal/manager/, the
+## manager's Role for the agents' TLS (config/components/agent, from
+## internal/agentcert/: only installs with the agent have it), and the Helm
+## chart's copies of both and of the admission policies. GENERATE_OUT
+## redirects all of them (verify-generated uses it); they are committed.
 GENERATE_OUT ?= .
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./api/... output:object:dir=$(GENERATE_OUT)/api/v1alpha1
@@ -154,6 +155,7 @@ generate: $(CONTROLLER_GEN)
 	cp $(GENERATE_OUT)/config/rbac/role.yaml $(GENERATE_OUT)/deploy/helm/tailor/files/manager-role.yaml
 	cp config/components/eviction/recreate_admission.yaml $(GENERATE_OUT)/deploy/helm/tailor/files/recreate-admission.yaml
 	cp config/components/admission/admission_policy.yaml $(GENERATE_OUT)/deploy/helm/tailor/files/admission-policy.yaml
+	cp config/components/guard/guard_policy.yaml $(GENERATE_OUT)/deploy/helm/tailor/files/guard-policy.yaml
 
 ## verify-generated: fails when the committed generated files differ from the types.
 verify-generated: $(CONTROLLER_GEN)
@@ -166,7 +168,8 @@ verify-generated: $(CONTROLLER_GEN)
 	diff -ru deploy/helm/tailor/crds "$$tmp/deploy/helm/tailor/crds" && \
 	diff -u deploy/helm/tailor/files/manager-role.yaml "$$tmp/deploy/helm/tailor/files/manager-role.yaml" && \
 	diff -u deploy/helm/tailor/files/recreate-admission.yaml "$$tmp/deploy/helm/tailor/files/recreate-admission.yaml" && \
-	diff -u deploy/helm/tailor/files/admission-policy.yaml "$$tmp/deploy/helm/tailor/files/admission-policy.yaml" || { echo "generated files are stale: run make generate and commit the result"; exit 1; }
+	diff -u deploy/helm/tailor/files/admission-policy.yaml "$$tmp/deploy/helm/tailor/files/admission-policy.yaml" && \
+	diff -u deploy/helm/tailor/files/guard-policy.yaml "$$tmp/deploy/helm/tailor/files/guard-policy.yaml" || { echo "generated files are stale: run make generate and commit the result"; exit 1; }
 
 ## ui: vendors the dashboard's chart library (uPlot, pinned with its integrity
 ## hash in web/package-lock.json) into internal/dashboard/static/vendor, which

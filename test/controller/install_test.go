@@ -56,12 +56,14 @@ var (
 )
 
 // optionalAPIs are the kinds the chart renders only where the server
-// serves them (helm's capabilities): MutatingAdmissionPolicy, and the
-// Prometheus Operator's, whose CRDs TestMain installs from test/testdata.
+// serves them (helm's capabilities): MutatingAdmissionPolicy,
+// ValidatingAdmissionPolicy (the guard), and the Prometheus Operator's,
+// whose CRDs TestMain installs from test/testdata.
 // TestInstallServesOptionalAPIs checks that this apiserver serves them
 // all, so a render told they are served is the render this server gets.
 var optionalAPIs = []string{
 	"admissionregistration.k8s.io/v1/MutatingAdmissionPolicy",
+	"admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy",
 	"monitoring.coreos.com/v1/ServiceMonitor",
 	"monitoring.coreos.com/v1/PodMonitor",
 	"monitoring.coreos.com/v1/PrometheusRule",
@@ -270,6 +272,7 @@ func makeInstallNamespaces(t *testing.T) installNamespaces {
 func TestHelmValuesDryRun(t *testing.T) {
 	helm := tool(t, "TAILOR_HELM")
 	ns := makeInstallNamespaces(t)
+	ensureNamespaces(t, tenantNamespaces...)
 	cases := helmCases(ns)
 	renders := map[string][]*unstructured.Unstructured{}
 	var mu sync.Mutex

@@ -29,9 +29,10 @@ type kustomization map[string]any
 func installOverlay(components ...string) kustomization {
 	k := kustomization{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-		"namespace": "tailor-system",
-		"resources": []string{"config/default"},
-		"images":    []map[string]any{{"name": "ghcr.io/tailorhq/tailor", "newName": "registry.example.com/tailor", "newTag": "v0.1.0"}},
+		"namespace":    "tailor-system",
+		"resources":    []string{"config/default"},
+		"images":       []map[string]any{{"name": "ghcr.io/tailorhq/tailor", "newName": "registry.example.com/tailor", "newTag": "v0.1.0"}},
+		"transformers": []string{"config/components/guard/identity"},
 	}
 	if len(components) > 0 {
 		var paths []string
@@ -52,8 +53,9 @@ func movedAgent(namespace, agentNamespace, prefix string) []kustomization {
 	return []kustomization{{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
 		"namespace": namespace, "namePrefix": prefix,
-		"resources":  []string{"config/default"},
-		"components": []string{"config/components/agent"},
+		"resources":    []string{"config/default"},
+		"components":   []string{"config/components/agent"},
+		"transformers": []string{"config/components/guard/identity"},
 		"patches": []map[string]any{
 			{"patch": fmt.Sprintf(`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "tailor-manager", "namespace": "tailor-system"},
 "spec": {"template": {"spec": {"containers": [{"name": "manager", "env": [{"name": "AGENT_NAMESPACE", "value": %q}, {"name": "AGENT_SERVICE_ACCOUNT", "value": %q}]}]}}}}`, agentNamespace, agentSA)},
@@ -74,6 +76,7 @@ func movedAgent(namespace, agentNamespace, prefix string) []kustomization {
 // kustomizeBuild is one install by kustomize: the directories of config/
 // built as they are, or overlays written for the test, applied together.
 type kustomizeBuild struct {
+	// dirs are kustomizations, from the repository's root or absolute.
 	dirs     []string
 	overlays []kustomization
 	// compare: the kustomize API test/deploy renders with must build the
@@ -124,7 +127,10 @@ func (b kustomizeBuild) build(t *testing.T, kubectl, dir string, compare bool) (
 	}
 	dirs := make([]string, 0, len(b.dirs)+len(b.overlays))
 	for _, d := range b.dirs {
-		dirs = append(dirs, filepath.Join(root, d))
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(root, d)
+		}
+		dirs = append(dirs, d)
 	}
 	for i, k := range b.overlays {
 		overlay := filepath.Join(dir, fmt.Sprint(i))
@@ -179,6 +185,7 @@ func byID(objs []*unstructured.Unstructured) map[string]map[string]any {
 // sends every object to the apiserver as TestHelmValuesDryRun does.
 func TestKustomizeDryRun(t *testing.T) {
 	kubectl := tool(t, "TAILOR_KUBECTL")
+	ensureNamespaces(t, tenantNamespaces...)
 	renders := map[string][]*unstructured.Unstructured{}
 	var mu sync.Mutex
 	var g errgroup.Group

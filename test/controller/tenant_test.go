@@ -5,47 +5,45 @@ package controller
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/test/builder"
 	"github.com/tailorhq/tailor/test/manifests"
 )
 
-// tenantSample is config/samples/tenant's kustomization, the one tenant's
-// install docs/install.md shows, with the eviction component its comment
-// offers turned on, as an overlay of the repository's config/default; its
-// tenant's namespaces, team-a and team-b, renamed to a and b wherever it
-// names them, so that each run has its own.
-func tenantSample(t *testing.T, a, b string) kustomization {
+// tenantSample builds config/samples/tenant, the one tenant's install
+// docs/install.md shows, with the eviction opt-in its comments offer
+// turned on, with the cluster's kubectl, its tenant's namespaces team-a
+// and team-b renamed to a and b wherever it names them, so that each run
+// has its own (manifests.TenantSample).
+func tenantSample(t *testing.T, a, b string) []*unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", "tenant", "kustomization.yaml"))
+	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.NewReplacer("team-a", a, "team-b", b).Replace(string(data))
-	var k kustomization
-	if err := yaml.Unmarshal([]byte(text), &k); err != nil {
+	dir, err := manifests.TenantSample(root, t.TempDir(), a, b, true)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := k["resources"].([]any); len(res) != 1 || res[0] != "../../default" {
-		t.Fatalf("config/samples/tenant's resources are %v, want ../../default", k["resources"])
+	objs, err := (kustomizeBuild{dirs: []string{dir}}).build(t, tool(t, "TAILOR_KUBECTL"), t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
 	}
-	k["resources"] = []string{"config/default"}
-	k["components"] = []string{"config/components/eviction"}
-	return k
+	return objs
 }
 
 // A tenant's install, scoped to its namespaces (Helm watchNamespaces, or
@@ -79,12 +77,7 @@ func TestAdmissionOnlyInWatchedNamespaces(t *testing.T) {
 			}},
 		"kustomize config/samples/tenant": {watched: []string{"team-" + id + "-a", "team-" + id + "-b"}, other: "team-" + id + "-c",
 			render: func(t *testing.T) []*unstructured.Unstructured {
-				sample := tenantSample(t, "team-"+id+"-a", "team-"+id+"-b")
-				objs, err := (kustomizeBuild{overlays: []kustomization{sample}}).build(t, tool(t, "TAILOR_KUBECTL"), t.TempDir(), false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return objs
+				return tenantSample(t, "team-"+id+"-a", "team-"+id+"-b")
 			}},
 	}
 	for name, tc := range cases {
@@ -96,7 +89,7 @@ func TestAdmissionOnlyInWatchedNamespaces(t *testing.T) {
 					t.Fatalf("creating namespace %s: %v", ns, err)
 				}
 			}
-			installed := installAdmissionFrom(ctx, t, tc.render(t))
+			installed := installFrom(ctx, t, tc.render(t), "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
 			if len(installed) != 4 {
 				t.Fatalf("the install has %d admission policies and bindings, want tailor-admission and tailor-recreate with theirs: %v", len(installed), installed)
 			}
@@ -156,9 +149,10 @@ func TestAdmissionOnlyInWatchedNamespaces(t *testing.T) {
 	}
 }
 
-// installAdmissionFrom applies, for real and for the test's duration, the
-// admission policies and bindings among objs, and returns their names.
-func installAdmissionFrom(ctx context.Context, t *testing.T, objs []*unstructured.Unstructured) []string {
+// installFrom applies, for real and for the test's duration, the objects
+// of the given kinds among objs (the admission policies and bindings of a
+// render, its RBAC), and returns their kinds and names.
+func installFrom(ctx context.Context, t *testing.T, objs []*unstructured.Unstructured, kinds ...string) []string {
 	t.Helper()
 	applier, err := manifests.NewApplier(restConfig, "tailor-tenant-test")
 	if err != nil {
@@ -167,7 +161,7 @@ func installAdmissionFrom(ctx context.Context, t *testing.T, objs []*unstructure
 	var names []string
 	for _, o := range objs {
 		kind := o.GetKind()
-		if kind != "MutatingAdmissionPolicy" && kind != "MutatingAdmissionPolicyBinding" {
+		if !slices.Contains(kinds, kind) {
 			continue
 		}
 		if _, err := applier.Apply(ctx, o); err != nil {
@@ -209,5 +203,132 @@ func writeTenantPolicy(ctx context.Context, t *testing.T, ns, uid string) {
 			Requests: builder.List("250m", "48Mi"), Limits: builder.List("500m", "96Mi")}}}}
 	if err := apiClient.Status().Update(ctx, p); err != nil {
 		t.Fatalf("writing the status of TailorPolicy %s/web: %v", ns, err)
+	}
+}
+
+// rbacKinds are what a render grants with.
+var rbacKinds = []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+
+// serviceAccountUser is how the apiserver names ServiceAccount ns/name,
+// with the groups it puts it in.
+func serviceAccountUser(ns, name string) (string, []string) {
+	return fmt.Sprintf("system:serviceaccount:%s:%s", ns, name), []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
+}
+
+// renderChart is the chart's render of release into ns with values set,
+// for this apiserver, which serves every optional API.
+func renderChart(t *testing.T, release, ns string, set ...string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := manifests.HelmTemplate{Helm: tool(t, "TAILOR_HELM"), Chart: chartDir, Release: release, Namespace: ns,
+		APIVersions: optionalAPIs, Set: set}.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// createNamespaces makes each namespace for the test (namespaces are not
+// deleted: envtest runs no namespace controller to empty them).
+func createNamespaces(ctx context.Context, t *testing.T, names ...string) {
+	t.Helper()
+	for _, ns := range names {
+		if err := apiClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatalf("creating namespace %s: %v", ns, err)
+		}
+	}
+}
+
+// tenantNamespaces are the namespaces the install cases' tenants watch
+// (helmCases, config/samples/tenant as it is): a tenant's RoleBindings go
+// in them, so, as docs/install.md says, they exist before the install.
+var tenantNamespaces = []string{"team-a", "team-b", "team-c"}
+
+// ensureNamespaces makes each namespace that does not exist yet.
+func ensureNamespaces(t *testing.T, names ...string) {
+	t.Helper()
+	for _, ns := range names {
+		err := apiClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating namespace %s: %v", ns, err)
+		}
+	}
+}
+
+// TestTenantWritesOnlyInItsNamespaces installs a tenant's RBAC, as the
+// chart (watchNamespaces) and config/samples/tenant (with evictions) make
+// it, and asks the apiserver, with SubjectAccessReviews of the manager's
+// ServiceAccount: it may resize, delete and evict pods, and write policy
+// status, checkpoints and events, in each of its namespaces and nowhere
+// else; it still reads pods and nodes everywhere.
+func TestTenantWritesOnlyInItsNamespaces(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := rand.String(5)
+	type install struct {
+		ns, sa  string
+		watched []string
+		objs    func(t *testing.T) []*unstructured.Unstructured
+	}
+	a, b, other := "tw-"+id+"-a", "tw-"+id+"-b", "tw-"+id+"-other"
+	// The sample's install namespace and prefix hold its tenant's first
+	// namespace's name (tailor-team-a, team-a-): renamed with it.
+	createNamespaces(ctx, t, a, b, other, "tw-"+id, "tailor-"+a)
+	cases := map[string]install{
+		"helm watchNamespaces": {ns: "tw-" + id, sa: "tw-" + id + "-tailor", watched: []string{a, b},
+			objs: func(t *testing.T) []*unstructured.Unstructured {
+				return renderChart(t, "tw-"+id, "tw-"+id, fmt.Sprintf("watchNamespaces={%s,%s}", a, b), "evictions.enabled=true")
+			}},
+		"kustomize config/samples/tenant": {ns: "tailor-" + a, sa: a + "-tailor", watched: []string{a, b},
+			objs: func(t *testing.T) []*unstructured.Unstructured { return tenantSample(t, a, b) }},
+	}
+	type access struct{ verb, group, resource, sub, ns string }
+	writes := []access{
+		{"patch", "", "pods", "resize", ""}, {"delete", "", "pods", "", ""}, {"create", "", "pods", "eviction", ""},
+		{"patch", "autoscaling.tailor.dev", "tailorpolicies", "status", ""}, {"create", "autoscaling.tailor.dev", "tailorcheckpoints", "", ""},
+		{"delete", "autoscaling.tailor.dev", "tailorcheckpoints", "", ""}, {"create", "events.k8s.io", "events", "", ""},
+	}
+	// Each write in each namespace (allowed in the watched ones only), and
+	// the reads a node's room needs, in another namespace and cluster-wide.
+	want := map[access]bool{}
+	for _, ns := range []string{a, b, other} {
+		for _, w := range writes {
+			w.ns = ns
+			want[w] = ns != other
+		}
+	}
+	for _, ns := range []string{other, ""} {
+		for _, r := range []access{{"list", "", "pods", "", ns}, {"watch", "", "pods", "", ns}} {
+			want[r] = true
+		}
+	}
+	want[access{"list", "", "nodes", "", ""}] = true
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			installFrom(ctx, t, tc.objs(t), rbacKinds...)
+			user, groups := serviceAccountUser(tc.ns, tc.sa)
+			got := map[access]bool{}
+			// RBAC reaches the authorizer through its informers: ask until
+			// every answer is the one wanted, for a few seconds at most.
+			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				same := true
+				for a, w := range want {
+					sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups,
+						ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub}}}
+					if err := apiClient.Create(ctx, sar); err != nil {
+						return false, err
+					}
+					got[a] = sar.Status.Allowed
+					same = same && got[a] == w
+				}
+				return same, nil
+			})
+			if err != nil {
+				for a, w := range want {
+					if got[a] != w {
+						t.Errorf("%s may %s %s/%s (group %q) in namespace %q: %t, want %t", user, a.verb, a.resource, a.sub, a.group, a.ns, got[a], w)
+					}
+				}
+			}
+		})
 	}
 }

@@ -547,7 +547,8 @@ func portIs(c corev1.Container, ref intstr.IntOrString, port int32) bool {
 // the source agent.fallback names, and not metricsSource's.
 func TestHelmAgentFallback(t *testing.T) {
 	const namespace, release = "deploy-agent", "deploy-test-agent"
-	always := map[string]string{"ClusterRole agent-reviewer": "manager", "ClusterRole manager": "manager", "Role agent": "agent", "Role leader-election": "manager",
+	always := map[string]string{"ClusterRole agent-reviewer": "manager", "ClusterRole manager": "manager", "ClusterRole manager-writes": "manager",
+		"ClusterRole replace-unschedulable": "manager", "Role agent": "agent", "Role leader-election": "manager",
 		"Role manager-agent-tls": "manager", "ClusterRole metrics-reader": ""}
 	with := func(role string) map[string]string {
 		out := map[string]string{role: "manager"}

@@ -45,18 +45,22 @@ func kinds(objs []*unstructured.Unstructured) map[string]int {
 func TestHelmOptions(t *testing.T) {
 	const namespace, release = "deploy-chart", "deploy-test-chart"
 	optional := []string{"PodDisruptionBudget", "ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap", "NetworkPolicy",
-		"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "Namespace"}
-	all := append([]string{mutatingAdmissionPolicy}, monitoringAPIs...)
+		"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Namespace"}
+	all := append([]string{mutatingAdmissionPolicy, validatingAdmissionPolicy}, monitoringAPIs...)
 	cases := map[string]struct {
 		apiVersions []string
 		set         []string
 		want        map[string]int
 	}{
-		"default, admission policy served":    {apiVersions: all, want: map[string]int{"MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1}},
+		"default, admission policy served": {apiVersions: all, want: map[string]int{"MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1,
+			"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}},
+		// The guard is rendered where it is served, whatever the values.
+		"the guard alone served": {apiVersions: []string{validatingAdmissionPolicy}, set: []string{"admission.enabled=false"},
+			want: map[string]int{"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}},
 		"default, no admission policy served": {},
 		"every option": {apiVersions: all, set: everyOption, want: map[string]int{"PodDisruptionBudget": 1, "ServiceMonitor": 1,
 			"PodMonitor": 1, "PrometheusRule": 1, "ConfigMap": 1, "NetworkPolicy": 2, "MutatingAdmissionPolicy": 2,
-			"MutatingAdmissionPolicyBinding": 2, "Namespace": 1}},
+			"MutatingAdmissionPolicyBinding": 2, "ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1, "Namespace": 1}},
 		// On a server without MutatingAdmissionPolicy or the Prometheus
 		// Operator, their objects are left out, whatever the values.
 		"every option, nothing optional served": {set: everyOption, want: map[string]int{"PodDisruptionBudget": 1, "ConfigMap": 1,
@@ -196,11 +200,12 @@ func TestHelmOptionsContent(t *testing.T) {
 	}
 }
 
-// TestHelmNotes: without MutatingAdmissionPolicy the install's notes say
-// plainly what the cluster gets; with it they do not.
-func TestHelmNotes(t *testing.T) {
-	// helm template prints no notes, and helm install --dry-run asks a
-	// cluster: render NOTES.txt as a template of a copy of the chart.
+// notesRenderer renders the chart's NOTES.txt for a server that serves
+// apiVersions, with --set values: helm template prints no notes, and helm
+// install --dry-run asks a cluster, so NOTES.txt is rendered as a template
+// of a copy of the chart.
+func notesRenderer(t *testing.T) func(apiVersions []string, set ...string) string {
+	t.Helper()
 	chart := t.TempDir()
 	if err := os.CopyFS(chart, os.DirFS(filepath.Join(repoRoot(t), "deploy/helm/tailor"))); err != nil {
 		t.Fatal(err)
@@ -218,7 +223,7 @@ func TestHelmNotes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(chart, "templates/notes.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n  notes: {{ include \"test.notes\" . | quote }}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	notes := func(apiVersions []string, set ...string) string {
+	return func(apiVersions []string, set ...string) string {
 		t.Helper()
 		args := []string{"template", "notes", chart, "--namespace", "deploy-notes", "--show-only", "templates/notes.yaml"}
 		for _, v := range apiVersions {
@@ -235,6 +240,13 @@ func TestHelmNotes(t *testing.T) {
 		n, _, _ := unstructured.NestedString(objs[0].Object, "data", "notes")
 		return n
 	}
+}
+
+// TestHelmNotes: without MutatingAdmissionPolicy, or ValidatingAdmissionPolicy,
+// the install's notes say plainly what the cluster gets; with them they do
+// not.
+func TestHelmNotes(t *testing.T) {
+	notes := notesRenderer(t)
 	without := notes(nil, "evictions.enabled=true")
 	for _, want := range []string{"does not serve MutatingAdmissionPolicy", "not sized at admission", "no startup\nboost is applied at admission",
 		"no recreate admission"} {
@@ -242,8 +254,28 @@ func TestHelmNotes(t *testing.T) {
 			t.Errorf("notes without MutatingAdmissionPolicy lack %q:\n%s", want, without)
 		}
 	}
-	if with := notes([]string{mutatingAdmissionPolicy}); strings.Contains(with, "does not serve") {
-		t.Errorf("notes with MutatingAdmissionPolicy served say it is not:\n%s", with)
+	if with := notes([]string{mutatingAdmissionPolicy, validatingAdmissionPolicy}); strings.Contains(with, "does not serve") {
+		t.Errorf("notes with MutatingAdmissionPolicy and ValidatingAdmissionPolicy served say one is not:\n%s", with)
+	}
+	// Without the guard, what the managers may then delete: every pod
+	// where they write, when an admission policy sizes pods; nothing to
+	// lose when none does.
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{nil, "nothing but\nthe managers' own code keeps them from deleting any pod of the cluster"},
+		{[]string{"watchNamespaces={team-a,team-b}"}, "deleting any pod in team-a, team-b"},
+		{[]string{"admission.enabled=false"}, "the managers are granted no delete on pods"},
+	} {
+		n := notes([]string{mutatingAdmissionPolicy}, tc.set...)
+		if !strings.Contains(n, "does not serve ValidatingAdmissionPolicy") || !strings.Contains(n, tc.want) {
+			t.Errorf("notes without ValidatingAdmissionPolicy, with %q, lack %q:\n%s", tc.set, tc.want, n)
+		}
+	}
+	if n := notes([]string{mutatingAdmissionPolicy, validatingAdmissionPolicy}, "watchNamespaces={team-a,team-b}", "evictions.enabled=true"); !strings.Contains(n,
+		"resizes, the deletes\nthat replace pods tailor sized, evictions) only in team-a, team-b") {
+		t.Errorf("notes with watchNamespaces do not say where the managers write:\n%s", n)
 	}
 	if n := notes(nil, "monitoring.serviceMonitor.enabled=true"); !strings.Contains(n, "does not serve monitoring.coreos.com/v1 ServiceMonitor") {
 		t.Errorf("notes with a ServiceMonitor asked for and not served do not say so:\n%s", n)
@@ -270,6 +302,7 @@ func TestHelmSchemaRefuses(t *testing.T) {
 		"alert duration":           {"monitoring.prometheusRule.managerDownFor=soon", "/monitoring/prometheusRule/managerDownFor"},
 		"metrics source":           {"metricsSource=influx", "/metricsSource"},
 		"agent fallback":           {"agent.fallback=kubelets", "/agent/fallback"},
+		"kubelet read via":         {"kubelet.readVia=ssh", "/kubelet/readVia"},
 		"agent TLS Secret":         {"agent.tls.secretName=Agent_Cert", "/agent/tls/secretName"},
 		"pull policy":              {"image.pullPolicy=Sometimes", "/image/pullPolicy"},
 		"shards":                   {"shards=0", "/shards"},

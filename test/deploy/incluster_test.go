@@ -64,7 +64,7 @@ func TestManagerInCluster(t *testing.T) {
 	for k := range applied {
 		created[k] = true
 	}
-	in := install(ctx, t, namespace, objs, created)
+	in := install(ctx, t, namespace, nil, objs, created)
 	// Stop the manager before the next suite starts its own.
 	t.Cleanup(func() { deleteAndWait(t, namespace, in.deployment.GetName()) })
 

@@ -5,6 +5,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,9 @@ var restrictedNamespace = map[string]string{"pod-security.kubernetes.io/enforce"
 
 // installed is what install created: the manager's ServiceAccount and pod.
 type installed struct {
-	namespace      string
+	namespace string
+	// watched are the namespaces a tenant's install writes in.
+	watched        []string
 	serviceAccount string
 	// agentServiceAccount is the node agent's, when the render has it.
 	agentServiceAccount string
@@ -47,11 +50,19 @@ var applied = map[string]bool{
 	"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true,
 }
 
-// install applies objs into namespace and registers their removal: the
-// kinds in created for real, the rest as a server-side dry run.
-func install(ctx context.Context, t *testing.T, namespace string, objs []*unstructured.Unstructured, created map[string]bool) installed {
+// install applies objs into namespace (and, for a tenant's install, its
+// RoleBindings into the watched namespaces, made here) and registers their
+// removal: the kinds in created for real, the rest as a server-side dry
+// run.
+func install(ctx context.Context, t *testing.T, namespace string, watched []string, objs []*unstructured.Unstructured, created map[string]bool) installed {
 	t.Helper()
-	got := installed{namespace: namespace}
+	got := installed{namespace: namespace, watched: watched}
+	for _, ns := range watched {
+		if _, err := clientset.CoreV1().Namespaces().Create(ctx, cluster.NewNamespace(ns, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating namespace %s: %v", ns, err)
+		}
+		cleanup(t, corev1.SchemeGroupVersion.WithResource("namespaces"), "", ns)
+	}
 	hasNamespace := false
 	for _, o := range objs {
 		if o.GetKind() == "Namespace" {
@@ -74,7 +85,11 @@ func install(ctx context.Context, t *testing.T, namespace string, objs []*unstru
 			if !pass(o) {
 				continue
 			}
-			apply(ctx, t, namespace, o, !created[o.GetKind()])
+			into := namespace
+			if slices.Contains(watched, o.GetNamespace()) && o.GetKind() == "RoleBinding" {
+				into = o.GetNamespace()
+			}
+			apply(ctx, t, into, o, !created[o.GetKind()])
 			switch o.GetKind() {
 			case "ServiceAccount":
 				into := &got.serviceAccount

@@ -21,13 +21,21 @@ import (
 )
 
 // access is one request the manager's ServiceAccount may or may not make.
-// Namespace "" is cluster scope; ownNamespace stands for the install's.
-// name, if set, is the one object asked for.
+// Namespace "" is cluster scope; ownNamespace stands for the install's,
+// watchedNamespace for each a tenant's install watches. name, if set, is
+// the one object asked for.
 type access struct {
 	verb, group, resource, subresource, namespace, name string
 }
 
-const ownNamespace = "<own>"
+const (
+	ownNamespace     = "<own>"
+	watchedNamespace = "<watched>"
+)
+
+// watchedSuffixes name a tenant install's namespaces after the install's:
+// namespace-a and namespace-b.
+var watchedSuffixes = []string{"-a", "-b"}
 
 // otherNamespace is a namespace tailor is not installed in: cluster-wide
 // grants must reach it, namespaced ones must not.
@@ -68,28 +76,24 @@ func named(name string, as []access) []access {
 	return out
 }
 
-// always is what the manager needs whatever its configuration.
-var always = slices.Concat(
-	// The policy controller: policies and their status.
+// always is what the manager of a cluster-wide install that sizes new
+// pods (the default) needs: what it reads, and what it writes, everywhere.
+var always = slices.Concat(reads, writes(otherNamespace), replace(otherNamespace))
+
+// reads are bound cluster-wide in every install.
+var reads = slices.Concat(
+	// The policy controller: policies, and the checkpoints it restores.
 	accesses([]string{"get", "list", "watch"}, "autoscaling.tailor.dev", "tailorpolicies", "", otherNamespace),
-	accesses([]string{"patch"}, "autoscaling.tailor.dev", "tailorpolicies", "status", otherNamespace),
-	// Checkpoints are the manager's own: it writes, restores and deletes
-	// them. No status subresource: the data is in spec.
-	accesses([]string{"get", "list", "watch", "create", "update", "patch", "delete"}, "autoscaling.tailor.dev", "tailorcheckpoints", "", otherNamespace),
-	// Pods (informer and actuator's follow), resized only through pods/resize.
+	accesses([]string{"get", "list", "watch"}, "autoscaling.tailor.dev", "tailorcheckpoints", "", otherNamespace),
+	// Pods (informer and actuator's follow), everywhere: a node's room
+	// counts every pod on it.
 	accesses([]string{"get", "list", "watch"}, "", "pods", "", otherNamespace),
 	accesses([]string{"list", "watch"}, "", "pods", "", ""),
-	accesses([]string{"patch"}, "", "pods", "resize", otherNamespace),
-	// A pod tailor sized that no node has room for is deleted, for its
-	// controller to create smaller (autoscale.DecideStuck).
-	accesses([]string{"delete"}, "", "pods", "", otherNamespace),
 	// The namespace's rules every size is planned within, from the cache.
 	accesses([]string{"get", "list", "watch"}, "", "limitranges", "", otherNamespace),
 	accesses([]string{"get", "list", "watch"}, "", "resourcequotas", "", otherNamespace),
 	// Nodes for headroom; the cached client lists and watches them.
 	accesses([]string{"get", "list", "watch"}, "", "nodes", "", ""),
-	// Events on pods and policies, wherever they are.
-	accesses([]string{"create", "patch"}, "events.k8s.io", "events", "", otherNamespace),
 	// The dashboard lists a policy's recent events.
 	accesses([]string{"list"}, "events.k8s.io", "events", "", otherNamespace),
 	// targetRef workloads: only their spec.selector is read.
@@ -112,6 +116,30 @@ var always = slices.Concat(
 	accesses([]string{"create"}, "authorization.k8s.io", "subjectaccessreviews", "", ""),
 )
 
+// writes are what the manager writes in ns, where policies are: every
+// namespace of a cluster-wide install, a tenant's own (watchedNamespace)
+// only.
+func writes(ns string) []access {
+	return slices.Concat(
+		accesses([]string{"patch"}, "autoscaling.tailor.dev", "tailorpolicies", "status", ns),
+		// Checkpoints are the manager's own: it writes, restores and
+		// deletes them. No status subresource: the data is in spec.
+		accesses([]string{"create", "update", "patch", "delete"}, "autoscaling.tailor.dev", "tailorcheckpoints", "", ns),
+		// Pods are resized only through pods/resize.
+		accesses([]string{"patch"}, "", "pods", "resize", ns),
+		// Events on pods and policies.
+		accesses([]string{"create", "patch"}, "events.k8s.io", "events", "", ns),
+	)
+}
+
+// replace is the delete, in ns, of a pod tailor sized that no node has
+// room for, for its controller to create smaller (autoscale.DecideStuck),
+// granted where an admission policy of tailor's sizes pods; the guard
+// refuses every other pod's (TestGuardOnTheCluster).
+func replace(ns string) []access {
+	return accesses([]string{"delete"}, "", "pods", "", ns)
+}
+
 // leaderElection is the Lease and its events in the install's namespace.
 var leaderElection = slices.Concat(
 	accesses([]string{"get", "create", "update"}, "coordination.k8s.io", "leases", "", ownNamespace),
@@ -119,7 +147,11 @@ var leaderElection = slices.Concat(
 )
 
 var (
-	kubeletSource       = accesses([]string{"get"}, "", "nodes", "proxy", "")
+	// The kubelets are read on their port, authorized as nodes/metrics;
+	// through the apiserver proxy (kubelet.readVia apiserver-proxy) as
+	// nodes/proxy, which reaches every kubelet endpoint, exec included.
+	kubeletSource       = accesses([]string{"get"}, "", "nodes", "metrics", "")
+	kubeletProxy        = accesses([]string{"get"}, "", "nodes", "proxy", "")
 	metricsServerSource = accesses([]string{"list"}, "metrics.k8s.io", "pods", "", otherNamespace)
 	eviction            = accesses([]string{"create"}, "", "pods", "eviction", otherNamespace)
 	// The manager reviews tokens: its metrics' scrapers', and with the node
@@ -179,7 +211,11 @@ var never = slices.Concat(
 	accesses([]string{"update", "patch"}, "", "pods", "status", otherNamespace),
 	accesses([]string{"update"}, "", "pods", "resize", otherNamespace),
 	accesses([]string{"create", "get"}, "", "pods", "exec", otherNamespace),
+	accesses([]string{"create", "get"}, "", "pods", "attach", otherNamespace),
+	accesses([]string{"create", "get"}, "", "pods", "portforward", otherNamespace),
 	accesses([]string{"get"}, "", "pods", "log", otherNamespace),
+	// The kubelet's other endpoints (exec, logs, pods) through the proxy.
+	accesses([]string{"create"}, "", "nodes", "proxy", ""),
 	// No secrets, anywhere.
 	accesses([]string{"get", "list", "watch"}, "", "secrets", "", otherNamespace),
 	accesses([]string{"get", "list"}, "", "secrets", "", ownNamespace),
@@ -239,10 +275,16 @@ func TestLeastPrivilege(t *testing.T) {
 			return renderHelm(t, strings.TrimSuffix(prefix, "-"), namespace, set...)
 		}
 	}
+	// A tenant's install, with evictions: reads everywhere, every write in
+	// its namespaces only.
+	tenant := slices.Concat(reads, writes(watchedNamespace), replace(watchedNamespace),
+		accesses([]string{"create"}, "", "pods", "eviction", watchedNamespace), leaderElection, kubeletSource)
 	cases := map[string]struct {
 		render     render
 		wantSource string
 		wantCan    []access
+		// tenant: the install watches namespaces (watchedOf its prefix).
+		tenant bool
 	}{
 		"kustomize default (kubelet source)": {
 			render:     kustomize(),
@@ -274,6 +316,44 @@ func TestLeastPrivilege(t *testing.T) {
 			wantSource: "prometheus",
 			wantCan:    always,
 		},
+		"helm kubelets through the apiserver proxy": {
+			render:     helmChart("kubelet.readVia=apiserver-proxy"),
+			wantSource: "kubelet",
+			wantCan:    slices.Concat(always, leaderElection, kubeletProxy),
+		},
+		// No admission policy sizes a pod: no pod is tailor's to delete.
+		"helm without admission policies, evictions": {
+			render:     helmChart("admission.enabled=false", "evictions.enabled=true", "evictions.admissionPolicy=false"),
+			wantSource: "kubelet",
+			wantCan:    slices.Concat(reads, writes(otherNamespace), leaderElection, kubeletSource, eviction),
+		},
+		"helm tenant, evictions": {
+			render: func(t *testing.T, namespace, prefix string) []*unstructured.Unstructured {
+				w := watchedOf(prefix)
+				return renderHelm(t, strings.TrimSuffix(prefix, "-"), namespace, "watchNamespaces={"+strings.Join(w, ",")+"}", "evictions.enabled=true")
+			},
+			wantSource: "kubelet",
+			wantCan:    tenant,
+			tenant:     true,
+		},
+		"kustomize config/samples/tenant, evictions": {
+			render: func(t *testing.T, namespace, prefix string) []*unstructured.Unstructured {
+				w := watchedOf(prefix)
+				objs := renderTenantSampleFor(t, w[0], w[1], true)
+				// The sample installs into tailor-<its first namespace>:
+				// moved into the test's.
+				for _, o := range objs {
+					if o.GetNamespace() == "tailor-"+w[0] {
+						o.SetNamespace(namespace)
+					}
+					moveSubjects(o, "tailor-"+w[0], namespace)
+				}
+				return objs
+			},
+			wantSource: "kubelet",
+			wantCan:    tenant,
+			tenant:     true,
+		},
 		"kustomize agent": {
 			// config/default with the agent component, and config/agent,
 			// as docs/agent.md installs them: here into one namespace.
@@ -303,8 +383,13 @@ func TestLeastPrivilege(t *testing.T) {
 			defer cancel()
 			id := rand.String(5)
 			namespace := "deploy-" + id
-			objs := tc.render(t, namespace, clusterPrefix+id+"-")
-			in := install(ctx, t, namespace, objs, applied)
+			prefix := clusterPrefix + id + "-"
+			var watched []string
+			if tc.tenant {
+				watched = watchedOf(prefix)
+			}
+			objs := tc.render(t, namespace, prefix)
+			in := install(ctx, t, namespace, watched, objs, applied)
 			if diff := cmp.Diff(tc.wantSource, metricsSource(t, in.deployment)); diff != "" {
 				t.Errorf("--metrics-source (-want,+got):\n%s", diff)
 			}
@@ -313,7 +398,7 @@ func TestLeastPrivilege(t *testing.T) {
 			// Everything asked: what it must be able to do, plus what any
 			// configuration grants, plus what none may.
 			in.checkAccess(ctx, t, in.serviceAccount, tc.wantCan,
-				slices.Concat(always, leaderElection, kubeletSource, metricsServerSource, eviction, tokenReview, agentTLS, never))
+				slices.Concat(always, leaderElection, kubeletSource, kubeletProxy, metricsServerSource, eviction, tokenReview, agentTLS, never))
 			if (tc.wantSource == "agent") != (in.agentServiceAccount != "") {
 				t.Fatalf("agent ServiceAccount %q rendered with --metrics-source=%s", in.agentServiceAccount, tc.wantSource)
 			}
@@ -338,12 +423,15 @@ func (in installed) checkAccess(ctx context.Context, t *testing.T, sa string, ca
 		want[a.String()] = allowed
 	}
 	for _, a := range cannot {
-		ask(in.resolve(a), false)
+		for _, r := range in.resolve(a) {
+			ask(r, false)
+		}
 	}
 	for _, a := range can {
-		a = in.resolve(a)
-		granted = append(granted, a)
-		ask(a, true)
+		for _, r := range in.resolve(a) {
+			granted = append(granted, r)
+			ask(r, true)
+		}
 	}
 	// RBAC reaches the authorizer through its informers: wait (up to 30s)
 	// until every granted access is seen, then compare everything.
@@ -368,12 +456,33 @@ func (in installed) checkAccess(ctx context.Context, t *testing.T, sa string, ca
 	}
 }
 
-// resolve puts the install's namespace in place of ownNamespace.
-func (in installed) resolve(a access) access {
-	if a.namespace == ownNamespace {
+// resolve puts the install's namespace in place of ownNamespace, and
+// each namespace it watches in place of watchedNamespace.
+func (in installed) resolve(a access) []access {
+	switch a.namespace {
+	case ownNamespace:
 		a.namespace = in.namespace
+	case watchedNamespace:
+		var out []access
+		for _, ns := range in.watched {
+			a.namespace = ns
+			out = append(out, a)
+		}
+		return out
 	}
-	return a
+	return []access{a}
+}
+
+// watchedOf are the namespaces a tenant's install with cluster-scoped
+// names prefixed prefix watches in these tests: named after the prefix,
+// so that config/samples/tenant, which prefixes its names with its first
+// namespace's, keeps them under clusterPrefix.
+func watchedOf(prefix string) []string {
+	var out []string
+	for _, s := range watchedSuffixes {
+		out = append(out, strings.TrimSuffix(prefix, "-")+s)
+	}
+	return out
 }
 
 // reviewAs asks the apiserver whether ServiceAccount sa of the install's

@@ -26,19 +26,21 @@ func TestHelmMatchesKustomize(t *testing.T) {
 		wantRoles map[string]string
 	}{
 		"default": {
-			wantRoles: map[string]string{"ClusterRole manager": "manager", "ClusterRole metrics-kubelet": "manager", "Role leader-election": "manager",
-				"ClusterRole metrics-reader": ""},
+			wantRoles: map[string]string{"ClusterRole manager": "manager", "ClusterRole manager-writes": "manager", "ClusterRole replace-unschedulable": "manager",
+				"ClusterRole metrics-kubelet": "manager", "Role leader-election": "manager", "ClusterRole metrics-reader": ""},
 		},
 		"metrics-server and eviction": {
 			components: []string{"metrics-server", "eviction"},
 			set:        []string{"metricsSource=metrics-server", "evictions.enabled=true"},
-			wantRoles: map[string]string{"ClusterRole eviction": "manager", "ClusterRole manager": "manager", "ClusterRole metrics-server": "manager",
-				"Role leader-election": "manager", "ClusterRole metrics-reader": ""},
+			wantRoles: map[string]string{"ClusterRole eviction": "manager", "ClusterRole manager": "manager", "ClusterRole manager-writes": "manager",
+				"ClusterRole replace-unschedulable": "manager", "ClusterRole metrics-server": "manager", "Role leader-election": "manager",
+				"ClusterRole metrics-reader": ""},
 		},
 		"prometheus": {
 			components: []string{"prometheus"},
 			set:        []string{"metricsSource=prometheus"},
-			wantRoles:  map[string]string{"ClusterRole manager": "manager", "Role leader-election": "manager", "ClusterRole metrics-reader": ""},
+			wantRoles: map[string]string{"ClusterRole manager": "manager", "ClusterRole manager-writes": "manager", "ClusterRole replace-unschedulable": "manager",
+				"Role leader-election": "manager", "ClusterRole metrics-reader": ""},
 		},
 		// The agent reads the managers' EndpointSlices and CA ConfigMap; the
 		// manager reviews the agents' tokens, keeps the reports' TLS Secret
@@ -46,8 +48,9 @@ func TestHelmMatchesKustomize(t *testing.T) {
 		"agent": {
 			components: []string{"agent"},
 			set:        []string{"agent.enabled=true"},
-			wantRoles: map[string]string{"ClusterRole agent-reviewer": "manager", "ClusterRole manager": "manager", "ClusterRole metrics-kubelet": "manager",
-				"Role agent": "agent", "Role leader-election": "manager", "Role manager-agent-tls": "manager", "ClusterRole metrics-reader": ""},
+			wantRoles: map[string]string{"ClusterRole agent-reviewer": "manager", "ClusterRole manager": "manager", "ClusterRole manager-writes": "manager",
+				"ClusterRole replace-unschedulable": "manager", "ClusterRole metrics-kubelet": "manager", "Role agent": "agent", "Role leader-election": "manager",
+				"Role manager-agent-tls": "manager", "ClusterRole metrics-reader": ""},
 		},
 	}
 	for name, tc := range cases {

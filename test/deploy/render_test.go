@@ -29,17 +29,23 @@ func repoRoot(t *testing.T) string {
 	return filepath.Join(filepath.Dir(this), "..", "..")
 }
 
+// guardIdentity is the transformer an overlay that moves or prefixes the
+// install lists, so that the guard names the manager's ServiceAccount as
+// the overlay has made it.
+const guardIdentity = "config/components/guard/identity"
+
 // renderKustomize builds config/default with the named components from
 // config/components, moved into namespace and with every name prefixed, the
-// way a user's overlay would.
+// way a user's overlay would (the guard's identity transformer included).
 func renderKustomize(t *testing.T, namespace, namePrefix string, components ...string) []*unstructured.Unstructured {
 	t.Helper()
 	k := map[string]any{
-		"apiVersion": "kustomize.config.k8s.io/v1beta1",
-		"kind":       "Kustomization",
-		"namespace":  namespace,
-		"namePrefix": namePrefix,
-		"resources":  []string{"config/default"},
+		"apiVersion":   "kustomize.config.k8s.io/v1beta1",
+		"kind":         "Kustomization",
+		"namespace":    namespace,
+		"namePrefix":   namePrefix,
+		"resources":    []string{"config/default"},
+		"transformers": []string{guardIdentity},
 	}
 	var comps []string
 	for _, c := range components {
@@ -89,8 +95,9 @@ func renderKustomizeAgent(t *testing.T, namespace, agentNamespace, namePrefix st
 	managers := build("managers", map[string]any{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
 		"namespace": namespace, "namePrefix": namePrefix,
-		"resources":  []string{"config/default"},
-		"components": []string{"config/components/agent"},
+		"resources":    []string{"config/default"},
+		"components":   []string{"config/components/agent"},
+		"transformers": []string{guardIdentity},
 		"patches": []map[string]any{
 			{"patch": fmt.Sprintf(`{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "tailor-manager", "namespace": "tailor-system"},
 "spec": {"template": {"spec": {"containers": [{"name": "manager", "env": [{"name": "AGENT_NAMESPACE", "value": %q}, {"name": "AGENT_SERVICE_ACCOUNT", "value": %q}, {"name": "AGENT_SERVICE", "value": %q}]}]}}}}`, agentNamespace, agentSA, namePrefix+"tailor-manager-agents")},
@@ -126,13 +133,19 @@ func helm(t *testing.T) string {
 // mutatingAdmissionPolicy is what a server that serves
 // MutatingAdmissionPolicy (Kubernetes 1.36 or later) lists among its API
 // versions: the chart renders its admission policies only then.
-const mutatingAdmissionPolicy = "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"
+// validatingAdmissionPolicy likewise (Kubernetes 1.30 or later), for the
+// guard.
+const (
+	mutatingAdmissionPolicy   = "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"
+	validatingAdmissionPolicy = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
+)
 
 // renderHelm runs helm template on deploy/helm/tailor, CRDs included, with
-// --set values, for a server that serves MutatingAdmissionPolicy.
+// --set values, for a server that serves MutatingAdmissionPolicy and
+// ValidatingAdmissionPolicy.
 func renderHelm(t *testing.T, release, namespace string, set ...string) []*unstructured.Unstructured {
 	t.Helper()
-	return renderHelmFor(t, []string{mutatingAdmissionPolicy}, release, namespace, set...)
+	return renderHelmFor(t, []string{mutatingAdmissionPolicy, validatingAdmissionPolicy}, release, namespace, set...)
 }
 
 // renderHelmFor is renderHelm for a server that serves apiVersions

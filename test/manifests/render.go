@@ -114,11 +114,12 @@ func (e *CommandError) Error() string {
 
 func (e *CommandError) Unwrap() error { return e.Err }
 
-// WriteOverlay writes k as dir/kustomization.yaml, its resources and
-// components (paths from root, the repository's root) made relative to dir,
-// since kustomize takes only relative paths to other kustomizations.
+// WriteOverlay writes k as dir/kustomization.yaml, its resources,
+// components and transformers (paths from root, the repository's root)
+// made relative to dir, since kustomize takes only relative paths to other
+// kustomizations.
 func WriteOverlay(dir, root string, k map[string]any) error {
-	for _, key := range []string{"resources", "components"} {
+	for _, key := range []string{"resources", "components", "transformers"} {
 		paths, ok := k[key].([]string)
 		if !ok {
 			continue

@@ -32,19 +32,27 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 )
 
+// What the controller reads (ClusterRole tailor-manager), bound
+// cluster-wide: every pod and node counts toward a node's room.
 // +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorpolicies/status,verbs=patch
-// +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorcheckpoints,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorcheckpoints,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=autoscaling.k8s.io,resources=verticalpodautoscalers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=limitranges;resourcequotas,verbs=get;list;watch
+
+// What it writes, all of it in the namespaces of the policies it syncs
+// (ClusterRole tailor-manager-writes): bound cluster-wide, or, for a
+// manager scoped to some namespaces (--namespaces), by a RoleBinding in
+// each of them only.
+// +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorpolicies/status,verbs=patch,roleName=tailor-manager-writes
+// +kubebuilder:rbac:groups=autoscaling.tailor.dev,resources=tailorcheckpoints,verbs=create;update;patch;delete,roleName=tailor-manager-writes
+// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch,roleName=tailor-manager-writes
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch,roleName=tailor-manager-writes
 
 // SetupWithManager registers the controller: policies, and the pods they
 // select, so an OOM kill or a finished resize is seen at once.

@@ -19,7 +19,12 @@ import (
 // is replaced once new pods are created smaller.
 const EventUnschedulable = "Unschedulable"
 
-// +kubebuilder:rbac:groups="",resources=pods,verbs=delete
+// Deleting a pod is a ClusterRole of its own, bound only where an
+// admission policy of tailor's sizes new pods (and so marks them
+// v1alpha1.AdmittedAnnotation): no other pod is replaceStuck's to delete.
+// Bound like tailor-manager-writes: cluster-wide, or in each namespace of
+// a scoped manager.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=delete,roleName=tailor-replace-unschedulable
 
 // replaceStuck deletes the pods tailor sized that wait unschedulable and
 // that the decision found due (autoscale.DecideSync: a new pod of their

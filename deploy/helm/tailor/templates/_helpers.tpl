@@ -83,6 +83,84 @@ admission policies are rendered only then.
 {{- end }}
 
 {{/*
+"true" when the server serves ValidatingAdmissionPolicy at
+admissionregistration.k8s.io/v1 (GA in Kubernetes 1.30), else "": the
+guard that holds the managers to deleting only the pods they sized is
+rendered only then.
+*/}}
+{{- define "tailor.vapServed" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" }}true{{ end }}
+{{- end }}
+
+{{/*
+"true" when an admission policy of the release sizes new pods, and so
+marks them autoscaling.tailor.dev/admitted: tailor-admission
+(admission.enabled), or tailor-recreate (evictions.enabled with
+evictions.admissionPolicy), where the server serves them. Only then can a
+pod tailor sized wait unschedulable, and only then is the manager granted
+the delete that replaces it.
+*/}}
+{{- define "tailor.sizesNewPods" -}}
+{{- if and (include "tailor.mapServed" .) (or .Values.admission.enabled (and .Values.evictions.enabled .Values.evictions.admissionPolicy)) }}true{{ end }}
+{{- end }}
+
+{{/*
+How the kubelet source reaches each kubelet: "direct" (the default, also
+when kubelet.readVia is unset), authorized as nodes/metrics, or
+"apiserver-proxy", authorized as nodes/proxy.
+*/}}
+{{- define "tailor.kubeletReadVia" -}}
+{{- $via := (.Values.kubelet | default dict).readVia | default "direct" }}
+{{- if not (has $via (list "direct" "apiserver-proxy")) }}
+{{- fail (printf "kubelet.readVia %q: use direct or apiserver-proxy" $via) }}
+{{- end }}
+{{- $via }}
+{{- end }}
+
+{{/*
+Binds ClusterRole RELEASE-tailor-<name> (the second argument) to the
+managers' ServiceAccount where they write: cluster-wide, or with
+watchNamespaces by a RoleBinding in each of those namespaces only, so a
+tenant's managers write nowhere else. Call with (list $ "name").
+*/}}
+{{- define "tailor.writeBinding" -}}
+{{- $ := index . 0 }}
+{{- $name := printf "%s-%s" (include "tailor.fullname" $) (index . 1) }}
+{{- if $.Values.watchNamespaces }}
+{{- range $ns := $.Values.watchNamespaces }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $name }}
+  namespace: {{ $ns }}
+  labels:
+    {{- include "tailor.labels" $ | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $name }}
+subjects:
+{{- include "tailor.subject" $ | nindent 0 }}
+{{- end }}
+{{- else }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "tailor.labels" $ | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $name }}
+subjects:
+{{- include "tailor.subject" $ | nindent 0 }}
+{{- end }}
+{{- end }}
+
+{{/*
 "true" when the Prometheus Operator's kind (e.g. ServiceMonitor) is served
 at monitoring.coreos.com/v1, or monitoring.assumeServed says to render it
 anyway. Call with (list $ "Kind").
