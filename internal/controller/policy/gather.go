@@ -64,6 +64,10 @@ type syncInput struct {
 	recommendation *v1alpha1.Recommendation
 	// unbound are the policy's pods not yet bound to a node.
 	unbound []*corev1.Pod
+	// largest is the largest node's allocatable, and defaults the
+	// maxAllowed a container whose policy sets none gets this sync
+	// (autoscale.DefaultMaxAllowed).
+	largest, defaults map[corev1.ResourceName]autoscale.DefaultBound
 	// newPodRoom is the most a new pod of the target may request and still
 	// find a node (autoscale.NewPodRoom); nil when unknown or not needed.
 	newPodRoom corev1.ResourceList
@@ -150,6 +154,10 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if in.decision.Rules, err = r.namespaceRules(ctx, policy.Namespace); err != nil {
 		return nil, err
 	}
+	if in.largest, err = r.largestNode(ctx); err != nil {
+		return nil, err
+	}
+	in.defaults = autoscale.DefaultMaxAllowed(in.decision.Rules, in.largest)
 	if in.newPodRoom, err = r.newPodRoom(ctx, policy, state, unbound, now); err != nil {
 		return nil, err
 	}
@@ -491,6 +499,20 @@ func (r *Reconciler) namespaceRules(ctx context.Context, namespace string) (*nsr
 		return nil, fmt.Errorf("listing ResourceQuotas of namespace %s: %w", namespace, err)
 	}
 	return &nsrules.Rules{LimitRanges: ranges.Items, Quotas: quotas.Items}, nil
+}
+
+// largestNode is the largest allocatable among the cluster's nodes, from
+// the cache: what no container can use more of.
+func (r *Reconciler) largestNode(ctx context.Context) (map[corev1.ResourceName]autoscale.DefaultBound, error) {
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	ptrs := make([]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		ptrs[i] = &nodes.Items[i]
+	}
+	return autoscale.LargestAllocatable(ptrs), nil
 }
 
 // nodes reads each node the pods run on once, with the pods bound to it. A
