@@ -140,9 +140,9 @@ func BoundedSpec(spec *v1alpha1.TailorPolicySpec, defaults map[corev1.ResourceNa
 	return bounded, used
 }
 
-// atLeast is q, or min's r when that is more.
-func atLeast(q resource.Quantity, min corev1.ResourceList, r corev1.ResourceName) resource.Quantity {
-	if lo, ok := min[r]; ok && lo.Cmp(q) > 0 {
+// atLeast is q, or floor's r when that is more.
+func atLeast(q resource.Quantity, floor corev1.ResourceList, r corev1.ResourceName) resource.Quantity {
+	if lo, ok := floor[r]; ok && lo.Cmp(q) > 0 {
 		return lo.DeepCopy()
 	}
 	return q.DeepCopy()
