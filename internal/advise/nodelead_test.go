@@ -96,7 +96,7 @@ func (f *fleet) run(m *Model) (honestCPU, honestMem float64, last metrics.Result
 			}
 			u.Usage[k] = v
 		}
-		screened, _ := metrics.Screen(u, pods, capacity)
+		screened, _ := metrics.Screen(u, pods, capacity, nil)
 		m.Learn(s, f.pods, screened, now)
 		last = screened
 	}

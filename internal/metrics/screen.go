@@ -53,11 +53,16 @@ func CPUAllowance(window time.Duration) float64 {
 // pod's spec and what its status says is in force, so a resize on its way
 // either way does not make a figure garbage.
 //
+// resized says when a pod's resources last changed (zero: not known to
+// have; nil: never): a figure measured over a span that reaches back before
+// then may have been measured under other limits (a CPU rate straddling a
+// startup boost given back), and is judged against its node alone.
+//
 // Every source's answer passes here before anything learns from it: a
 // source (or a node's agent, or kubelet) that lets garbage through cannot
 // make a peak of it. It returns the screened result and the problems it
 // added.
-func Screen(u Result, pods []*corev1.Pod, capacity map[string]corev1.ResourceList) (Result, []Problem) {
+func Screen(u Result, pods []*corev1.Pod, capacity map[string]corev1.ResourceList, resized func(*corev1.Pod) time.Time) (Result, []Problem) {
 	out := Result{Usage: make(map[Key]Usage, len(u.Usage)), Problems: u.Problems}
 	var rejected []Problem
 	reject := func(k Key, m Metric, r Reason, detail string) {
@@ -67,11 +72,17 @@ func Screen(u Result, pods []*corev1.Pod, capacity map[string]corev1.ResourceLis
 	}
 	seen := map[Key]bool{}
 	for _, p := range pods {
-		bad := map[string]bool{}
 		var sum struct{ cpu, mem float64 }
 		var names []string
 		node := capacity[p.Spec.NodeName]
 		podLim := p.Spec.Resources
+		var changed time.Time
+		if resized != nil {
+			changed = resized(p)
+		}
+		// straddles: some figure kept may have been measured under other
+		// limits than the pod's now.
+		straddles := false
 		for _, c := range Containers(p) {
 			k := Key{Namespace: p.Namespace, Pod: p.Name, Container: c}
 			v, ok := u.Usage[k]
@@ -79,10 +90,14 @@ func Screen(u Result, pods []*corev1.Pod, capacity map[string]corev1.ResourceLis
 				continue
 			}
 			seen[k] = true
-			m, r, detail := implausible(v, limitsOf(p, c), podLim, node)
+			cpuSpan, memSpan := true, true
+			if !changed.IsZero() {
+				cpuSpan, memSpan = v.Time.Add(-v.Window).After(changed), v.Time.After(changed)
+			}
+			straddles = straddles || !cpuSpan || !memSpan
+			m, r, detail := implausible(v, limitsOf(p, c), podLim, node, cpuSpan, memSpan)
 			if m != "" {
 				reject(k, m, r, detail)
-				bad[c] = true
 				continue
 			}
 			if t := v.Throttled; t != nil && (CheckValue(*t) != "" || *t > 1) {
@@ -94,7 +109,7 @@ func Screen(u Result, pods []*corev1.Pod, capacity map[string]corev1.ResourceLis
 			sum.cpu, sum.mem = sum.cpu+v.CPU, sum.mem+v.Memory
 		}
 		// The pod's limits bound its containers together.
-		if podLim != nil && len(names) > 1 {
+		if podLim != nil && len(names) > 1 && !straddles {
 			// The most any one container's window allows.
 			cpuAllowed := 1.0
 			for _, c := range names {
@@ -126,7 +141,7 @@ func Screen(u Result, pods []*corev1.Pod, capacity map[string]corev1.ResourceLis
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	for _, k := range keys {
 		v := u.Usage[k]
-		if m, r, detail := implausible(v, nil, nil, nil); m != "" {
+		if m, r, detail := implausible(v, nil, nil, nil, true, true); m != "" {
 			reject(k, m, r, detail)
 			continue
 		}
@@ -139,8 +154,10 @@ func Screen(u Result, pods []*corev1.Pod, capacity map[string]corev1.ResourceLis
 
 // implausible says which figure of v no container can have, and why; ""
 // when none. lim are the container's limits, pod the pod's resources (nil:
-// none), node its node's capacity (nil: unknown).
-func implausible(v Usage, lim corev1.ResourceList, pod *corev1.ResourceRequirements, node corev1.ResourceList) (Metric, Reason, string) {
+// none), node its node's capacity (nil: unknown); cpuLimits and memLimits
+// say whether the CPU and memory figures were measured under the limits
+// the pod has now, and are judged against them.
+func implausible(v Usage, lim corev1.ResourceList, pod *corev1.ResourceRequirements, node corev1.ResourceList, cpuLimits, memLimits bool) (Metric, Reason, string) {
 	if CheckValue(v.CPU) != "" {
 		return MetricCPU, ReasonInvalid, fmt.Sprintf("value %v", v.CPU)
 	}
@@ -157,12 +174,16 @@ func implausible(v Usage, lim corev1.ResourceList, pod *corev1.ResourceRequireme
 		r       corev1.ResourceName
 		v       float64
 		allowed float64
-	}{{MetricMemory, corev1.ResourceMemory, v.Memory, 1 + MemorySlack}, {MetricCPU, corev1.ResourceCPU, v.CPU, cpuAllowed}} {
+		limits  bool
+	}{{MetricMemory, corev1.ResourceMemory, v.Memory, 1 + MemorySlack, memLimits}, {MetricCPU, corev1.ResourceCPU, v.CPU, cpuAllowed, cpuLimits}} {
 		for _, bound := range []struct {
 			l      corev1.ResourceList
 			reason Reason
 			what   string
 		}{{node, ReasonAboveNode, "its node's capacity"}, {podLim, ReasonAboveLimit, "its pod's limit"}, {lim, ReasonAboveLimit, "its limit"}} {
+			if bound.reason == ReasonAboveLimit && !b.limits {
+				continue
+			}
 			if c := amount(bound.l, b.r); c > 0 && b.v > c*b.allowed {
 				return b.m, bound.reason, fmt.Sprintf("%s %v is more than %s (%s) allows (x%.2f)", b.r, b.v, bound.what, quantity(bound.l, b.r), b.allowed)
 			}

@@ -46,8 +46,11 @@ func TestScreen(t *testing.T) {
 	}
 	th := func(u metrics.Usage, v float64) metrics.Usage { u.Throttled = &v; return u }
 
+	// The pod's limits changed 10s before the figures were taken.
+	resizedAt := func(*corev1.Pod) time.Time { return at.Add(-10 * time.Second) }
 	cases := map[string]struct {
 		pod         *corev1.Pod
+		resized     func(*corev1.Pod) time.Time
 		usage       []metrics.Usage
 		wantKept    []metrics.Key
 		wantReasons []string // metric/reason of each rejection
@@ -72,6 +75,18 @@ func TestScreen(t *testing.T) {
 		},
 		"cpu over a 15s window within twice the limit": {
 			pod: limited, usage: []metrics.Usage{use(app, 1.9, 100*mi, 15*time.Second)}, wantKept: []metrics.Key{app},
+		},
+		"cpu over a window straddling a resize: judged against the node alone": {
+			pod: limited, resized: resizedAt, usage: []metrics.Usage{use(app, 2.9, 100*mi, 30*time.Second)}, wantKept: []metrics.Key{app},
+		},
+		"cpu over a window straddling a resize, beyond the node": {
+			pod: limited, resized: resizedAt, usage: []metrics.Usage{use(app, 9, 100*mi, 30*time.Second)}, wantReasons: []string{"cpu/AboveNodeCapacity"},
+		},
+		"cpu over a window after the resize: judged against the limit": {
+			pod: limited, resized: resizedAt, usage: []metrics.Usage{use(app, 2.9, 100*mi, 5*time.Second)}, wantReasons: []string{"cpu/AboveLimit"},
+		},
+		"memory read after the resize: judged against the limit": {
+			pod: limited, resized: resizedAt, usage: []metrics.Usage{use(app, 0.1, 600*mi, 5*time.Second)}, wantReasons: []string{"memory/AboveLimit"},
 		},
 		"no limit: the node bounds memory": {
 			pod: unlimited, usage: []metrics.Usage{use(app, 0.1, 9<<30, time.Minute)}, wantReasons: []string{"memory/AboveNodeCapacity"},
@@ -111,7 +126,7 @@ func TestScreen(t *testing.T) {
 			for _, u := range tc.usage {
 				in.Usage[u.Key] = u
 			}
-			out, rejected := metrics.Screen(in, []*corev1.Pod{tc.pod}, capacity)
+			out, rejected := metrics.Screen(in, []*corev1.Pod{tc.pod}, capacity, tc.resized)
 			var kept []metrics.Key
 			for _, k := range []metrics.Key{app, proxy} {
 				if _, ok := out.Usage[k]; ok {
@@ -163,7 +178,7 @@ func TestScreenProperty(t *testing.T) {
 		window := time.Duration(1+rng.IntN(300)) * time.Second
 		k := metrics.Key{Namespace: "ns", Pod: "p", Container: "app"}
 		u := metrics.Usage{Key: k, Window: window, CPU: rng.Float64() * 3 * nodeCPU, Memory: rng.Float64() * 2 * nodeMem}
-		out, rejected := metrics.Screen(metrics.Result{Usage: map[metrics.Key]metrics.Usage{k: u}}, []*corev1.Pod{p}, capacity)
+		out, rejected := metrics.Screen(metrics.Result{Usage: map[metrics.Key]metrics.Usage{k: u}}, []*corev1.Pod{p}, capacity, nil)
 		maxCPU, maxMem := nodeCPU*metrics.CPUAllowance(window), nodeMem*(1+metrics.MemorySlack)
 		if limited {
 			maxCPU, maxMem = min(maxCPU, cpuLim*metrics.CPUAllowance(window)), min(maxMem, memLim*(1+metrics.MemorySlack))

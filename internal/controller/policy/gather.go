@@ -141,7 +141,13 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		return nil, err
 	}
 	var rejected []metrics.Problem
-	in.usage, rejected = metrics.Screen(usage, pods, capacity)
+	in.usage, rejected = metrics.Screen(usage, pods, capacity, func(p *corev1.Pod) time.Time {
+		last := lastResizeOf(p)
+		if ps, ok := state.pods[p.UID]; ok && ps.lastResize.After(last) {
+			last = ps.lastResize
+		}
+		return last
+	})
 	for _, p := range rejected {
 		usageRejected.WithLabelValues(r.usageSource(state).Name(), string(p.Reason)).Inc()
 	}
