@@ -67,11 +67,19 @@ func (m *Model) recommend(in Input) Advice {
 	a := Advice{Targets: map[string]autoscale.Target{}, WorkingSet: map[string]resource.Quantity{}, Recs: map[string]recommend.Recommendation{}}
 	allFresh := true
 	consider := func(name string, cur recommend.Resources, fresh bool, at time.Time) *autoscale.Target {
-		wc, ok := m.Containers[name]
-		if !ok {
+		states := m.statesFor(in.Pod, name)
+		if len(states) == 0 {
 			return nil
 		}
-		rec := wc.State.Recommend(cur, in.Pod.LastResize, now)
+		var rec recommend.Recommendation
+		for i, st := range states {
+			r := st.Recommend(cur, in.Pod.LastResize, now)
+			if i == 0 {
+				rec = r
+			} else {
+				rec = higher(rec, r)
+			}
+		}
 		a.Recs[name] = rec
 		t := autoscale.Target{}
 		// Without fresh usage only a raise is allowed: an OOM-killed
@@ -111,8 +119,10 @@ func (m *Model) recommend(in Input) Advice {
 			if fresh && at.Before(now) {
 				since = at
 			}
-			if oom := wc.State.LastOOM(); !oom.IsZero() && oom.Before(since) && oom.After(in.Pod.LastResize) {
-				since = oom
+			for _, st := range states {
+				if oom := st.LastOOM(); !oom.IsZero() && oom.Before(since) && oom.After(in.Pod.LastResize) {
+					since = oom
+				}
 			}
 			if a.RaiseSince.IsZero() || since.Before(a.RaiseSince) {
 				a.RaiseSince = since
@@ -143,6 +153,50 @@ func (m *Model) recommend(in Input) Advice {
 		}
 	}
 	return a
+}
+
+// statesFor are the states that advise pod p's container name: the
+// workload's, and the pod's own when it has one (PodMemory.Own).
+func (m *Model) statesFor(p Pod, name string) []*recommend.State {
+	var out []*recommend.State
+	if wc, ok := m.Containers[name]; ok {
+		out = append(out, wc.State)
+	}
+	if p.Memory != nil {
+		if own, ok := p.Memory.Own[name]; ok {
+			out = append(out, own.State)
+		}
+	}
+	return out
+}
+
+// higher is, for each resource, the advice of a or b that needs more: a
+// pod with a state of its own gets what the workload needs or what it
+// needs itself, whichever is more, each with its own stabilization. The
+// memory request and limit come from the same state, the one whose limit
+// (or, without a limit advised apart, whose request) needs more, so the
+// limit still holds the request.
+func higher(a, b recommend.Recommendation) recommend.Recommendation {
+	more := func(x, y recommend.Advice) bool {
+		ny, seen := y.Needed()
+		if !seen {
+			return false
+		}
+		nx, seenX := x.Needed()
+		return !seenX || ny > nx
+	}
+	out := a
+	if more(a.CPU, b.CPU) {
+		out.CPU = b.CPU
+	}
+	memA, memB := a.Memory, b.Memory
+	if a.MemoryLimit.Target > 0 || b.MemoryLimit.Target > 0 {
+		memA, memB = a.MemoryLimit, b.MemoryLimit
+	}
+	if more(memA, memB) {
+		out.Memory, out.MemoryLimit = b.Memory, b.MemoryLimit
+	}
+	return out
 }
 
 // startupBoost applies autoscale.BoostTargets to a pod's advice: the cpu

@@ -28,6 +28,8 @@ type Model struct {
 	Configs map[string]recommend.Config
 	// Containers is what is learnt of each container name.
 	Containers map[string]*Container
+	// lead is NodeLead unless a test says otherwise (0: NodeLead).
+	lead float64
 }
 
 // Container is what is learnt about one container of a workload.
@@ -51,6 +53,12 @@ type PodMemory struct {
 	// forgetting this only keeps such a boost until there is a
 	// recommendation.
 	BoostFrom map[string]resource.Quantity
+	// Own is what the pod alone taught, by container name, from the first
+	// read in which it led the workload's other nodes beyond NodeLead: it
+	// sizes this pod beside the workload's state, and nothing else. Not
+	// checkpointed: after a restart a pod's own state starts again at its
+	// next such read.
+	Own map[string]*Container
 }
 
 // NewPodMemory is the memory of a pod first seen: terminations from before
@@ -108,21 +116,30 @@ func (m *Model) Configure(spec *v1alpha1.TailorPolicySpec, pods []*corev1.Pod) e
 		if !had || !learnt || old == cfg {
 			continue
 		}
-		rec, err := recommend.New(cfg)
+		st, err := carryOver(wc.State, cfg)
 		if err != nil {
-			return &ConfigError{Err: err}
-		}
-		b, err := wc.State.MarshalBinary()
-		if err != nil {
-			return fmt.Errorf("carrying %s's state over a policy change: %w", name, err)
-		}
-		st, err := rec.Restore(b)
-		if err != nil {
+			var invalid *ConfigError
+			if errors.As(err, &invalid) {
+				return err
+			}
 			return fmt.Errorf("carrying %s's state over a policy change: %w", name, err)
 		}
 		wc.State = st
 	}
 	return nil
+}
+
+// carryOver is what st learnt, under cfg.
+func carryOver(st *recommend.State, cfg recommend.Config) (*recommend.State, error) {
+	rec, err := recommend.New(cfg)
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	b, err := st.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return rec.Restore(b)
 }
 
 // ConfigName is the container name whose policy configures the state of
@@ -165,18 +182,28 @@ func (m *Model) container(name string) *Container {
 	if ok {
 		return wc
 	}
-	cfg, ok := m.Configs[name]
-	if !ok {
-		cfg = m.Base
-	}
-	rec, err := recommend.New(cfg)
+	wc = m.newContainer(name)
+	m.Containers[name] = wc
+	return wc
+}
+
+// newContainer is an empty state for container name, under its
+// configuration (Configure checked every name the pods have).
+func (m *Model) newContainer(name string) *Container {
+	rec, err := recommend.New(m.configOf(name))
 	if err != nil {
 		// Configure validated every container's configuration.
 		panic("recommender configuration for " + name + " became invalid: " + err.Error())
 	}
-	wc = &Container{State: rec.NewState()}
-	m.Containers[name] = wc
-	return wc
+	return &Container{State: rec.NewState()}
+}
+
+// configOf is container name's recommender configuration.
+func (m *Model) configOf(name string) recommend.Config {
+	if cfg, ok := m.Configs[name]; ok {
+		return cfg
+	}
+	return m.Base
 }
 
 // ForgetStale drops the container names no pod has fed for longer than both

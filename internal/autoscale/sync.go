@@ -57,6 +57,10 @@ type SyncInput struct {
 	// which counts this policy's lowerings, so Limits.Lowered keeps them
 	// even when the policy has no budget of its own.
 	CountLowerings bool
+	// Largest is the largest node's allocatable (LargestAllocatable): the
+	// maxAllowed of a container whose policy sets none, where no
+	// LimitRange of Rules gives a max (DefaultMaxAllowed).
+	Largest map[corev1.ResourceName]DefaultBound
 }
 
 // RecreationState is what DecideRecreate reads of a policy's past and its
@@ -136,6 +140,9 @@ type SyncDecision struct {
 	// Limits is what the change windows and the lowering budget held, and
 	// the budget's state for the next sync.
 	Limits LimitsOutcome
+	// DefaultMaxAllowed are the bounds the sync gave the containers whose
+	// policy sets no maxAllowed (BoundedSpec), by resource.
+	DefaultMaxAllowed map[corev1.ResourceName]DefaultBound
 }
 
 // Send is a resize to send now.
@@ -169,6 +176,15 @@ type Settled struct {
 func DecideSync(in SyncInput) (SyncDecision, error) {
 	if in.Spec == nil {
 		return SyncDecision{}, fmt.Errorf("decide sync: the policy spec is required")
+	}
+	// The bounds every part of the sync sizes within: a container whose
+	// policy sets no maxAllowed gets the namespace's LimitRange max, else
+	// the largest node's allocatable.
+	defaults := DefaultMaxAllowed(in.Rules, in.Largest)
+	var bounded map[corev1.ResourceName]DefaultBound
+	in.Spec, bounded = BoundedSpec(in.Spec, defaults)
+	if in.NewPods.Spec != nil {
+		in.NewPods.Spec, _ = BoundedSpec(in.NewPods.Spec, defaults)
 	}
 	spec, now := in.Spec, in.Now
 	mode := v1alpha1.UpdateModeInPlace
@@ -229,7 +245,7 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 		co = CanaryOutcome{Active: true, State: in.Canary, Status: metav1.ConditionFalse, Reason: v1alpha1.CanaryReasonIdle,
 			Message: "updateMode is Off: nothing is lowered, so no canary runs"}
 	}
-	out := SyncDecision{PolicyDecision: d, Canary: co, Limits: lo}
+	out := SyncDecision{PolicyDecision: d, Canary: co, Limits: lo, DefaultMaxAllowed: bounded}
 	// New pods and replacements are created after this sync's resizes,
 	// which the apiserver charges to the quotas as it takes them.
 	in.Rules = chargedBy(in.Rules, d.Resizes)

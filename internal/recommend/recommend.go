@@ -149,6 +149,9 @@ func (r *Recommender) decay(mean float32, delta float64, elapsed int64) float32 
 // Config returns the recommender's configuration.
 func (r *Recommender) Config() Config { return r.cfg }
 
+// Config returns the configuration the state learns under.
+func (s *State) Config() Config { return s.r.cfg }
+
 // NewState returns an empty per-container state.
 func (r *Recommender) NewState() *State { return &State{r: r} }
 
@@ -278,9 +281,9 @@ func (s *State) RecordOOM(now time.Time, memLimit float64) {
 	if latest := max(s.lastSample, s.lastMemAt, s.lastThrottle); latest != 0 && sec < latest-int64(s.r.cfg.MemoryWindow/time.Second) {
 		return
 	}
-	s.mem.add(memLimit*s.r.cfg.OOMBump, now, s.r.memBucket)
+	s.mem.add(s.OOMPeak(memLimit), now, s.r.memBucket)
 	if s.r.cfg.MemoryProfile {
-		s.memDaily.add(memLimit*s.r.cfg.OOMBump, now, s.r.cfg.ProfileFade)
+		s.memDaily.add(s.OOMPeak(memLimit), now, s.r.cfg.ProfileFade)
 	}
 	s.lastOOM = sec
 	s.recordNeeded(now)
@@ -302,13 +305,26 @@ func (s *State) LastOOM() time.Time {
 func (s *State) RecordThrottling(now time.Time, throttledFraction, cpuLimit float64) {
 	s.throttled = float32(throttledFraction)
 	s.lastThrottle = now.Unix()
-	if throttledFraction >= s.r.cfg.ThrottledAt {
-		cfg := s.r.cfg
-		bump := cfg.ThrottleBump + (cfg.MaxThrottleBump-cfg.ThrottleBump)*min(throttledFraction, 1)
-		s.cpu.add(cpuLimit*bump, now, s.r.cpuBucket)
+	if peak := s.ThrottlePeak(throttledFraction, cpuLimit); peak > 0 {
+		s.cpu.add(peak, now, s.r.cpuBucket)
 	}
 	s.recordNeeded(now)
 }
+
+// ThrottlePeak is the CPU peak RecordThrottling records for a throttled
+// share under cpuLimit cores; 0 for none.
+func (s *State) ThrottlePeak(throttledFraction, cpuLimit float64) float64 {
+	cfg := s.r.cfg
+	if !(throttledFraction >= cfg.ThrottledAt) {
+		return 0
+	}
+	bump := cfg.ThrottleBump + (cfg.MaxThrottleBump-cfg.ThrottleBump)*min(throttledFraction, 1)
+	return cpuLimit * bump
+}
+
+// OOMPeak is the memory peak RecordOOM records for a kill under memLimit
+// bytes.
+func (s *State) OOMPeak(memLimit float64) float64 { return memLimit * s.r.cfg.OOMBump }
 
 // maxRiskStep bounds the memory peak one risk records, as a multiple of
 // the limit in force.
@@ -328,9 +344,24 @@ const maxRiskStep = 2
 // A source that cannot see either (cAdvisor's 10-20s samples) never
 // calls it.
 func (s *State) RecordMemoryRisk(now time.Time, ws, growth, pressure, memLimit float64) {
+	peak := s.MemoryRiskPeak(ws, growth, pressure, memLimit)
+	if peak <= 0 {
+		return
+	}
+	cfg := s.r.cfg
+	s.mem.add(peak, now, s.r.memBucket)
+	if cfg.MemoryProfile {
+		s.memDaily.add(peak, now, cfg.ProfileFade)
+	}
+	s.recordNeeded(now)
+}
+
+// MemoryRiskPeak is the memory peak RecordMemoryRisk records for its
+// arguments; 0 for none.
+func (s *State) MemoryRiskPeak(ws, growth, pressure, memLimit float64) float64 {
 	cfg := s.r.cfg
 	if memLimit <= 0 || math.IsNaN(ws) || math.IsNaN(growth) || math.IsInf(growth, 0) || math.IsNaN(pressure) {
-		return
+		return 0
 	}
 	peak := 0.0
 	if lead := cfg.MemoryLead.Seconds(); lead > 0 && growth > 0 && ws >= 0 && ws+growth*lead >= memLimit {
@@ -343,13 +374,9 @@ func (s *State) RecordMemoryRisk(now time.Time, ws, growth, pressure, memLimit f
 		peak = max(peak, memLimit*cfg.OOMBump)
 	}
 	if peak <= 0 || math.IsInf(peak, 0) {
-		return
+		return 0
 	}
-	s.mem.add(peak, now, s.r.memBucket)
-	if cfg.MemoryProfile {
-		s.memDaily.add(peak, now, cfg.ProfileFade)
-	}
-	s.recordNeeded(now)
+	return peak
 }
 
 // RecordRestart records a container restart at now. Usage right after a

@@ -300,7 +300,9 @@ func TestPolicyEditKeepsTheMemoryPeak(t *testing.T) {
 // own worth a raise.
 func TestNewReplicaStartsFromTheWorkloadsHistory(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
-	e.pod("api", builder.Pod("api-0").Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")))
+	// Its limit is the 600Mi it uses at its peak: a working set above its
+	// limit is no figure a container can have, and is held as garbage.
+	e.pod("api", builder.Pod("api-0").Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "600Mi")))
 	e.policy("api", onlyResource(corev1.ResourceMemory))
 	// api-0 peaks at 600Mi: the workload's request is that peak (api-0's
 	// own 660Mi is its working set plus 10%), its limit the tail, 856Mi

@@ -93,8 +93,10 @@ func TestChangeWindowHoldsLoweringsUntilItOpens(t *testing.T) {
 	for e.clock.Now().Before(opens.Add(10 * time.Minute)) {
 		e.sync("web")
 	}
+	// Throttled at their 250m limit: a container uses no more CPU than its
+	// limit lets it (more is held as garbage).
 	for _, n := range []string{"web-0", "web-1", "web-2"} {
-		e.source.SetThrottled(e.ns, n, "app", 0.8, 200*mi, 0.9)
+		e.source.SetThrottled(e.ns, n, "app", 0.25, 200*mi, 0.9)
 	}
 	e.syncs("web", 3)
 	for i, got := range e.cpuOf("web-0", "web-1", "web-2") {

@@ -303,7 +303,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	// The workload's recommendation, which status says and new pods are
 	// planned from, as the model advises it this sync.
-	if recs := in.state.model.Recommendation(&policy.Spec, in.pods, now); len(recs) > 0 {
+	// Within the bounds the sync decides by: a container whose policy sets
+	// no maxAllowed gets the default (autoscale.BoundedSpec).
+	bounded, _ := autoscale.BoundedSpec(&policy.Spec, in.defaults)
+	if recs := in.state.model.Recommendation(bounded, in.pods, now); len(recs) > 0 {
 		in.recommendation = &v1alpha1.Recommendation{ContainerRecommendations: recs}
 	}
 	if _, canary := autoscale.CanaryConfigOf(&policy.Spec); canary {
@@ -331,6 +334,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Lowered:        in.state.lowered,
 		Namespace:      in.namespace,
 		CountLowerings: in.countLowerings,
+		Largest:        in.largest,
 	}
 	decision, err := r.decideSync(ctx, policy, in, input)
 	if err != nil {

@@ -64,6 +64,10 @@ type syncInput struct {
 	recommendation *v1alpha1.Recommendation
 	// unbound are the policy's pods not yet bound to a node.
 	unbound []*corev1.Pod
+	// largest is the largest node's allocatable, and defaults the
+	// maxAllowed a container whose policy sets none gets this sync
+	// (autoscale.DefaultMaxAllowed).
+	largest, defaults map[corev1.ResourceName]autoscale.DefaultBound
 	// newPodRoom is the most a new pod of the target may request and still
 	// find a node (autoscale.NewPodRoom); nil when unknown or not needed.
 	newPodRoom corev1.ResourceList
@@ -136,7 +140,17 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if err != nil {
 		return nil, err
 	}
-	in.usage = sane(usage, capacity)
+	var rejected []metrics.Problem
+	in.usage, rejected = metrics.Screen(usage, pods, capacity, func(p *corev1.Pod) time.Time {
+		last := lastResizeOf(p)
+		if ps, ok := state.pods[p.UID]; ok && ps.lastResize.After(last) {
+			last = ps.lastResize
+		}
+		return last
+	})
+	for _, p := range rejected {
+		usageRejected.WithLabelValues(r.usageSource(state).Name(), string(p.Reason)).Inc()
+	}
 	in.decision = autoscale.PolicyInput{
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
 	}
@@ -146,6 +160,10 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if in.decision.Rules, err = r.namespaceRules(ctx, policy.Namespace); err != nil {
 		return nil, err
 	}
+	if in.largest, err = r.largestNode(ctx); err != nil {
+		return nil, err
+	}
+	in.defaults = autoscale.DefaultMaxAllowed(in.decision.Rules, in.largest)
 	if in.newPodRoom, err = r.newPodRoom(ctx, policy, state, unbound, now); err != nil {
 		return nil, err
 	}
@@ -489,6 +507,20 @@ func (r *Reconciler) namespaceRules(ctx context.Context, namespace string) (*nsr
 	return &nsrules.Rules{LimitRanges: ranges.Items, Quotas: quotas.Items}, nil
 }
 
+// largestNode is the largest allocatable among the cluster's nodes, from
+// the cache: what no container can use more of.
+func (r *Reconciler) largestNode(ctx context.Context) (map[corev1.ResourceName]autoscale.DefaultBound, error) {
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	ptrs := make([]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		ptrs[i] = &nodes.Items[i]
+	}
+	return autoscale.LargestAllocatable(ptrs), nil
+}
+
 // nodes reads each node the pods run on once, with the pods bound to it. A
 // node that is gone is left out: its pods are held, the others go on.
 func (r *Reconciler) nodes(ctx context.Context, pods []*corev1.Pod) (map[string]*resize.NodeState, error) {
@@ -580,79 +612,24 @@ func lastResizeOf(p *corev1.Pod) time.Time {
 	return last
 }
 
-// sane drops what no container can use (NaN, infinite or negative figures,
-// more CPU or memory than the container's node has, a throttled share
-// outside [0, 1]) and says so among the problems: a source that lets one
-// through must not make a peak of it. capacity is by pod.
-func sane(u metrics.Result, capacity map[podKey]corev1.ResourceList) metrics.Result {
-	out := metrics.Result{Usage: make(map[metrics.Key]metrics.Usage, len(u.Usage)), Problems: u.Problems}
-	keys := make([]metrics.Key, 0, len(u.Usage))
-	for k := range u.Usage {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	for _, k := range keys {
-		v := u.Usage[k]
-		bad := func(m metrics.Metric, x float64) bool {
-			if metrics.CheckValue(x) == "" {
-				return false
-			}
-			out.Problems = append(out.Problems, metrics.Problem{Key: k, Metric: m, Reason: metrics.ReasonInvalid, Detail: fmt.Sprintf("value %v", x)})
-			return true
-		}
-		absurd := func(m metrics.Metric, x float64, r corev1.ResourceName) bool {
-			c, ok := capacity[podKey{k.Namespace, k.Pod}][r]
-			// CPU is a rate over a window and may read a little high
-			// when the window's ends are sampled unevenly; twice the node
-			// is no such jitter.
-			limit := c.AsApproximateFloat64()
-			if r == corev1.ResourceCPU {
-				limit *= 2
-			}
-			if !ok || c.IsZero() || x <= limit {
-				return false
-			}
-			out.Problems = append(out.Problems, metrics.Problem{Key: k, Metric: m, Reason: metrics.ReasonInvalid,
-				Detail: fmt.Sprintf("value %v is more than its node's capacity (%s)", x, c.String())})
-			return true
-		}
-		if bad(metrics.MetricCPU, v.CPU) || bad(metrics.MetricMemory, v.Memory) ||
-			absurd(metrics.MetricCPU, v.CPU, corev1.ResourceCPU) || absurd(metrics.MetricMemory, v.Memory, corev1.ResourceMemory) {
+// nodeCapacities is the capacity of each node the pods run on, by name,
+// from the cache; a node that is gone has none (its pods' figures are not
+// checked against one).
+func (r *Reconciler) nodeCapacities(ctx context.Context, pods []*corev1.Pod) (map[string]corev1.ResourceList, error) {
+	out := map[string]corev1.ResourceList{}
+	for _, p := range pods {
+		if _, seen := out[p.Spec.NodeName]; seen {
 			continue
 		}
-		if t := v.Throttled; t != nil && !bad(metrics.MetricThrottling, *t) && *t > 1 {
-			out.Problems = append(out.Problems, metrics.Problem{Key: k, Metric: metrics.MetricThrottling, Reason: metrics.ReasonInvalid, Detail: fmt.Sprintf("throttled share %v above 1", *t)})
-			v.Throttled = nil
-		} else if t != nil && metrics.CheckValue(*t) != "" {
-			v.Throttled = nil
+		node := &corev1.Node{}
+		switch err := r.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); {
+		case apierrors.IsNotFound(err):
+			out[p.Spec.NodeName] = nil
+		case err != nil:
+			return nil, fmt.Errorf("reading node %s: %w", p.Spec.NodeName, err)
+		default:
+			out[p.Spec.NodeName] = node.Status.Capacity
 		}
-		out.Usage[k] = v
-	}
-	return out
-}
-
-// podKey names a pod.
-type podKey struct{ namespace, name string }
-
-// nodeCapacities is each pod's node's capacity, from the cache; a pod whose
-// node is gone has none (its figures are not checked against one).
-func (r *Reconciler) nodeCapacities(ctx context.Context, pods []*corev1.Pod) (map[podKey]corev1.ResourceList, error) {
-	byNode := map[string]corev1.ResourceList{}
-	out := make(map[podKey]corev1.ResourceList, len(pods))
-	for _, p := range pods {
-		c, seen := byNode[p.Spec.NodeName]
-		if !seen {
-			node := &corev1.Node{}
-			switch err := r.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return nil, fmt.Errorf("reading node %s: %w", p.Spec.NodeName, err)
-			default:
-				c = node.Status.Capacity
-			}
-			byNode[p.Spec.NodeName] = c
-		}
-		out[podKey{p.Namespace, p.Name}] = c
 	}
 	return out, nil
 }

@@ -58,6 +58,13 @@ var (
 		Name: "tailor_lowerings_held",
 		Help: "Pods whose lowering waits at the policy's last sync for a change window (reason OutsideWindow), the policy's hourly lowering budget (reason BudgetSpent) or its namespace's (reason NamespaceBudgetSpent): behavior.scaleDown.windows, budget.pods and budget.namespacePods.",
 	}, []string{"namespace", "policy", "reason"})
+	// usageRejected is what an alert on a lying or broken source (a
+	// node's agent or kubelet reporting more than a container can use)
+	// reads; the Ready condition names the containers held.
+	usageRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tailor_usage_rejected_total",
+		Help: "Container usage readings rejected as garbage before anything learnt from them, by metrics source and reason: Invalid (NaN, infinite, negative, a throttled share outside [0, 1]), AboveLimit (more than the container's or its pod's limit allows), AboveNodeCapacity (more than its node has).",
+	}, []string{"source", "reason"})
 	recommendationGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "tailor_recommendation",
 		Help: "Current recommended target per container: cpu in cores, memory in bytes.",
@@ -66,7 +73,7 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(resizesTotal, resizesInFlight, evictionsTotal, reactionSeconds, syncsTotal, recommendationGauge,
-		metricsSourceUp, checkpointWritesTotal, canaryRollbacksTotal, loweringsHeld)
+		metricsSourceUp, checkpointWritesTotal, canaryRollbacksTotal, loweringsHeld, usageRejected)
 }
 
 // forgetMetrics drops a deleted policy's series, so a gauge such as the

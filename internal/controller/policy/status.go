@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/autoscale"
 )
 
 // maxPodsInStatus bounds status.pods (the CRD allows 256).
@@ -50,8 +51,11 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	}
 	if len(rec.ContainerRecommendations) > 0 {
 		status.Recommendation = rec
-		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, "Recommended",
-			fmt.Sprintf("recommendations for %d container(s) of %d pod(s)", len(rec.ContainerRecommendations), len(pods)), gen)
+		msg := fmt.Sprintf("recommendations for %d container(s) of %d pod(s)", len(rec.ContainerRecommendations), len(pods))
+		if capped := autoscale.DefaultCapped(&policy.Spec, in.defaults, rec.ContainerRecommendations); capped != "" {
+			msg += "; " + capped
+		}
+		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, "Recommended", truncate(msg, 1024), gen)
 	} else {
 		msg := fmt.Sprintf("no usage from metrics source %s yet for %d selected pod(s)", r.Source.Name(), len(pods))
 		// Say why: a query Prometheus refuses or a series it lacks shows

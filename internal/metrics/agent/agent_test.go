@@ -289,3 +289,54 @@ func TestSource(t *testing.T) {
 		t.Errorf("fallback down: usage %v problems %v", res.Usage, res.Problems)
 	}
 }
+
+// An agent speaks only for the node its token is bound to: the node comes
+// from the TokenReview, never from the report, and a pod is read only from
+// its own node's report. A report from node-a naming a container of a pod
+// on node-b (its ID and pod UID, with figures of its choosing) never
+// reaches that pod, whether node-b's agent reports or not.
+func TestAgentReportsOnlyItsOwnNodesPods(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	r, wakes := newTestReceiver(clk)
+	forged := report.Report{Urgent: true, Containers: []report.Container{
+		{PodUID: podUID2, ID: cid2, Time: t0, Window: 5, CPU: 64, WorkingSet: 1 << 40, Urgent: "memory: at risk"},
+	}}
+	if w := post(t, r, "agent-a", forged); w.Code != http.StatusNoContent {
+		t.Fatalf("agent-a: %d %s", w.Code, w.Body)
+	}
+	// The wake-up names the reporting node: the manager looks up the
+	// UIDs among node-a's pods only (manager.waker).
+	for _, wk := range *wakes {
+		if wk.node != "node-a" {
+			t.Errorf("node-a's report woke node %s's pods", wk.node)
+		}
+	}
+	onB := pod("b", "node-b", podUID2, cid2)
+	fb := &fallback{}
+	s := &Source{Receiver: r, Fallback: fb, Clock: clk}
+	key := metrics.Key{Namespace: "ns", Pod: "b", Container: "app"}
+	res, err := s.Usage(context.Background(), []*corev1.Pod{onB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := res.Usage[key]; u.CPU != 1 || u.Memory != 1 || len(fb.asked) != 1 {
+		t.Errorf("node-b without a report of its own: %+v (fallback asked %v), want the fallback's figures", u, fb.asked)
+	}
+	honest := report.Report{Containers: []report.Container{{PodUID: podUID2, ID: cid2, Time: t0, Window: 5, CPU: 0.1, WorkingSet: 10 << 20}}}
+	if w := post(t, r, "agent-b", honest); w.Code != http.StatusNoContent {
+		t.Fatalf("agent-b: %d %s", w.Code, w.Body)
+	}
+	// node-a reports again after node-b: the newer report is still not b's.
+	clk.Step(time.Second)
+	forged.Containers[0].Time = clk.Now()
+	if w := post(t, r, "agent-a", forged); w.Code != http.StatusNoContent {
+		t.Fatalf("agent-a again: %d %s", w.Code, w.Body)
+	}
+	res, err = s.Usage(context.Background(), []*corev1.Pod{onB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, ok := res.Usage[key]; !ok || u.CPU != 0.1 || u.Memory != 10<<20 {
+		t.Errorf("node-b's pod: %+v, %v, want node-b's own report (0.1 cores, 10Mi)", u, ok)
+	}
+}
