@@ -401,3 +401,62 @@ func TestNoWriteBeyondItsNamespaces(t *testing.T) {
 		})
 	}
 }
+
+// notesGrant is a line of the install's notes naming a role bound to the
+// managers: "  ROLE (cluster-wide): why" or "  ROLE (in NS, NS): why".
+var notesGrant = regexp.MustCompile(`(?m)^  (\S+) \((cluster-wide|in [^)]+)\): (.+)$`)
+
+// TestHelmNotesListTheGrants: for each install docs/install.md lists, the
+// notes helm prints name exactly the roles the render binds to the
+// managers' ServiceAccount, each where it is bound, and say what each is
+// for; nodes/proxy is named, with what it reaches, only when it is granted.
+func TestHelmNotesListTheGrants(t *testing.T) {
+	_, shapes := docGrants(t)
+	notes := notesRenderer(t)
+	served := []string{mutatingAdmissionPolicy, validatingAdmissionPolicy}
+	proxied := false
+	for _, s := range shapes {
+		proxied = proxied || slices.Contains(s.helm, "kubelet.readVia=apiserver-proxy")
+	}
+	if !proxied {
+		t.Fatal("docs/install.md lists no install reading the kubelets through the apiserver proxy")
+	}
+	for _, s := range shapes {
+		t.Run(s.name, func(t *testing.T) {
+			objs := renderHelm(t, "notes", "deploy-notes", s.helm...)
+			want := map[string]string{}
+			where := map[string][]string{}
+			for _, b := range manifests.BindingsOf(objs, "deploy-notes", "notes-tailor") {
+				scope := b.Namespace
+				if scope == "" {
+					scope = "cluster-wide"
+				}
+				where[b.Role] = append(where[b.Role], scope)
+			}
+			for role, ws := range where {
+				sort.Strings(ws)
+				ws = slices.Compact(ws)
+				if slices.Contains(ws, "cluster-wide") {
+					want[role] = "cluster-wide"
+				} else {
+					want[role] = "in " + strings.Join(ws, ", ")
+				}
+			}
+			text := notes(served, s.helm...)
+			got := map[string]string{}
+			for _, m := range notesGrant.FindAllStringSubmatch(text, -1) {
+				got[m[1]] = m[2]
+				if strings.HasPrefix(m[3], "see docs/install.md") {
+					t.Errorf("the notes say nothing of what %s is for", m[1])
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("roles bound to the managers (-rendered,+notes):\n%s\nnotes:\n%s", diff, text)
+			}
+			proxy := slices.Contains(s.helm, "kubelet.readVia=apiserver-proxy")
+			if says := strings.Contains(text, "nodes/proxy"); says != proxy || (proxy && !strings.Contains(text, "EVERY kubelet endpoint")) {
+				t.Errorf("the notes name nodes/proxy: %v, want %v, with what it reaches:\n%s", says, proxy, text)
+			}
+		})
+	}
+}
