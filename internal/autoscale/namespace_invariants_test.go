@@ -264,6 +264,7 @@ func TestNamespaceInvariantSeeds(t *testing.T) {
 		"the LimitRanger's default requests took a resize past the node's allocatable":                      7285089023999894488,
 		"the LimitRanger's default limit restarted a container the policy does not let restart":             14316969240621515715,
 		"the LimitRanger's default requests took the node past the room the decision counted":               12090316369084234157,
+		"the LimitRanger's default cpu requests took a raise past the cpu its node had free":                10904324856913991158,
 	}
 	for name, seed := range cases {
 		t.Run(name, func(t *testing.T) {
