@@ -113,9 +113,9 @@ oracle:
 		$(GO) test -count=1 $(ORACLE_FLAGS) ./test/oracle
 
 ## explore: the decision's property tests on cases drawn from the clock, not the
-## gate's fixed seed (TAILOR_PROPERTY_SEED): runs EXPLORE_ROUNDS rounds of
-## every generated test; a failure prints the seed that replays it, which
-## belongs in the test's list of seeds once the bug it found is fixed.
+## gate's fixed seed (TAILOR_PROPERTY_SEED), 10,000 a test (the gate runs 2,000
+## under -race): EXPLORE_ROUNDS rounds; a failure prints the seed that replays
+## it, which belongs in the test's list of seeds once the bug it found is fixed.
 EXPLORE_ROUNDS ?= 5
 .PHONY: explore
 explore:
