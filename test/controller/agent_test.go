@@ -16,6 +16,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -206,24 +207,24 @@ const agentService = "tailor-manager-agents"
 
 // agentToken is a token of ServiceAccount "agent" of e's namespace (made
 // if need be) with the agents' audience, bound to a new pod name on node:
-// the TokenReview names that node.
+// the TokenReview names that node. e's writer asks for all three.
 func (e *env) agentToken(name, node string) string {
 	e.t.Helper()
 	ctx := context.Background()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "agent"}}
-	if _, err := clientset.CoreV1().ServiceAccounts(e.ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+	if err := e.writer.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
 		e.t.Fatal(err)
 	}
 	p := builder.Pod(name).Namespace(e.ns).Node(node).Container(builder.Container("agent").Requests("10m", "32Mi")).Obj()
 	p.Spec.ServiceAccountName = "agent"
-	if err := apiClient.Create(ctx, p); err != nil {
+	if err := e.writer.Create(ctx, p); err != nil {
 		e.t.Fatal(err)
 	}
-	tr, err := clientset.CoreV1().ServiceAccounts(e.ns).CreateToken(ctx, "agent", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+	tr := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
 		Audiences: []string{report.Audience}, ExpirationSeconds: new(int64(600)),
 		BoundObjectRef: &authnv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID},
-	}}, metav1.CreateOptions{})
-	if err != nil {
+	}}
+	if err := e.writer.SubResource("token").Create(ctx, sa, tr); err != nil {
 		e.t.Fatalf("token for the agent on %s: %v", node, err)
 	}
 	return tr.Status.Token

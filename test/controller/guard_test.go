@@ -27,8 +27,15 @@ import (
 // ServiceAccount ns/name (impersonated by the tests' admin).
 func clientAs(t *testing.T, ns, name string) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(restConfig)
 	user, groups := serviceAccountUser(ns, name)
+	return impersonating(t, user, groups)
+}
+
+// impersonating is a client of the apiserver that makes every request as
+// user, in groups (impersonated by the tests' admin).
+func impersonating(t *testing.T, user string, groups []string) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(restConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {

@@ -46,6 +46,11 @@ type env struct {
 	kubelet *kubelet
 	ctrl    reconcile.Reconciler
 	opts    controllerOptions
+	// writer creates the test's pods, workloads and policies: the tests'
+	// admin, or a namespace's own user when a test acts as one (the red
+	// team). What a node or a controller writes (statuses, ReplicaSets)
+	// is still the admin's.
+	writer client.Client
 	// start is the fake clock's first reading.
 	start time.Time
 }
@@ -62,6 +67,7 @@ func newEnv(t *testing.T, opts controllerOptions) *env {
 		events:  &eventLog{},
 		kubelet: newKubelet(apiClient),
 		opts:    opts,
+		writer:  apiClient,
 	}
 	e.start = e.clock.Now()
 	e.source = newScriptedSource(e.clock)
@@ -151,7 +157,7 @@ func (e *env) pod(app string, w *builder.PodWrapper) *corev1.Pod {
 	}
 	p := w.Namespace(e.ns).Label("app", app).Running().Obj()
 	st := p.Status
-	if err := apiClient.Create(e.ctx, p); err != nil {
+	if err := e.writer.Create(e.ctx, p); err != nil {
 		e.t.Fatalf("create pod %s: %v", p.Name, err)
 	}
 	p.Status = st
@@ -207,7 +213,7 @@ func (e *env) policy(name string, mutate func(*v1alpha1.TailorPolicySpec)) *v1al
 	if mutate != nil {
 		mutate(&p.Spec)
 	}
-	if err := apiClient.Create(e.ctx, p); err != nil {
+	if err := e.writer.Create(e.ctx, p); err != nil {
 		e.t.Fatalf("create policy %s: %v", name, err)
 	}
 	return p

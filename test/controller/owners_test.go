@@ -42,7 +42,7 @@ func (e *env) ownedDeployment(name string, podLabels map[string]string) *appsv1.
 				Resources: corev1.ResourceRequirements{Requests: builder.List("500m", "256Mi"), Limits: builder.List("1", "512Mi")}}}},
 		}},
 	}
-	if err := apiClient.Create(e.ctx, d); err != nil {
+	if err := e.writer.Create(e.ctx, d); err != nil {
 		e.t.Fatalf("create deployment %s: %v", name, err)
 	}
 	return e.replicaSetOf(name)
