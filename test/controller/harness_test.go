@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -449,20 +449,20 @@ type syncCounter struct {
 	syncs map[types.NamespacedName]int
 }
 
-var _ policyctrl.Observer = (*syncCounter)(nil)
+var _ observation.Observer = (*syncCounter)(nil)
 
 func newSyncCounter() *syncCounter {
 	return &syncCounter{syncs: map[types.NamespacedName]int{}}
 }
 
-func (c *syncCounter) Observe(key types.NamespacedName, _ policyctrl.Observation) {
+func (c *syncCounter) Observe(key types.NamespacedName, _ observation.Observation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.syncs[key]++
 }
 
-func (c *syncCounter) Resized(types.NamespacedName, policyctrl.ResizeMark) {}
-func (c *syncCounter) Forget(types.NamespacedName)                         {}
+func (c *syncCounter) Resized(types.NamespacedName, observation.ResizeMark) {}
+func (c *syncCounter) Forget(types.NamespacedName)                          {}
 
 // of is how many syncs of policy name in the test's namespace completed.
 func (c *syncCounter) of(e *env, name string) int {
