@@ -88,7 +88,7 @@ func TestAgentReportRaisesMemoryBeforeTheKill(t *testing.T) {
 		body, _ := json.Marshal(r)
 		var code int
 		// The server starts with the manager: retry until it listens.
-		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+report.Path, bytes.NewReader(body))
 			req.Header.Set("Authorization", "Bearer "+tok)
 			resp, err := client.Do(req)
@@ -122,11 +122,11 @@ func TestAgentReportRaisesMemoryBeforeTheKill(t *testing.T) {
 		if err := apiClient.Update(ctx, pol); err != nil {
 			t.Fatalf("edit policy %s: %v", name, err)
 		}
-		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 			return e.getPolicy(name).Status.ObservedGeneration >= pol.Generation, nil
 		})
 		if err != nil {
-			t.Fatalf("policy %s did not sync generation %d within 10s", name, pol.Generation)
+			t.Fatalf("policy %s did not sync generation %d within a minute", name, pol.Generation)
 		}
 	}
 
@@ -162,13 +162,13 @@ func TestAgentReportRaisesMemoryBeforeTheKill(t *testing.T) {
 	if code := push(here, 178*mi, 50*mi, true); code != http.StatusNoContent {
 		t.Fatalf("an urgent report: HTTP %d", code)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		return memLimit("free-0") > 256*mi, nil
 	})
 	if err != nil {
 		pol := e.getPolicy("free")
 		st, _ := json.MarshalIndent(pol.Status, "", " ")
-		t.Fatalf("memory limit not raised within 10s of the urgent report (sync period 1h): %d\npolicy status: %s", memLimit("free-0"), st)
+		t.Fatalf("memory limit not raised within a minute of the urgent report (sync period 1h): %d\npolicy status: %s", memLimit("free-0"), st)
 	}
 	got := memLimit("free-0")
 	t.Logf("memory limit 256Mi -> %dMi %s after the urgent report", got>>20, time.Since(start).Round(time.Millisecond))
@@ -180,7 +180,7 @@ func TestAgentReportRaisesMemoryBeforeTheKill(t *testing.T) {
 	if memLimit("capped-0") != 256*mi {
 		t.Errorf("the capped pod was raised past its policy's maxAllowed: %d", memLimit("capped-0"))
 	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		evs, err := clientset.EventsV1().Events(e.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
