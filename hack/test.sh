@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# The whole gate (make test, and so CI): everything that needs no cluster
-# first, so that a broken build or unit test fails in minutes, then the
-# cluster suites in their phases on one local cluster. Each phase says when
-# it starts and ends; the run ends with a table of them and the FLAKES
-# section (hack/e2e.sh).
+# The whole gate (make test, and so CI): make check and the cluster suites
+# in their phases on one local cluster, check beside them (below). Each
+# phase says when it starts and ends; the run ends with a table of them
+# and the FLAKES section (hack/e2e.sh).
 #
 #   hack/test.sh                 every phase
 #   TEST_PHASES="check e2e" hack/test.sh
