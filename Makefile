@@ -227,7 +227,7 @@ $(GOTESTSUM):
 
 ## e2e: brings the cluster up (building what is missing), runs the cluster
 ## suites in phases (shared, quiet, chaos; E2E_PHASES picks some), tears down.
-e2e: build $(HELM) $(GOTESTSUM)
+e2e: $(HELM) $(GOTESTSUM)
 	TAILOR_HELM=$(HELM) TAILOR_GOTESTSUM=$(GOTESTSUM) TAILOR_E2E_BINARY=$(abspath $(BIN)/tailor) hack/e2e.sh
 
 ## soak: one hour (SOAK=1h) of 20 pods replaying the traces under tailor on the

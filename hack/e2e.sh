@@ -27,12 +27,22 @@ command -v "$GOTESTSUM" >/dev/null || die "no gotestsum: run through make e2e, w
 
 teardown() {
   local rc=$?
+  # A run that ends while the cluster still comes up stops that first.
+  if [[ -n "${cluster_pid:-}" ]]; then kill "$cluster_pid" 2>/dev/null || true; wait "$cluster_pid" 2>/dev/null || true; fi
   if [[ "${KEEP_CLUSTER:-0}" != 1 ]]; then "${HACK_DIR}/cluster.sh" down || true; fi
   exit "$rc"
 }
 trap teardown EXIT
 
 t0=$SECONDS
+# The cluster comes up while tailor and the release build: neither needs
+# the other, and bringing a cluster up mostly waits on its components. Its
+# output is kept apart and printed once both are done.
+cluster_log=$(mktemp)
+timed cluster-up "${HACK_DIR}/cluster.sh" up >"$cluster_log" 2>&1 &
+cluster_pid=$!
+# The tailor the chaos tests run (TAILOR_E2E_BINARY), as make build stamps it.
+timed build make -C "$ROOT" --no-print-directory build >/dev/null || die "make build failed"
 # A release at a test version, for test/deploy's TestReleaseInstallsOnTheCluster
 # (its image imported as it is, its chart installed with helm). Built only
 # for this machine's platform, into bin/ (rebuilt each run).
@@ -42,7 +52,12 @@ if [[ " ${PHASES} " == *" shared "* && -z "${TAILOR_RELEASE_DIST:-}" ]]; then
   timed release make -C "$ROOT" --no-print-directory release DIST="$TAILOR_RELEASE_DIST" VERSION="$TAILOR_RELEASE_VERSION" \
     RELEASE_PLATFORMS="$platform" IMAGE_PLATFORMS="$platform" ${TAILOR_HELM:+HELM="$TAILOR_HELM"} >/dev/null || die "make release failed"
 fi
-timed cluster-up "${HACK_DIR}/cluster.sh" up
+up=0
+wait "$cluster_pid" || up=$?
+cluster_pid=""
+cat "$cluster_log"
+rm -f "$cluster_log"
+((up == 0)) || die "hack/cluster.sh up failed (exit ${up})"
 # A cluster kept from an earlier run (KEEP_CLUSTER=1) may still hold what a
 # killed run left: its tests' namespaces, whose pods take the CPU this run's
 # tests count on. They carry the label test/cluster.TestLabel.
