@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // DefaultBoostDuration is startupBoost.duration when unset.
@@ -221,7 +222,7 @@ func BoostTargets(in BoostInput) BoostDecision {
 	inPlace := cpuSetBy(p, BoostFieldManager)
 	resized := cpuSetBy(p, in.FieldManager)
 	for _, name := range metrics.Containers(p) {
-		c := RunningContainer(p, name)
+		c := podcontainers.Named(p, name)
 		pol, err := in.Spec.PolicyFor(name)
 		if c == nil || err != nil {
 			continue

@@ -19,6 +19,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -56,7 +57,7 @@ func checkAction(spec *v1alpha1.TailorPolicySpec, in autoscale.PodInput, a autos
 			}
 		}
 		if ws, ok := podWorkingSet(before, in.WorkingSet); ok {
-			bad = append(bad, memoryFloor(autoscale.PodLevelName, map[string]resource.Quantity{autoscale.PodLevelName: ws}, *before.Spec.Resources, *after.Spec.Resources, floorHeadroom)...)
+			bad = append(bad, memoryFloor(podcontainers.PodLevelName, map[string]resource.Quantity{podcontainers.PodLevelName: ws}, *before.Spec.Resources, *after.Spec.Resources, floorHeadroom)...)
 		} else if lowered(*before.Spec.Resources, *after.Spec.Resources, corev1.ResourceMemory) {
 			bad = append(bad, "pod-level memory lowered without every container's working set")
 		}

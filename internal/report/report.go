@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
@@ -349,7 +349,7 @@ func percentile(xs []Sample, q float64) float64 {
 func savings(pods []*corev1.Pod, name string, rec corev1.ResourceList) (float64, float64) {
 	var cpu, mem float64
 	for _, p := range pods {
-		c := autoscale.RunningContainer(p, name)
+		c := podcontainers.Named(p, name)
 		if c == nil {
 			continue
 		}
@@ -372,7 +372,7 @@ func savings(pods []*corev1.Pod, name string, rec corev1.ResourceList) (float64,
 func monthlyCosts(pods []*corev1.Pod, name string, rec corev1.ResourceList, prices price.Book) (float64, float64) {
 	var before, after float64
 	for _, p := range pods {
-		c := autoscale.RunningContainer(p, name)
+		c := podcontainers.Named(p, name)
 		if c == nil {
 			continue
 		}
@@ -400,7 +400,7 @@ func Recommended(requests, rec corev1.ResourceList) corev1.ResourceList {
 func largest(pods []*corev1.Pod, name string) (corev1.ResourceList, corev1.ResourceList) {
 	req, lim := corev1.ResourceList{}, corev1.ResourceList{}
 	for _, p := range pods {
-		c := autoscale.RunningContainer(p, name)
+		c := podcontainers.Named(p, name)
 		if c == nil {
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -328,7 +329,7 @@ func (g gen) created(rules *nsrules.Rules, s source, name string) *corev1.Pod {
 		}
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(ready)}}
 	}
-	if c := autoscale.RunningContainer(p, "c0"); c != nil && g.chance(0.15) {
+	if c := podcontainers.Named(p, "c0"); c != nil && g.chance(0.15) {
 		if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
 			p.Annotations = map[string]string{v1alpha1.BoostAnnotation: "c0=" + q.String()}
 		}
@@ -719,7 +720,7 @@ func (g gen) boost(pin *boosted, spec *v1alpha1.TailorPolicySpec, holds autoscal
 				return *t.CPU, true
 			}
 			if template != nil {
-				if c := autoscale.RunningContainer(&corev1.Pod{Spec: template.Spec}, name); c != nil {
+				if c := podcontainers.Named(&corev1.Pod{Spec: template.Spec}, name); c != nil {
 					q, ok := c.Resources.Requests[corev1.ResourceCPU]
 					return q, ok
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // act carries out a policy's decision (autoscale.DecideSync): it reports how
@@ -380,7 +381,7 @@ func describe(d autoscale.Decision) string {
 	var parts []string
 	for _, c := range d.All() {
 		name := c.Container
-		if name == autoscale.PodLevelName {
+		if name == podcontainers.PodLevelName {
 			name = "pod"
 		}
 		s := fmt.Sprintf("%s %s request %s -> %s", name, c.Resource, c.RequestBefore.String(), c.RequestNow.String())
