@@ -178,11 +178,6 @@ step helm-lint helm_lint
 step release release_check
 start_controller
 step unit unit_root
-# The property tests of the pure packages again, without -race: under it
-# they draw a fifth of their cases (the code is pure; -race checks their
-# harness), here all of them (the decision's floors are calibrated at its
-# 10,000), in a fifth of the time.
-step properties "$GO" test -count=1 -run 'Invariants$|Properties$|RoundTrip$' ./internal/autoscale ./internal/nsrules ./internal/recommend
 step unit-bench-module bash -c 'cd bench && "$0" test -race -count=1 ./...' "$GO"
 step benchmarks-smoke benchmarks
 # Helm and kustomize renders, no cluster: test/deploy without the e2e tag.

@@ -113,16 +113,29 @@ current-context: tailor-dev
 EOF
 }
 
+# cpu_ticks: the machine's busy and total CPU ticks so far ("BUSY TOTAL"),
+# from /proc/stat's first line (idle and iowait are not busy).
+cpu_ticks() {
+  local _ user nice system idle iowait irq softirq steal
+  read -r _ user nice system idle iowait irq softirq steal _ </proc/stat
+  echo "$((user + nice + system + irq + softirq + steal)) $((user + nice + system + idle + iowait + irq + softirq + steal))"
+}
+
 # timed NAME CMD...: runs CMD, saying when it starts and how it ended after
-# how long, and adds "NAME<TAB>SECONDS<TAB>EXIT" to the file TAILOR_TIMINGS
-# names, if any, for the table .ci/run ends with.
+# how long, and adds "NAME<TAB>SECONDS<TAB>EXIT<TAB>BUSY%" to the file
+# TAILOR_TIMINGS names, if any, for the table .ci/run ends with. BUSY% is
+# how busy the whole machine's CPUs were meanwhile (whatever ran beside
+# the command included): what says whether a phase waits or computes.
 timed() {
-  local name=$1 start=$SECONDS rc=0
+  local name=$1 start=$SECONDS rc=0 b0 t0 b1 t1
   shift
+  read -r b0 t0 < <(cpu_ticks)
   log "== ${name}: started"
   "$@" || rc=$?
   local took=$((SECONDS - start))
-  if [[ $rc == 0 ]]; then log "== ${name}: passed in ${took}s"; else log "== ${name}: FAILED (exit ${rc}) after ${took}s"; fi
-  if [[ -n "${TAILOR_TIMINGS:-}" ]]; then printf '%s\t%s\t%s\n' "$name" "$took" "$rc" >>"$TAILOR_TIMINGS"; fi
+  read -r b1 t1 < <(cpu_ticks)
+  local busy=$(((b1 - b0) * 100 / (t1 - t0 > 0 ? t1 - t0 : 1)))
+  if [[ $rc == 0 ]]; then log "== ${name}: passed in ${took}s (CPU ${busy}% busy)"; else log "== ${name}: FAILED (exit ${rc}) after ${took}s"; fi
+  if [[ -n "${TAILOR_TIMINGS:-}" ]]; then printf '%s\t%s\t%s\t%s\n' "$name" "$took" "$rc" "$busy" >>"$TAILOR_TIMINGS"; fi
   return "$rc"
 }

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# The whole gate (make test, and so CI): everything that needs no cluster
-# first, so that a broken build or unit test fails in minutes, then the
-# cluster suites in their phases on one local cluster. Each phase says when
-# it starts and ends; the run ends with a table of them and the FLAKES
-# section (hack/e2e.sh).
+# The whole gate (make test, and so CI): make check and the cluster suites
+# in their phases on one local cluster, check beside them (below). Each
+# phase says when it starts and ends; the run ends with a table of them
+# and the FLAKES section (hack/e2e.sh).
 #
 #   hack/test.sh                 every phase
 #   TEST_PHASES="check e2e" hack/test.sh
@@ -13,11 +12,22 @@ PHASES="${TEST_PHASES:-check bench bench-scale e2e}"
 MAKE="${MAKE:-make}"
 
 t0=$SECONDS
+# killtree PID: PID and everything it started.
+killtree() {
+  local c
+  for c in $(pgrep -P "$1"); do killtree "$c"; done
+  kill "$1" 2>/dev/null || true
+}
 table() {
   local rc=$?
+  # A run ended early (a phase failed, or ^C) leaves no check behind.
+  if [[ -n "${check_pid:-}" ]] && kill -0 "$check_pid" 2>/dev/null; then
+    killtree "$check_pid"
+    log "check (beside e2e) stopped with the run; its output so far: ${check_log}"
+  fi
   echo
   echo "phase timings (seconds) on $(nproc) cores:"
-  awk -F'\t' '{ printf "  %-28s %6d  %s\n", $1, $2, ($3 == 0 ? "passed" : "FAILED") }' "$TAILOR_TIMINGS"
+  awk -F'\t' '{ printf "  %-28s %6d  %-6s  CPU %3d%% busy\n", $1, $2, ($3 == 0 ? "passed" : "FAILED"), $4 }' "$TAILOR_TIMINGS"
   printf '  %-28s %6d\n' total $((SECONDS - t0))
   rm -f "$TAILOR_TIMINGS"
   exit "$rc"
@@ -50,6 +60,70 @@ if [[ " ${PHASES} " == *" e2e "* && " ${E2E_PHASES:-chaos} " == *" chaos "* ]]; 
   fi
 fi
 
+# make check computes (builds, lints, tests under -race) while the cluster
+# suites mostly wait on the kubelet, their managers and the windows they
+# test: with both in this run, check runs beside the e2e phases, in a
+# cgroup whose CPU weight is a fraction of one process's, so that the
+# node's pods, its kubelet and apiserver and the e2e tests' managers take
+# the CPU first whenever they want it and check has what they leave. Its
+# output is kept apart and printed when the e2e phases end; a check that
+# fails fails the run there. CHECK_BESIDE_E2E=0 runs it first instead, as
+# a machine without a writable cpu cgroup does (it says so).
+check_log=""
+check_pid=""
+# check_cgroup: makes the low-weight cgroup and prints its directory, or
+# fails when this machine cannot (no cpu controller, not root).
+check_cgroup() {
+  local dir
+  if [[ -w /sys/fs/cgroup/cpu/cpu.shares ]]; then
+    # cgroup v1: shares are relative to a nice-0 process's 1024 at the
+    # root, and to the kubepods group's 1024 per CPU.
+    dir=/sys/fs/cgroup/cpu/tailor-check
+    mkdir -p "$dir" && echo "${CHECK_CPU_SHARES:-512}" >"$dir/cpu.shares" || return 1
+  elif [[ -w /sys/fs/cgroup/cgroup.subtree_control ]] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+    # cgroup v2: a weight of 50 against the default 100.
+    echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true
+    dir=/sys/fs/cgroup/tailor-check
+    mkdir -p "$dir" && echo "${CHECK_CPU_WEIGHT:-50}" >"$dir/cpu.weight" || return 1
+  else
+    return 1
+  fi
+  echo "$dir"
+}
+if [[ " ${PHASES} " == *" check "* && " ${PHASES} " == *" e2e "* && "${CHECK_BESIDE_E2E:-1}" != 0 ]]; then
+  if cg=$(check_cgroup); then
+    check_log=$(mktemp)
+    log "check runs beside the e2e phases in the cgroup ${cg} (output: ${check_log}, printed at the end)"
+    (
+      echo "$BASHPID" >"${cg}/cgroup.procs"
+      rc=0
+      timed "check (beside e2e)" "$MAKE" --no-print-directory check || rc=$?
+      log "== check (beside e2e) finished (exit ${rc}); its output follows the e2e phases" 2>&3
+      exit "$rc"
+    ) 3>&2 >"$check_log" 2>&1 &
+    check_pid=$!
+    PHASES=$(tr ' ' '\n' <<<"$PHASES" | grep -vx check | tr '\n' ' ')
+  else
+    log "no writable cpu cgroup here (not root, or no cpu controller): check runs first, alone"
+  fi
+fi
+
+# check_result: waits for the check started beside the e2e phases, prints
+# its output and fails as it did.
+check_result() {
+  [[ -n "$check_pid" ]] || return 0
+  local rc=0
+  wait "$check_pid" || rc=$?
+  check_pid=""
+  echo
+  log "check (beside e2e): its output"
+  cat "$check_log"
+  rm -f "$check_log"
+  rmdir "${cg}" 2>/dev/null || true
+  return "$rc"
+}
+
+rc=0
 for phase in $PHASES; do
   case "$phase" in
     # make check: lint, unit tests of every module, renders, the controller tier.
@@ -61,7 +135,10 @@ for phase in $PHASES; do
     # bench/scale-ranges.json.
     bench-scale) timed "bench-scale${mark}" timeout 15m "$MAKE" --no-print-directory bench-scale ;;
     # hack/e2e.sh times its own phases (cluster-up, shared, quiet, chaos).
-    e2e) "$MAKE" --no-print-directory e2e ;;
+    e2e) "$MAKE" --no-print-directory e2e || rc=$? ;;
     *) die "unknown phase ${phase}: choose from check bench bench-scale e2e" ;;
   esac
+  ((rc == 0)) || break
 done
+check_result || rc=$?
+exit "$rc"

@@ -350,8 +350,8 @@ func desiredOf(pod *corev1.Pod, changes, podChanges []Change) resize.Desired {
 // which Kubernetes refuses: each request that reached its limit stops just
 // below it, as far as the apiserver's resolution allows, unless just below is
 // under minAllowed: then that change is not made (QoSClassChange says why).
-// A change that would make a Guaranteed pod Burstable (a request moved without its limit) is
-// dropped.
+// A change that would make a Guaranteed pod Burstable (a request moved
+// without its limit) is dropped.
 func (in Input) keepQoS(d *Decision, before corev1.PodQOSClass) {
 	if len(d.Changes) == 0 && len(d.PodChanges) == 0 {
 		return

@@ -147,11 +147,11 @@ func TestDecidePolicyInvariants(t *testing.T) {
 }
 
 // propertyCases is how many generated cases a whole-decision property test
-// runs: 10,000; 2,000 under the race detector, which the decision is pure
-// of (its workers share nothing but the seeds and the first failure), so
-// the race run checks the harness and a sample while make check runs the
-// 10,000 again without it (hack/check.sh, step properties) in a fifth of
-// the time; 1,000 with -short.
+// runs: 10,000; 2,000 under the race detector, as make check runs them (the
+// decision is pure, and its workers share nothing but the seeds and the
+// first failure, so -race checks the harness); 1,000 with -short. The
+// 2,000 are the first of the same 10,000 seeds; make explore runs 10,000
+// of new ones.
 func propertyCases() int {
 	switch {
 	case testing.Short():
@@ -250,14 +250,16 @@ type floor struct {
 	why    string
 }
 
-// checkFloors fails the test for each stat below its floor. The floors
-// are half of what 10,000 cases gave; at a fifth of that (under -race) the
-// rarest of them are a few counts, whose spread alone would fail a run now
-// and then, so only a run of 10,000 is held to them.
+// checkFloors fails the test for each stat below its floor, scaled to the
+// cases run. The floors are half of what 10,000 cases gave. Drawn from the
+// clock, the rarest of them at 2,000 cases (a handful of counts) would
+// spread below half now and then; drawn from propertySeed, the same code
+// draws the same counts, so a run of 2,000 is held to them too, and a
+// change that moves one below its floor fails every time, not by chance.
 func checkFloors(t *testing.T, s map[string]int, cases int, floors []floor) {
 	t.Helper()
-	if cases < 10000 {
-		t.Logf("floors not checked at %d cases: they are calibrated at 10,000", cases)
+	if cases < 2000 {
+		t.Logf("floors not checked at %d cases: the rarest are a few counts there", cases)
 		return
 	}
 	for _, f := range floors {

@@ -40,7 +40,7 @@ func marked(p *corev1.Pod, now time.Time) *corev1.Pod {
 	at := metav1.NewTime(now)
 	for _, m := range []string{autoscale.BoostFieldManager, actuator.FieldManager} {
 		q.ManagedFields = append(q.ManagedFields, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationUpdate,
-			Subresource: "resize", Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}})
+			Subresource: "resize", Time: &at, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(raw)})
 	}
 	return q
 }

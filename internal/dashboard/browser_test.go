@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/observation"
 )
 
 // The pages in a headless browser, on the test server's data: the money
@@ -29,9 +29,9 @@ func TestPagesShowCosts(t *testing.T) {
 	}
 	srv, h := newServer(t)
 	nan := math.NaN()
-	h.Observe(key, policy.Observation{Time: t0, Containers: []policy.ContainerObservation{{Name: "app", CPU: 0.1, CPURequest: 0.3, CPULimit: nan, CPUTarget: 0.2,
+	h.Observe(key, observation.Observation{Time: t0, Containers: []observation.ContainerObservation{{Name: "app", CPU: 0.1, CPURequest: 0.3, CPULimit: nan, CPUTarget: 0.2,
 		Memory: 100 << 20, MemoryRequest: 256 << 20, MemoryLimit: nan, MemoryTarget: 200 << 20}},
-		Pods: []policy.PodObservation{{Name: "web-1", Node: "n1", CPURequest: 0.3, MemoryRequest: 256 << 20, CPUBefore: 0.5, MemoryBefore: 512 << 20, BeforeKnown: true}}})
+		Pods: []observation.PodObservation{{Name: "web-1", Node: "n1", CPURequest: 0.3, MemoryRequest: 256 << 20, CPUBefore: 0.5, MemoryBefore: 512 << 20, BeforeKnown: true}}})
 	var ov Overview
 	getJSON(t, srv.URL+"/api/overview", &ov)
 	want := fmt.Sprintf("%.2f → %.2f", ov.Policies[0].CostBefore, ov.Policies[0].CostNow)

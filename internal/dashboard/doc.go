@@ -8,7 +8,7 @@
 //
 // Its data is the manager's own: policies, pods and nodes from the
 // manager's cache, and a bounded in-memory History the policy controller
-// feeds (as a policy.Observer) each sync. It writes nothing to Kubernetes.
+// feeds (as an observation.Observer) each sync. It writes nothing to Kubernetes.
 // The charts are uPlot, vendored from npm into static/vendor by `make ui`
 // and embedded, so the pages need nothing from outside the manager.
 package dashboard

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/observation"
 )
 
 // Defaults for History: half an hour of points at the default 10s sync,
@@ -79,8 +79,8 @@ type policyHistory struct {
 	containers map[string]*ring
 	order      []string
 	last       time.Time
-	pods       []policy.PodObservation
-	marks      []policy.ResizeMark
+	pods       []observation.PodObservation
+	marks      []observation.ResizeMark
 	// sent are the Unix times of the resizes sent (not refused), oldest
 	// first, at most maxSent.
 	sent []int64
@@ -88,7 +88,7 @@ type policyHistory struct {
 
 // History is the dashboard's memory of each policy: a bounded ring of
 // points per container, the newest observation of its pods, and its last
-// resizes. It is a policy.Observer. Its cost is bounded by the number of
+// resizes. It is a observation.Observer. Its cost is bounded by the number of
 // policies and containers, not pods: Points x 40 bytes per container (7
 // KiB at the default 180), plus the marks, the resize times and the newest
 // pod list.
@@ -104,7 +104,7 @@ type History struct {
 	policies map[types.NamespacedName]*policyHistory
 }
 
-var _ policy.Observer = (*History)(nil)
+var _ observation.Observer = (*History)(nil)
 
 // NewHistory returns a History keeping points one every `every`.
 func NewHistory(points int, every time.Duration) *History {
@@ -124,7 +124,7 @@ func (h *History) policy(key types.NamespacedName) *policyHistory {
 }
 
 // Observe records a sync's observation.
-func (h *History) Observe(key types.NamespacedName, o policy.Observation) {
+func (h *History) Observe(key types.NamespacedName, o observation.Observation) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ph := h.policy(key)
@@ -150,7 +150,7 @@ func (h *History) Observe(key types.NamespacedName, o policy.Observation) {
 
 // Resized records a resize, or the outcome of one already recorded (the
 // same pod and generation).
-func (h *History) Resized(key types.NamespacedName, m policy.ResizeMark) {
+func (h *History) Resized(key types.NamespacedName, m observation.ResizeMark) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ph := h.policy(key)
@@ -170,7 +170,7 @@ func (h *History) Resized(key types.NamespacedName, m policy.ResizeMark) {
 	if len(ph.marks) > h.Marks {
 		ph.marks = slices.Delete(ph.marks, 0, len(ph.marks)-h.Marks)
 	}
-	if m.Result != policy.ResultRefused {
+	if m.Result != observation.ResultRefused {
 		// In time order whatever order they come in, for the counts'
 		// binary search.
 		at := m.Time.Unix()
@@ -185,7 +185,7 @@ func (h *History) Resized(key types.NamespacedName, m policy.ResizeMark) {
 // Pods copies the pods of key's newest observation; ok is false when
 // nothing was recorded. The overview and cluster pages need no series, and
 // copying every policy's series for them would cost a page load megabytes.
-func (h *History) Pods(key types.NamespacedName) ([]policy.PodObservation, bool) {
+func (h *History) Pods(key types.NamespacedName) ([]observation.PodObservation, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ph, ok := h.policies[key]
@@ -196,10 +196,10 @@ func (h *History) Pods(key types.NamespacedName) ([]policy.PodObservation, bool)
 }
 
 // AllPods copies the pods of every policy's newest observation.
-func (h *History) AllPods() []policy.PodObservation {
+func (h *History) AllPods() []observation.PodObservation {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []policy.PodObservation
+	var out []observation.PodObservation
 	for _, ph := range h.policies {
 		out = append(out, ph.pods...)
 	}
@@ -231,8 +231,8 @@ type Series struct {
 // Snapshot is a copy of one policy's history.
 type Snapshot struct {
 	Series []Series
-	Pods   []policy.PodObservation
-	Marks  []policy.ResizeMark
+	Pods   []observation.PodObservation
+	Marks  []observation.ResizeMark
 }
 
 // Snapshot copies key's history; ok is false when nothing was recorded.

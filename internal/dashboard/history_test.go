@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/observation"
 )
 
 var (
@@ -17,11 +17,11 @@ var (
 	key = types.NamespacedName{Namespace: "ns", Name: "web"}
 )
 
-func obs(at time.Time, cpu float64) policy.Observation {
+func obs(at time.Time, cpu float64) observation.Observation {
 	nan := math.NaN()
-	return policy.Observation{Time: at, Containers: []policy.ContainerObservation{{
+	return observation.Observation{Time: at, Containers: []observation.ContainerObservation{{
 		Name: "app", CPU: cpu, CPURequest: 0.5, CPULimit: nan, CPUTarget: 0.3, Memory: 100 << 20, MemoryRequest: 200 << 20, MemoryLimit: nan, MemoryTarget: nan,
-	}}, Pods: []policy.PodObservation{{Name: "web-1", CPURequest: 0.5}}}
+	}}, Pods: []observation.PodObservation{{Name: "web-1", CPURequest: 0.5}}}
 }
 
 // The ring keeps the newest Points points, oldest first, one per Every at
@@ -63,8 +63,8 @@ func TestHistoryKeepsTheNewestPoints(t *testing.T) {
 func TestHistoryMarks(t *testing.T) {
 	h := NewHistory(10, time.Second)
 	h.Marks = 3
-	h.Resized(key, policy.ResizeMark{Time: t0, Pod: "web-1", Generation: 2, Result: "InProgress"})
-	h.Resized(key, policy.ResizeMark{Time: t0, Pod: "web-1", Generation: 2, Result: "Done", Change: "cpu 500m->300m"})
+	h.Resized(key, observation.ResizeMark{Time: t0, Pod: "web-1", Generation: 2, Result: "InProgress"})
+	h.Resized(key, observation.ResizeMark{Time: t0, Pod: "web-1", Generation: 2, Result: "Done", Change: "cpu 500m->300m"})
 	s, _ := h.Snapshot(key)
 	if len(s.Marks) != 1 || s.Marks[0].Result != "Done" {
 		t.Fatalf("marks %+v, want one Done", s.Marks)
@@ -72,9 +72,9 @@ func TestHistoryMarks(t *testing.T) {
 	if n, short := h.Resizes(key, t0.Add(-time.Hour)); n != 1 || short {
 		t.Errorf("resizes %d (short %v), want 1", n, short)
 	}
-	h.Resized(key, policy.ResizeMark{Time: t0.Add(time.Minute), Pod: "web-2", Result: policy.ResultRefused})
+	h.Resized(key, observation.ResizeMark{Time: t0.Add(time.Minute), Pod: "web-2", Result: observation.ResultRefused})
 	for i := range 3 {
-		h.Resized(key, policy.ResizeMark{Time: t0.Add(time.Duration(2+i) * time.Minute), Pod: "web-1", Generation: int64(3 + i), Result: "Done"})
+		h.Resized(key, observation.ResizeMark{Time: t0.Add(time.Duration(2+i) * time.Minute), Pod: "web-1", Generation: int64(3 + i), Result: "Done"})
 	}
 	s, _ = h.Snapshot(key)
 	if len(s.Marks) != 3 || s.Marks[0].Generation != 3 {
@@ -88,7 +88,7 @@ func TestHistoryMarks(t *testing.T) {
 		t.Errorf("resizes since t0+90s: %d, want 3", n)
 	}
 	for i := range maxSent {
-		h.Resized(key, policy.ResizeMark{Time: t0.Add(time.Hour + time.Duration(i)*time.Second), Pod: "web-1", Generation: int64(10 + i), Result: "Done"})
+		h.Resized(key, observation.ResizeMark{Time: t0.Add(time.Hour + time.Duration(i)*time.Second), Pod: "web-1", Generation: int64(10 + i), Result: "Done"})
 	}
 	if n, short := h.Resizes(key, t0.Add(-time.Hour)); n != maxSent || !short {
 		t.Errorf("resizes %d (short %v), want %d and short", n, short, maxSent)
@@ -110,18 +110,18 @@ func BenchmarkHistoryMemory(b *testing.B) {
 		nan := math.NaN()
 		for i := range policies {
 			k := types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", i%50), Name: fmt.Sprintf("policy-%d", i)}
-			pods := make([]policy.PodObservation, podsEach)
+			pods := make([]observation.PodObservation, podsEach)
 			for j := range pods {
-				pods[j] = policy.PodObservation{Name: fmt.Sprintf("%s-7d9f8c6b5-%05d", k.Name, j), Node: fmt.Sprintf("node-%03d", (i*podsEach+j)%500), CPURequest: 0.2, CPUBefore: 0.5, BeforeKnown: true}
+				pods[j] = observation.PodObservation{Name: fmt.Sprintf("%s-7d9f8c6b5-%05d", k.Name, j), Node: fmt.Sprintf("node-%03d", (i*podsEach+j)%500), CPURequest: 0.2, CPUBefore: 0.5, BeforeKnown: true}
 			}
 			for p := range DefaultPoints {
-				h.Observe(k, policy.Observation{Time: t0.Add(time.Duration(p) * 10 * time.Second), Pods: pods, Containers: []policy.ContainerObservation{
+				h.Observe(k, observation.Observation{Time: t0.Add(time.Duration(p) * 10 * time.Second), Pods: pods, Containers: []observation.ContainerObservation{
 					{Name: "app", CPU: 0.1, CPURequest: 0.2, CPULimit: 0.4, CPUTarget: 0.2, Memory: 1 << 28, MemoryRequest: 1 << 29, MemoryLimit: 1 << 30, MemoryTarget: nan},
 					{Name: "sidecar", CPU: 0.01, CPURequest: 0.05, CPULimit: nan, CPUTarget: 0.02, Memory: 1 << 24, MemoryRequest: 1 << 25, MemoryLimit: nan, MemoryTarget: nan},
 				}})
 			}
 			for m := range DefaultMarks {
-				h.Resized(k, policy.ResizeMark{Time: t0.Add(time.Duration(m) * time.Minute), Pod: pods[m%podsEach].Name, Generation: int64(m + 2), Result: "Done",
+				h.Resized(k, observation.ResizeMark{Time: t0.Add(time.Duration(m) * time.Minute), Pod: pods[m%podsEach].Name, Generation: int64(m + 2), Result: "Done",
 					Change: "app cpu request 500m -> 212m, limit 1 -> 424m"})
 			}
 		}

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/shard"
 	"github.com/tailorhq/tailor/test/builder"
@@ -79,11 +79,11 @@ func TestServer(t *testing.T) {
 	}
 
 	nan := math.NaN()
-	h.Observe(key, policy.Observation{Time: t0, Containers: []policy.ContainerObservation{{Name: "app", CPU: 0.1, CPURequest: 0.3, CPULimit: nan, CPUTarget: 0.2,
+	h.Observe(key, observation.Observation{Time: t0, Containers: []observation.ContainerObservation{{Name: "app", CPU: 0.1, CPURequest: 0.3, CPULimit: nan, CPUTarget: 0.2,
 		Memory: 100 << 20, MemoryRequest: 256 << 20, MemoryLimit: nan, MemoryTarget: 200 << 20}},
-		Pods: []policy.PodObservation{{Name: "web-1", Node: "n1", CPURequest: 0.3, MemoryRequest: 256 << 20, CPUBefore: 0.5, MemoryBefore: 512 << 20, BeforeKnown: true}}})
-	h.Resized(key, policy.ResizeMark{Time: t0, Pod: "web-1", Generation: 2, Result: "Done", Change: "cpu 500m->300m"})
-	h.Resized(key, policy.ResizeMark{Time: t0.Add(-2 * time.Hour), Pod: "web-1", Generation: 1, Result: "Done"})
+		Pods: []observation.PodObservation{{Name: "web-1", Node: "n1", CPURequest: 0.3, MemoryRequest: 256 << 20, CPUBefore: 0.5, MemoryBefore: 512 << 20, BeforeKnown: true}}})
+	h.Resized(key, observation.ResizeMark{Time: t0, Pod: "web-1", Generation: 2, Result: "Done", Change: "cpu 500m->300m"})
+	h.Resized(key, observation.ResizeMark{Time: t0.Add(-2 * time.Hour), Pod: "web-1", Generation: 1, Result: "Done"})
 
 	getJSON(t, srv.URL+"/api/overview", &ov)
 	p := ov.Policies[0]

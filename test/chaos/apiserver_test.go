@@ -119,14 +119,20 @@ func TestApiserverRestart(t *testing.T) {
 			})
 			t.Logf("first successful sync %s after the apiserver's return; raised to %s/%s %s after it", resumed.Round(100*time.Millisecond),
 				raised.Spec.Containers[0].Resources.Requests.Cpu(), raised.Spec.Containers[0].Resources.Limits.Cpu(), time.Since(back).Round(time.Second))
-			// One sync period (2s), with a second of slack for the
-			// client's reconnection; and, under leader election, the
+			// That a failed sync is retried a sync period later, never
+			// after a longer backoff, is TestRetryLimiterStopsAtTheSyncPeriod's to show, by
+			// its arithmetic; here the manager must only resume by itself.
+			// The bound leaves room for the client's reconnection on a
+			// loaded machine (the benchmarks run beside this phase) and
+			// for the kubelet, now read directly, to answer again: 0.2-1.2s
+			// when usage was read through the apiserver's proxy, 3.5-4s in
+			// the three runs since the direct read (each logged above). Under leader election add the
 			// standby's takeover: if the leader renewed the lease after
 			// the standby last read it, the standby first sees that
 			// renewal when the apiserver is back and, judging by its own
 			// clock, waits a whole lease duration from then (plus a retry
 			// of 1s and up to 120% jitter).
-			most := 3 * time.Second
+			most := 15 * time.Second
 			if leaderElect {
 				most += manager.DefaultLeaseDuration + 2200*time.Millisecond
 			}

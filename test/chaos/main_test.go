@@ -30,7 +30,8 @@ var (
 	clientset  *kubernetes.Clientset
 	// apiClient is uncached and knows tailor's types.
 	apiClient client.Client
-	// tailorBin is the tailor binary built for this run.
+	// tailorBin is the tailor binary of this run: make e2e's
+	// (TAILOR_E2E_BINARY), or built by TestMain.
 	tailorBin string
 	// root is the repository, for hack/.
 	root string
@@ -68,11 +69,15 @@ func setUp(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	tailorBin = filepath.Join(dir, "tailor")
-	build := exec.Command("go", "build", "-o", tailorBin, "./cmd/tailor")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("building tailor: %w\n%s", err, out)
+	// make e2e has just built the tree's tailor: building it again here
+	// costs the phase half a minute beside the benchmarks.
+	if tailorBin = os.Getenv("TAILOR_E2E_BINARY"); tailorBin == "" {
+		tailorBin = filepath.Join(dir, "tailor")
+		build := exec.Command("go", "build", "-o", tailorBin, "./cmd/tailor")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("building tailor: %w\n%s", err, out)
+		}
 	}
 	return m.Run(), nil
 }

@@ -185,9 +185,11 @@ const promRateWindow = "30s"
 
 // garbageReasons are the problems each spoiled answer may show as. A stale
 // scrape time makes the source ask for the figures as of that time, which a
-// pod younger than that has none of: Missing, as truthful as Stale.
+// pod younger than that has none of: Missing, as truthful as Stale. A
+// figure beyond what the node could hold is held by the screen every
+// source goes through (metrics.Screen), by that reason.
 var garbageReasons = map[string][]string{
-	"nan": {"Invalid"}, "negative": {"Invalid"}, "huge": {"Invalid"}, "stale": {"Stale", "Missing"}, "missing": {"Missing"},
+	"nan": {"Invalid"}, "negative": {"Invalid"}, "huge": {"AboveNodeCapacity"}, "stale": {"Stale", "Missing"}, "missing": {"Missing"},
 }
 
 func holdsThrough(t *testing.T, o outage, fake *fakePrometheus, w idlePod) {

@@ -71,6 +71,8 @@ func (r HPARun) String() string {
 
 // HPARampOptions say what runs beside the HPA.
 type HPARampOptions struct {
+	// Ramp is the load to serve; nil is HPARamp.
+	Ramp []RampStep
 	// Policy, when set, creates the TailorPolicy of the Deployment once
 	// the HPA exists; nil is the HPA alone.
 	Policy func(ctx context.Context) error
@@ -82,7 +84,7 @@ type HPARampOptions struct {
 // RunHPARamp creates a Deployment named name in ns (one replica of the
 // load generator, 200m/64Mi requests, 400m/128Mi limits) with an HPA on
 // 60% cpu utilization (1 to 4 replicas, a 30s scale-down window); drives
-// HPARamp across its ready pods as a load balancer would (each burns the
+// o.Ramp across its ready pods as a load balancer would (each burns the
 // total divided by their number), and counts what the HPA (and tailor, when
 // o.Policy makes a policy) did. It deletes both at the end.
 func RunHPARamp(ctx context.Context, cs kubernetes.Interface, ns, name string, o HPARampOptions) (HPARun, error) {
@@ -128,16 +130,20 @@ func RunHPARamp(ctx context.Context, cs kubernetes.Interface, ns, name string, o
 		return HPARun{}, fmt.Errorf("%s: no running pod: %w", name, err)
 	}
 
+	ramp := o.Ramp
+	if ramp == nil {
+		ramp = HPARamp
+	}
 	run := HPARun{CPURequests: map[string]bool{}}
 	generations := map[string]int64{}
 	set := map[string]int64{}
 	var elapsed time.Duration
-	for _, s := range HPARamp {
+	for _, s := range ramp {
 		elapsed += s.D
 	}
 	total := func(at time.Duration) int64 {
-		prev := HPARamp[0].Total
-		for _, s := range HPARamp {
+		prev := ramp[0].Total
+		for _, s := range ramp {
 			if at < s.D {
 				return prev + (s.Total-prev)*int64(at)/int64(s.D)
 			}

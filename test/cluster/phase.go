@@ -30,6 +30,17 @@ const (
 // Phase is the phase this run is in, "" for all of them.
 func Phase() string { return os.Getenv(PhaseEnv) }
 
+// Offline marks t as a test of a cluster suite's package that needs no
+// cluster (a render, a parse): make check runs it (test/deploy's
+// deploy-render step), so each phase of the cluster suite skips it rather
+// than run it twice more.
+func Offline(t *testing.T) {
+	t.Helper()
+	if Phase() != "" {
+		t.Skip("needs no cluster: make check runs it")
+	}
+}
+
 // Shared marks t as a test that can share the node with the other Shared
 // tests: it runs in parallel with them, and is skipped in the quiet phase.
 func Shared(t *testing.T) {

@@ -96,7 +96,7 @@ func installAdmissionPoliciesFor(t *testing.T, suffix string, namespaceLabels ma
 // admitted.
 func admitUntil(ctx context.Context, pod *corev1.Pod, check func(*corev1.Pod) bool) (*corev1.Pod, error) {
 	var created *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		created = pod.DeepCopy()
 		if err := apiClient.Create(ctx, created, client.DryRunAll); err != nil {
 			return false, err

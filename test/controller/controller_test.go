@@ -23,6 +23,7 @@ import (
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/shard"
 )
@@ -41,7 +42,7 @@ type controllerOptions struct {
 	Resizer client.WithWatch
 	// Observer is told each sync's figures and resizes (the dashboard's
 	// history).
-	Observer policyctrl.Observer
+	Observer observation.Observer
 	// Shard is the slice of namespaces the controller syncs (and, under a
 	// manager, caches whole); the zero value is all.
 	Shard shard.Shard

@@ -27,8 +27,15 @@ import (
 // ServiceAccount ns/name (impersonated by the tests' admin).
 func clientAs(t *testing.T, ns, name string) client.Client {
 	t.Helper()
-	cfg := rest.CopyConfig(restConfig)
 	user, groups := serviceAccountUser(ns, name)
+	return impersonating(t, user, groups)
+}
+
+// impersonating is a client of the apiserver that makes every request as
+// user, in groups (impersonated by the tests' admin).
+func impersonating(t *testing.T, user string, groups []string) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(restConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -94,7 +101,7 @@ func TestGuardHoldsTheManager(t *testing.T) {
 		return c.Delete(ctx, p, append([]client.DeleteOption{client.Preconditions{UID: &p.UID}}, opts...)...)
 	}
 	var err error
-	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		err = deleteAs(manager, running, client.DryRunAll)
 		return err != nil && !apierrors.IsForbidden(err) || strings.Contains(fmt.Sprint(err), "ValidatingAdmissionPolicy"), nil
 	})
@@ -129,7 +136,7 @@ func TestGuardHoldsTheManager(t *testing.T) {
 	other := clientAs(t, ns, "not-tailor")
 	installFrom(ctx, t, []*unstructured.Unstructured{clusterRoleBinding(release+"-not-tailor", release+"-tailor-replace-unschedulable", ns, "not-tailor")},
 		"ClusterRoleBinding")
-	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		err = deleteAs(other, running, client.DryRunAll)
 		return err == nil, nil
 	})
@@ -200,7 +207,7 @@ spec:
 	}
 	// Until its informer of TailorPolicies has synced, the apiserver
 	// refuses as well ("not yet synced to use for admission").
-	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		err = apiClient.Delete(ctx, p, client.DryRunAll)
 		return err != nil && strings.Contains(err.Error(), "no params found"), nil
 	})

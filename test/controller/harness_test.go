@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -46,6 +46,11 @@ type env struct {
 	kubelet *kubelet
 	ctrl    reconcile.Reconciler
 	opts    controllerOptions
+	// writer creates the test's pods, workloads and policies: the tests'
+	// admin, or a namespace's own user when a test acts as one (the red
+	// team). What a node or a controller writes (statuses, ReplicaSets)
+	// is still the admin's.
+	writer client.Client
 	// start is the fake clock's first reading.
 	start time.Time
 }
@@ -62,6 +67,7 @@ func newEnv(t *testing.T, opts controllerOptions) *env {
 		events:  &eventLog{},
 		kubelet: newKubelet(apiClient),
 		opts:    opts,
+		writer:  apiClient,
 	}
 	e.start = e.clock.Now()
 	e.source = newScriptedSource(e.clock)
@@ -151,7 +157,7 @@ func (e *env) pod(app string, w *builder.PodWrapper) *corev1.Pod {
 	}
 	p := w.Namespace(e.ns).Label("app", app).Running().Obj()
 	st := p.Status
-	if err := apiClient.Create(e.ctx, p); err != nil {
+	if err := e.writer.Create(e.ctx, p); err != nil {
 		e.t.Fatalf("create pod %s: %v", p.Name, err)
 	}
 	p.Status = st
@@ -207,7 +213,7 @@ func (e *env) policy(name string, mutate func(*v1alpha1.TailorPolicySpec)) *v1al
 	if mutate != nil {
 		mutate(&p.Spec)
 	}
-	if err := apiClient.Create(e.ctx, p); err != nil {
+	if err := e.writer.Create(e.ctx, p); err != nil {
 		e.t.Fatalf("create policy %s: %v", name, err)
 	}
 	return p
@@ -443,20 +449,20 @@ type syncCounter struct {
 	syncs map[types.NamespacedName]int
 }
 
-var _ policyctrl.Observer = (*syncCounter)(nil)
+var _ observation.Observer = (*syncCounter)(nil)
 
 func newSyncCounter() *syncCounter {
 	return &syncCounter{syncs: map[types.NamespacedName]int{}}
 }
 
-func (c *syncCounter) Observe(key types.NamespacedName, _ policyctrl.Observation) {
+func (c *syncCounter) Observe(key types.NamespacedName, _ observation.Observation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.syncs[key]++
 }
 
-func (c *syncCounter) Resized(types.NamespacedName, policyctrl.ResizeMark) {}
-func (c *syncCounter) Forget(types.NamespacedName)                         {}
+func (c *syncCounter) Resized(types.NamespacedName, observation.ResizeMark) {}
+func (c *syncCounter) Forget(types.NamespacedName)                          {}
 
 // of is how many syncs of policy name in the test's namespace completed.
 func (c *syncCounter) of(e *env, name string) int {

@@ -42,7 +42,7 @@ func (e *env) ownedDeployment(name string, podLabels map[string]string) *appsv1.
 				Resources: corev1.ResourceRequirements{Requests: builder.List("500m", "256Mi"), Limits: builder.List("1", "512Mi")}}}},
 		}},
 	}
-	if err := apiClient.Create(e.ctx, d); err != nil {
+	if err := e.writer.Create(e.ctx, d); err != nil {
 		e.t.Fatalf("create deployment %s: %v", name, err)
 	}
 	return e.replicaSetOf(name)
@@ -360,7 +360,7 @@ func TestOwnersThroughTheManagerCache(t *testing.T) {
 	}
 	// Status is written just after the sync is counted.
 	var r *metav1.Condition
-	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		r = condition(e.getPolicy("api"), v1alpha1.ConditionReady)
 		return r != nil && r.Reason == v1alpha1.ReasonVerticalPodAutoscaler, nil
 	})

@@ -79,7 +79,7 @@ func TestShardsSplitNamespacesAndCountEachOthersPods(t *testing.T) {
 		e    *env
 		name string
 	}{{a, "web"}, {b, "other"}} {
-		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 			pol := p.e.getPolicy(p.name)
 			return pol.Status.ObservedGeneration == pol.Generation, nil
 		})

@@ -308,8 +308,8 @@ func TestTenantWritesOnlyInItsNamespaces(t *testing.T) {
 			user, groups := serviceAccountUser(tc.ns, tc.sa)
 			got := map[access]bool{}
 			// RBAC reaches the authorizer through its informers: ask until
-			// every answer is the one wanted, for a few seconds at most.
-			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			// every answer is the one wanted, for a minute at most.
+			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 				same := true
 				for a, w := range want {
 					sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups,

@@ -70,7 +70,7 @@ func (e *env) pendingPod(rs *appsv1.ReplicaSet, app, name, cpu string, ago time.
 	if admitted {
 		metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AdmittedAnnotation, app+": app cpu "+cpu)
 	}
-	if err := apiClient.Create(e.ctx, p); err != nil {
+	if err := e.writer.Create(e.ctx, p); err != nil {
 		e.t.Fatalf("create pod %s: %v", name, err)
 	}
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tailorhq/tailor/internal/cli"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // agentRender is an install with the node agent, typed.
@@ -101,6 +102,7 @@ func newAgentRender(t *testing.T, namespace, agentNamespace string, objs []*unst
 // and the manager accepts the agent's ServiceAccount, under the install's
 // name prefix or release name.
 func TestAgentRender(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-agent", "deploy-test-agent"
 	const own = namespace + "-nodes"
 	cases := map[string]struct {
@@ -546,6 +548,7 @@ func portIs(c corev1.Container, ref intstr.IntOrString, port int32) bool {
 // TestHelmAgentFallback: with the agent, the chart grants and configures
 // the source agent.fallback names, and not metricsSource's.
 func TestHelmAgentFallback(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-agent", "deploy-test-agent"
 	always := map[string]string{"ClusterRole agent-reviewer": "manager", "ClusterRole manager": "manager", "ClusterRole manager-writes": "manager",
 		"ClusterRole replace-unschedulable": "manager", "Role agent": "agent", "Role leader-election": "manager",

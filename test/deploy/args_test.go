@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/tailorhq/tailor/internal/cli"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // TestManagerArgsParse runs the manager container's args of each install
@@ -19,6 +20,7 @@ import (
 // manager does not know, or a value it cannot parse, fails here instead
 // of in a crash-looping pod; values set on the chart reach the flags.
 func TestManagerArgsParse(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-args", "deploy-test-args"
 	cases := map[string]struct {
 		objs func(t *testing.T) []*unstructured.Unstructured
@@ -167,6 +169,7 @@ func managerArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
 // shard, which the manager's own flag parsing accepts; one shard renders
 // the Deployment as before shards existed.
 func TestHelmShards(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-shards", "deploy-test-shards"
 	deployments := func(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 		var out []*unstructured.Unstructured
@@ -222,6 +225,7 @@ func TestHelmShards(t *testing.T) {
 // key is mounted where --kubelet-ca-file names it; read through the
 // apiserver proxy, nothing of it is rendered.
 func TestHelmKubeletCA(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-kubelet-ca", "deploy-test-kubelet-ca"
 	cases := map[string]struct {
 		set        []string
@@ -282,6 +286,7 @@ func TestHelmKubeletCA(t *testing.T) {
 // The chart refuses kubelet settings the manager would refuse, saying
 // what to change.
 func TestHelmKubeletRefused(t *testing.T) {
+	cluster.Offline(t)
 	cases := map[string]struct {
 		set     []string
 		wantErr string

@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"github.com/tailorhq/tailor/test/cluster"
+
 	"encoding/json"
 	"fmt"
 	"os"
@@ -43,6 +45,7 @@ func kinds(objs []*unstructured.Unstructured) map[string]int {
 // option off (the default) and on, and where it depends on an API the
 // server serves, with and without that API.
 func TestHelmOptions(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-chart", "deploy-test-chart"
 	optional := []string{"PodDisruptionBudget", "ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap", "NetworkPolicy",
 		"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Namespace"}
@@ -98,6 +101,7 @@ func TestHelmOptions(t *testing.T) {
 // name the ports the pods serve, the agent gets its priority class, and
 // the dashboard's ConfigMap has the sidecar's label.
 func TestHelmOptionsContent(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-chart", "deploy-test-chart"
 	objs := renderHelmFor(t, append([]string{mutatingAdmissionPolicy}, monitoringAPIs...), release, namespace, everyOption...)
 	byKind := map[string][]*unstructured.Unstructured{}
@@ -246,6 +250,7 @@ func notesRenderer(t *testing.T) func(apiVersions []string, set ...string) strin
 // the install's notes say plainly what the cluster gets; with them they do
 // not.
 func TestHelmNotes(t *testing.T) {
+	cluster.Offline(t)
 	notes := notesRenderer(t)
 	without := notes(nil, "evictions.enabled=true")
 	for _, want := range []string{"does not serve MutatingAdmissionPolicy", "not sized at admission", "no startup\nboost is applied at admission",
@@ -294,6 +299,7 @@ func TestHelmNotes(t *testing.T) {
 // TestHelmSchemaRefuses: values.schema.json refuses values the chart
 // cannot work with, at helm template and helm lint, naming the value.
 func TestHelmSchemaRefuses(t *testing.T) {
+	cluster.Offline(t)
 	cases := map[string]struct{ set, wantErr string }{
 		"duration":                 {"syncPeriod=banana", "/syncPeriod"},
 		"rate window":              {"prometheusRateWindow=60", "/prometheusRateWindow"},
@@ -364,6 +370,7 @@ func TestHelmSchemaRefuses(t *testing.T) {
 // cannot render together are refused by helm template, saying what to
 // change (the Prometheus client's are TestHelmPrometheusClientRefused's).
 func TestHelmRefusesCombinations(t *testing.T) {
+	cluster.Offline(t)
 	cases := map[string]struct {
 		apiVersions []string
 		set         []string
@@ -397,6 +404,7 @@ func TestHelmRefusesCombinations(t *testing.T) {
 // test/controller's TestAdmissionOnlyInWatchedNamespaces installs both on
 // an apiserver and admits pods through them.
 func TestAdmissionScopedToWatchNamespaces(t *testing.T) {
+	cluster.Offline(t)
 	scopes := func(objs []*unstructured.Unstructured) map[string]any {
 		out := map[string]any{}
 		for _, o := range objs {
@@ -457,6 +465,7 @@ func kustomizeTenantSample(t *testing.T) []*unstructured.Unstructured {
 
 // TestHelmLintStrict lints the chart with every option on.
 func TestHelmLintStrict(t *testing.T) {
+	cluster.Offline(t)
 	args := []string{"lint", "--strict", filepath.Join(repoRoot(t), "deploy/helm/tailor"), "--set", "monitoring.assumeServed=true"}
 	for _, s := range everyOption {
 		args = append(args, "--set", s)
@@ -575,6 +584,7 @@ func checkMetric(exported map[string]bool, name string) bool {
 // TestPrometheusRuleExpressions: every alert's expression is well formed
 // and queries only metrics tailor exports.
 func TestPrometheusRuleExpressions(t *testing.T) {
+	cluster.Offline(t)
 	exported := exportedMetrics(t)
 	objs := renderHelmFor(t, monitoringAPIs, "deploy-test-rules", "deploy-rules", "monitoring.prometheusRule.enabled=true",
 		"agent.enabled=true", "evictions.enabled=true")
@@ -626,6 +636,7 @@ func TestPrometheusRuleExpressions(t *testing.T) {
 // TestGrafanaDashboard: the dashboard is JSON Grafana can load, and each of
 // its queries is well formed and of metrics tailor exports.
 func TestGrafanaDashboard(t *testing.T) {
+	cluster.Offline(t)
 	exported := exportedMetrics(t)
 	data, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy/helm/tailor/files/grafana-dashboard.json"))
 	if err != nil {
@@ -693,6 +704,7 @@ func TestGrafanaDashboard(t *testing.T) {
 // starting with "." continues the row's previous name's parent
 // (`leaderElection.leaseDuration`, `.renewDeadline`).
 func TestValuesDocumented(t *testing.T) {
+	cluster.Offline(t)
 	root := repoRoot(t)
 	data, err := os.ReadFile(filepath.Join(root, "deploy/helm/tailor/values.yaml"))
 	if err != nil {

@@ -86,7 +86,8 @@ func TestGuardOnTheCluster(t *testing.T) {
 	}
 	dryRun := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
 	// RBAC and the guard reach the apiserver through its informers.
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	// The last answer is judged, whether the guard came up in time or not.
+	_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		err = manager.CoreV1().Pods(work).Delete(ctx, "running", dryRun)
 		return strings.Contains(fmt.Sprint(err), "ValidatingAdmissionPolicy"), nil
 	})

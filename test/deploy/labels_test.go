@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"github.com/tailorhq/tailor/test/cluster"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +19,7 @@ import (
 // Helm installs untemplated from crds/ and every release shares, carry the
 // labels generated into them.
 func TestCommonLabels(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-labels", "deploy-test-labels"
 	common := map[string]string{"app.kubernetes.io/name": "tailor", "app.kubernetes.io/part-of": "tailor"}
 	helmLabels := map[string]string{"app.kubernetes.io/instance": release, "app.kubernetes.io/managed-by": "Helm"}
@@ -74,6 +77,7 @@ func merged(ms ...map[string]string) map[string]string {
 // kustomize of kubectl 1.32) panic; the kustomize module the tests build
 // with does not, so this is checked on the files.
 func TestOneDeletePerPatchFile(t *testing.T) {
+	cluster.Offline(t)
 	root := filepath.Join(repoRoot(t), "config")
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") {

@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"github.com/tailorhq/tailor/test/cluster"
+
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 // under the install's name prefix and bound to nothing (TestHelmMatchesKustomize
 // checks the binding side).
 func TestMetricsReaderRender(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-metrics", "deploy-test-metrics"
 	want := []any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}}
 	for name, objs := range map[string][]*unstructured.Unstructured{
@@ -47,6 +50,7 @@ func TestMetricsReaderRender(t *testing.T) {
 // A certificate Secret is mounted where --metrics-cert-dir points, and is
 // refused without secure metrics.
 func TestHelmServiceMonitorScheme(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-metrics", "deploy-test-metrics"
 	cases := map[string]struct {
 		set      []string

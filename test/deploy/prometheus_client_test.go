@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"github.com/tailorhq/tailor/test/cluster"
+
 	"path"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 // file the pod mounts from the Secret or ConfigMap key the values name,
 // read-only; where Prometheus is not read, nothing is rendered.
 func TestHelmPrometheusClient(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-prom", "deploy-test-prom"
 	secured := []string{"prometheusURL=https://prometheus.example:9090", "prometheusRateWindow=2m",
 		"prometheusClient.bearerToken.secretName=prom-token", "prometheusClient.ca.configMapName=prom-ca",
@@ -145,6 +148,7 @@ func mountedFrom(t *testing.T, pod corev1.PodSpec, file string) string {
 // The chart refuses a prometheusClient the manager would refuse, saying
 // what to change.
 func TestHelmPrometheusClientRefused(t *testing.T) {
+	cluster.Offline(t)
 	cases := map[string]struct {
 		set     []string
 		wantErr string

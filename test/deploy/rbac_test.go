@@ -346,6 +346,9 @@ func TestLeastPrivilege(t *testing.T) {
 					if o.GetNamespace() == "tailor-"+w[0] {
 						o.SetNamespace(namespace)
 					}
+					if o.GetKind() == "Namespace" && o.GetName() == "tailor-"+w[0] {
+						o.SetName(namespace)
+					}
 					moveSubjects(o, "tailor-"+w[0], namespace)
 				}
 				return objs

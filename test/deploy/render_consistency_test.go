@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"github.com/tailorhq/tailor/test/cluster"
+
 	"fmt"
 	"slices"
 	"sort"
@@ -16,6 +18,7 @@ import (
 // the same roles, rule for rule, each bound to the same workload's
 // ServiceAccount: the manager's, or the node agent's.
 func TestHelmMatchesKustomize(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-render", "deploy-test-render"
 	cases := map[string]struct {
 		components []string
@@ -177,6 +180,7 @@ func boundTo(roles map[string]boundRole) map[string]string {
 // not when turned off, tailor-recreate (replacements of evicted pods) only
 // with the eviction opt-in.
 func TestAdmissionRender(t *testing.T) {
+	cluster.Offline(t)
 	const namespace, release = "deploy-render", "deploy-test-render"
 	// By kind and the name's last word: admission or recreate.
 	admission := func(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {

@@ -211,92 +211,100 @@ func TestSources(t *testing.T) {
 		}
 	})
 
+	// Every source's subtests at once: they only read, and each waits for
+	// its own source (Prometheus's rate window the longest). Run from
+	// goroutines, not t.Parallel, which the phase's -parallel (the
+	// machine's two cores) would let run only two at a time.
 	t.Run("steady", func(t *testing.T) {
+		var wg sync.WaitGroup
 		for _, src := range srcs {
-			t.Run(src.Name(), func(t *testing.T) {
-				t.Parallel()
-				ctx := context.Background()
-				if _, ok := usageOf(ctx, t, src, steady, 3*time.Minute, func(metrics.Usage) bool { return true }); !ok {
-					t.Fatalf("%s never reported the steady pod", src.Name())
-				}
-				time.Sleep(time.Until(started.Add(src.settle)))
-				// Three readings: each must agree, not just one.
-				var worstAge time.Duration
-				for i := range 3 {
-					if i > 0 {
-						time.Sleep(5 * time.Second)
+			wg.Go(func() {
+				t.Run(src.Name(), func(t *testing.T) {
+					ctx := context.Background()
+					if _, ok := usageOf(ctx, t, src, steady, 3*time.Minute, func(metrics.Usage) bool { return true }); !ok {
+						t.Fatalf("%s never reported the steady pod", src.Name())
 					}
-					res, err := src.Usage(ctx, []*corev1.Pod{steady})
-					if err != nil {
-						t.Fatalf("Usage: %v", err)
+					time.Sleep(time.Until(started.Add(src.settle)))
+					// Three readings: each must agree, not just one.
+					var worstAge time.Duration
+					for i := range 3 {
+						if i > 0 {
+							time.Sleep(5 * time.Second)
+						}
+						res, err := src.Usage(ctx, []*corev1.Pod{steady})
+						if err != nil {
+							t.Fatalf("Usage: %v", err)
+						}
+						key := metrics.Key{Namespace: ns, Pod: steady.Name, Container: "app"}
+						u, ok := res.Usage[key]
+						if !ok {
+							t.Fatalf("reading %d: no usage, problems %v", i, res.ProblemsFor(key))
+						}
+						age := time.Since(u.Time)
+						worstAge = max(worstAge, age)
+						cg, haveCG := steadyTruth.cpu(window(u))
+						record(t, "%-14s steady 500m/100Mi: cpu %.3f cores (cgroup over the same window %.3f), working set %.1f MiB, window %s, data age %.1fs",
+							src.Name(), u.CPU, cg, u.Memory/(1<<20), u.Window, age.Seconds())
+						if !haveCG {
+							t.Errorf("reading %d: window %s..%s not covered by the cgroup sampler", i, u.Time.Add(-u.Window).Format(time.TimeOnly), u.Time.Format(time.TimeOnly))
+						} else if !agrees(u.CPU, cg, src.tolerance) {
+							t.Errorf("reading %d: cpu %.3f cores, the cgroup says %.3f over the same window", i, u.CPU, cg)
+						}
+						// Whether the source is right is the comparison with the
+						// cgroup above. Whether the machine gave the loadgen the
+						// 0.5 cores it burns for is no property of the source:
+						// said, to read a failure by, not checked.
+						if cg < cpuLow || cg > cpuHigh {
+							t.Logf("reading %d: the loadgen got %.3f cores of the 0.5 it burns for (contended machine), outside %.2f..%.2f", i, cg, cpuLow, cpuHigh)
+						}
+						if u.Memory < steadyMemory {
+							t.Errorf("reading %d: working set %.1f MiB, want >= 100 MiB held", i, u.Memory/(1<<20))
+						}
 					}
-					key := metrics.Key{Namespace: ns, Pod: steady.Name, Container: "app"}
-					u, ok := res.Usage[key]
-					if !ok {
-						t.Fatalf("reading %d: no usage, problems %v", i, res.ProblemsFor(key))
-					}
-					age := time.Since(u.Time)
-					worstAge = max(worstAge, age)
-					cg, haveCG := steadyTruth.cpu(window(u))
-					record(t, "%-14s steady 500m/100Mi: cpu %.3f cores (cgroup over the same window %.3f), working set %.1f MiB, window %s, data age %.1fs",
-						src.Name(), u.CPU, cg, u.Memory/(1<<20), u.Window, age.Seconds())
-					if !haveCG {
-						t.Errorf("reading %d: window %s..%s not covered by the cgroup sampler", i, u.Time.Add(-u.Window).Format(time.TimeOnly), u.Time.Format(time.TimeOnly))
-					} else if !agrees(u.CPU, cg, src.tolerance) {
-						t.Errorf("reading %d: cpu %.3f cores, the cgroup says %.3f over the same window", i, u.CPU, cg)
-					}
-					// Whether the source is right is the comparison with the
-					// cgroup above. Whether the machine gave the loadgen the
-					// 0.5 cores it burns for is no property of the source:
-					// said, to read a failure by, not checked.
-					if cg < cpuLow || cg > cpuHigh {
-						t.Logf("reading %d: the loadgen got %.3f cores of the 0.5 it burns for (contended machine), outside %.2f..%.2f", i, cg, cpuLow, cpuHigh)
-					}
-					if u.Memory < steadyMemory {
-						t.Errorf("reading %d: working set %.1f MiB, want >= 100 MiB held", i, u.Memory/(1<<20))
-					}
-				}
-				record(t, "%-14s freshness: oldest of 3 readings %.1fs", src.Name(), worstAge.Seconds())
+					record(t, "%-14s freshness: oldest of 3 readings %.1fs", src.Name(), worstAge.Seconds())
+				})
 			})
-			t.Run(src.Name()+"/throttled", func(t *testing.T) {
-				t.Parallel()
-				ctx := context.Background()
-				if !src.throttling {
-					// The source cannot tell; it must say so with nil, not 0.
-					u, ok := usageOf(ctx, t, src, throttled, 3*time.Minute, func(metrics.Usage) bool { return true })
+			wg.Go(func() {
+				t.Run(src.Name()+"/throttled", func(t *testing.T) {
+					ctx := context.Background()
+					if !src.throttling {
+						// The source cannot tell; it must say so with nil, not 0.
+						u, ok := usageOf(ctx, t, src, throttled, 3*time.Minute, func(metrics.Usage) bool { return true })
+						if !ok {
+							t.Fatalf("%s never reported the throttled pod", src.Name())
+						}
+						if u.Throttled != nil {
+							t.Errorf("%s reported throttling %.3f; it has no way to know", src.Name(), *u.Throttled)
+						}
+						return
+					}
+					time.Sleep(time.Until(started.Add(src.settle)))
+					u, ok := usageOf(ctx, t, src, throttled, 3*time.Minute, func(u metrics.Usage) bool { return u.Throttled != nil })
 					if !ok {
-						t.Fatalf("%s never reported the throttled pod", src.Name())
+						t.Fatalf("%s never reported throttling for 1500m under a 500m limit", src.Name())
 					}
-					if u.Throttled != nil {
-						t.Errorf("%s reported throttling %.3f; it has no way to know", src.Name(), *u.Throttled)
+					cg, haveCG := throttledTruth.throttledFraction(window(u))
+					record(t, "%-14s throttled 1500m under 500m limit: throttled fraction %.3f (cgroup cpu.stat over the same window %.3f), cpu %.3f cores",
+						src.Name(), *u.Throttled, cg, u.CPU)
+					if !haveCG {
+						t.Fatalf("window %s..%s not covered by the cgroup sampler", u.Time.Add(-u.Window).Format(time.TimeOnly), u.Time.Format(time.TimeOnly))
 					}
-					return
-				}
-				time.Sleep(time.Until(started.Add(src.settle)))
-				u, ok := usageOf(ctx, t, src, throttled, 3*time.Minute, func(u metrics.Usage) bool { return u.Throttled != nil })
-				if !ok {
-					t.Fatalf("%s never reported throttling for 1500m under a 500m limit", src.Name())
-				}
-				cg, haveCG := throttledTruth.throttledFraction(window(u))
-				record(t, "%-14s throttled 1500m under 500m limit: throttled fraction %.3f (cgroup cpu.stat over the same window %.3f), cpu %.3f cores",
-					src.Name(), *u.Throttled, cg, u.CPU)
-				if !haveCG {
-					t.Fatalf("window %s..%s not covered by the cgroup sampler", u.Time.Add(-u.Window).Format(time.TimeOnly), u.Time.Format(time.TimeOnly))
-				}
-				if math.Abs(*u.Throttled-cg) > 0.15 {
-					t.Errorf("throttled fraction %.3f, the cgroup says %.3f over the same window", *u.Throttled, cg)
-				}
-				switch {
-				case cg <= 0.5:
-					// A burner starved of CPU by other work reaches its quota
-					// in fewer periods; the source can only be as throttled
-					// as the cgroup is.
-					t.Logf("the cgroup itself was throttled in only %.3f of periods (contended machine); > 0.5 not checked", cg)
-				case *u.Throttled <= 0.5:
-					t.Errorf("throttled fraction %.3f, want > 0.5", *u.Throttled)
-				}
+					if math.Abs(*u.Throttled-cg) > 0.15 {
+						t.Errorf("throttled fraction %.3f, the cgroup says %.3f over the same window", *u.Throttled, cg)
+					}
+					switch {
+					case cg <= 0.5:
+						// A burner starved of CPU by other work reaches its quota
+						// in fewer periods; the source can only be as throttled
+						// as the cgroup is.
+						t.Logf("the cgroup itself was throttled in only %.3f of periods (contended machine); > 0.5 not checked", cg)
+					case *u.Throttled <= 0.5:
+						t.Errorf("throttled fraction %.3f, want > 0.5", *u.Throttled)
+					}
+				})
 			})
 		}
+		wg.Wait()
 	})
 	if t.Failed() {
 		return

@@ -10,6 +10,7 @@ import (
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // TestGeneratorReachesRuleCorners runs without a cluster: it plans generated
@@ -17,6 +18,7 @@ import (
 // oracle is meant to cover on a 1.37 apiserver, so a generator change cannot
 // quietly shrink what the oracle proves.
 func TestGeneratorReachesRuleCorners(t *testing.T) {
+	cluster.Offline(t)
 	g := gen{r: rand.New(rand.NewPCG(1, 0x7a11))}
 	server := resize.Version{Major: 1, Minor: 37}
 	alloc := builder.List("2", "4Gi")
@@ -74,6 +76,7 @@ func allocOf(n *resize.NodeState) corev1.ResourceList {
 // them are refused by a LimitRange and by a quota, and accepted, often
 // enough for the live oracle to test each.
 func TestRuleEdgesReachTheNamespaceRules(t *testing.T) {
+	cluster.Offline(t)
 	r := rand.New(rand.NewPCG(1, 0x5eed))
 	g, ng := gen{r: r}, nsrulestest.Gen{R: r}
 	server := resize.Version{Major: 1, Minor: 37}

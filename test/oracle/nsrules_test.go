@@ -58,14 +58,7 @@ func TestOracleUnderNamespaceRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The pods come after the quota, as in the e2e test: admission charges them.
-		for _, name := range []string{"testpod1", "testpod2"} {
-			if err := o.createPod(ctx, ns, e2ePod(name)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := o.awaitAdmission(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
+		o.createE2EPods(ctx, t, ns)
 		cases := []e2eCase{
 			{"exceed maximum CPU", "600m", "400Mi", []string{"exceeded quota: resize-resource-quota, requested: cpu=300m, used: cpu=600m, limited: cpu=800m"}},
 			{"exceed maximum Memory", "250m", "750Mi", []string{"exceeded quota: resize-resource-quota, requested: memory=450Mi, used: memory=600Mi, limited: memory=800Mi"}},
@@ -87,14 +80,7 @@ func TestOracleUnderNamespaceRules(t *testing.T) {
 		if err := o.createLimitRanges(ctx, ns, []corev1.LimitRange{lr}); err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"testpod1", "testpod2"} {
-			if err := o.createPod(ctx, ns, e2ePod(name)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := o.awaitAdmission(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
+		o.createE2EPods(ctx, t, ns)
 		cases := []e2eCase{
 			{"exceed maximum CPU", "600m", "250Mi", []string{"maximum cpu usage per Container is 500m, but limit is 600m"}},
 			{"exceed maximum Memory", "250m", "750Mi", []string{"maximum memory usage per Container is 500Mi, but limit is 750Mi"}},
@@ -141,6 +127,20 @@ type e2eCase struct {
 func e2ePod(name string) *corev1.Pod {
 	return builder.Pod(name).SchedulingGate("tailor.dev/oracle").TerminationGracePeriod(0).
 		Container(builder.Container("c1").Requests("300m", "300Mi").Limits("300m", "300Mi")).Obj()
+}
+
+// createE2EPods creates the two pods Kubernetes' in-place resize e2e tests
+// create in ns, after its rules, and waits until both are admitted.
+func (o *rulesOracle) createE2EPods(ctx context.Context, t *testing.T, ns string) {
+	t.Helper()
+	for _, name := range []string{"testpod1", "testpod2"} {
+		if err := o.createPod(ctx, ns, e2ePod(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := o.awaitAdmission(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (o *rulesOracle) runE2E(ctx context.Context, t *testing.T, ns string, cases []e2eCase) {

@@ -46,7 +46,7 @@ func startMetricsAPI(ctx context.Context, cl *cluster, f *fleet) (*metricsAPI, e
 		}
 		n.mu.Unlock()
 	}
-	cert, err := selfSigned(f.ip)
+	cert, err := servingCert(f.ip, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
@@ -231,7 +232,7 @@ func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, st
 		blocked["Refused"+string(refusal.Kind)] = refusal.Error()
 		if r.reportOnce(ps, p, policy, "apiserver:"+string(refusal.Kind), EventResizeRefused, refusal.Error()) {
 			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
-			r.mark(policy, ResizeMark{Time: now, Pod: p.Name, Result: ResultRefused, Change: describe(a.Decision) + ": " + refusal.Error()})
+			r.mark(policy, observation.ResizeMark{Time: now, Pod: p.Name, Result: observation.ResultRefused, Change: describe(a.Decision) + ": " + refusal.Error()})
 		}
 		return r.SyncPeriod, nil
 	}
@@ -244,7 +245,7 @@ func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, st
 	ps.change = describe(a.Decision)
 	ps.result, ps.message = string(actuator.StateProposed), ps.change
 	resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "sent").Inc()
-	r.mark(policy, ResizeMark{Time: now, Pod: p.Name, Generation: applied.Generation, Result: string(v1alpha1.ResizeResultInProgress), Change: ps.change,
+	r.mark(policy, observation.ResizeMark{Time: now, Pod: p.Name, Generation: applied.Generation, Result: string(v1alpha1.ResizeResultInProgress), Change: ps.change,
 		Capped: len(a.Decision.Short) > 0, Restarts: restarts(a.Plan)})
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventResized, "Resize", "%s", ps.change)
 	log.FromContext(ctx).Info("resize sent", "pod", klog.KObj(p), "changes", ps.change, "generation", applied.Generation)
@@ -269,7 +270,7 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyS
 		return
 	}
 	ps.outcome = string(obs.State)
-	r.mark(policy, ResizeMark{Time: ps.lastResize, Pod: p.Name, Generation: ps.resizeGeneration, Result: string(resultOf(ps.result)), Change: ps.message})
+	r.mark(policy, observation.ResizeMark{Time: ps.lastResize, Pod: p.Name, Generation: ps.resizeGeneration, Result: string(resultOf(ps.result)), Change: ps.message})
 	if obs.State == actuator.StateDone && !ps.sentRaiseSince.IsZero() {
 		reactionSeconds.WithLabelValues(policy.Namespace, policy.Name).Observe(now.Sub(ps.sentRaiseSince).Seconds())
 		ps.sentRaiseSince = time.Time{}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/observation"
 )
 
 // What the controller reads (ClusterRole tailor-manager), bound
@@ -364,7 +365,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	setLimitsCondition(status, policy, decision.Limits)
 	syncsTotal.WithLabelValues(policy.Namespace, policy.Name).Inc()
 	if r.Observer != nil {
-		r.Observer.Observe(req.NamespacedName, observation(now, in.pods, in.usage, status.Recommendation, in.state.template))
+		r.Observer.Observe(req.NamespacedName, observation.Of(now, in.pods, in.usage, status.Recommendation, in.state.template))
 	}
 	writeErr := r.writeStatus(ctx, policy, status)
 	if writeErr != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/shard"
 )
@@ -79,7 +80,7 @@ type Reconciler struct {
 	ConcurrentSyncs int
 	// Observer, if set, is told what each sync saw and did (the
 	// dashboard's history).
-	Observer Observer
+	Observer observation.Observer
 	// Shard is the slice of namespaces whose policies this controller
 	// syncs; the zero value is every namespace. Another shard's policies,
 	// and the events of their pods and HPAs, are not its to act on; nor
@@ -135,7 +136,7 @@ type invalidPolicyError struct {
 
 func (e *invalidPolicyError) Error() string { return e.err.Error() }
 
-func (r *Reconciler) mark(policy *v1alpha1.TailorPolicy, m ResizeMark) {
+func (r *Reconciler) mark(policy *v1alpha1.TailorPolicy, m observation.ResizeMark) {
 	if r.Observer != nil {
 		r.Observer.Resized(types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name}, m)
 	}

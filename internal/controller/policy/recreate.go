@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/observation"
 )
 
 // Event reasons of InPlaceOrRecreate.
@@ -132,7 +133,7 @@ func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy
 	ps.lastResize, ps.result, ps.outcome = now, stateEvicted, stateEvicted
 	ps.message = fmt.Sprintf("evicted to be recreated by %s %s with %s: its node has no room in place", owner.Kind, owner.Name, text)
 	evictionsTotal.WithLabelValues(policy.Namespace, policy.Name, "evicted").Inc()
-	r.mark(policy, ResizeMark{Time: now, Pod: p.Name, Result: string(v1alpha1.ResizeResultEvicted), Change: ps.message})
+	r.mark(policy, observation.ResizeMark{Time: now, Pod: p.Name, Result: string(v1alpha1.ResizeResultEvicted), Change: ps.message})
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventEvicted, "Evict", "%s", ps.message)
 	log.FromContext(ctx).Info("pod evicted for recreation", "pod", klog.KObj(p), "owner", owner.Name, "resources", text)
 	return true, 0, nil

@@ -101,9 +101,11 @@ func refusedPages(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 }
 
 // A page over the cap is refused whichever way it is read and whichever
-// page it is: its node's containers are held with reason TooLarge (the
-// other node's are not), the refusal is counted each time and logged once
-// until the page fits again.
+// page it is, counted each time and logged once until the page fits again.
+// A resource page refused holds its node's containers with reason TooLarge
+// (the other node's are not); a cadvisor page refused costs them only their
+// throttling figures, so that one tenant's containers filling a node's
+// cAdvisor page hold no other tenant's usage there.
 func TestUsagePageOverTheCap(t *testing.T) {
 	const maxPage = 4096
 	var fillers []string
@@ -131,17 +133,27 @@ func TestUsagePageOverTheCap(t *testing.T) {
 			{Key: n1, Metric: metrics.MetricCPU, Reason: metrics.ReasonTooLarge, Detail: refused},
 			{Key: n1, Metric: metrics.MetricMemory, Reason: metrics.ReasonTooLarge, Detail: refused},
 		}
+		cpuWarming := metrics.Problem{Key: n1, Metric: metrics.MetricCPU, Reason: metrics.ReasonWarmingUp, Detail: "first sample of the CPU usage counter; a rate needs two"}
+		afterFit := []metrics.Problem{cpuWarming}
+		first := tooLarge
+		if page == "cadvisor" {
+			tooLarge = []metrics.Problem{{Key: n1, Metric: metrics.MetricThrottling, Reason: metrics.ReasonTooLarge, Detail: refused}}
+			// The usage goes on from the resource page (its first read
+			// warming up, which says all there is), and only the
+			// throttling counters start again once the page fits.
+			first = []metrics.Problem{cpuWarming}
+			afterFit = []metrics.Problem{{Key: n1, Metric: metrics.MetricThrottling, Reason: metrics.ReasonWarmingUp, Detail: "first sample of the CFS period counters; a fraction needs two"}}
+		}
 		steps := []struct {
 			n1Huge       bool
 			wantProblems []metrics.Problem // of n1's pod
 			wantRefused  float64
 			wantLogs     int
 		}{
-			{n1Huge: true, wantProblems: tooLarge, wantRefused: 1, wantLogs: 1},
+			{n1Huge: true, wantProblems: first, wantRefused: 1, wantLogs: 1},
 			// The next window: refused again, not logged again.
 			{n1Huge: true, wantProblems: tooLarge, wantRefused: 2, wantLogs: 1},
-			{wantProblems: []metrics.Problem{{Key: n1, Metric: metrics.MetricCPU, Reason: metrics.ReasonWarmingUp, Detail: "first sample of the CPU usage counter; a rate needs two"}},
-				wantRefused: 2, wantLogs: 1},
+			{wantProblems: afterFit, wantRefused: 2, wantLogs: 1},
 			// Over the cap again after fitting: logged again.
 			{n1Huge: true, wantProblems: tooLarge, wantRefused: 3, wantLogs: 2},
 		}

@@ -14,6 +14,10 @@ type pages struct {
 	resource, cadvisor scrape
 	reason             metrics.Reason
 	err                error
+	// cadvisorReason and cadvisorErr say why the cadvisor page was not
+	// read: its containers' throttling figures only are unusable.
+	cadvisorReason metrics.Reason
+	cadvisorErr    error
 }
 
 // read is one read of a node, shared by every caller that needs the node
@@ -142,12 +146,18 @@ func (s *Source) abandon(node string, r *read) {
 }
 
 // get reads node's pages: /metrics/resource, and /metrics/cadvisor with
-// Throttling.
+// Throttling. A cadvisor page that cannot be read (over the size cap, or
+// failing) costs the node's containers their throttling figures only, each
+// saying why, as if throttling were off: cAdvisor's page grows with every
+// container on the node, so one tenant's pods can push it over the cap,
+// and that must not hold the usage of other tenants' pods on the node,
+// which the resource page (a few hundred bytes a container) still gives.
+// getPage has logged and counted the refusal.
 func (s *Source) get(ctx context.Context, node string) pages {
 	var p pages
 	p.resource, p.reason, p.err = s.getPage(ctx, node, "resource", cpuUsage, workingSet)
 	if p.err == nil && s.opts.Throttling {
-		p.cadvisor, p.reason, p.err = s.getPage(ctx, node, "cadvisor", throttledPeriod, cfsPeriods)
+		p.cadvisor, p.cadvisorReason, p.cadvisorErr = s.getPage(ctx, node, "cadvisor", throttledPeriod, cfsPeriods)
 	}
 	return p
 }

@@ -77,9 +77,10 @@ type Options struct {
 	// a slot no longer than this.
 	Timeout time.Duration
 	// MaxPageBytes is the largest page read (0 is DefaultMaxPageBytes): a
-	// larger one is refused, its node's containers held (ReasonTooLarge)
-	// and logged once until the node's pages fit again, so that a kubelet
-	// cannot make the manager read or hold an unbounded answer.
+	// larger one is refused and logged once until the node's pages fit
+	// again, so that a kubelet cannot make the manager read or hold an
+	// unbounded answer: a resource page refused holds the node's
+	// containers (ReasonTooLarge), a cadvisor page their throttling.
 	MaxPageBytes int64
 	// Registerer, if set, gets the source's metric: pages refused for
 	// their size.
@@ -158,7 +159,7 @@ func New(pages Pages, o Options) *Source {
 func registerRefused(reg prometheus.Registerer) *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tailor_kubelet_pages_refused_total",
-		Help: "Kubelet metrics pages refused unread for being larger than --kubelet-max-page-bytes, by page (resource, cadvisor); each refusal holds the node's containers (reason TooLarge) until its pages fit.",
+		Help: "Kubelet metrics pages refused unread for being larger than --kubelet-max-page-bytes, by page (resource, cadvisor); a resource page refused holds the node's containers (reason TooLarge), a cadvisor page their throttling figures, until its pages fit.",
 	}, []string{"page"})
 	if reg == nil {
 		return c
@@ -222,6 +223,11 @@ func (s *Source) Usage(ctx context.Context, pods []*corev1.Pod) (metrics.Result,
 					continue
 				}
 				readings[key] = s.reading(node, key, pg.resource, pg.cadvisor)
+				if pg.cadvisorErr != nil {
+					r := readings[key]
+					r.Throttled = metrics.Unusable(pg.cadvisorReason, pg.cadvisorErr.Error())
+					readings[key] = r
+				}
 			}
 		}
 	}

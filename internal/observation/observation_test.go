@@ -1,4 +1,4 @@
-package policy
+package observation
 
 import (
 	"math"
@@ -37,7 +37,7 @@ func TestObservation(t *testing.T) {
 		Container(builder.Container("app").Requests("500m", "512Mi")).
 		Container(builder.Container("log").Requests("50m", "32Mi")).Obj().Spec}
 
-	got := observation(now, []*corev1.Pod{a, b}, usage, rec, template)
+	got := Of(now, []*corev1.Pod{a, b}, usage, rec, template)
 	nan := math.NaN()
 	want := Observation{
 		Time: now,
@@ -57,7 +57,7 @@ func TestObservation(t *testing.T) {
 	}
 
 	// Without a template (a selector policy), before is now.
-	got = observation(now, []*corev1.Pod{a}, usage, nil, nil)
+	got = Of(now, []*corev1.Pod{a}, usage, nil, nil)
 	if p := got.Pods[0]; p.BeforeKnown || p.CPUBefore != p.CPURequest || p.MemoryBefore != p.MemoryRequest {
 		t.Errorf("without a template: %+v", p)
 	}
