@@ -134,7 +134,7 @@ func (m *Model) recommend(in Input) Advice {
 		}
 		return &t
 	}
-	for _, c := range metrics.Containers(p) {
+	for _, c := range podcontainers.Names(p) {
 		u, fresh := in.Usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
 		if fresh {
 			a.WorkingSet[c] = *resource.NewQuantity(int64(u.Memory), resource.BinarySI)

@@ -266,7 +266,7 @@ func (m *Model) observe(spec *v1alpha1.TailorPolicySpec, pv Pod, usage metrics.R
 	// podBoosted: some container's CPU rate reaches into the boost,
 	// so the pod's total does too.
 	complete, podBoosted := true, false
-	names := metrics.Containers(p)
+	names := podcontainers.Names(p)
 	starting, ends := autoscale.Starting(p, spec.StartupBoost, now)
 	for _, c := range names {
 		u, ok := usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
@@ -95,7 +94,7 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 func (m *Model) Configure(spec *v1alpha1.TailorPolicySpec, pods []*corev1.Pod) error {
 	names := map[string]bool{}
 	for _, p := range pods {
-		for _, c := range metrics.Containers(p) {
+		for _, c := range podcontainers.Names(p) {
 			names[c] = true
 		}
 		if p.Spec.Resources != nil {

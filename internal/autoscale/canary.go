@@ -820,7 +820,7 @@ func (c CanaryConfig) guardrail(cp CanaryPod, pin PodInput) (Guardrail, string, 
 		}
 		return GuardrailReadiness, what, true
 	}
-	names := metrics.Containers(p)
+	names := podcontainers.Names(p)
 	if c.MemoryNearLimit {
 		for _, n := range names {
 			ws, seen := pin.WorkingSet[n]
@@ -963,7 +963,7 @@ func valuesOf(p *corev1.Pod) CanaryValues {
 		}
 		return o
 	}
-	for _, n := range metrics.Containers(p) {
+	for _, n := range podcontainers.Names(p) {
 		c := podcontainers.Named(p, n)
 		out[n] = corev1.ResourceRequirements{Requests: keep(c.Resources.Requests), Limits: keep(c.Resources.Limits)}
 	}

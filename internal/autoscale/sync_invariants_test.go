@@ -778,7 +778,7 @@ func checkRecreate(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []aut
 			bad = append(bad, checkBounds(pol, rc.Name, b.Resources, n.Resources)...)
 			bad = append(bad, heldMoved(in.Holds, rc.Name, b.Resources, n.Resources)...)
 		}
-		for _, n := range runningContainers(created) {
+		for _, n := range podcontainers.Running(&created.Spec) {
 			if b := podcontainers.Named(p, n.Name); b != nil {
 				bad = append(bad, memoryFloor(n.Name, pin.WorkingSet, b.Resources, n.Resources, in.MemoryFloorHeadroom)...)
 			}

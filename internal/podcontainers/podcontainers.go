@@ -32,6 +32,16 @@ func Running(spec *corev1.PodSpec) []*corev1.Container {
 	return out
 }
 
+// Names are the names of the containers Running lists, in its order: the
+// containers that have usage to measure and requests to size.
+func Names(p *corev1.Pod) []string {
+	var out []string
+	for _, c := range Running(&p.Spec) {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
 // Named returns the regular container or sidecar of p called name: one of
 // the containers Running lists; nil for any other name. Finished init
 // containers are not autoscaled.

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/recommend"
@@ -162,7 +161,7 @@ func Build(workloads []*Workload, cfg recommend.Config, window time.Duration, no
 	}
 	var rows []Row
 	for _, w := range workloads {
-		for _, name := range metrics.Containers(w.Pods[0]) {
+		for _, name := range podcontainers.Names(w.Pods[0]) {
 			row := Row{Namespace: w.Namespace, Kind: w.Kind, Workload: w.Name, Container: name, Replicas: len(w.Pods)}
 			row.Requests, row.Limits = largest(w.Pods, name)
 			h, seen := w.History[name]

@@ -309,7 +309,7 @@ func (g gen) template() *corev1.PodTemplateSpec {
 func (g gen) created(rules *nsrules.Rules, s source, name string) *corev1.Pod {
 	p := g.admitted(rules, s, name)
 	if p.Spec.Resources == nil && g.chance(0.4) {
-		for _, c := range runningContainers(p) {
+		for _, c := range podcontainers.Names(p) {
 			f := [][2]int64{{1, 2}, {4, 5}, {5, 4}, {2, 1}}[g.r.IntN(4)]
 			g.scale(containerOf(p, c), f[0], f[1])
 		}
@@ -375,7 +375,7 @@ func (g gen) waiting(rules *nsrules.Rules, s source, name string) *corev1.Pod {
 	p := g.admitted(rules, s, name)
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	if p.Spec.Resources == nil && g.chance(0.6) {
-		for _, c := range runningContainers(p) {
+		for _, c := range podcontainers.Names(p) {
 			g.scale(containerOf(p, c), 2, 1)
 		}
 		// Sized by tailor's admission, which marks what it sizes; now and
@@ -634,7 +634,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []autoscale.Claimant, us
 	var rec *v1alpha1.Recommendation
 	if template != nil && !g.chance(0.15) {
 		rec = &v1alpha1.Recommendation{}
-		for _, name := range runningContainers(&corev1.Pod{Spec: template.Spec}) {
+		for _, name := range podcontainers.Names(&corev1.Pod{Spec: template.Spec}) {
 			var t autoscale.Target
 			if len(running) > 0 {
 				t = usage[running[0].UID].Targets[name]

@@ -291,7 +291,7 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyS
 func (r *Reconciler) reportMemoryAtRisk(policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.PolicyDecision, held map[string]autoscale.Held) {
 	for _, p := range in.pods {
 		dec := d.Decisions[p.Name]
-		for _, c := range metrics.Containers(p) {
+		for _, c := range podcontainers.Names(p) {
 			u, ok := in.usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
 			if !ok || !u.MemoryAtRisk || raisesMemory(dec, c) {
 				continue
