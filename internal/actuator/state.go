@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // State is where a pod's resize stands, as the kubelet reports it.
@@ -93,7 +95,7 @@ func Observe(pod *corev1.Pod) Observation {
 	for _, c := range pod.Spec.InitContainers {
 		// Only sidecars run alongside the app; finished init containers keep
 		// the resources they ran with.
-		if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		if !podcontainers.IsSidecar(&c) {
 			continue
 		}
 		if st := statusOf(pod.Status.InitContainerStatuses, c.Name); st != nil {

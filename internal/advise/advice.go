@@ -10,6 +10,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
 
@@ -38,7 +39,7 @@ type Advice struct {
 	// WorkingSet is each container's memory in use, from fresh usage.
 	WorkingSet map[string]resource.Quantity
 	// Recs are the recommendations against this pod's values, by
-	// container name (autoscale.PodLevelName for the pod's own).
+	// container name (podcontainers.PodLevelName for the pod's own).
 	Recs map[string]recommend.Recommendation
 	// RaiseSince is when the oldest evidence for a raise was taken; zero
 	// when nothing is to be raised.
@@ -95,14 +96,14 @@ func (m *Model) recommend(in Input) Advice {
 		// or alone when the tail outgrows it; a lower limit waits for the
 		// request's next change (autoscale.Target.MemoryLimit).
 		limitRaise := rec.MemoryLimit.Decision == recommend.Raise
-		if name != autoscale.PodLevelName && rec.MemoryLimit.Target > 0 && (t.Memory != nil || limitRaise) {
+		if name != podcontainers.PodLevelName && rec.MemoryLimit.Target > 0 && (t.Memory != nil || limitRaise) {
 			t.MemoryLimit = resource.NewQuantity(int64(rec.MemoryLimit.Target), resource.BinarySI)
 		}
 		// A value outside the policy's bounds (an edit of minAllowed or
 		// maxAllowed, a pod created outside them) moves to the bound even
 		// when usage alone would hold it; lowering still needs fresh data.
 		bounded := false
-		if name != autoscale.PodLevelName {
+		if name != podcontainers.PodLevelName {
 			if pol, err := spec.PolicyFor(name); err == nil {
 				if t.CPU == nil {
 					t.CPU = outOfBounds(pol, corev1.ResourceCPU, cur.CPU, fresh)
@@ -133,7 +134,7 @@ func (m *Model) recommend(in Input) Advice {
 		}
 		return &t
 	}
-	for _, c := range metrics.Containers(p) {
+	for _, c := range podcontainers.Names(p) {
 		u, fresh := in.Usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
 		if fresh {
 			a.WorkingSet[c] = *resource.NewQuantity(int64(u.Memory), resource.BinarySI)
@@ -148,7 +149,7 @@ func (m *Model) recommend(in Input) Advice {
 	}
 	if pr := p.Spec.Resources; pr != nil {
 		cur := recommend.Resources{CPU: Amount(pr.Requests, corev1.ResourceCPU), Memory: Amount(pr.Requests, corev1.ResourceMemory)}
-		if t := consider(autoscale.PodLevelName, cur, allFresh, now); t != nil {
+		if t := consider(podcontainers.PodLevelName, cur, allFresh, now); t != nil {
 			a.PodTarget = *t
 		}
 	}
@@ -233,7 +234,7 @@ func (m *Model) startupBoost(in Input, a *Advice) {
 					mem.BoostFrom = map[string]resource.Quantity{}
 				}
 				if _, had := mem.BoostFrom[name]; !had {
-					mem.BoostFrom[name] = autoscale.RunningContainer(p, name).Resources.Requests[corev1.ResourceCPU]
+					mem.BoostFrom[name] = podcontainers.Named(p, name).Resources.Requests[corev1.ResourceCPU]
 				}
 			}
 		}
@@ -261,7 +262,7 @@ func boostBase(template *corev1.PodTemplateSpec, a *Advice, name string) (resour
 	}
 	if template != nil {
 		tp := &corev1.Pod{Spec: template.Spec}
-		if c := autoscale.RunningContainer(tp, name); c != nil {
+		if c := podcontainers.Named(tp, name); c != nil {
 			if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
 				return q, true
 			}

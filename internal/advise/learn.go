@@ -9,6 +9,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
 
@@ -265,7 +266,7 @@ func (m *Model) observe(spec *v1alpha1.TailorPolicySpec, pv Pod, usage metrics.R
 	// podBoosted: some container's CPU rate reaches into the boost,
 	// so the pod's total does too.
 	complete, podBoosted := true, false
-	names := metrics.Containers(p)
+	names := podcontainers.Names(p)
 	starting, ends := autoscale.Starting(p, spec.StartupBoost, now)
 	for _, c := range names {
 		u, ok := usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
@@ -310,7 +311,7 @@ func (m *Model) observe(spec *v1alpha1.TailorPolicySpec, pv Pod, usage metrics.R
 		if podBoosted {
 			podCPU = -1
 		}
-		o := of(autoscale.PodLevelName)
+		o := of(podcontainers.PodLevelName)
 		o.at, o.cpu, o.mem = podAt, podCPU, podMem
 	}
 	return out

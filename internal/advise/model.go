@@ -9,13 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
-	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
 
 // Model is one workload's learnt state: a recommender state per container
-// name (autoscale.PodLevelName for the pod-level resources), fed from every
+// name (podcontainers.PodLevelName for the pod-level resources), fed from every
 // pod of the workload, so a new pod starts from what its siblings and
 // predecessors taught, as VerticalPodAutoscaler's aggregate container state
 // does.
@@ -95,11 +94,11 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 func (m *Model) Configure(spec *v1alpha1.TailorPolicySpec, pods []*corev1.Pod) error {
 	names := map[string]bool{}
 	for _, p := range pods {
-		for _, c := range metrics.Containers(p) {
+		for _, c := range podcontainers.Names(p) {
 			names[c] = true
 		}
 		if p.Spec.Resources != nil {
-			names[autoscale.PodLevelName] = true
+			names[podcontainers.PodLevelName] = true
 		}
 	}
 	for name := range m.Containers {
@@ -145,7 +144,7 @@ func carryOver(st *recommend.State, cfg recommend.Config) (*recommend.State, err
 // ConfigName is the container name whose policy configures the state of
 // name: the pod-level state takes the policy's default.
 func ConfigName(name string) string {
-	if name == autoscale.PodLevelName {
+	if name == podcontainers.PodLevelName {
 		return v1alpha1.DefaultContainerName
 	}
 	return name

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -268,7 +268,7 @@ func TestRestoreAndForgetStale(t *testing.T) {
 	if diff := cmp.Diff(m.Recommendation(spec(), []*corev1.Pod{p}, t0), back.Recommendation(spec(), []*corev1.Pod{p}, t0)); diff != "" {
 		t.Errorf("restored recommendation (-want,+got):\n%s", diff)
 	}
-	if err := back.Restore(spec(), autoscale.PodLevelName, []byte("not a state"), t0); err == nil || errors.Is(err, ErrUnusable) {
+	if err := back.Restore(spec(), podcontainers.PodLevelName, []byte("not a state"), t0); err == nil || errors.Is(err, ErrUnusable) {
 		t.Errorf("a corrupt entry: %v, want a decoding error", err)
 	}
 	cfg := back.Configs["app"]

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
 
@@ -33,7 +34,7 @@ func (m *Model) Recommendation(spec *v1alpha1.TailorPolicySpec, pods []*corev1.P
 		last := m.Containers[n].State.Recommend(recommend.Resources{CPU: cur.cpu, Memory: cur.memory, MemoryLimit: cur.memoryLimit}, time.Time{}, now)
 		uncapped := quantities(last.CPU.Target, last.Memory.Target)
 		target := uncapped.DeepCopy()
-		if n != autoscale.PodLevelName {
+		if n != podcontainers.PodLevelName {
 			if pol, err := spec.PolicyFor(n); err == nil {
 				target = bounded(target, pol.MinAllowed, pol.MaxAllowed)
 			}
@@ -54,7 +55,7 @@ func (m *Model) Recommendation(spec *v1alpha1.TailorPolicySpec, pods []*corev1.P
 // for status; nil when the recommender advises none (MemorySplit off) and
 // for the pod-level resources, whose limit follows their request.
 func limitOf(n string, rec recommend.Recommendation) corev1.ResourceList {
-	if n == autoscale.PodLevelName || rec.MemoryLimit.Target <= 0 {
+	if n == podcontainers.PodLevelName || rec.MemoryLimit.Target <= 0 {
 		return nil
 	}
 	return corev1.ResourceList{corev1.ResourceMemory: *resource.NewQuantity(int64(rec.MemoryLimit.Target), resource.BinarySI)}
@@ -64,13 +65,13 @@ func limitOf(n string, rec recommend.Recommendation) corev1.ResourceList {
 // workload's pods.
 type values struct{ cpu, memory, memoryLimit float64 }
 
-// workloadValues is the largest request of container n (autoscale.PodLevelName:
+// workloadValues is the largest request of container n (podcontainers.PodLevelName:
 // the pod's own) across pods. A starting pod's CPU is lent by the startup
 // boost: it is not what new pods are sized from.
 func workloadValues(spec *v1alpha1.TailorPolicySpec, pods []*corev1.Pod, n string, now time.Time) values {
 	var cur values
 	for _, p := range pods {
-		if n == autoscale.PodLevelName {
+		if n == podcontainers.PodLevelName {
 			if pr := p.Spec.Resources; pr != nil {
 				cur.cpu = max(cur.cpu, Amount(pr.Requests, corev1.ResourceCPU))
 				cur.memory = max(cur.memory, Amount(pr.Requests, corev1.ResourceMemory))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -104,7 +105,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 	for name, t := range in.Targets {
 		// A container the template no longer has (renamed, removed) is
 		// not one a new pod needs sizing for.
-		if RunningContainer(pod, name) != nil {
+		if podcontainers.Named(pod, name) != nil {
 			targets[name] = t
 		}
 	}
@@ -141,7 +142,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 	sort.Strings(names)
 	var summary []string
 	for _, n := range names {
-		c := RunningContainer(pod, n)
+		c := podcontainers.Named(pod, n)
 		want := d.Desired.Containers[n]
 		ac := v1alpha1.AdmittedContainer{Name: n}
 		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
@@ -180,7 +181,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 		// shaped it (maxAllowed, QoS): the value to take back once started.
 		values := map[string]resource.Quantity{}
 		for n := range boosted.names {
-			c := RunningContainer(pod, n)
+			c := podcontainers.Named(pod, n)
 			q := c.Resources.Requests[corev1.ResourceCPU]
 			if want, ok := d.Desired.Containers[n].Requests[corev1.ResourceCPU]; ok {
 				q = want
@@ -307,7 +308,7 @@ func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]Target) boosted {
 		return out
 	}
 	out.names = map[string]bool{}
-	for _, c := range RunningContainers(&pod.Spec) {
+	for _, c := range podcontainers.Running(&pod.Spec) {
 		pol, err := in.Spec.PolicyFor(c.Name)
 		if err != nil {
 			continue

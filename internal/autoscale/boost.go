@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // DefaultBoostDuration is startupBoost.duration when unset.
@@ -220,8 +220,8 @@ func BoostTargets(in BoostInput) BoostDecision {
 	}
 	inPlace := cpuSetBy(p, BoostFieldManager)
 	resized := cpuSetBy(p, in.FieldManager)
-	for _, name := range metrics.Containers(p) {
-		c := RunningContainer(p, name)
+	for _, name := range podcontainers.Names(p) {
+		c := podcontainers.Named(p, name)
 		pol, err := in.Spec.PolicyFor(name)
 		if c == nil || err != nil {
 			continue

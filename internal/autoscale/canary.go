@@ -16,11 +16,12 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
 // CanaryValues are cpu and memory requests and limits by container name,
-// PodLevelName standing for the pod-level resources.
+// podcontainers.PodLevelName standing for the pod-level resources.
 type CanaryValues map[string]corev1.ResourceRequirements
 
 // CanaryPod is a pod lowered before the others, and what its guardrails are
@@ -638,9 +639,9 @@ func (cp *canaryPlan) rollback(p PodInput, c CanaryPod) {
 	sort.Strings(names)
 	for _, name := range names {
 		var now *corev1.ResourceRequirements
-		if name == PodLevelName {
+		if name == podcontainers.PodLevelName {
 			now = p.Pod.Spec.Resources
-		} else if ctr := RunningContainer(p.Pod, name); ctr != nil {
+		} else if ctr := podcontainers.Named(p.Pod, name); ctr != nil {
 			now = &ctr.Resources
 		}
 		if now == nil {
@@ -651,7 +652,7 @@ func (cp *canaryPlan) rollback(p PodInput, c CanaryPod) {
 			if !ok {
 				continue
 			}
-			if name == PodLevelName {
+			if name == podcontainers.PodLevelName {
 				d.PodChanges = append(d.PodChanges, ch)
 			} else {
 				d.Changes = append(d.Changes, ch)
@@ -819,11 +820,11 @@ func (c CanaryConfig) guardrail(cp CanaryPod, pin PodInput) (Guardrail, string, 
 		}
 		return GuardrailReadiness, what, true
 	}
-	names := metrics.Containers(p)
+	names := podcontainers.Names(p)
 	if c.MemoryNearLimit {
 		for _, n := range names {
 			ws, seen := pin.WorkingSet[n]
-			lim, limited := RunningContainer(p, n).Resources.Limits[corev1.ResourceMemory]
+			lim, limited := podcontainers.Named(p, n).Resources.Limits[corev1.ResourceMemory]
 			if !seen || !limited || lim.IsZero() {
 				continue
 			}
@@ -935,7 +936,7 @@ func (v CanaryValues) String() string {
 		}
 		if len(rs) > 0 {
 			label := n
-			if n == PodLevelName {
+			if n == podcontainers.PodLevelName {
 				label = "pod"
 			}
 			parts = append(parts, label+" "+strings.Join(rs, ", "))
@@ -962,12 +963,12 @@ func valuesOf(p *corev1.Pod) CanaryValues {
 		}
 		return o
 	}
-	for _, n := range metrics.Containers(p) {
-		c := RunningContainer(p, n)
+	for _, n := range podcontainers.Names(p) {
+		c := podcontainers.Named(p, n)
 		out[n] = corev1.ResourceRequirements{Requests: keep(c.Resources.Requests), Limits: keep(c.Resources.Limits)}
 	}
 	if hasPodLevel(p) {
-		out[PodLevelName] = corev1.ResourceRequirements{Requests: keep(p.Spec.Resources.Requests), Limits: keep(p.Spec.Resources.Limits)}
+		out[podcontainers.PodLevelName] = corev1.ResourceRequirements{Requests: keep(p.Spec.Resources.Requests), Limits: keep(p.Spec.Resources.Limits)}
 	}
 	return out
 }
@@ -1059,7 +1060,7 @@ func withoutLowerings(p PodInput, down []Change) PodInput {
 		targets[n] = t
 	}
 	for _, ch := range down {
-		if ch.Container == PodLevelName {
+		if ch.Container == podcontainers.PodLevelName {
 			p.PodTarget = p.PodTarget.without(ch.Resource)
 			continue
 		}
@@ -1089,7 +1090,7 @@ func changesText(changes []Change) string {
 	parts := make([]string, 0, len(changes))
 	for _, ch := range changes {
 		name := ch.Container
-		if name == PodLevelName {
+		if name == podcontainers.PodLevelName {
 			name = "pod"
 		}
 		parts = append(parts, fmt.Sprintf("%s %s %s -> %s", name, ch.Resource, ch.RequestBefore.String(), ch.RequestNow.String()))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -145,7 +146,7 @@ type Decision struct {
 	Desired resize.Desired
 	Changes []Change
 	// PodChanges are the changes to pod-level resources; Container is
-	// PodLevelName.
+	// podcontainers.PodLevelName.
 	PodChanges []Change
 	Skips      []Skip
 	// RetryAfter is set when the pod was resized too recently.
@@ -251,7 +252,7 @@ func Decide(in Input) (Decision, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		c := RunningContainer(in.Pod, name)
+		c := podcontainers.Named(in.Pod, name)
 		if c == nil {
 			return d, fmt.Errorf("decide: pod %s/%s has no running container %q", in.Pod.Namespace, in.Pod.Name, name)
 		}
@@ -440,7 +441,7 @@ func (in Input) keepQoS(d *Decision, before corev1.PodQOSClass) {
 func (in Input) after(d *Decision) corev1.PodQOSClass {
 	p := in.Pod.DeepCopy()
 	for _, ch := range d.Changes {
-		c := RunningContainer(p, ch.Container)
+		c := podcontainers.Named(p, ch.Container)
 		c.Resources.Requests[ch.Resource] = ch.RequestNow
 		if ch.LimitNow != nil {
 			c.Resources.Limits[ch.Resource] = *ch.LimitNow
@@ -943,24 +944,6 @@ func restartsFor(c *corev1.Container, r corev1.ResourceName) bool {
 		}
 	}
 	return false
-}
-
-// RunningContainer returns a regular container or sidecar of p by name: the
-// ones that run alongside the workload (RunningContainers); nil for any
-// other name. Finished init containers are not autoscaled.
-func RunningContainer(p *corev1.Pod, name string) *corev1.Container {
-	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == name {
-			return &p.Spec.Containers[i]
-		}
-	}
-	for i := range p.Spec.InitContainers {
-		c := &p.Spec.InitContainers[i]
-		if c.Name == name && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			return c
-		}
-	}
-	return nil
 }
 
 // CPU is handled in millicores and memory in bytes, rounded up so a target is

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // DefaultBound is the maxAllowed of one resource that a container gets when
@@ -157,7 +158,7 @@ func DefaultCapped(spec *v1alpha1.TailorPolicySpec, defaults map[corev1.Resource
 	var out []string
 	for _, rc := range recs {
 		pol, err := spec.PolicyFor(rc.ContainerName)
-		if err != nil || rc.ContainerName == PodLevelName {
+		if err != nil || rc.ContainerName == podcontainers.PodLevelName {
 			continue
 		}
 		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -85,7 +86,7 @@ func PlanEntry(in EntryInput) *v1alpha1.Admission {
 	targets := map[string]Target{}
 	if in.Recommendation != nil {
 		for _, cr := range in.Recommendation.ContainerRecommendations {
-			if cr.ContainerName == PodLevelName {
+			if cr.ContainerName == podcontainers.PodLevelName {
 				continue
 			}
 			var t Target

@@ -19,6 +19,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -56,7 +57,7 @@ func checkAction(spec *v1alpha1.TailorPolicySpec, in autoscale.PodInput, a autos
 			}
 		}
 		if ws, ok := podWorkingSet(before, in.WorkingSet); ok {
-			bad = append(bad, memoryFloor(autoscale.PodLevelName, map[string]resource.Quantity{autoscale.PodLevelName: ws}, *before.Spec.Resources, *after.Spec.Resources, floorHeadroom)...)
+			bad = append(bad, memoryFloor(podcontainers.PodLevelName, map[string]resource.Quantity{podcontainers.PodLevelName: ws}, *before.Spec.Resources, *after.Spec.Resources, floorHeadroom)...)
 		} else if lowered(*before.Spec.Resources, *after.Spec.Resources, corev1.ResourceMemory) {
 			bad = append(bad, "pod-level memory lowered without every container's working set")
 		}
@@ -421,7 +422,7 @@ func checkPolicyDecision(input autoscale.PolicyInput, d autoscale.PolicyDecision
 
 func podText(p *corev1.Pod) string {
 	var b strings.Builder
-	for _, c := range runningContainers(p) {
+	for _, c := range podcontainers.Running(&p.Spec) {
 		fmt.Fprintf(&b, "%s req=%s lim=%s rp=%v; ", c.Name, listText(c.Resources.Requests), listText(c.Resources.Limits), c.ResizePolicy)
 	}
 	if p.Spec.Resources != nil {
@@ -462,26 +463,11 @@ func describeDesired(d autoscale.Decision) string {
 	return s
 }
 
-// runningContainers are the sidecars and regular containers: what runs
-// beside the app and has a working set.
-func runningContainers(p *corev1.Pod) []*corev1.Container {
-	var out []*corev1.Container
-	for i := range p.Spec.InitContainers {
-		if c := &p.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			out = append(out, c)
-		}
-	}
-	for i := range p.Spec.Containers {
-		out = append(out, &p.Spec.Containers[i])
-	}
-	return out
-}
-
 // podWorkingSet is the running containers' working sets summed, known only
 // when every one of them is.
 func podWorkingSet(p *corev1.Pod, ws map[string]resource.Quantity) (resource.Quantity, bool) {
 	var sum resource.Quantity
-	for _, c := range runningContainers(p) {
+	for _, c := range podcontainers.Running(&p.Spec) {
 		w, ok := ws[c.Name]
 		if !ok {
 			return resource.Quantity{}, false

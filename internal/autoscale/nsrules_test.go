@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -110,7 +111,7 @@ func TestAdmitWithinTheNamespaceRules(t *testing.T) {
 			pod := tc.rules.Admitted(&corev1.Pod{Spec: tc.template.Spec})
 			before := qosutil.ComputePodQOS(pod)
 			for _, ac := range got.Containers {
-				c := RunningContainer(pod, ac.Name)
+				c := podcontainers.Named(pod, ac.Name)
 				c.Resources.Requests, c.Resources.Limits = ac.Requests, ac.Limits
 			}
 			charged := tc.rules.Charged(pod, &corev1.Pod{Spec: tc.template.Spec}, max(tc.replicas, 1)-1)

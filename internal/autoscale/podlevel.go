@@ -9,12 +9,8 @@ import (
 	qosutil "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
-
-// PodLevelName names the pod-level spec.resources where a container name is
-// expected (status, events, recommender state, checkpoints). No container can
-// have it: a container name is a DNS label, which has no underscore.
-const PodLevelName = v1alpha1.PodLevelContainerName
 
 func hasPodLevel(p *corev1.Pod) bool {
 	r := p.Spec.Resources
@@ -53,7 +49,7 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 			// the pod-level limit, which decides alongside it; the
 			// containers' changes only as far as they still fit inside.
 			why := fmt.Sprintf("pod-level %s kept for the HorizontalPodAutoscaler, which scales on its utilization", r)
-			d.Skips = append(d.Skips, Skip{Container: PodLevelName, Resource: r, Reason: SkipHPA, Message: why})
+			d.Skips = append(d.Skips, Skip{Container: podcontainers.PodLevelName, Resource: r, Reason: SkipHPA, Message: why})
 			var lim *resource.Quantity
 			if l, ok := pr.Limits[r]; ok {
 				lim = &l
@@ -67,7 +63,7 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 		if l, ok := pr.Limits[r]; ok {
 			lim = &l
 		}
-		ch := Change{Container: PodLevelName, Resource: r, RequestBefore: req, LimitBefore: lim}
+		ch := Change{Container: podcontainers.PodLevelName, Resource: r, RequestBefore: req, LimitBefore: lim}
 		cur := toFloat(r, req)
 		newReq := cur
 		newLim := 0.0
@@ -79,11 +75,11 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 			if v := in.shape(r, cur, toFloat(r, *t), minAllowed, maxAllowed, in.Creating, &ch.Notes); v != nil {
 				ws := map[string]resource.Quantity{}
 				if w, ok := in.podWorkingSet(); ok {
-					ws[PodLevelName] = w
+					ws[podcontainers.PodLevelName] = w
 				}
-				newReq, newLim = in.apply(r, *v, cur, lim, controlsLimits(star), ws, PodLevelName, bound(r, maxAllowed), &ch.Notes)
+				newReq, newLim = in.apply(r, *v, cur, lim, controlsLimits(star), ws, podcontainers.PodLevelName, bound(r, maxAllowed), &ch.Notes)
 				if newReq < 0 {
-					d.Skips = append(d.Skips, Skip{Container: PodLevelName, Resource: r, Reason: SkipNoWorkingSet,
+					d.Skips = append(d.Skips, Skip{Container: podcontainers.PodLevelName, Resource: r, Reason: SkipNoWorkingSet,
 						Message: "pod-level memory not lowered: a container's working set is unknown"})
 					newReq, newLim = cur, toFloat(r, ptrOr(lim))
 				}
@@ -101,7 +97,7 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 		// hold keeps the pod-level values as they are, and with them the
 		// containers' raises only as far as they still fit inside.
 		hold := func(reason SkipReason, why string) {
-			d.Skips = append(d.Skips, Skip{Container: PodLevelName, Resource: r, Reason: reason, Message: why})
+			d.Skips = append(d.Skips, Skip{Container: podcontainers.PodLevelName, Resource: r, Reason: reason, Message: why})
 			if !in.podHolds(d, r, req, lim) {
 				in.dropContainerRaises(d, r, reason, why)
 			}
@@ -119,7 +115,7 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 		if room != nil {
 			fitted, skip, short := in.fit(&ch, r, qosutil.GetPodQOS(in.Pod), room)
 			if short != nil {
-				short.Container = PodLevelName
+				short.Container = podcontainers.PodLevelName
 				d.Short = append(d.Short, *short)
 			}
 			if skip != nil {
@@ -218,7 +214,7 @@ func (in Input) containerSum(d *Decision, r corev1.ResourceName) float64 {
 		InitContainers: append([]corev1.Container(nil), in.Pod.Spec.InitContainers...),
 	}}
 	for _, ch := range d.Changes {
-		if c := RunningContainer(p, ch.Container); c != nil && ch.Resource == r {
+		if c := podcontainers.Named(p, ch.Container); c != nil && ch.Resource == r {
 			c.Resources.Requests = c.Resources.Requests.DeepCopy()
 			c.Resources.Requests[r] = ch.RequestNow
 		}
@@ -233,7 +229,7 @@ func (in Input) containerSum(d *Decision, r corev1.ResourceName) float64 {
 
 func (in Input) containerMaxLimit(d *Decision, r corev1.ResourceName) float64 {
 	hi := 0.0
-	for _, c := range RunningContainers(&in.Pod.Spec) {
+	for _, c := range podcontainers.Running(&in.Pod.Spec) {
 		q, ok := c.Resources.Limits[r]
 		for _, ch := range d.Changes {
 			if ch.Container == c.Name && ch.Resource == r && ch.LimitNow != nil {
@@ -268,7 +264,7 @@ func (in Input) dropContainerRaises(d *Decision, r corev1.ResourceName, reason S
 func (in Input) podBounds(r corev1.ResourceName) (corev1.ResourceList, corev1.ResourceList) {
 	lo, hi := 0.0, 0.0
 	unbounded := false
-	for _, c := range RunningContainers(&in.Pod.Spec) {
+	for _, c := range podcontainers.Running(&in.Pod.Spec) {
 		pol, err := in.Spec.PolicyFor(c.Name)
 		if err != nil {
 			continue
@@ -296,7 +292,7 @@ func (in Input) podBounds(r corev1.ResourceName) (corev1.ResourceList, corev1.Re
 // only when every one of them is.
 func (in Input) podWorkingSet() (resource.Quantity, bool) {
 	var sum resource.Quantity
-	for _, c := range RunningContainers(&in.Pod.Spec) {
+	for _, c := range podcontainers.Running(&in.Pod.Spec) {
 		w, ok := in.WorkingSet[c.Name]
 		if !ok {
 			return resource.Quantity{}, false
@@ -312,9 +308,9 @@ func (in Input) podWorkingSet() (resource.Quantity, bool) {
 func (in Input) restartingWithoutLimit(r corev1.ResourceName) string {
 	// The planner counts classic init containers too, as the kubelet's
 	// resize accounting does: tailor errs with it.
-	all := RunningContainers(&in.Pod.Spec)
+	all := podcontainers.Running(&in.Pod.Spec)
 	for i := range in.Pod.Spec.InitContainers {
-		if c := &in.Pod.Spec.InitContainers[i]; c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		if c := &in.Pod.Spec.InitContainers[i]; !podcontainers.IsSidecar(c) {
 			all = append(all, c)
 		}
 	}
@@ -327,22 +323,6 @@ func (in Input) restartingWithoutLimit(r corev1.ResourceName) string {
 		}
 	}
 	return ""
-}
-
-// RunningContainers are the containers of spec that run, and hold their
-// requests, for the pod's whole life: its sidecars, then its containers.
-func RunningContainers(spec *corev1.PodSpec) []*corev1.Container {
-	var out []*corev1.Container
-	for i := range spec.InitContainers {
-		c := &spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			out = append(out, c)
-		}
-	}
-	for i := range spec.Containers {
-		out = append(out, &spec.Containers[i])
-	}
-	return out
 }
 
 func controls(pol v1alpha1.ContainerPolicy, r corev1.ResourceName) bool {

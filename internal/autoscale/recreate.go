@@ -18,6 +18,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -70,13 +71,13 @@ func RecreatedContainers(p *corev1.Pod, template *corev1.PodTemplateSpec, desire
 		return nil, nil
 	}
 	tp := &corev1.Pod{Spec: template.Spec}
-	containers := RunningContainers(&p.Spec)
+	containers := podcontainers.Running(&p.Spec)
 	sort.Slice(containers, func(i, j int) bool { return containers[i].Name < containers[j].Name })
 	var out []v1alpha1.RecreatedContainer
 	for _, c := range containers {
 		n := c.Name
 		want, changed := desired.Containers[n]
-		tc := RunningContainer(tp, n)
+		tc := podcontainers.Named(tp, n)
 		if tc == nil {
 			return nil, fmt.Errorf("container %s is not in the owner's pod template", n)
 		}
@@ -136,7 +137,7 @@ func Placeable(p *corev1.Pod, containers []v1alpha1.RecreatedContainer, nodes []
 	replacement := p.DeepCopy()
 	for _, rc := range containers {
 		// A sidecar's too: it runs beside the others, and is counted.
-		if c := RunningContainer(replacement, rc.Name); c != nil {
+		if c := podcontainers.Named(replacement, rc.Name); c != nil {
 			c.Resources.Requests = mergeList(c.Resources.Requests, rc.Requests)
 			c.Resources.Limits = mergeList(c.Resources.Limits, rc.Limits)
 		}
@@ -416,7 +417,7 @@ func replacementQoS(template *corev1.PodTemplateSpec, cs []v1alpha1.RecreatedCon
 	pod := &corev1.Pod{Spec: *template.Spec.DeepCopy()}
 	was = qosutil.ComputePodQOS(pod)
 	for _, rc := range cs {
-		c := RunningContainer(pod, rc.Name)
+		c := podcontainers.Named(pod, rc.Name)
 		if c == nil {
 			continue
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -549,7 +550,7 @@ func checkAdmission(in autoscale.SyncInput, nodes []autoscale.NodePods, a *v1alp
 		if pol.Mode != nil && *pol.Mode == v1alpha1.ContainerModeOff {
 			bad = append(bad, fmt.Sprintf("container %s is mode Off", e.Name))
 		}
-		b, n := autoscale.RunningContainer(asTemplate, e.Name), autoscale.RunningContainer(created, e.Name)
+		b, n := podcontainers.Named(asTemplate, e.Name), podcontainers.Named(created, e.Name)
 		if b == nil || n == nil {
 			bad = append(bad, fmt.Sprintf("container %s is not a running container of the template", e.Name))
 			continue
@@ -773,12 +774,12 @@ func checkRecreate(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []aut
 		var bad []string
 		for _, rc := range st.Containers {
 			pol, _ := in.Spec.PolicyFor(rc.Name)
-			b, n := autoscale.RunningContainer(p, rc.Name), autoscale.RunningContainer(created, rc.Name)
+			b, n := podcontainers.Named(p, rc.Name), podcontainers.Named(created, rc.Name)
 			bad = append(bad, checkBounds(pol, rc.Name, b.Resources, n.Resources)...)
 			bad = append(bad, heldMoved(in.Holds, rc.Name, b.Resources, n.Resources)...)
 		}
-		for _, n := range runningContainers(created) {
-			if b := autoscale.RunningContainer(p, n.Name); b != nil {
+		for _, n := range podcontainers.Running(&created.Spec) {
+			if b := podcontainers.Named(p, n.Name); b != nil {
 				bad = append(bad, memoryFloor(n.Name, pin.WorkingSet, b.Resources, n.Resources, in.MemoryFloorHeadroom)...)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // UnschedulableAfter is how long a pod tailor sized must wait unschedulable
@@ -112,7 +113,7 @@ func PodRequests(p *corev1.Pod, entry *v1alpha1.Admission) corev1.ResourceList {
 	q := p.DeepCopy()
 	if entry != nil {
 		for _, ac := range entry.Containers {
-			if c := RunningContainer(q, ac.Name); c != nil {
+			if c := podcontainers.Named(q, ac.Name); c != nil {
 				c.Resources.Requests = mergeList(c.Resources.Requests, ac.Requests)
 				c.Resources.Limits = mergeList(c.Resources.Limits, ac.Limits)
 			}

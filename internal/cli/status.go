@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 func init() { verbs = append(verbs, newStatusCommand) }
@@ -187,7 +188,7 @@ func podStatus(p *corev1.Pod) PodStatus {
 	}
 	for _, c := range p.Spec.InitContainers {
 		kind := "init"
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if podcontainers.IsSidecar(&c) {
 			kind = "sidecar"
 		}
 		add(c, kind, p.Status.InitContainerStatuses)

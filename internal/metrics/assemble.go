@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // Figure is one value an adapter read, before it is judged. An adapter that
@@ -50,7 +52,7 @@ type Reading struct {
 func Assemble(pods []*corev1.Pod, readings map[Key]Reading, now time.Time, maxAge time.Duration) Result {
 	res := Result{Usage: map[Key]Usage{}}
 	for _, pod := range pods {
-		for _, c := range Containers(pod) {
+		for _, c := range podcontainers.Names(pod) {
 			key := Key{Namespace: pod.Namespace, Pod: pod.Name, Container: c}
 			if why := notRunning(pod, c); why != "" {
 				res.Problem(key, MetricAll, ReasonNotRunning, why)
@@ -121,22 +123,6 @@ func judge(res *Result, key Key, m Metric, f Figure, now time.Time, maxAge time.
 		return false
 	}
 	return true
-}
-
-// Containers lists the containers of pod that run alongside the workload and
-// so have usage to measure: regular containers and sidecars (restartable
-// init containers). Classic init containers have finished by then.
-func Containers(pod *corev1.Pod) []string {
-	var out []string
-	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			out = append(out, c.Name)
-		}
-	}
-	for _, c := range pod.Spec.Containers {
-		out = append(out, c.Name)
-	}
-	return out
 }
 
 // notRunning says why container c of pod cannot have current usage, or "".

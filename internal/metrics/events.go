@@ -4,6 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // Termination is a container's last termination as pod status reports it.
@@ -34,7 +36,7 @@ type Termination struct {
 
 // Terminations returns the terminations of pod's containers that finished
 // after since: the last one of each container and, when it is terminated
-// now, the current one, oldest first, in the order of Containers(pod).
+// now, the current one, oldest first, in the order of podcontainers.Names(pod).
 func Terminations(pod *corev1.Pod, since time.Time) []Termination {
 	var out []Termination
 	statuses := map[string]corev1.ContainerStatus{}
@@ -43,7 +45,7 @@ func Terminations(pod *corev1.Pod, since time.Time) []Termination {
 			statuses[st.Name] = st
 		}
 	}
-	for _, name := range Containers(pod) {
+	for _, name := range podcontainers.Names(pod) {
 		st, ok := statuses[name]
 		if !ok {
 			continue

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 const (
@@ -83,7 +85,7 @@ func Screen(u Result, pods []*corev1.Pod, capacity map[string]corev1.ResourceLis
 		// straddles: some figure kept may have been measured under other
 		// limits than the pod's now.
 		straddles := false
-		for _, c := range Containers(p) {
+		for _, c := range podcontainers.Names(p) {
 			k := Key{Namespace: p.Namespace, Pod: p.Name, Container: c}
 			v, ok := u.Usage[k]
 			if !ok || seen[k] {

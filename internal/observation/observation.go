@@ -9,8 +9,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/advise"
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // Observer is told what each sync of a policy saw and what tailor did, for
@@ -97,7 +97,7 @@ func Of(now time.Time, pods []*corev1.Pod, usage metrics.Result, rec *v1alpha1.R
 	}
 	for _, p := range pods {
 		po := PodObservation{Name: p.Name, Node: p.Spec.NodeName, BeforeKnown: template != nil}
-		for _, ct := range autoscale.RunningContainers(&p.Spec) {
+		for _, ct := range podcontainers.Running(&p.Spec) {
 			cpu, mem := advise.Amount(ct.Resources.Requests, corev1.ResourceCPU), advise.Amount(ct.Resources.Requests, corev1.ResourceMemory)
 			po.CPURequest += cpu
 			po.MemoryRequest += mem
@@ -141,7 +141,7 @@ func templateContainer(t *corev1.PodTemplateSpec, name string) *corev1.Container
 	if t == nil {
 		return nil
 	}
-	for _, c := range autoscale.RunningContainers(&t.Spec) {
+	for _, c := range podcontainers.Running(&t.Spec) {
 		if c.Name == name {
 			return c
 		}

@@ -15,8 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
-	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
@@ -162,7 +161,7 @@ func Build(workloads []*Workload, cfg recommend.Config, window time.Duration, no
 	}
 	var rows []Row
 	for _, w := range workloads {
-		for _, name := range metrics.Containers(w.Pods[0]) {
+		for _, name := range podcontainers.Names(w.Pods[0]) {
 			row := Row{Namespace: w.Namespace, Kind: w.Kind, Workload: w.Name, Container: name, Replicas: len(w.Pods)}
 			row.Requests, row.Limits = largest(w.Pods, name)
 			h, seen := w.History[name]
@@ -349,7 +348,7 @@ func percentile(xs []Sample, q float64) float64 {
 func savings(pods []*corev1.Pod, name string, rec corev1.ResourceList) (float64, float64) {
 	var cpu, mem float64
 	for _, p := range pods {
-		c := autoscale.RunningContainer(p, name)
+		c := podcontainers.Named(p, name)
 		if c == nil {
 			continue
 		}
@@ -372,7 +371,7 @@ func savings(pods []*corev1.Pod, name string, rec corev1.ResourceList) (float64,
 func monthlyCosts(pods []*corev1.Pod, name string, rec corev1.ResourceList, prices price.Book) (float64, float64) {
 	var before, after float64
 	for _, p := range pods {
-		c := autoscale.RunningContainer(p, name)
+		c := podcontainers.Named(p, name)
 		if c == nil {
 			continue
 		}
@@ -400,7 +399,7 @@ func Recommended(requests, rec corev1.ResourceList) corev1.ResourceList {
 func largest(pods []*corev1.Pod, name string) (corev1.ResourceList, corev1.ResourceList) {
 	req, lim := corev1.ResourceList{}, corev1.ResourceList{}
 	for _, p := range pods {
-		c := autoscale.RunningContainer(p, name)
+		c := podcontainers.Named(p, name)
 		if c == nil {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // Desired is what tailor wants the pod to have.
@@ -571,7 +572,7 @@ func containerChanges(before, sent, judged *corev1.Pod) []ContainerChange {
 	}
 	for i := range before.Spec.InitContainers {
 		kind := KindInit
-		if isSidecar(&before.Spec.InitContainers[i]) {
+		if podcontainers.IsSidecar(&before.Spec.InitContainers[i]) {
 			kind = KindSidecar
 		}
 		add(&before.Spec.InitContainers[i], &sent.Spec.InitContainers[i], &judged.Spec.InitContainers[i], kind)
@@ -647,10 +648,6 @@ func policyFor(c *corev1.Container, name corev1.ResourceName) corev1.ResourceRes
 		}
 	}
 	return corev1.NotRequired
-}
-
-func isSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 func containerNames(pod *corev1.Pod) []string {

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // mirrorPodAnnotation marks static pods (k8s.io/kubernetes pkg/apis/core, MirrorPodAnnotationKey).
@@ -59,7 +61,7 @@ func validate(before, after *corev1.Pod, res *Result, ephemeral []string, server
 		b, a := &before.Spec.InitContainers[i], &after.Spec.InitContainers[i]
 		changed := !listEqual(b.Resources.Requests, a.Resources.Requests) || !listEqual(b.Resources.Limits, a.Resources.Limits)
 		path := fmt.Sprintf("spec.initContainers[%d]", i)
-		if !isSidecar(b) {
+		if !podcontainers.IsSidecar(b) {
 			if !changed {
 				continue
 			}

@@ -42,6 +42,7 @@ import (
 	agentsource "github.com/tailorhq/tailor/internal/metrics/agent"
 	kubeletsource "github.com/tailorhq/tailor/internal/metrics/kubelet"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/tenantquery"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -772,7 +773,7 @@ func (k *pageKubelets) page(ctx context.Context, node string) ([]byte, error) {
 	cpu.WriteString("# TYPE container_cpu_usage_seconds_total counter\n")
 	mem.WriteString("# TYPE container_memory_working_set_bytes gauge\n")
 	for _, p := range pods {
-		for _, c := range metrics.Containers(p) {
+		for _, c := range podcontainers.Names(p) {
 			u, ok := res.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
 			if !ok {
 				u.CPU, u.Memory = 0.001, mi

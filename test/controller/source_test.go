@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // scriptedSource is a metrics.Source whose answers the test sets: usage per
@@ -141,7 +142,7 @@ func (s *scriptedSource) Usage(_ context.Context, pods []*corev1.Pod) (metrics.R
 	asked := map[metrics.Key]bool{}
 	for _, p := range pods {
 		s.asked[p.Namespace] = true
-		for _, c := range metrics.Containers(p) {
+		for _, c := range podcontainers.Names(p) {
 			key := metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}
 			asked[key] = true
 			u, ok := s.usage[key]

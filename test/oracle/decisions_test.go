@@ -19,6 +19,7 @@ import (
 
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/cluster"
 )
@@ -145,7 +146,7 @@ func sameResources(a, b *corev1.Pod) bool {
 			out[c.Name] = c.Resources
 		}
 		if p.Spec.Resources != nil {
-			out[autoscale.PodLevelName] = *p.Spec.Resources
+			out[podcontainers.PodLevelName] = *p.Spec.Resources
 		}
 		return out
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -261,7 +262,7 @@ func (g gen) spec() *v1alpha1.TailorPolicySpec {
 // usage draws what the recommender and the metrics source said.
 func (g gen) usage(p *corev1.Pod) autoscale.PodInput {
 	in := autoscale.PodInput{Pod: p, Targets: map[string]autoscale.Target{}, WorkingSet: map[string]resource.Quantity{}}
-	for _, n := range runningContainers(p) {
+	for _, n := range podcontainers.Names(p) {
 		t := autoscale.Target{}
 		if g.chance(0.7) {
 			t.CPU = resource.NewMilliQuantity(int64(1+g.r.IntN(5000)), resource.DecimalSI)
@@ -294,19 +295,4 @@ func (g gen) usage(p *corev1.Pod) autoscale.PodInput {
 		in.LastResize = now.Add(-time.Duration(g.r.IntN(120)) * time.Second)
 	}
 	return in
-}
-
-// runningContainers names the containers that run beside the app: sidecars
-// and regular containers, not classic init containers.
-func runningContainers(p *corev1.Pod) []string {
-	var out []string
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			out = append(out, c.Name)
-		}
-	}
-	for _, c := range p.Spec.Containers {
-		out = append(out, c.Name)
-	}
-	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -308,7 +309,7 @@ func (g gen) template() *corev1.PodTemplateSpec {
 func (g gen) created(rules *nsrules.Rules, s source, name string) *corev1.Pod {
 	p := g.admitted(rules, s, name)
 	if p.Spec.Resources == nil && g.chance(0.4) {
-		for _, c := range runningContainers(p) {
+		for _, c := range podcontainers.Names(p) {
 			f := [][2]int64{{1, 2}, {4, 5}, {5, 4}, {2, 1}}[g.r.IntN(4)]
 			g.scale(containerOf(p, c), f[0], f[1])
 		}
@@ -328,7 +329,7 @@ func (g gen) created(rules *nsrules.Rules, s source, name string) *corev1.Pod {
 		}
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(ready)}}
 	}
-	if c := autoscale.RunningContainer(p, "c0"); c != nil && g.chance(0.15) {
+	if c := podcontainers.Named(p, "c0"); c != nil && g.chance(0.15) {
 		if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
 			p.Annotations = map[string]string{v1alpha1.BoostAnnotation: "c0=" + q.String()}
 		}
@@ -374,7 +375,7 @@ func (g gen) waiting(rules *nsrules.Rules, s source, name string) *corev1.Pod {
 	p := g.admitted(rules, s, name)
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	if p.Spec.Resources == nil && g.chance(0.6) {
-		for _, c := range runningContainers(p) {
+		for _, c := range podcontainers.Names(p) {
 			g.scale(containerOf(p, c), 2, 1)
 		}
 		// Sized by tailor's admission, which marks what it sizes; now and
@@ -633,7 +634,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []autoscale.Claimant, us
 	var rec *v1alpha1.Recommendation
 	if template != nil && !g.chance(0.15) {
 		rec = &v1alpha1.Recommendation{}
-		for _, name := range runningContainers(&corev1.Pod{Spec: template.Spec}) {
+		for _, name := range podcontainers.Names(&corev1.Pod{Spec: template.Spec}) {
 			var t autoscale.Target
 			if len(running) > 0 {
 				t = usage[running[0].UID].Targets[name]
@@ -719,7 +720,7 @@ func (g gen) boost(pin *boosted, spec *v1alpha1.TailorPolicySpec, holds autoscal
 				return *t.CPU, true
 			}
 			if template != nil {
-				if c := autoscale.RunningContainer(&corev1.Pod{Spec: template.Spec}, name); c != nil {
+				if c := podcontainers.Named(&corev1.Pod{Spec: template.Spec}, name); c != nil {
 					q, ok := c.Resources.Requests[corev1.ResourceCPU]
 					return q, ok
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/observation"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // act carries out a policy's decision (autoscale.DecideSync): it reports how
@@ -290,7 +291,7 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyS
 func (r *Reconciler) reportMemoryAtRisk(policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.PolicyDecision, held map[string]autoscale.Held) {
 	for _, p := range in.pods {
 		dec := d.Decisions[p.Name]
-		for _, c := range metrics.Containers(p) {
+		for _, c := range podcontainers.Names(p) {
 			u, ok := in.usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
 			if !ok || !u.MemoryAtRisk || raisesMemory(dec, c) {
 				continue
@@ -381,7 +382,7 @@ func describe(d autoscale.Decision) string {
 	var parts []string
 	for _, c := range d.All() {
 		name := c.Container
-		if name == autoscale.PodLevelName {
+		if name == podcontainers.PodLevelName {
 			name = "pod"
 		}
 		s := fmt.Sprintf("%s %s request %s -> %s", name, c.Resource, c.RequestBefore.String(), c.RequestNow.String())

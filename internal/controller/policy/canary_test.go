@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -19,8 +20,8 @@ import (
 func TestCanaryCheckpointRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	before := autoscale.CanaryValues{
-		"app":                  {Requests: builder.List("500m", "256Mi"), Limits: builder.List("1", "512Mi")},
-		autoscale.PodLevelName: {Requests: builder.List("600m", "300Mi")},
+		"app":                      {Requests: builder.List("500m", "256Mi"), Limits: builder.List("1", "512Mi")},
+		podcontainers.PodLevelName: {Requests: builder.List("600m", "300Mi")},
 	}
 	st := autoscale.CanaryState{
 		Pods:      []autoscale.CanaryPod{{UID: "u0", Name: "web-0", LoweredAt: at, Ready: true, Before: before, Restarts: map[string]int32{"app": 2}}},

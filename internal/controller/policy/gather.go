@@ -27,6 +27,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -233,7 +234,7 @@ func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now ti
 // reaching back before it was measured under other limits.
 func throttledSince(p *corev1.Pod, usage metrics.Result, since time.Time) map[string]float64 {
 	var out map[string]float64
-	for _, c := range metrics.Containers(p) {
+	for _, c := range podcontainers.Names(p) {
 		u, ok := usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
 		if !ok || u.Throttled == nil || !u.ThrottledSince.After(since) {
 			continue

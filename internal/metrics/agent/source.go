@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // DefaultNodeMaxAge is how old a node's newest report may be before its
@@ -88,7 +89,7 @@ func (s *Source) Usage(ctx context.Context, pods []*corev1.Pod) (metrics.Result,
 // containers and sidecars.
 func statuses(p *corev1.Pod) []corev1.ContainerStatus {
 	names := map[string]bool{}
-	for _, c := range metrics.Containers(p) {
+	for _, c := range podcontainers.Names(p) {
 		names[c] = true
 	}
 	var out []corev1.ContainerStatus
@@ -137,7 +138,7 @@ func reading(nr *nodeReport, p *corev1.Pod, st corev1.ContainerStatus) (metrics.
 // hold records why pods' containers have no usage.
 func hold(res *metrics.Result, pods []*corev1.Pod, why string) {
 	for _, p := range pods {
-		for _, c := range metrics.Containers(p) {
+		for _, c := range podcontainers.Names(p) {
 			res.Problem(metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}, metrics.MetricAll, metrics.ReasonMissing, why)
 		}
 	}

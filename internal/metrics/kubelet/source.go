@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 const (
@@ -215,7 +216,7 @@ func (s *Source) Usage(ctx context.Context, pods []*corev1.Pod) (metrics.Result,
 	for i, node := range nodes {
 		pg := got[i]
 		for _, p := range byNode[node] {
-			for _, c := range metrics.Containers(p) {
+			for _, c := range podcontainers.Names(p) {
 				key := metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}
 				if pg.err != nil {
 					bad := metrics.Unusable(pg.reason, pg.err.Error())

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // DefaultWindow is the rate window when Options leave it 0: twelve of the
@@ -116,7 +117,7 @@ func (s *Source) Usage(ctx context.Context, pods []*corev1.Pod) (metrics.Result,
 	byNamespace := map[string][]string{}
 	for _, p := range pods {
 		byNamespace[p.Namespace] = append(byNamespace[p.Namespace], p.Name)
-		for _, c := range metrics.Containers(p) {
+		for _, c := range podcontainers.Names(p) {
 			key := metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}
 			readings[key] = metrics.Reading{Window: s.window}
 			if at, ok := runningSince(p, c); ok {
