@@ -220,10 +220,10 @@ func BoostTargets(in BoostInput) BoostDecision {
 	}
 	inPlace := cpuSetBy(p, BoostFieldManager)
 	resized := cpuSetBy(p, in.FieldManager)
-	for _, name := range podcontainers.Names(p) {
-		c := podcontainers.Named(p, name)
+	for _, c := range podcontainers.Running(&p.Spec) {
+		name := c.Name
 		pol, err := in.Spec.PolicyFor(name)
-		if c == nil || err != nil {
+		if err != nil {
 			continue
 		}
 		if why := Boostable(c, pol); why != "" {

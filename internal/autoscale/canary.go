@@ -963,9 +963,8 @@ func valuesOf(p *corev1.Pod) CanaryValues {
 		}
 		return o
 	}
-	for _, n := range podcontainers.Names(p) {
-		c := podcontainers.Named(p, n)
-		out[n] = corev1.ResourceRequirements{Requests: keep(c.Resources.Requests), Limits: keep(c.Resources.Limits)}
+	for _, c := range podcontainers.Running(&p.Spec) {
+		out[c.Name] = corev1.ResourceRequirements{Requests: keep(c.Resources.Requests), Limits: keep(c.Resources.Limits)}
 	}
 	if hasPodLevel(p) {
 		out[podcontainers.PodLevelName] = corev1.ResourceRequirements{Requests: keep(p.Spec.Resources.Requests), Limits: keep(p.Spec.Resources.Limits)}
