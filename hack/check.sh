@@ -10,6 +10,8 @@
 #   CHECK_FROM=unit make check        resume at a step (after fixing it)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# killtree, for the controller tier started beside the unit steps.
+source "${ROOT}/hack/lib.sh"
 cd "$ROOT"
 
 GO="${GO:-go}"
@@ -101,13 +103,6 @@ RELEASE_DIST=$(mktemp -d)
 controller_pid=""
 controller_started=0
 controller_log=$(mktemp)
-# killtree PID: PID and everything it started (make, go test, the test
-# binary, its apiserver and etcd).
-killtree() {
-  local c
-  for c in $(pgrep -P "$1"); do killtree "$c"; done
-  kill "$1" 2>/dev/null || true
-}
 cleanup() {
   if [[ -n "$controller_pid" ]] && kill -0 "$controller_pid" 2>/dev/null; then killtree "$controller_pid"; fi
   rm -rf "$RELEASE_DIST" "$controller_log"

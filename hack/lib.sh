@@ -113,6 +113,14 @@ current-context: tailor-dev
 EOF
 }
 
+# killtree PID: PID and everything it started (make, go test, the test
+# binaries, an apiserver and etcd they run).
+killtree() {
+  local c
+  for c in $(pgrep -P "$1"); do killtree "$c"; done
+  kill "$1" 2>/dev/null || true
+}
+
 # cpu_ticks: the machine's busy and total CPU ticks so far ("BUSY TOTAL"),
 # from /proc/stat's first line (idle and iowait are not busy).
 cpu_ticks() {

@@ -12,12 +12,6 @@ PHASES="${TEST_PHASES:-check bench bench-scale e2e}"
 MAKE="${MAKE:-make}"
 
 t0=$SECONDS
-# killtree PID: PID and everything it started.
-killtree() {
-  local c
-  for c in $(pgrep -P "$1"); do killtree "$c"; done
-  kill "$1" 2>/dev/null || true
-}
 table() {
   local rc=$?
   # A run ended early (a phase failed, or ^C) leaves no check behind.
