@@ -113,6 +113,10 @@ func (m *Model) recommend(in Input) Advice {
 					t.Memory = outOfBounds(pol, corev1.ResourceMemory, cur.Memory, fresh)
 					bounded = bounded || t.Memory != nil
 				}
+				if t.Memory == nil && fresh {
+					t.Memory = outgrown(a.WorkingSet[name], cur.Memory)
+					bounded = bounded || t.Memory != nil
+				}
 			}
 		}
 		if rec.CPU.Decision == recommend.Raise || rec.Memory.Decision == recommend.Raise || (limitRaise && t.MemoryLimit != nil) || bounded {
@@ -269,6 +273,20 @@ func boostBase(template *corev1.PodTemplateSpec, a *Advice, name string) (resour
 		}
 	}
 	return resource.Quantity{}, false
+}
+
+// outgrown is the target of a memory request below what its container
+// holds now (ws), or nil. The recommender may hold such a request: its
+// peaks, learnt while the workload's pods were still filling their memory,
+// can sit just under what they hold once full. It is raised all the same,
+// since the kubelet evicts first, under node pressure, the pods using more
+// than they requested. The working set is the target; the decision keeps
+// its floor above it.
+func outgrown(ws resource.Quantity, cur float64) *resource.Quantity {
+	if cur <= 0 || ws.AsApproximateFloat64() <= cur {
+		return nil
+	}
+	return ptr.To(ws.DeepCopy())
 }
 
 // outOfBounds is the bound of pol that cur (cores or bytes, the request)

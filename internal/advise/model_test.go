@@ -182,6 +182,43 @@ func TestAdviseBounds(t *testing.T) {
 	}
 }
 
+// TestAdviseRaisesARequestItsWorkingSetOutgrew: a recommender with nothing
+// to say still leaves a memory request below what the container holds now
+// to be raised, from fresh usage only; one above it holds.
+func TestAdviseRaisesARequestItsWorkingSetOutgrew(t *testing.T) {
+	cases := map[string]struct {
+		workingSet float64
+		fresh      bool
+		want       string
+	}{
+		"working set above the request": {workingSet: 150 * mi, fresh: true, want: "150Mi"},
+		"working set below the request": {workingSet: 100 * mi, fresh: true},
+		"no fresh usage":                {workingSet: 150 * mi},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := webPod("a", "100m", "128Mi")
+			m := configured(t, spec(), p)
+			m.container("app")
+			u := metrics.Result{}
+			if tc.fresh {
+				u = usageOf(t0, map[string][2]float64{"a": {0.1, tc.workingSet}})
+			}
+			a := m.Advise(Input{Spec: spec(), Pod: views(p)[0], Usage: u, Now: t0})
+			got := ""
+			if mem := a.Targets["app"].Memory; mem != nil {
+				got = mem.String()
+			}
+			if got != tc.want {
+				t.Errorf("memory target %q, want %q", got, tc.want)
+			}
+			if raising := !a.RaiseSince.IsZero(); raising != (tc.want != "") {
+				t.Errorf("raise evidence %v, want %v", raising, tc.want != "")
+			}
+		})
+	}
+}
+
 // TestAdviseWithoutStartupBoostLeavesBoostNil: the decision tells "no boost"
 // from "nothing boosted" by nil.
 func TestAdviseWithoutStartupBoostLeavesBoostNil(t *testing.T) {

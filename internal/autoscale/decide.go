@@ -514,12 +514,19 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		advised = nil
 	}
 	v := in.shape(r, toFloat(r, req), toFloat(r, target), pol.MinAllowed, pol.MaxAllowed, direct, &ch.Notes)
+	floorOnly := false
 	if v == nil {
-		if !in.limitOutgrown(r, lim, advised) {
+		switch {
+		case in.belowWorkingSet(r, c.Name, req):
+			// The request holds by the tolerance, yet the container
+			// holds more than it: apply raises it to the floor.
+			floorOnly = true
+		case in.limitOutgrown(r, lim, advised):
+			// The request holds, but the tail has outgrown the limit:
+			// the limit is raised alone.
+		default:
 			return nil, in.withinTolerance(c.Name, r, toFloat(r, req), toFloat(r, target), pol)
 		}
-		// The request holds, but the tail has outgrown the limit: the
-		// limit is raised alone.
 		cur := toFloat(r, req)
 		v = &cur
 	}
@@ -529,6 +536,11 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 	}
 	if advised != nil {
 		newLim = in.splitLimit(c, newReq, toFloat(r, *lim), *advised, &ch.Notes)
+		if floorOnly {
+			// A raise the floor alone asks for lowers nothing: a lower
+			// limit waits for the request's next change, as it would have.
+			newLim = max(newLim, toFloat(r, *lim))
+		}
 	}
 	if in.Holds.Holds(c.Name, r) {
 		if lim == nil || !controlsLimits(pol) {
@@ -557,6 +569,18 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		return nil, skip(SkipRestartNotAllowed, "%s resizePolicy is RestartContainer and the policy does not allow restarts", r)
 	}
 	return ch, nil
+}
+
+// belowWorkingSet reports whether memory request req of container name is
+// below what the container holds now. Such a request is raised to the
+// working-set floor however close the target is: the kubelet evicts first,
+// under node pressure, the pods using more than they requested.
+func (in Input) belowWorkingSet(r corev1.ResourceName, name string, req resource.Quantity) bool {
+	if r != corev1.ResourceMemory || in.Creating {
+		return false
+	}
+	w, known := in.WorkingSet[name]
+	return known && w.Cmp(req) > 0
 }
 
 // advisedLimit is the memory limit the recommender advises for c, within

@@ -98,6 +98,22 @@ func TestDecideWorkloadShapes(t *testing.T) {
 			want:       map[string]string{"app": "req.memory=330Mi"},
 			wantNote:   "kept above working set 300Mi + 10%",
 		},
+		"a request its working set outgrew is raised to the floor, though the target is within the tolerance": {
+			pod:        builder.Pod("p").Container(builder.Container("app").Requests("250m", "195Mi").Limits("500m", "390Mi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("200Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("200Mi")},
+			want:       map[string]string{"app": "req.memory=220Mi,lim.memory=440Mi"},
+			wantNote:   "kept above working set 200Mi + 10%",
+		},
+		"a request above its working set holds within the tolerance": {
+			pod:        builder.Pod("p").Container(builder.Container("app").Requests("250m", "195Mi").Limits("500m", "390Mi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("200Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("190Mi")},
+			want:       map[string]string{},
+			wantSkips:  []SkipReason{SkipWithinTolerance},
+		},
 		"a container without a limit never gets one": {
 			pod:     builder.Pod("p").Container(builder.Container("app").Requests("250m", "128Mi")).Obj(),
 			spec:    spec(),

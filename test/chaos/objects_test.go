@@ -176,7 +176,10 @@ func TestWorkloadScaledToZeroAndBack(t *testing.T) {
 	})
 	raised := func(what string) {
 		t.Helper()
-		err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		// Three minutes: a pod whose first reading caught it still filling
+		// its memory is raised short of it first, and to its working set
+		// + 10% a minResizeInterval (1m) later.
+		err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 			list, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=api"})
 			if err != nil || len(list.Items) != 2 {
 				return false, nil //nolint:nilerr
@@ -191,7 +194,7 @@ func TestWorkloadScaledToZeroAndBack(t *testing.T) {
 			return true, nil
 		})
 		if err != nil {
-			t.Fatalf("%s: both pods not raised for their 200Mi within 2m: %v; policy status: %s", what, err, policyText(t, ns, "api"))
+			t.Fatalf("%s: both pods not raised for their 200Mi within 3m: %v; policy status: %s", what, err, policyText(t, ns, "api"))
 		}
 	}
 	raised("at first")
