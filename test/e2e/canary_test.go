@@ -213,13 +213,13 @@ func policyStatus(t *testing.T, c client.Client, ns, name string) string {
 	return mustJSON(p.Status)
 }
 
-// waitEventFor waits for an event of reason about the policy whose message
-// contains want.
-func waitEventFor(t *testing.T, ns, policy, reason, want string) {
+// waitEventFor waits for an event of reason about the object (a policy, a
+// pod) whose message contains want.
+func waitEventFor(t *testing.T, ns, object, reason, want string) {
 	t.Helper()
 	var seen []string
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + policy + ",reason=" + reason})
+		list, err := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + object + ",reason=" + reason})
 		if err != nil {
 			return false, err
 		}
@@ -233,6 +233,6 @@ func waitEventFor(t *testing.T, ns, policy, reason, want string) {
 		return false, nil
 	})
 	if err != nil {
-		t.Errorf("no %s event on policy %s naming %q: saw %q", reason, policy, want, seen)
+		t.Errorf("no %s event on %s naming %q: saw %q", reason, object, want, seen)
 	}
 }

@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -51,9 +50,7 @@ func TestAutoscaleRequestsOnlyStopsBelowALimitThatWouldMakeItGuaranteed(t *testi
 	}
 	waitCgroup(t, top, "app", "cpu", "cpu.shares", cpuShares(499))
 	waitCgroup(t, top, "app", "cpu", "cpu.cfs_quota_us", 50000)
-	// Still throttled, it stays at 499m sync after sync, and the sync
-	// after the last raise says in status that the limit caps it: three
-	// syncs, 2s apart, leave time for both.
+	// Still throttled, it stays at 499m sync after sync.
 	final := holdsFor(t, ns, "ro", 3, func(p *corev1.Pod) error {
 		if p.Status.QOSClass != corev1.PodQOSBurstable || cpuRequestMillis(p) != 499 {
 			return fmt.Errorf("QoS %s, cpu request %dm: want Burstable at 499m", p.Status.QOSClass, cpuRequestMillis(p))
@@ -63,17 +60,11 @@ func TestAutoscaleRequestsOnlyStopsBelowALimitThatWouldMakeItGuaranteed(t *testi
 	if st := containerStatus(final, "app"); st.RestartCount != 0 {
 		t.Errorf("restarts = %d, want 0", st.RestartCount)
 	}
-	pol := &v1alpha1.TailorPolicy{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "ro"}, pol); err != nil {
-		t.Fatal(err)
-	}
-	var said bool
-	for _, ps := range pol.Status.Pods {
-		said = said || strings.Contains(ps.Message, "just below the 500m limit")
-	}
-	if !said {
-		t.Errorf("status.pods does not say the limit caps the request: %s", mustJSON(pol.Status.Pods))
-	}
+	// The raise that stopped at 499m says why. A later sync's status may
+	// not: with the node's CPU contended the burner can get less than the
+	// limit, its target falls under it, and the status says the target is
+	// within the tolerance instead.
+	waitEventFor(t, ns, pod.Name, "Resized", "request kept just below the 500m limit")
 }
 
 // TestAutoscaleMemoryRequestWithoutLimitKeepsTheWorkingSetFloor: a
