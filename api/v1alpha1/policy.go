@@ -23,6 +23,15 @@ var (
 	DefaultAllowRestart        = false
 )
 
+// Mode is the policy's update mode, InPlace when unset: the one place the
+// default is applied, since the CRD leaves updatePolicy optional.
+func (s *TailorPolicySpec) Mode() UpdateMode {
+	if s.UpdatePolicy != nil && s.UpdatePolicy.UpdateMode != "" {
+		return s.UpdatePolicy.UpdateMode
+	}
+	return UpdateModeInPlace
+}
+
 // PolicyFor returns the policy for the named container with every field
 // set: each field comes from the container's own entry, else from the "*"
 // entry, else from the defaults above; minAllowed and maxAllowed merge per

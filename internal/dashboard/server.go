@@ -281,10 +281,7 @@ func monthly(book price.Book, node string, cpu, memory float64) float64 {
 
 func (s *Server) summary(p *v1alpha1.TailorPolicy, book price.Book, now time.Time) PolicySummary {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-	sum := PolicySummary{Namespace: p.Namespace, Name: p.Name, Mode: string(v1alpha1.UpdateModeInPlace), BeforeKnown: true}
-	if p.Spec.UpdatePolicy != nil && p.Spec.UpdatePolicy.UpdateMode != "" {
-		sum.Mode = string(p.Spec.UpdatePolicy.UpdateMode)
-	}
+	sum := PolicySummary{Namespace: p.Namespace, Name: p.Name, Mode: string(p.Spec.Mode()), BeforeKnown: true}
 	if t := p.Spec.TargetRef; t != nil {
 		sum.Target = strings.ToLower(t.Kind) + "/" + t.Name
 	} else if p.Spec.Selector != nil {

@@ -168,7 +168,7 @@ func Build(workloads []*Workload, cfg recommend.Config, window time.Duration, no
 			seen = seen && h != nil
 			switch {
 			case w.Policy != nil:
-				row.Source = fmt.Sprintf("policy %s (%s)", w.Policy.Name, mode(w.Policy))
+				row.Source = fmt.Sprintf("policy %s (%s)", w.Policy.Name, w.Policy.Spec.Mode())
 				row.Recommended, row.RecommendedLimit = fromPolicy(w.Policy, name)
 				row.Reason = policyReason(w.Policy, name, row.Recommended)
 			case seen:
@@ -186,13 +186,6 @@ func Build(workloads []*Workload, cfg recommend.Config, window time.Duration, no
 		}
 	}
 	return rows, nil
-}
-
-func mode(p *v1alpha1.TailorPolicy) v1alpha1.UpdateMode {
-	if p.Spec.UpdatePolicy == nil || p.Spec.UpdatePolicy.UpdateMode == "" {
-		return v1alpha1.UpdateModeInPlace
-	}
-	return p.Spec.UpdatePolicy.UpdateMode
 }
 
 // fromPolicy is the request the policy's recommendation converges to: what

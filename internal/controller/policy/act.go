@@ -53,7 +53,7 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		}
 		sooner(d.StuckRetry)
 	}
-	mode := policyMode(policy)
+	mode := policy.Spec.Mode()
 	if mode == v1alpha1.UpdateModeOff {
 		in.blocked = blocked
 		resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))

@@ -251,7 +251,7 @@ func throttledSince(p *corev1.Pod, usage metrics.Result, since time.Time) map[st
 // the pods bound to them: only such a pod can be resized, so the nodes of
 // the others are not read.
 func (r *Reconciler) candidateNodes(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput) error {
-	if policyMode(policy) == v1alpha1.UpdateModeOff {
+	if policy.Spec.Mode() == v1alpha1.UpdateModeOff {
 		return nil
 	}
 	var candidates []*corev1.Pod
@@ -463,7 +463,7 @@ func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy
 // and while a pod tailor sized waits unschedulable.
 func (r *Reconciler) newPodRoom(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, unbound []*corev1.Pod, now time.Time) (corev1.ResourceList, error) {
 	ref := policy.Spec.TargetRef
-	if ref == nil || state.template == nil || policyMode(policy) == v1alpha1.UpdateModeOff || !autoscale.ApplyOnCreate(&policy.Spec) {
+	if ref == nil || state.template == nil || policy.Spec.Mode() == v1alpha1.UpdateModeOff || !autoscale.ApplyOnCreate(&policy.Spec) {
 		return nil, nil
 	}
 	in := autoscale.NewPodRoomInput{Template: state.template, DaemonSet: ref.Kind == "DaemonSet"}

@@ -63,7 +63,7 @@ func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.Tail
 			err: fmt.Errorf("behavior.scaleDown.canary.guardrails.queries need a Prometheus to ask, and the manager has none: start it with --prometheus-url, or take the queries out")}
 	}
 	live := autoscale.LiveCanaryPods(canary, pods)
-	if len(live) == 0 || policyMode(policy) == v1alpha1.UpdateModeOff {
+	if len(live) == 0 || policy.Spec.Mode() == v1alpha1.UpdateModeOff {
 		return nil, nil
 	}
 	inCanary := map[types.UID]bool{}

@@ -171,7 +171,7 @@ func claimant(p *v1alpha1.TailorPolicy) (autoscale.Claimant, bool) {
 	if !p.DeletionTimestamp.IsZero() {
 		return autoscale.Claimant{}, false
 	}
-	c := autoscale.Claimant{Name: p.Name, Created: p.CreationTimestamp.Time, RecommendOnly: policyMode(p) == v1alpha1.UpdateModeOff}
+	c := autoscale.Claimant{Name: p.Name, Created: p.CreationTimestamp.Time, RecommendOnly: p.Spec.Mode() == v1alpha1.UpdateModeOff}
 	if ref := p.Spec.TargetRef; ref != nil {
 		w := autoscale.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name)
 		c.Target = &w

@@ -122,13 +122,6 @@ func (r *Reconciler) makeStore() {
 	})
 }
 
-func policyMode(policy *v1alpha1.TailorPolicy) v1alpha1.UpdateMode {
-	if policy.Spec.UpdatePolicy != nil && policy.Spec.UpdatePolicy.UpdateMode != "" {
-		return policy.Spec.UpdatePolicy.UpdateMode
-	}
-	return v1alpha1.UpdateModeInPlace
-}
-
 type invalidPolicyError struct {
 	reason string
 	err    error
