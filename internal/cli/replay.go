@@ -17,6 +17,7 @@ import (
 
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/replay"
+	replayrender "github.com/tailorhq/tailor/internal/replay/render"
 )
 
 func init() {
@@ -138,16 +139,16 @@ func (o *ReplayOptions) Run() error {
 			len(rep.Skipped), len(series), o.MinSpan, o.Warmup, skipped)
 	}
 	if o.Output == "json" {
-		err = replay.WriteJSON(o.streams.Out, rep, o.SeriesTable)
+		err = replayrender.WriteJSON(o.streams.Out, rep, o.SeriesTable)
 	} else {
 		// tailor sizes the memory limit apart from the request (the
 		// default since issue 26): the memory columns score the request,
 		// and a sample over it is not an OOM kill.
 		fmt.Fprintln(o.streams.Out, "memory as one value, the request (over: samples above it; tailor's limit is sized apart, so not OOM kills: make bench scores kills at the limit):")
-		err = replay.WriteTable(o.streams.Out, rep)
+		err = replayrender.WriteTable(o.streams.Out, rep)
 		if err == nil && o.SeriesTable {
 			fmt.Fprintln(o.streams.Out)
-			err = replay.WriteSeriesTable(o.streams.Out, rep)
+			err = replayrender.WriteSeriesTable(o.streams.Out, rep)
 		}
 	}
 	if err != nil {
@@ -162,7 +163,7 @@ func (o *ReplayOptions) Run() error {
 		if err != nil {
 			return err
 		}
-		err = replay.WriteChart(f, rep, s)
+		err = replayrender.WriteChart(f, rep, s)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

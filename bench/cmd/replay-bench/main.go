@@ -21,6 +21,7 @@ import (
 	"github.com/tailorhq/tailor/bench/vpa"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/replay"
+	"github.com/tailorhq/tailor/internal/replay/render"
 )
 
 func main() {
@@ -117,20 +118,20 @@ func run() error {
 	fmt.Fprintf(os.Stderr, "%d series read, %d usable (%d spanning under %v skipped); read %v, replayed %v\n\n",
 		len(series), len(rep.Series), len(rep.Skipped), opts.MinSpan, read.Round(time.Millisecond), (time.Since(start) - read).Round(time.Millisecond))
 	if *output == "json" {
-		err = replay.WriteJSON(os.Stdout, rep, *seriesTable)
+		err = render.WriteJSON(os.Stdout, rep, *seriesTable)
 	} else {
 		fmt.Println("memory as one value, the request (over: samples above it; for tailor, whose limit is sized apart, not OOM kills):")
-		err = replay.WriteTable(os.Stdout, rep)
+		err = render.WriteTable(os.Stdout, rep)
 		if err == nil {
 			fmt.Printf("\nmemory as Kubernetes charges it (requests reserved, OOM kills at the limit, evictions on %g GiB nodes):\n", *nodeGiB)
-			err = replay.WriteMemoryTable(os.Stdout, rep)
+			err = render.WriteMemoryTable(os.Stdout, rep)
 		}
 		if err == nil {
 			err = writeValidation(os.Stdout, rep)
 		}
 		if err == nil && *seriesTable {
 			fmt.Println()
-			err = replay.WriteSeriesTable(os.Stdout, rep)
+			err = render.WriteSeriesTable(os.Stdout, rep)
 		}
 	}
 	if err != nil {
@@ -139,14 +140,14 @@ func run() error {
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(*out, "report.json"), func(f *os.File) error { return replay.WriteJSON(f, rep, false) }); err != nil {
+	if err := writeFile(filepath.Join(*out, "report.json"), func(f *os.File) error { return render.WriteJSON(f, rep, false) }); err != nil {
 		return err
 	}
 	if err := writeFile(filepath.Join(*out, "memory.json"), func(f *os.File) error { return writeMemoryJSON(f, rep) }); err != nil {
 		return err
 	}
 	for _, s := range opts.Chart {
-		if err := writeFile(filepath.Join(*out, "series-"+s+".svg"), func(f *os.File) error { return replay.WriteChart(f, rep, s) }); err != nil {
+		if err := writeFile(filepath.Join(*out, "series-"+s+".svg"), func(f *os.File) error { return render.WriteChart(f, rep, s) }); err != nil {
 			return err
 		}
 	}
@@ -252,7 +253,7 @@ func tradeoff(series []replay.Series, out string, w io.Writer) error {
 	// value's figures of a split would score its request as the limit.
 	def := oneValue()
 	fades := []float64{0.95, 0.97, 0.975, def.ProfileFade, 0.99}
-	profileCurve := replay.Curve{
+	profileCurve := render.Curve{
 		Name:       fmt.Sprintf("tailor-1value: memory profile fading %v a day, right to left (ringed: default)", fades),
 		MemoryOnly: true,
 	}
@@ -264,11 +265,11 @@ func tradeoff(series []replay.Series, out string, w io.Writer) error {
 			return err
 		}
 		policies = append(policies, pol)
-		profileCurve.Points = append(profileCurve.Points, replay.CurvePoint{Highlight: fade == def.ProfileFade})
+		profileCurve.Points = append(profileCurve.Points, render.CurvePoint{Highlight: fade == def.ProfileFade})
 	}
 	// Without the profile the look-back windows are the knob: a longer
 	// window remembers more peaks. This is the curve before issue 14.
-	tailorCurve := replay.Curve{Name: "tailor-48h: no profile (cpu/memory look-back)"}
+	tailorCurve := render.Curve{Name: "tailor-48h: no profile (cpu/memory look-back)"}
 	for _, w := range []struct{ cpu, mem time.Duration }{
 		{15 * time.Minute, 24 * time.Hour},
 		{20 * time.Minute, 36 * time.Hour},
@@ -285,37 +286,37 @@ func tradeoff(series []replay.Series, out string, w io.Writer) error {
 			return err
 		}
 		policies = append(policies, p)
-		tailorCurve.Points = append(tailorCurve.Points, replay.CurvePoint{Label: label})
+		tailorCurve.Points = append(tailorCurve.Points, render.CurvePoint{Label: label})
 	}
-	vpaCurve := replay.Curve{Name: "vpa (safety margin)"}
+	vpaCurve := render.Curve{Name: "vpa (safety margin)"}
 	for _, m := range []float64{0, 0.15, 0.3, 0.6, 1} {
 		policies = append(policies, vpa.NewWithMargin(m))
-		vpaCurve.Points = append(vpaCurve.Points, replay.CurvePoint{Label: fmt.Sprintf("margin %g", m)})
+		vpaCurve.Points = append(vpaCurve.Points, render.CurvePoint{Label: fmt.Sprintf("margin %g", m)})
 	}
 	// Policies that know each window's peak in advance: how low a policy
 	// that resizes that often could go without ever being over.
-	hindCurve := replay.Curve{Name: "hindsight (knows the window's peak)"}
+	hindCurve := render.Curve{Name: "hindsight (knows the window's peak)"}
 	for _, w := range []time.Duration{time.Hour, 3 * time.Hour, 24 * time.Hour} {
 		policies = append(policies, replay.Hindsight{Window: w})
-		hindCurve.Points = append(hindCurve.Points, replay.CurvePoint{Label: fmt.Sprintf("%gh", w.Hours())})
+		hindCurve.Points = append(hindCurve.Points, render.CurvePoint{Label: fmt.Sprintf("%gh", w.Hours())})
 	}
 	rep, err := replay.Run(series, policies, replay.DefaultOptions())
 	if err != nil {
 		return err
 	}
 	next := 0
-	for _, c := range []*replay.Curve{&profileCurve, &tailorCurve, &vpaCurve, &hindCurve} {
+	for _, c := range []*render.Curve{&profileCurve, &tailorCurve, &vpaCurve, &hindCurve} {
 		for i := range c.Points {
 			c.Points[i].Result = rep.Policies[next]
 			next++
 		}
 	}
 	fmt.Fprintf(w, "\ntrade-off sweep:\n")
-	if err := replay.WriteTable(w, rep); err != nil {
+	if err := render.WriteTable(w, rep); err != nil {
 		return err
 	}
 	return writeFile(filepath.Join(out, "tradeoff.svg"), func(f *os.File) error {
-		return replay.WriteTradeoff(f, []replay.Curve{profileCurve, tailorCurve, vpaCurve, hindCurve})
+		return render.WriteTradeoff(f, []render.Curve{profileCurve, tailorCurve, vpaCurve, hindCurve})
 	})
 }
 
@@ -325,18 +326,18 @@ func tradeoff(series []replay.Series, out string, w io.Writer) error {
 // other.
 func writeValidation(w io.Writer, rep *replay.Report) error {
 	fmt.Fprintf(w, "\nvalidation halves (time split at %s; VMs by the parity of their number):\n", rep.Split.Format(time.RFC3339))
-	var rows []replay.MemoryRow
+	var rows []render.MemoryRow
 	for si, sh := range rep.Shapes {
 		for pi, p := range rep.Policies {
 			if !learns(p.Policy) {
 				continue
 			}
 			for _, h := range halves {
-				rows = append(rows, replay.MemoryRow{Labels: [2]string{sh.Name + " " + h.name, p.Policy}, Figures: rep.Memory(pi, si, h.sub)})
+				rows = append(rows, render.MemoryRow{Labels: [2]string{sh.Name + " " + h.name, p.Policy}, Figures: rep.Memory(pi, si, h.sub)})
 			}
 		}
 	}
-	return replay.WriteMemoryRows(w, [2]string{"shape, half", "policy"}, rows)
+	return render.WriteMemoryRows(w, [2]string{"shape, half", "policy"}, rows)
 }
 
 // writeMemoryJSON writes every policy's memory figures by shape and part

@@ -12,6 +12,7 @@ import (
 	"github.com/tailorhq/tailor/bench/vpa"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/replay"
+	"github.com/tailorhq/tailor/internal/replay/render"
 )
 
 // setting is one point of an idea's sweep.
@@ -115,16 +116,16 @@ func validate(series []replay.Series, opts replay.Options, w io.Writer, out stri
 	}
 	// Every figure on every half, for the record.
 	if err := writeFile(filepath.Join(out, "validate.txt"), func(f *os.File) error {
-		var rows []replay.MemoryRow
+		var rows []render.MemoryRow
 		for si, sh := range rep.Shapes {
 			for pi, p := range rep.Policies {
-				rows = append(rows, replay.MemoryRow{Labels: [2]string{sh.Name + " whole", p.Policy}, Figures: rep.Memory(pi, si, replay.Subset{})})
+				rows = append(rows, render.MemoryRow{Labels: [2]string{sh.Name + " whole", p.Policy}, Figures: rep.Memory(pi, si, replay.Subset{})})
 				for _, h := range halves {
-					rows = append(rows, replay.MemoryRow{Labels: [2]string{sh.Name + " " + h.name, p.Policy}, Figures: rep.Memory(pi, si, h.sub)})
+					rows = append(rows, render.MemoryRow{Labels: [2]string{sh.Name + " " + h.name, p.Policy}, Figures: rep.Memory(pi, si, h.sub)})
 				}
 			}
 		}
-		return replay.WriteMemoryRows(f, [2]string{"shape, half", "policy"}, rows)
+		return render.WriteMemoryRows(f, [2]string{"shape, half", "policy"}, rows)
 	}); err != nil {
 		return err
 	}
@@ -197,25 +198,25 @@ func meetsGoal(f, vpa replay.MemoryFigures) bool {
 func writeHeldOutChart(w io.Writer, rep *replay.Report, fams []family, picks map[[3]int]bool) error {
 	// Policy indices per curve: VPA, the baseline, then each family's.
 	idx := [][]int{{0}, {1}}
-	curves := []replay.Curve{{Name: "vpa"}, {Name: "tailor-1value (before issue 26)"}}
+	curves := []render.Curve{{Name: "vpa"}, {Name: "tailor-1value (before issue 26)"}}
 	next := 2
 	for _, f := range fams {
-		c := replay.Curve{Name: f.name}
+		c := render.Curve{Name: f.name}
 		var is []int
 		for _, s := range f.settings {
-			c.Points = append(c.Points, replay.CurvePoint{Label: strings.TrimPrefix(s.label, "request hold ")})
+			c.Points = append(c.Points, render.CurvePoint{Label: strings.TrimPrefix(s.label, "request hold ")})
 			is = append(is, next)
 			next++
 		}
 		curves = append(curves, c)
 		idx = append(idx, is)
 	}
-	curves[0].Points = []replay.CurvePoint{{}}
-	curves[1].Points = []replay.CurvePoint{{}}
-	var panels []replay.TradeoffPanel
+	curves[0].Points = []render.CurvePoint{{}}
+	curves[1].Points = []render.CurvePoint{{}}
+	var panels []render.TradeoffPanel
 	for di := range 2 {
 		held := directions[di].heldOut
-		panels = append(panels, replay.TradeoffPanel{
+		panels = append(panels, render.TradeoffPanel{
 			Title: fmt.Sprintf("held-out %s (ringed: picked on the other half)", halves[1-di].name),
 			Point: func(ci, pi int) (float64, float64, bool) {
 				f := rep.Memory(idx[ci][pi], 0, held)
@@ -224,7 +225,7 @@ func writeHeldOutChart(w io.Writer, rep *replay.Report, fams []family, picks map
 			Ring: func(ci, pi int) bool { return ci >= 2 && picks[[3]int{idx[ci][pi], 0, di}] },
 		})
 	}
-	return replay.WriteTradeoffChart(w, replay.TradeoffChart{
+	return render.WriteTradeoffChart(w, render.TradeoffChart{
 		Title:  fmt.Sprintf("Memory on held-out time (%s): requests against OOM kills (lower left is better)", rep.Shapes[0].Name),
 		XLabel: "samples over the limit (OOM kills)", YLabel: "requests / used",
 		Curves: curves, Panels: panels,

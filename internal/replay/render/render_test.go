@@ -1,4 +1,4 @@
-package replay
+package render
 
 import (
 	"bytes"
@@ -13,12 +13,40 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tailorhq/tailor/internal/replay"
 )
 
-func smallReport(t *testing.T) *Report {
+// The fixtures replay's own tests draw with: a series every five minutes
+// from t0, and a policy provisioning the last sample seen.
+var t0 = time.Date(2013, 7, 1, 0, 0, 0, 0, time.UTC)
+
+func makeSeries(name string, span time.Duration, cpu, mem func(i int) float64) replay.Series {
+	s := replay.Series{Name: name}
+	for i := 0; time.Duration(i)*5*time.Minute <= span; i++ {
+		s.Samples = append(s.Samples, replay.Sample{Time: t0.Add(time.Duration(i) * 5 * time.Minute), CPU: cpu(i), Memory: mem(i)})
+	}
+	return s
+}
+
+func constant(v float64) func(int) float64 { return func(int) float64 { return v } }
+
+type lastSeen struct{}
+
+func (lastSeen) Name() string                            { return "last" }
+func (lastSeen) Start(*replay.Series) replay.Provisioner { return &lastState{} }
+
+type lastState struct{ r replay.Resources }
+
+func (l *lastState) Provisioned(time.Time) replay.Resources { return l.r }
+func (l *lastState) Observe(s replay.Sample, _ replay.Resources) {
+	l.r = replay.Resources{CPU: s.CPU, Memory: s.Memory}
+}
+
+func smallReport(t *testing.T) *replay.Report {
 	t.Helper()
 	s := makeSeries("7", 8*24*time.Hour, func(i int) float64 { return 1 + float64(i%50)/50 }, constant(1e9))
-	rep, err := Run([]Series{s}, []Policy{lastSeen{}, Oracle{}}, Options{Warmup: 24 * time.Hour, MinSpan: 7 * 24 * time.Hour, Chart: []string{"7"}})
+	rep, err := replay.Run([]replay.Series{s}, []replay.Policy{lastSeen{}, replay.Oracle{}}, replay.Options{Warmup: 24 * time.Hour, MinSpan: 7 * 24 * time.Hour, Chart: []string{"7"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +201,8 @@ func TestNiceAxis(t *testing.T) {
 
 func TestWriteMemoryTable(t *testing.T) {
 	s := makeSeries("7", 8*24*time.Hour, constant(1), constant(1e9))
-	rep, err := Run([]Series{s}, []Policy{lastSeen{}, Oracle{}}, Options{Warmup: 24 * time.Hour, MinSpan: 7 * 24 * time.Hour,
-		Shapes: []Shape{LimitEqualsRequest, RequestsOnly}, NodeMemory: 4e9})
+	rep, err := replay.Run([]replay.Series{s}, []replay.Policy{lastSeen{}, replay.Oracle{}}, replay.Options{Warmup: 24 * time.Hour, MinSpan: 7 * 24 * time.Hour,
+		Shapes: []replay.Shape{replay.LimitEqualsRequest, replay.RequestsOnly}, NodeMemory: 4e9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +216,7 @@ func TestWriteMemoryTable(t *testing.T) {
 		t.Errorf("table:\n%s", b.String())
 	}
 	b.Reset()
-	if err := WriteMemoryRows(&b, [2]string{"part", "policy"}, []MemoryRow{{Labels: [2]string{"odd", "oracle"}, Figures: rep.Memory(1, 0, Subset{Series: func(string) bool { return true }})}}); err != nil {
+	if err := WriteMemoryRows(&b, [2]string{"part", "policy"}, []MemoryRow{{Labels: [2]string{"odd", "oracle"}, Figures: rep.Memory(1, 0, replay.Subset{Series: func(string) bool { return true }})}}); err != nil {
 		t.Fatal(err)
 	}
 	lines = strings.Split(strings.TrimSpace(b.String()), "\n")
@@ -199,7 +227,7 @@ func TestWriteMemoryTable(t *testing.T) {
 
 func TestWriteJSONShapes(t *testing.T) {
 	s := makeSeries("7", 8*24*time.Hour, constant(1), constant(1e9))
-	rep, err := Run([]Series{s}, []Policy{lastSeen{}}, Options{Warmup: 24 * time.Hour, MinSpan: 7 * 24 * time.Hour, Shapes: []Shape{RequestsOnly}})
+	rep, err := replay.Run([]replay.Series{s}, []replay.Policy{lastSeen{}}, replay.Options{Warmup: 24 * time.Hour, MinSpan: 7 * 24 * time.Hour, Shapes: []replay.Shape{replay.RequestsOnly}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +235,7 @@ func TestWriteJSONShapes(t *testing.T) {
 	if err := WriteJSON(&b, rep, false); err != nil {
 		t.Fatalf("a shape without a limit must still encode: %v", err)
 	}
-	var got []PolicyResult
+	var got []replay.PolicyResult
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}

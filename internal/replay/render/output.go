@@ -1,4 +1,4 @@
-package replay
+package render
 
 import (
 	"encoding/json"
@@ -6,10 +6,12 @@ import (
 	"io"
 	"math"
 	"text/tabwriter"
+
+	"github.com/tailorhq/tailor/internal/replay"
 )
 
 // WriteTable prints the fleet figures, one row per policy.
-func WriteTable(w io.Writer, rep *Report) error {
+func WriteTable(w io.Writer, rep *replay.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "policy\tseries\tcpu prov/used\tcpu over%%\tcpu over%% p90\tcpu changes/day\tmem prov/used\tmem over%%\tmem over%% p90\tmem changes/day\t\n")
 	for _, p := range rep.Policies {
@@ -23,19 +25,19 @@ func WriteTable(w io.Writer, rep *Report) error {
 
 // WriteMemoryTable prints memory as Kubernetes charges it: for each shape
 // replayed, one row per policy.
-func WriteMemoryTable(w io.Writer, rep *Report) error {
+func WriteMemoryTable(w io.Writer, rep *replay.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "shape\tpolicy\tmem requests/used\tlimits/used\tover request%%\tOOM kills\tkill%%\tkill%% p90\tevictions\tnodes\tchanges/day\t\n")
 	for si := range rep.Shapes {
 		for pi, p := range rep.Policies {
-			writeMemoryRow(tw, rep.Shapes[si].Name, p.Policy, rep.Memory(pi, si, Subset{}))
+			writeMemoryRow(tw, rep.Shapes[si].Name, p.Policy, rep.Memory(pi, si, replay.Subset{}))
 		}
 	}
 	return tw.Flush()
 }
 
 // writeMemoryRow prints one row of memory figures after two labels.
-func writeMemoryRow(w io.Writer, a, b string, f MemoryFigures) {
+func writeMemoryRow(w io.Writer, a, b string, f replay.MemoryFigures) {
 	nodes := "-"
 	if f.Nodes > 0 {
 		nodes = fmt.Sprintf("%.1f", f.Nodes)
@@ -58,7 +60,7 @@ func WriteMemoryRows(w io.Writer, heads [2]string, rows []MemoryRow) error {
 // MemoryRow is one row for WriteMemoryRows.
 type MemoryRow struct {
 	Labels  [2]string
-	Figures MemoryFigures
+	Figures replay.MemoryFigures
 }
 
 func ratioText(v float64) string {
@@ -69,7 +71,7 @@ func ratioText(v float64) string {
 }
 
 // WriteSeriesTable prints every series under every policy.
-func WriteSeriesTable(w io.Writer, rep *Report) error {
+func WriteSeriesTable(w io.Writer, rep *replay.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "series\tpolicy\tdays\tcpu mean used\tcpu prov/used\tcpu over%%\tcpu changes\tmem mean used [MiB]\tmem prov/used\tmem over%%\tmem changes\t\n")
 	for _, s := range rep.Series {
@@ -83,7 +85,7 @@ func WriteSeriesTable(w io.Writer, rep *Report) error {
 	return tw.Flush()
 }
 
-func meanUsed(t Tally) float64 {
+func meanUsed(t replay.Tally) float64 {
 	if t.Samples == 0 {
 		return 0
 	}
@@ -106,13 +108,13 @@ type SeriesFigure struct {
 }
 
 type jsonPolicy struct {
-	PolicyResult
+	replay.PolicyResult
 	PerSeries []SeriesFigures `json:"perSeries,omitempty"`
 }
 
 // WriteJSON prints one object per policy; perSeries adds each policy's
 // per-series figures.
-func WriteJSON(w io.Writer, rep *Report, perSeries bool) error {
+func WriteJSON(w io.Writer, rep *replay.Report, perSeries bool) error {
 	out := make([]jsonPolicy, len(rep.Policies))
 	for i, p := range rep.Policies {
 		out[i].PolicyResult = p

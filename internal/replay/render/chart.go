@@ -1,4 +1,4 @@
-package replay
+package render
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/tailorhq/tailor/internal/replay"
 )
 
 // chartColors are distinguishable on white and for common colour blindness
@@ -27,8 +29,8 @@ const (
 // over time as SVG: CPU on top, memory below. Each pixel column shows the
 // highest value in its time bucket, so short peaks (the ones that matter
 // for being over) stay visible.
-func WriteChart(w io.Writer, rep *Report, series string) error {
-	var sr *SeriesResult
+func WriteChart(w io.Writer, rep *replay.Report, series string) error {
+	var sr *replay.SeriesResult
 	for i := range rep.Series {
 		if rep.Series[i].Name == series {
 			sr = &rep.Series[i]
@@ -62,11 +64,11 @@ func WriteChart(w io.Writer, rep *Report, series string) error {
 	panels := []struct {
 		title string
 		unit  float64
-		usage func(Sample) float64
-		prov  func(Resources) float64
+		usage func(replay.Sample) float64
+		prov  func(replay.Resources) float64
 	}{
-		{"CPU [cores]", 1, func(s Sample) float64 { return s.CPU }, func(r Resources) float64 { return r.CPU }},
-		{"memory [GiB]", 1 << 30, func(s Sample) float64 { return s.Memory }, func(r Resources) float64 { return r.Memory }},
+		{"CPU [cores]", 1, func(s replay.Sample) float64 { return s.CPU }, func(r replay.Resources) float64 { return r.CPU }},
+		{"memory [GiB]", 1 << 30, func(s replay.Sample) float64 { return s.Memory }, func(r replay.Resources) float64 { return r.Memory }},
 	}
 	for pi, p := range panels {
 		top := chartTop + pi*(panelHeight+panelGap)
@@ -112,7 +114,7 @@ func charted(policy string) bool {
 
 // bucketMax reduces samples to chartBuckets columns, each the highest value
 // (NaN for a column with none).
-func bucketMax(samples []Sample, t0 time.Time, span time.Duration, value func(int) float64) []float64 {
+func bucketMax(samples []replay.Sample, t0 time.Time, span time.Duration, value func(int) float64) []float64 {
 	out := make([]float64, chartBuckets)
 	for i := range out {
 		out[i] = math.NaN()
@@ -240,7 +242,7 @@ type Curve struct {
 type CurvePoint struct {
 	// Label is written beside the point; empty for none.
 	Label  string
-	Result PolicyResult
+	Result replay.PolicyResult
 	// Highlight draws the point larger and ringed: the setting in use.
 	Highlight bool
 }
@@ -249,7 +251,7 @@ type CurvePoint struct {
 // for CPU and memory side by side: lower and further left is better, so a
 // curve that lies below and left of another dominates it.
 func WriteTradeoff(w io.Writer, curves []Curve) error {
-	panel := func(title string, fig func(PolicyResult) Figures, memory bool) TradeoffPanel {
+	panel := func(title string, fig func(replay.PolicyResult) replay.Figures, memory bool) TradeoffPanel {
 		return TradeoffPanel{Title: title, Point: func(ci, pi int) (float64, float64, bool) {
 			f := fig(curves[ci].Points[pi].Result)
 			return f.OverPct, f.ProvisionedOverUsed, memory || !curves[ci].MemoryOnly
@@ -260,8 +262,8 @@ func WriteTradeoff(w io.Writer, curves []Curve) error {
 		XLabel: "samples over provisioned", YLabel: "provisioned / used",
 		Curves: curves,
 		Panels: []TradeoffPanel{
-			panel("CPU", func(p PolicyResult) Figures { return p.CPU }, false),
-			panel("memory", func(p PolicyResult) Figures { return p.Memory }, true),
+			panel("CPU", func(p replay.PolicyResult) replay.Figures { return p.CPU }, false),
+			panel("memory", func(p replay.PolicyResult) replay.Figures { return p.Memory }, true),
 		},
 	})
 }
