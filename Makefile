@@ -45,8 +45,8 @@ test:
 # checkout; the binary then falls back to what Go itself recorded.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS := -X github.com/tailorhq/tailor/internal/cli.buildVersion=$(VERSION) \
-	-X github.com/tailorhq/tailor/internal/cli.buildCommit=$(COMMIT)
+LDFLAGS := -X github.com/tailorhq/tailor/internal/cli/buildinfo.version=$(VERSION) \
+	-X github.com/tailorhq/tailor/internal/cli/buildinfo.commit=$(COMMIT)
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/tailor ./cmd/tailor

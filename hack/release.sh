@@ -28,7 +28,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 : "${IMAGE_REPOSITORY:=ghcr.io/tailorhq/tailor}"
 : "${CYCLONEDX_VERSION:=v1.10.0}"
 : "${COMMIT:=}"
-LDFLAGS="-X github.com/tailorhq/tailor/internal/cli.buildVersion=${VERSION} -X github.com/tailorhq/tailor/internal/cli.buildCommit=${COMMIT} -s -w"
+LDFLAGS="-X github.com/tailorhq/tailor/internal/cli/buildinfo.version=${VERSION} -X github.com/tailorhq/tailor/internal/cli/buildinfo.commit=${COMMIT} -s -w"
 # The image runs as this user and group (the distroless "nonroot" ids, which
 # the Helm chart's and kustomize's securityContext name).
 NONROOT=65532

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tailorhq/tailor/internal/cli/exit"
 )
 
 // noKubeconfig points client-go at an empty home and no KUBECONFIG.
@@ -39,8 +41,8 @@ func TestNoKubeconfig(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			if code := Execute("tailor", tc.args, nil, &out, &errOut); code != ExitError {
-				t.Errorf("exit %d, want %d", code, ExitError)
+			if code := Execute("tailor", tc.args, nil, &out, &errOut); code != exit.Error {
+				t.Errorf("exit %d, want %d", code, exit.Error)
 			}
 			for _, w := range tc.wantErr {
 				if !strings.Contains(errOut.String(), w) {

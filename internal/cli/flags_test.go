@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/tailorhq/tailor/internal/cli/exit"
 )
 
 // A mistake in the command line exits 2 with what to change, and before
@@ -27,8 +29,8 @@ func TestUsageErrorsBeforeTheCluster(t *testing.T) {
 			before := calls.Load()
 			var out, errOut bytes.Buffer
 			args := append(tc.args, "--server", srv.URL)
-			if code := Execute("tailor", args, nil, &out, &errOut); code != ExitUsage {
-				t.Errorf("exit %d, want %d (usage)", code, ExitUsage)
+			if code := Execute("tailor", args, nil, &out, &errOut); code != exit.Usage {
+				t.Errorf("exit %d, want %d (usage)", code, exit.Usage)
 			}
 			if !strings.Contains(errOut.String(), tc.wantErr) {
 				t.Errorf("stderr = %q, want %q", errOut.String(), tc.wantErr)
@@ -37,13 +39,5 @@ func TestUsageErrorsBeforeTheCluster(t *testing.T) {
 				t.Errorf("the apiserver was asked %d times before the usage error", n)
 			}
 		})
-	}
-}
-
-func TestValidatePrometheusURL(t *testing.T) {
-	for _, ok := range []string{"http://127.0.0.1:9090", "https://prometheus.monitoring.svc:9090/prom"} {
-		if err := validatePrometheusURL("--prometheus-url", ok); err != nil {
-			t.Errorf("validatePrometheusURL(%q) = %v", ok, err)
-		}
 	}
 }

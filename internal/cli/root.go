@@ -10,39 +10,16 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/tailorhq/tailor/internal/cli/demo"
+	"github.com/tailorhq/tailor/internal/cli/exit"
+	"github.com/tailorhq/tailor/internal/cli/replay"
+	"github.com/tailorhq/tailor/internal/cli/report"
+	"github.com/tailorhq/tailor/internal/cli/resize"
+	"github.com/tailorhq/tailor/internal/cli/run"
+	"github.com/tailorhq/tailor/internal/cli/status"
+	"github.com/tailorhq/tailor/internal/cli/version"
 )
-
-// Exit codes are part of the CLI's contract for scripts.
-const (
-	ExitOK    = 0
-	ExitError = 1
-	// ExitUsage is a bad flag or argument: the user must change the command.
-	ExitUsage = 2
-	// ExitRefused means Kubernetes would refuse (or did refuse) the resize.
-	ExitRefused = 3
-)
-
-// exitError carries an exit code through cobra's error return.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// withExitCode attaches an exit code to err.
-func withExitCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: code, err: err}
-}
-
-// usageErrorf reports a mistake in the command line itself.
-func usageErrorf(format string, args ...any) error {
-	return withExitCode(ExitUsage, fmt.Errorf(format, args...))
-}
 
 // NewRootCommand builds the tailor command tree.
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
@@ -54,22 +31,24 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExitCode(ExitUsage, err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exit.WithCode(exit.Usage, err) })
 	configFlags.AddFlags(root.PersistentFlags())
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 
-	root.AddCommand(newVersionCommand(configFlags, streams))
-	for _, add := range verbs {
-		root.AddCommand(add(configFlags, streams))
-	}
+	root.AddCommand(
+		version.NewCommand(configFlags, streams),
+		run.NewAgentCommand(configFlags, streams),
+		demo.NewCommand(configFlags, streams),
+		run.NewManagerCommand(configFlags, streams),
+		replay.NewCommand(streams),
+		report.NewCommand(configFlags, streams),
+		resize.NewCommand(configFlags, streams),
+		status.NewCommand(configFlags, streams),
+	)
 	return root
 }
-
-// verbs lets each verb's file register its constructor, keeping root.go free
-// of a growing list of imports and wiring.
-var verbs []func(*genericclioptions.ConfigFlags, genericiooptions.IOStreams) *cobra.Command
 
 // How the binary was invoked decides how it names itself. kubectl runs a
 // plugin kubectl-NAME for `kubectl NAME`, and since kubectl 1.26 completes
@@ -99,17 +78,17 @@ func Execute(argv0 string, args []string, in io.Reader, out, errOut io.Writer) i
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
-		return ExitOK
+		return exit.OK
 	}
 	fmt.Fprintf(errOut, "error: %v\n", err)
-	var ee *exitError
+	var ee *exit.CodeError
 	if errors.As(err, &ee) {
-		return ee.code
+		return ee.Code
 	}
 	if strings.HasPrefix(err.Error(), "unknown command") || strings.Contains(err.Error(), "accepts ") {
-		return ExitUsage
+		return exit.Usage
 	}
-	return ExitError
+	return exit.Error
 }
 
 // asPlugin makes help and examples read "kubectl tailor ...". The display

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/tailorhq/tailor/internal/cli/exit"
 )
 
 // Installed as kubectl-tailor the binary is run by kubectl as `kubectl
@@ -54,7 +56,7 @@ func TestAsKubectlPlugin(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			if code := Execute(tc.argv0, tc.args, strings.NewReader(""), &out, &errOut); code != ExitOK {
+			if code := Execute(tc.argv0, tc.args, strings.NewReader(""), &out, &errOut); code != exit.OK {
 				t.Fatalf("exit %d; stderr: %s", code, errOut.String())
 			}
 			for _, w := range tc.want {

@@ -2,67 +2,22 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-)
 
-func TestClientVersion(t *testing.T) {
-	platform := runtime.GOOS + "/" + runtime.GOARCH
-	vcs := func(settings ...string) *debug.BuildInfo {
-		bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}}
-		for i := 0; i < len(settings); i += 2 {
-			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: settings[i], Value: settings[i+1]})
-		}
-		return bi
-	}
-	cases := map[string]struct {
-		version, commit string
-		bi              *debug.BuildInfo
-		want            ClientVersion
-	}{
-		"stamped by make build": {
-			version: "v0.1.0-3-gabcdef0", commit: "abcdef0123", bi: vcs("vcs.revision", "ffff"),
-			want: ClientVersion{Version: "v0.1.0-3-gabcdef0", Commit: "abcdef0123", GoVersion: "go1.26.0", Platform: platform},
-		},
-		"go install of a tag": {
-			bi:   &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v0.1.0"}},
-			want: ClientVersion{Version: "v0.1.0", GoVersion: "go1.26.0", Platform: platform},
-		},
-		"go build in a checkout": {
-			bi:   vcs("vcs.revision", "0123abcd", "vcs.modified", "false"),
-			want: ClientVersion{Version: "(devel)", Commit: "0123abcd", GoVersion: "go1.26.0", Platform: platform},
-		},
-		"go build in a dirty checkout": {
-			bi:   vcs("vcs.revision", "0123abcd", "vcs.modified", "true"),
-			want: ClientVersion{Version: "(devel)", Commit: "0123abcd-dirty", GoVersion: "go1.26.0", Platform: platform},
-		},
-		"nothing recorded": {
-			want: ClientVersion{Version: "(devel)", GoVersion: runtime.Version(), Platform: platform},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, clientVersion(tc.version, tc.commit, tc.bi)); diff != "" {
-				t.Errorf("clientVersion (-want,+got):\n%s", diff)
-			}
-		})
-	}
-}
+	"github.com/tailorhq/tailor/internal/cli/buildinfo"
+	"github.com/tailorhq/tailor/internal/cli/exit"
+	versioncmd "github.com/tailorhq/tailor/internal/cli/version"
+)
 
 // fakeAPIServer answers /version as an apiserver does and counts the calls.
 func fakeAPIServer(t *testing.T, delay time.Duration) (*httptest.Server, *atomic.Int32) {
@@ -88,15 +43,14 @@ func fakeAPIServer(t *testing.T, delay time.Duration) (*httptest.Server, *atomic
 func TestVersionVerb(t *testing.T) {
 	noKubeconfig(t)
 	srv, calls := fakeAPIServer(t, 0)
-	bi, _ := debug.ReadBuildInfo()
-	client := clientVersion(buildVersion, buildCommit, bi)
+	client := buildinfo.Current()
 	cases := map[string]struct {
 		args        []string
 		wantCode    int
 		wantOut     []string
 		wantErrOut  string
 		wantCalls   int32
-		wantJSON    *VersionReport
+		wantJSON    *versioncmd.VersionReport
 		wantNoOutIn string
 	}{
 		"human, with the server": {
@@ -107,13 +61,13 @@ func TestVersionVerb(t *testing.T) {
 		"json, with the server": {
 			args:      []string{"version", "--server", srv.URL, "-o", "json"},
 			wantCalls: 1,
-			wantJSON:  &VersionReport{ClientVersion: client, ServerVersion: &version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.1"}},
+			wantJSON:  &versioncmd.VersionReport{ClientVersion: client, ServerVersion: &version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.1"}},
 		},
 		"yaml": {
 			args: []string{"version", "--client", "-o", "yaml"}, wantOut: []string{"clientVersion:", "goVersion: " + runtime.Version()},
 		},
 		"--client does not ask the server": {
-			args: []string{"version", "--client", "--server", srv.URL, "-o", "json"}, wantJSON: &VersionReport{ClientVersion: client},
+			args: []string{"version", "--client", "--server", srv.URL, "-o", "json"}, wantJSON: &versioncmd.VersionReport{ClientVersion: client},
 		},
 		"no kubeconfig: the client alone, quietly": {
 			args: []string{"version"}, wantOut: []string{"Version:"}, wantNoOutIn: "Server:",
@@ -123,10 +77,10 @@ func TestVersionVerb(t *testing.T) {
 			wantErrOut: "warning: server version not read", wantNoOutIn: "Server:",
 		},
 		"bad output": {
-			args: []string{"version", "-o", "xml"}, wantCode: ExitUsage, wantErrOut: `unknown output format "xml"`,
+			args: []string{"version", "-o", "xml"}, wantCode: exit.Usage, wantErrOut: `unknown output format "xml"`,
 		},
 		"arguments": {
-			args: []string{"version", "extra"}, wantCode: ExitUsage, wantErrOut: `unknown command "extra"`,
+			args: []string{"version", "extra"}, wantCode: exit.Usage, wantErrOut: `unknown command "extra"`,
 		},
 	}
 	for name, tc := range cases {
@@ -151,7 +105,7 @@ func TestVersionVerb(t *testing.T) {
 				t.Errorf("apiserver asked %d times, want %d", got, tc.wantCalls)
 			}
 			if tc.wantJSON != nil {
-				var got VersionReport
+				var got versioncmd.VersionReport
 				if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 					t.Fatalf("stdout is not JSON: %v\n%s", err, out.String())
 				}
@@ -160,45 +114,5 @@ func TestVersionVerb(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// An apiserver that does not answer holds `tailor version` no longer than
-// its timeout.
-func TestVersionServerTimeout(t *testing.T) {
-	srv, _ := fakeAPIServer(t, time.Minute)
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.APIServer = &srv.URL
-	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
-	o := &VersionOptions{configFlags: flags, streams: streams, ServerTimeout: 200 * time.Millisecond}
-	start := time.Now()
-	if err := o.Run(context.Background()); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("took %s with a 200ms timeout", d)
-	}
-	if !strings.Contains(errOut.String(), "server version not read") || !strings.Contains(out.String(), "Version:") {
-		t.Errorf("stdout %q, stderr %q: want the client's version and a warning", out.String(), errOut.String())
-	}
-}
-
-// The build is exported once, labelled as `tailor version` prints it, and a
-// second registration in the same process (a test that runs the manager
-// twice) is not an error.
-func TestBuildInfoMetric(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	v := ClientVersion{Version: "v0.3.1", Commit: "abc123", GoVersion: "go1.26.0", Platform: "linux/arm64"}
-	for range 2 {
-		if err := registerBuildInfo(reg, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := `# HELP tailor_build_info A constant 1 labelled with the running tailor's version, commit, Go version and platform.
-# TYPE tailor_build_info gauge
-tailor_build_info{commit="abc123",goversion="go1.26.0",platform="linux/arm64",version="v0.3.1"} 1
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "tailor_build_info"); err != nil {
-		t.Error(err)
 	}
 }

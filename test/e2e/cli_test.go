@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/internal/cli"
+	"github.com/tailorhq/tailor/internal/cli/exit"
 	"github.com/tailorhq/tailor/test/builder"
 	"github.com/tailorhq/tailor/test/cluster"
 )
@@ -69,7 +70,7 @@ func tailor(t *testing.T, args ...string) (cliReport, int, string) {
 // wantDone asserts an applied resize finished as predicted and records its time.
 func wantDone(t *testing.T, what string, r cliReport, code int) {
 	t.Helper()
-	if code != cli.ExitOK || r.Result == nil {
+	if code != exit.OK || r.Result == nil {
 		t.Fatalf("%s: exit %d, result %+v; want exit 0 and a result", what, code, r.Result)
 	}
 	if r.Result.State != "Done" || !r.Result.MatchesPrediction {
@@ -176,7 +177,7 @@ func TestCLIRefusalsNameTheRule(t *testing.T) {
 
 	// Burstable -> Guaranteed: refused by the preflight, nothing sent.
 	r, code, _ := tailor(t, "resize", "web", "-n", ns, "--requests", "cpu=1,memory=128Mi")
-	if code != cli.ExitRefused || r.Outcome != "Refused" || r.Rule != "QoSClassChange" {
+	if code != exit.Refused || r.Outcome != "Refused" || r.Rule != "QoSClassChange" {
 		t.Errorf("QoS change: exit %d outcome %s rule %s, want exit 3 Refused QoSClassChange", code, r.Outcome, r.Rule)
 	}
 	if r.QoSBefore != "Burstable" || r.QoSAfter != "Guaranteed" {
@@ -197,7 +198,7 @@ func TestCLIRefusalsNameTheRule(t *testing.T) {
 	}
 	huge := fmt.Sprintf("cpu=%dm", node.Status.Allocatable.Cpu().MilliValue()+1000)
 	r, code, _ = tailor(t, "resize", "web", "-n", ns, "--requests", huge, "--limits", huge, "--dry-run=server")
-	if code != cli.ExitRefused || r.Rule != "NodeCapacity" {
+	if code != exit.Refused || r.Rule != "NodeCapacity" {
 		t.Errorf("beyond allocatable: exit %d rule %s, want exit 3 NodeCapacity", code, r.Rule)
 	}
 	if r.ServerDryRun == nil || r.ServerDryRun.Outcome != "Refused" || !r.ServerDryRun.MatchesPrediction {

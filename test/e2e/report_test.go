@@ -20,6 +20,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/cli"
+	reportcmd "github.com/tailorhq/tailor/internal/cli/report"
 	"github.com/tailorhq/tailor/internal/report"
 	"github.com/tailorhq/tailor/test/cluster"
 )
@@ -81,11 +82,11 @@ func TestReport(t *testing.T) {
 		if code != 0 {
 			return false, nil
 		}
-		var list cli.ReportList
+		var list reportcmd.List
 		if err := json.Unmarshal([]byte(out), &list); err != nil {
 			t.Fatalf("report -o json: %v\n%s", err, out)
 		}
-		if list.APIVersion != cli.ReportAPIVersion {
+		if list.APIVersion != reportcmd.APIVersion {
 			t.Fatalf("apiVersion %q", list.APIVersion)
 		}
 		rows = map[string]report.Row{}
