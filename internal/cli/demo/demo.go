@@ -188,8 +188,8 @@ func (o *DemoOptions) Run(ctx context.Context) error {
 		}
 		b, a := initial, p.Spec.Containers[0].Resources
 		fmt.Fprintf(out, "  %s: cpu %s -> %s, memory %s -> %s, restarts %d, OOM-killed %v, QoS %s\n", p.Name,
-			reqLimString(b, corev1.ResourceCPU), reqLimString(a, corev1.ResourceCPU),
-			reqLimString(b, corev1.ResourceMemory), reqLimString(a, corev1.ResourceMemory), restarts, oom, p.Status.QOSClass)
+			printing.ReqLim(b, corev1.ResourceCPU), printing.ReqLim(a, corev1.ResourceCPU),
+			printing.ReqLim(b, corev1.ResourceMemory), printing.ReqLim(a, corev1.ResourceMemory), restarts, oom, p.Status.QOSClass)
 	}
 	var pol v1alpha1.TailorPolicy
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &pol); err == nil && pol.Status.Recommendation != nil {
@@ -342,12 +342,8 @@ func printLive(out io.Writer, pods []*corev1.Pod, usage metrics.Result, elapsed 
 			restarts = p.Status.ContainerStatuses[0].RestartCount
 		}
 		fmt.Fprintf(out, "  %4.0fs  %-22s %9s %-14s %9s %-14s %8d\n", elapsed.Seconds(), p.Name,
-			cpu, reqLimString(c.Resources, corev1.ResourceCPU), mem, reqLimString(c.Resources, corev1.ResourceMemory), restarts)
+			cpu, printing.ReqLim(c.Resources, corev1.ResourceCPU), mem, printing.ReqLim(c.Resources, corev1.ResourceMemory), restarts)
 	}
-}
-
-func reqLimString(rr corev1.ResourceRequirements, r corev1.ResourceName) string {
-	return printing.Qty(rr.Requests, r) + "/" + printing.Qty(rr.Limits, r)
 }
 
 // newEvents returns tailor's events in ns not printed yet, oldest first.

@@ -350,8 +350,8 @@ func printReport(w io.Writer, rows []report.Row, book price.Book, output string,
 			cost += " → " + money(r.MonthlyCostAfter)
 		}
 		line := fmt.Sprintf("%s/%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", strings.ToLower(r.Kind), r.Workload, r.Container, r.Replicas,
-			quantity(r.Requests, corev1.ResourceCPU), quantity(r.Recommended, corev1.ResourceCPU),
-			quantity(r.Requests, corev1.ResourceMemory), quantity(r.Recommended, corev1.ResourceMemory),
+			printing.Qty(r.Requests, corev1.ResourceCPU), printing.Qty(r.Recommended, corev1.ResourceCPU),
+			printing.Qty(r.Requests, corev1.ResourceMemory), printing.Qty(r.Recommended, corev1.ResourceMemory),
 			savingsText(r.SavingsCPU, r.SavingsMemory, r.Recommended), cost, printing.OrDash(r.Source), r.Reason)
 		if allNamespaces {
 			line = r.Namespace + "\t" + line
@@ -408,13 +408,6 @@ func pricesText(b price.Book) string {
 		s += fmt.Sprintf(", %d nodes at their own", n)
 	}
 	return s
-}
-
-func quantity(l corev1.ResourceList, r corev1.ResourceName) string {
-	if q, ok := l[r]; ok {
-		return q.String()
-	}
-	return "-"
 }
 
 func cores(l corev1.ResourceList) string {

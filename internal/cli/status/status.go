@@ -239,8 +239,8 @@ func printStatus(out io.Writer, report []PodStatus, format string, withNamespace
 				actual = *c.Actual
 			}
 			row := []string{ps.Pod, c.Name,
-				reqLim(c.Desired, corev1.ResourceCPU), reqLim(actual, corev1.ResourceCPU),
-				reqLim(c.Desired, corev1.ResourceMemory), reqLim(actual, corev1.ResourceMemory),
+				printing.ReqLim(c.Desired, corev1.ResourceCPU), printing.ReqLim(actual, corev1.ResourceCPU),
+				printing.ReqLim(c.Desired, corev1.ResourceMemory), printing.ReqLim(actual, corev1.ResourceMemory),
 				ps.State, fmt.Sprint(c.RestartCount)}
 			if c.Kind != "container" {
 				row[1] += " (" + c.Kind + ")"
@@ -258,6 +258,3 @@ func printStatus(out io.Writer, report []PodStatus, format string, withNamespace
 	return w.Flush()
 }
 
-func reqLim(rr corev1.ResourceRequirements, r corev1.ResourceName) string {
-	return printing.Qty(rr.Requests, r) + "/" + printing.Qty(rr.Limits, r)
-}
