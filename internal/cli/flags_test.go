@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tailorhq/tailor/internal/cli/clitest"
 	"github.com/tailorhq/tailor/internal/cli/exit"
 )
 
 // A mistake in the command line exits 2 with what to change, and before
 // the cluster is asked anything.
 func TestUsageErrorsBeforeTheCluster(t *testing.T) {
-	srv, calls := fakeAPIServer(t, 0)
+	srv, calls := clitest.APIServer(t, 0)
 	cases := map[string]struct {
 		args    []string
 		wantErr string

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tailorhq/tailor/internal/metrics/prometheus/promtest"
-
+	"github.com/tailorhq/tailor/internal/cli/clitest"
 	"github.com/tailorhq/tailor/internal/cli/exit"
+	"github.com/tailorhq/tailor/internal/metrics/prometheus/promtest"
 )
 
 // A client flag Prometheus would refuse, or a file that will not load, is
@@ -17,7 +17,7 @@ import (
 // is asked anything.
 func TestPrometheusClientUsageErrors(t *testing.T) {
 	noKubeconfig(t)
-	srv, calls := fakeAPIServer(t, 0)
+	srv, calls := clitest.APIServer(t, 0)
 	prom := promtest.New(t, &tls.Config{}, func(*http.Request) error { return nil })
 	token := promtest.WriteFile(t, "token", "s3cret")
 	notPEM := promtest.WriteFile(t, "ca.crt", "not a certificate")

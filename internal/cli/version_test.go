@@ -3,46 +3,22 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/tailorhq/tailor/internal/cli/buildinfo"
+	"github.com/tailorhq/tailor/internal/cli/clitest"
 	"github.com/tailorhq/tailor/internal/cli/exit"
 	versioncmd "github.com/tailorhq/tailor/internal/cli/version"
 )
 
-// fakeAPIServer answers /version as an apiserver does and counts the calls.
-func fakeAPIServer(t *testing.T, delay time.Duration) (*httptest.Server, *atomic.Int32) {
-	t.Helper()
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		if r.URL.Path != "/version" {
-			http.NotFound(w, r)
-			return
-		}
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
-		_ = json.NewEncoder(w).Encode(version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.1"})
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &calls
-}
-
 func TestVersionVerb(t *testing.T) {
 	noKubeconfig(t)
-	srv, calls := fakeAPIServer(t, 0)
+	srv, calls := clitest.APIServer(t, 0)
 	client := buildinfo.Current()
 	cases := map[string]struct {
 		args        []string

@@ -22,13 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/manager"
-	"github.com/tailorhq/tailor/internal/metrics"
-	"github.com/tailorhq/tailor/internal/metrics/kubelet"
-
 	"github.com/tailorhq/tailor/internal/cli/exit"
 	"github.com/tailorhq/tailor/internal/cli/kube"
 	"github.com/tailorhq/tailor/internal/cli/printing"
+	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/metrics/kubelet"
 )
 
 // DemoOptions holds `tailor demo` flags.

@@ -14,11 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/tailorhq/tailor/internal/cli/exit"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/replay"
 	"github.com/tailorhq/tailor/internal/replay/render"
-
-	"github.com/tailorhq/tailor/internal/cli/exit"
 )
 
 // ReplayOptions are the inputs of `tailor replay`.

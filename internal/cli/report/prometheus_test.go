@@ -14,11 +14,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/tailorhq/tailor/internal/cli/kube"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus/promtest"
 	"github.com/tailorhq/tailor/test/builder"
-
-	"github.com/tailorhq/tailor/internal/cli/kube"
 )
 
 // `tailor report --prometheus-url` reaches a secured Prometheus with the

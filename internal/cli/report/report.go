@@ -26,17 +26,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/cli/exit"
+	"github.com/tailorhq/tailor/internal/cli/flags"
+	"github.com/tailorhq/tailor/internal/cli/kube"
+	"github.com/tailorhq/tailor/internal/cli/printing"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
 	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/report"
 	"github.com/tailorhq/tailor/internal/resize"
-
-	"github.com/tailorhq/tailor/internal/cli/exit"
-	"github.com/tailorhq/tailor/internal/cli/flags"
-	"github.com/tailorhq/tailor/internal/cli/kube"
-	"github.com/tailorhq/tailor/internal/cli/printing"
 )
 
 // APIVersion versions the JSON form of `tailor report`; a change that

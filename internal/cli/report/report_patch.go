@@ -19,12 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tailorhq/tailor/internal/cli/kube"
 	"github.com/tailorhq/tailor/internal/manifest"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/report"
 	"github.com/tailorhq/tailor/internal/resize"
-
-	"github.com/tailorhq/tailor/internal/cli/kube"
 )
 
 // defaultServer is the Kubernetes version templates are planned for when

@@ -29,13 +29,12 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/cli/kube"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/manifest"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
-
-	"github.com/tailorhq/tailor/internal/cli/kube"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/gitops from what the code prints")

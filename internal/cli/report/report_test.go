@@ -19,14 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/cli/flags"
+	"github.com/tailorhq/tailor/internal/cli/kube"
 	"github.com/tailorhq/tailor/internal/manager"
-
 	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/report"
 	"github.com/tailorhq/tailor/test/builder"
-
-	"github.com/tailorhq/tailor/internal/cli/flags"
-	"github.com/tailorhq/tailor/internal/cli/kube"
 )
 
 var reportRows = []report.Row{

@@ -22,11 +22,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tailorhq/tailor/internal/actuator"
-	"github.com/tailorhq/tailor/internal/resize"
-
 	"github.com/tailorhq/tailor/internal/cli/exit"
 	"github.com/tailorhq/tailor/internal/cli/kube"
 	"github.com/tailorhq/tailor/internal/cli/printing"
+	"github.com/tailorhq/tailor/internal/resize"
 )
 
 // ResizeOptions holds `tailor resize` flags and state.

@@ -16,10 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/tailorhq/tailor/test/builder"
-
 	"github.com/tailorhq/tailor/internal/cli/exit"
 	"github.com/tailorhq/tailor/internal/cli/kube"
+	"github.com/tailorhq/tailor/test/builder"
 )
 
 // TestResizeDryRunClientUnderNamespaceRules: `tailor resize --dry-run=client`

@@ -10,10 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/cli/exit"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
-
-	"github.com/tailorhq/tailor/internal/cli/exit"
 )
 
 func TestParseResourceList(t *testing.T) {

@@ -25,7 +25,6 @@ import (
 	"github.com/tailorhq/tailor/internal/agent"
 	"github.com/tailorhq/tailor/internal/agent/cgroup"
 	"github.com/tailorhq/tailor/internal/agent/report"
-
 	"github.com/tailorhq/tailor/internal/cli/buildinfo"
 	"github.com/tailorhq/tailor/internal/cli/exit"
 	"github.com/tailorhq/tailor/internal/cli/kube"

@@ -9,7 +9,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/tailorhq/tailor/internal/agent"
-
 	"github.com/tailorhq/tailor/internal/cli/exit"
 )
 

@@ -20,17 +20,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/tailorhq/tailor/internal/cli/buildinfo"
+	"github.com/tailorhq/tailor/internal/cli/exit"
+	"github.com/tailorhq/tailor/internal/cli/flags"
+	"github.com/tailorhq/tailor/internal/cli/kube"
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/dashboard"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/metrics/kubelet"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
 	"github.com/tailorhq/tailor/internal/shard"
-
-	"github.com/tailorhq/tailor/internal/cli/buildinfo"
-	"github.com/tailorhq/tailor/internal/cli/exit"
-	"github.com/tailorhq/tailor/internal/cli/flags"
-	"github.com/tailorhq/tailor/internal/cli/kube"
 )
 
 // ManagerOptions holds `tailor manager` flags.

@@ -11,9 +11,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/tailorhq/tailor/internal/price"
-
 	"github.com/tailorhq/tailor/internal/cli/exit"
+	"github.com/tailorhq/tailor/internal/price"
 )
 
 // The manager's flags are checked before anything connects: a lease timing

@@ -18,11 +18,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tailorhq/tailor/internal/actuator"
-	"github.com/tailorhq/tailor/internal/podcontainers"
-
 	"github.com/tailorhq/tailor/internal/cli/exit"
 	"github.com/tailorhq/tailor/internal/cli/kube"
 	"github.com/tailorhq/tailor/internal/cli/printing"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
 // StatusOptions holds `tailor status` flags and state.
@@ -257,4 +256,3 @@ func printStatus(out io.Writer, report []PodStatus, format string, withNamespace
 	}
 	return w.Flush()
 }
-

@@ -2,44 +2,20 @@ package version
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-)
 
-// fakeAPIServer answers /version as an apiserver does and counts the calls.
-func fakeAPIServer(t *testing.T, delay time.Duration) (*httptest.Server, *atomic.Int32) {
-	t.Helper()
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		if r.URL.Path != "/version" {
-			http.NotFound(w, r)
-			return
-		}
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
-		_ = json.NewEncoder(w).Encode(version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.1"})
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &calls
-}
+	"github.com/tailorhq/tailor/internal/cli/clitest"
+)
 
 // An apiserver that does not answer holds `tailor version` no longer than
 // its timeout.
 func TestVersionServerTimeout(t *testing.T) {
-	srv, _ := fakeAPIServer(t, time.Minute)
+	srv, _ := clitest.APIServer(t, time.Minute)
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.APIServer = &srv.URL
 	streams, _, out, errOut := genericiooptions.NewTestIOStreams()
