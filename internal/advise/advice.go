@@ -10,6 +10,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
@@ -21,7 +22,7 @@ type Input struct {
 	Usage metrics.Result
 	// Holds are the requests HorizontalPodAutoscalers hold, which the
 	// startup boost leaves alone.
-	Holds autoscale.Holds
+	Holds ownership.Holds
 	// Template is the target's pod template, nil when there is none: what
 	// a boost goes back to before there is a recommendation.
 	Template *corev1.PodTemplateSpec

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -29,7 +30,7 @@ type AdmitInput struct {
 	Server  resize.Version
 	Now     time.Time
 	// Holds are the requests an HPA divides by: new pods keep them too.
-	Holds Holds
+	Holds ownership.Holds
 	// Boost is the policy's startupBoost: new pods start boosted.
 	Boost *v1alpha1.StartupBoost
 	// Room is the most of each resource a new pod may request and still

@@ -15,6 +15,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -218,7 +219,7 @@ func TestAdmitInvariants(t *testing.T) {
 	if testing.Short() {
 		cases = 500
 	}
-	seed := propertySeed(t)
+	seed := propertytest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 7))
 	admitted := 0
 	for i := range cases {

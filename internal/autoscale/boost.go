@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
@@ -159,7 +160,7 @@ type BoostInput struct {
 	Base func(container string) (resource.Quantity, bool)
 	// Holds are the requests a HorizontalPodAutoscaler divides by: their
 	// cpu is never boosted.
-	Holds Holds
+	Holds ownership.Holds
 	// FieldManager is the field manager of tailor's other resizes
 	// (actuator.FieldManager): a cpu request it owns is no longer what the
 	// pod was admitted with.

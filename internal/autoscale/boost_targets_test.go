@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -72,7 +73,7 @@ func TestBoostTargets(t *testing.T) {
 	cases := map[string]struct {
 		pod     *corev1.Pod
 		base    func(string) (resource.Quantity, bool)
-		holds   Holds
+		holds   ownership.Holds
 		want    map[string]string
 		wantNot []string
 	}{
@@ -132,7 +133,7 @@ func TestBoostTargets(t *testing.T) {
 		},
 		"cpu held for an HPA: not boosted": {
 			pod: pod("500m", nil), base: base500m,
-			holds:   Holds{Containers: map[string]map[corev1.ResourceName]bool{"app": {corev1.ResourceCPU: true}}},
+			holds:   ownership.Holds{Containers: map[string]map[corev1.ResourceName]bool{"app": {corev1.ResourceCPU: true}}},
 			want:    map[string]string{},
 			wantNot: []string{"container app is not boosted: a HorizontalPodAutoscaler divides by its cpu request"},
 		},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -67,7 +68,7 @@ type Input struct {
 	Now        time.Time
 	// Holds are the requests a HorizontalPodAutoscaler divides usage by:
 	// they stay, and only their limits are sized.
-	Holds Holds
+	Holds ownership.Holds
 	// Boost names the containers whose cpu target is a startup boost being
 	// applied or removed: it goes straight to its value, with no step
 	// limits or tolerance.

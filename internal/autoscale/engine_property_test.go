@@ -10,6 +10,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -31,7 +32,7 @@ func TestClampedDecisionsPassTheEngine(t *testing.T) {
 	if testing.Short() {
 		n = 400
 	}
-	stats, cases, seed, took := runN(t, n, 7, checkClampedDecisions)
+	stats, cases, seed, took := propertytest.RunN(t, n, 7, checkClampedDecisions)
 	t.Logf("%d generated cases (seed %d) in %s: %d decisions within the LimitRanges judged by the engine, %d of them clamped into one; %d left outside by the decision; %d refused by another rule; %d pods already outside skipped",
 		cases, seed, took.Round(time.Millisecond), stats["judged"], stats["clamped"], stats["outside"], stats["refusedOtherwise"], stats["podOutside"])
 	if min := cases / 20; stats["judged"] < min || (stats["clamped"] == 0 && !testing.Short()) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -35,7 +36,7 @@ type EntryInput struct {
 	// ("": none): this one plans nothing for new pods, so that the
 	// admission policy never applies two policies' entries to one pod.
 	Conflict string
-	Holds    Holds
+	Holds    ownership.Holds
 	Room     corev1.ResourceList
 	Rules    *nsrules.Rules
 	Replicas int

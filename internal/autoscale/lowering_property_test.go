@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -31,11 +32,11 @@ func TestChangeWindowProperties(t *testing.T) {
 	switch {
 	case testing.Short():
 		cases = 200
-	case raceDetector:
+	case propertytest.Race:
 		// make check runs the thousand without -race (propertyCases).
 		cases = 200
 	}
-	seed := propertySeed(t)
+	seed := propertytest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 13))
 	var open, closed int
 	for i := range cases {
@@ -97,11 +98,11 @@ func TestLoweringLimitsProperties(t *testing.T) {
 	switch {
 	case testing.Short():
 		cases = 60
-	case raceDetector:
+	case propertytest.Race:
 		// make check runs the 250 without -race (propertyCases).
 		cases = 50
 	}
-	stats, _, seed, took := runN(t, cases, 11, runLimitsCase)
+	stats, _, seed, took := propertytest.RunN(t, cases, 11, runLimitsCase)
 	t.Logf("%d generated schedules and budgets (seed %d) in %s: %d syncs, %d lowerings sent (%d in a window), %d raises sent, %d lowerings held outside a window, %d held for the budget, %d restarts",
 		cases, seed, took.Round(time.Millisecond), stats["syncs"], stats["lowerings"], stats["loweredInWindow"], stats["raises"], stats["heldWindow"], stats["heldBudget"], stats["restarts"])
 	// Each rule must be exercised, or the generator no longer draws what
@@ -355,10 +356,10 @@ func TestNamespaceBudgetProperties(t *testing.T) {
 	switch {
 	case testing.Short():
 		cases = 40
-	case raceDetector:
+	case propertytest.Race:
 		cases = 40
 	}
-	stats, _, seed, took := runN(t, cases, 21, runNamespaceCase)
+	stats, _, seed, took := propertytest.RunN(t, cases, 21, runNamespaceCase)
 	t.Logf("%d generated namespaces (seed %d) in %s: %d syncs, %d lowerings sent (%d by a policy with a namespace budget, %d by one without), %d raises sent, %d held for a namespace budget, %d for a policy's own, %d restarts",
 		cases, seed, took.Round(time.Millisecond), stats["syncs"], stats["lowerings"], stats["loweredBudgeted"], stats["loweredFree"], stats["raises"],
 		stats["heldNamespace"], stats["heldBudget"], stats["restarts"])

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -54,8 +55,8 @@ type PolicyInput struct {
 	MemoryFloorHeadroom float64
 	Now                 time.Time
 	// Holds are the requests HorizontalPodAutoscalers of the workload
-	// divide usage by (HPAHolds).
-	Holds Holds
+	// divide usage by (ownership.HPAHolds).
+	Holds ownership.Holds
 	// Rules are the namespace's LimitRanges and ResourceQuotas: values are
 	// clamped into the LimitRanges, raises cut to what the quotas have
 	// left (shared between the pods of the sync, as a node's room is), and

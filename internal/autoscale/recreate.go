@@ -18,6 +18,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -264,7 +265,7 @@ type RecreateInput struct {
 	Nodes []NodePods
 	Now   time.Time
 	// Holds are as for PolicyInput: the replacement keeps those requests.
-	Holds Holds
+	Holds ownership.Holds
 	// Rules are as for PolicyInput: the replacement is created within the
 	// namespace's LimitRanges, and charged to its quotas for what it asks
 	// beyond the pod it replaces.

@@ -12,6 +12,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/manifest"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -85,7 +86,7 @@ func PlanTemplate(in TemplateInput) (TemplatePlan, error) {
 	if in.Workload.Policy != nil {
 		spec = &in.Workload.Policy.Spec
 	}
-	holds, why := autoscale.HPAHolds([]autoscale.Workload{autoscale.WorkloadOf(in.Ref.APIVersion, in.Ref.Kind, in.Ref.Name)}, in.HPAs)
+	holds, why := ownership.HPAHolds([]ownership.Workload{ownership.WorkloadOf(in.Ref.APIVersion, in.Ref.Kind, in.Ref.Name)}, in.HPAs)
 	got, err := autoscale.SizeTemplate(autoscale.AdmitInput{Template: in.Template, Spec: spec, Targets: targets,
 		Server: in.Server, Now: in.Now, Holds: holds, Rules: in.Rules, Replicas: len(in.Workload.Pods)})
 	if err != nil {

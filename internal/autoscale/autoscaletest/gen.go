@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -60,8 +61,8 @@ func Case(seed uint64) autoscale.PolicyInput {
 // holds draws what a HorizontalPodAutoscaler scaling on utilization would
 // hold: nothing in most cases, else a resource in every container, or in
 // one container.
-func (g gen) holds() autoscale.Holds {
-	var h autoscale.Holds
+func (g gen) holds() ownership.Holds {
+	var h ownership.Holds
 	r := corev1.ResourceCPU
 	if g.chance(0.3) {
 		r = corev1.ResourceMemory

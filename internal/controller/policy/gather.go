@@ -27,6 +27,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -440,20 +441,20 @@ func (r *Reconciler) pods(ctx context.Context, state *policyState) (running, unb
 // from the cache (an informer of every HPA in the cluster: there are few)
 // and says which requests those scaling its target, or a workload its pods'
 // chains reach (a selector policy's pods' Deployment), hold.
-func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy, chains []autoscale.Chain) (autoscale.Holds, string, error) {
-	var target []autoscale.Workload
+func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy, chains []ownership.Chain) (ownership.Holds, string, error) {
+	var target []ownership.Workload
 	if ref := policy.Spec.TargetRef; ref != nil {
-		target = append(target, autoscale.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name))
+		target = append(target, ownership.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name))
 	}
-	workloads := autoscale.Workloads(chains, target...)
+	workloads := ownership.Workloads(chains, target...)
 	if len(workloads) == 0 {
-		return autoscale.Holds{}, "", nil
+		return ownership.Holds{}, "", nil
 	}
 	var list autoscalingv2.HorizontalPodAutoscalerList
 	if err := r.Client.List(ctx, &list, client.InNamespace(policy.Namespace)); err != nil {
-		return autoscale.Holds{}, "", fmt.Errorf("listing HorizontalPodAutoscalers of namespace %s: %w", policy.Namespace, err)
+		return ownership.Holds{}, "", fmt.Errorf("listing HorizontalPodAutoscalers of namespace %s: %w", policy.Namespace, err)
 	}
-	holds, text := autoscale.HPAHolds(workloads, list.Items)
+	holds, text := ownership.HPAHolds(workloads, list.Items)
 	return holds, text, nil
 }
 
