@@ -13,6 +13,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -26,7 +27,7 @@ type AdmitInput struct {
 	// Targets are the workload's recommendations by container name
 	// (status.recommendation's target); a container without one keeps its
 	// template's resources.
-	Targets map[string]Target
+	Targets map[string]podchange.Target
 	Server  resize.Version
 	Now     time.Time
 	// Holds are the requests an HPA divides by: new pods keep them too.
@@ -98,11 +99,11 @@ func Admit(in AdmitInput) (Admitted, error) {
 	if in.Rules != nil {
 		pod = in.Rules.Admitted(pod)
 	}
-	if hasPodLevel(pod) {
+	if podchange.HasPodLevel(pod) {
 		out.Held = "the template has pod-level resources: new pods start at its size and are resized in place once running"
 		return out, nil
 	}
-	targets := map[string]Target{}
+	targets := map[string]podchange.Target{}
 	for name, t := range in.Targets {
 		// A container the template no longer has (renamed, removed) is
 		// not one a new pod needs sizing for.
@@ -116,7 +117,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 		return out, nil
 	}
 	replicas := max(in.Replicas, 1)
-	d, err := Decide(Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true, Holds: in.Holds, Boost: boosted.names,
+	d, err := podchange.Decide(podchange.Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true, Holds: in.Holds, Boost: boosted.names,
 		Room: leastRoom(roomBeside(pod, in.Room), quotaRoomPerReplica(in.Rules, pod, replicas)), Rules: in.Rules})
 	if err != nil {
 		return out, fmt.Errorf("admit: %w", err)
@@ -303,7 +304,7 @@ type boosted struct {
 // boost raises the cpu targets of the pod's boostable containers to the
 // boost, from the recommendation or, before there is one, the template's
 // request.
-func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]Target) boosted {
+func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]podchange.Target) boosted {
 	var out boosted
 	if in.Boost == nil {
 		return out

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
@@ -90,9 +91,9 @@ func Boostable(c *corev1.Container, pol v1alpha1.ContainerPolicy) string {
 	switch {
 	case pol.Mode != nil && *pol.Mode == v1alpha1.ContainerModeOff:
 		return "its containerPolicy mode is Off"
-	case !controls(pol, corev1.ResourceCPU):
+	case !podchange.Controls(pol, corev1.ResourceCPU):
 		return "the policy does not control its cpu"
-	case restartsFor(c, corev1.ResourceCPU):
+	case podchange.RestartsFor(c, corev1.ResourceCPU):
 		return "its cpu resizePolicy is RestartContainer: removing the boost would restart it"
 	}
 	if _, ok := c.Resources.Requests[corev1.ResourceCPU]; !ok {
@@ -311,7 +312,7 @@ func cpuSetBy(p *corev1.Pod, manager string) map[string]bool {
 // GivesBoost says whether d raises the cpu request of a container whose
 // target is a boost given (BoostTarget.Raise): the resize is then sent
 // under BoostFieldManager, so the pod records which requests are lent.
-func GivesBoost(d Decision, raise map[string]bool) bool {
+func GivesBoost(d podchange.Decision, raise map[string]bool) bool {
 	for _, ch := range d.Changes {
 		if ch.Resource == corev1.ResourceCPU && raise[ch.Container] && ch.RequestNow.Cmp(ch.RequestBefore) > 0 {
 			return true

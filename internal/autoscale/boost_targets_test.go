@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -167,22 +168,22 @@ func TestBoostTargets(t *testing.T) {
 }
 
 func TestGivesBoost(t *testing.T) {
-	change := func(r corev1.ResourceName, before, after string) Change {
-		return Change{Container: "app", Resource: r, RequestBefore: resource.MustParse(before), RequestNow: resource.MustParse(after)}
+	change := func(r corev1.ResourceName, before, after string) podchange.Change {
+		return podchange.Change{Container: "app", Resource: r, RequestBefore: resource.MustParse(before), RequestNow: resource.MustParse(after)}
 	}
 	cases := map[string]struct {
-		changes []Change
+		changes []podchange.Change
 		raise   map[string]bool
 		want    bool
 	}{
-		"a boost raised":               {changes: []Change{change(corev1.ResourceCPU, "500m", "1500m")}, raise: map[string]bool{"app": true}, want: true},
-		"a boost taken back":           {changes: []Change{change(corev1.ResourceCPU, "1500m", "500m")}, raise: map[string]bool{}, want: false},
-		"a cpu raise that is no boost": {changes: []Change{change(corev1.ResourceCPU, "500m", "900m")}, want: false},
-		"memory only":                  {changes: []Change{change(corev1.ResourceMemory, "256Mi", "512Mi")}, raise: map[string]bool{"app": true}, want: false},
+		"a boost raised":               {changes: []podchange.Change{change(corev1.ResourceCPU, "500m", "1500m")}, raise: map[string]bool{"app": true}, want: true},
+		"a boost taken back":           {changes: []podchange.Change{change(corev1.ResourceCPU, "1500m", "500m")}, raise: map[string]bool{}, want: false},
+		"a cpu raise that is no boost": {changes: []podchange.Change{change(corev1.ResourceCPU, "500m", "900m")}, want: false},
+		"memory only":                  {changes: []podchange.Change{change(corev1.ResourceMemory, "256Mi", "512Mi")}, raise: map[string]bool{"app": true}, want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := GivesBoost(Decision{Changes: tc.changes}, tc.raise); got != tc.want {
+			if got := GivesBoost(podchange.Decision{Changes: tc.changes}, tc.raise); got != tc.want {
 				t.Errorf("GivesBoost = %v, want %v", got, tc.want)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -105,7 +106,7 @@ func TestAdmitBoosts(t *testing.T) {
 	cases := map[string]struct {
 		pod         *corev1.Pod
 		spec        *v1alpha1.TailorPolicySpec
-		targets     map[string]Target
+		targets     map[string]podchange.Target
 		want        map[string]string
 		wantBoost   string
 		wantNotBoot []string
@@ -120,14 +121,14 @@ func TestAdmitBoosts(t *testing.T) {
 			pod: builder.Pod("t").Container(builder.Container("app").Requests("100m", "64Mi").Limits("200m", "128Mi")).Obj(),
 			spec: spec(func(s *v1alpha1.TailorPolicySpec) { s.StartupBoost = boost },
 				containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*", MaxAllowed: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}})),
-			targets:   map[string]Target{"app": {CPU: q("300m"), Memory: q("80Mi")}},
+			targets:   map[string]podchange.Target{"app": {CPU: q("300m"), Memory: q("80Mi")}},
 			want:      map[string]string{"app": "1/80Mi 2/160Mi"},
 			wantBoost: "app=1",
 		},
 		"a container whose cpu resize restarts it is not boosted": {
 			pod:         builder.Pod("t").Container(restartOnCPU).Obj(),
 			spec:        spec(func(s *v1alpha1.TailorPolicySpec) { s.StartupBoost = boost }),
-			targets:     map[string]Target{"app": {CPU: q("150m")}},
+			targets:     map[string]podchange.Target{"app": {CPU: q("150m")}},
 			want:        map[string]string{"app": "150m/64Mi 300m/128Mi"},
 			wantNotBoot: []string{"container app is not boosted: its cpu resizePolicy is RestartContainer: removing the boost would restart it"},
 		},

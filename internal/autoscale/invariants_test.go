@@ -14,6 +14,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
 	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -190,7 +191,7 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 	// What a replacement would be created with (InPlaceOrRecreate): the
 	// whole recommendation, no room counted, under the same promises.
 	for _, p := range pods {
-		full, err := autoscale.Decide(autoscale.Input{Pod: p.Pod, Spec: spec, Targets: p.Targets, PodTarget: p.PodTarget,
+		full, err := podchange.Decide(podchange.Input{Pod: p.Pod, Spec: spec, Targets: p.Targets, PodTarget: p.PodTarget,
 			WorkingSet: p.WorkingSet, MemoryFloorHeadroom: input.MemoryFloorHeadroom, Now: input.Now, Holds: input.Holds})
 		if err != nil {
 			return fmt.Sprintf("Decide for a replacement of %s: %v", p.Pod.Name, err)
@@ -319,7 +320,7 @@ func resizeOwn(p *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
 }
 
-func notesOf(d autoscale.Decision) []string {
+func notesOf(d podchange.Decision) []string {
 	var out []string
 	for _, ch := range d.All() {
 		out = append(out, fmt.Sprintf("%s.%s req %s->%s lim %v->%v: %v", ch.Container, ch.Resource, ch.RequestBefore.String(), ch.RequestNow.String(), ch.LimitBefore, ch.LimitNow, ch.Notes))
@@ -327,7 +328,7 @@ func notesOf(d autoscale.Decision) []string {
 	return out
 }
 
-func describeDesired(d autoscale.Decision) string {
+func describeDesired(d podchange.Decision) string {
 	s := ""
 	for _, ch := range d.All() {
 		s += fmt.Sprintf("%s.%s=%s;", ch.Container, ch.Resource, ch.RequestNow.String())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
@@ -219,7 +220,7 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 		pods[i] = autoscale.PodInput{Pod: p, WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}}
 	}
 	retarget := func(i int) {
-		pods[i].Targets = map[string]autoscale.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
+		pods[i].Targets = map[string]podchange.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
 	}
 	for i := range pods {
 		retarget(i)
@@ -434,7 +435,7 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 		policies[k] = p
 	}
 	retarget := func(pi *autoscale.PodInput) {
-		pi.Targets = map[string]autoscale.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
+		pi.Targets = map[string]podchange.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
 	}
 	for _, p := range policies {
 		for i := range p.pods {
@@ -573,7 +574,7 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 	return ""
 }
 
-func lowers(d autoscale.Decision) bool {
+func lowers(d podchange.Decision) bool {
 	for _, ch := range d.All() {
 		if ch.RequestNow.Cmp(ch.RequestBefore) < 0 || (ch.LimitNow != nil && ch.LimitBefore != nil && ch.LimitNow.Cmp(*ch.LimitBefore) < 0) {
 			return true

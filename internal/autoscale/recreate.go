@@ -19,6 +19,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -315,7 +316,7 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	if wait := in.ShortSince.Add(in.RecreateAfter).Sub(in.Now); wait > 0 {
 		return RecreateDecision{Step: RecreateWait, RetryAfter: wait}, nil
 	}
-	interval := MinResizeInterval(in.Spec)
+	interval := podchange.MinResizeInterval(in.Spec)
 	if wait := in.LastEviction.Add(interval).Sub(in.Now); !in.LastEviction.IsZero() && wait > 0 {
 		return RecreateDecision{Step: RecreateWait, RetryAfter: wait, Reason: "EvictionPaced",
 			Message: fmt.Sprintf("another pod was evicted %s ago; minResizeInterval is %s", in.Now.Sub(in.LastEviction).Round(time.Second), interval)}, nil
@@ -346,8 +347,8 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	// The replacement gets the whole recommendation, not what fits here,
 	// shaped by the same rules as an in-place resize and checked by the
 	// planner, so it is never admitted in another QoS class.
-	full, err := Decide(Input{Pod: p, Spec: in.Spec, Targets: in.Pod.Targets, WorkingSet: in.Pod.WorkingSet,
-		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now, Holds: in.Holds, Rules: in.Rules, LimitRatio: MemoryLimitRatios(in.Template)})
+	full, err := podchange.Decide(podchange.Input{Pod: p, Spec: in.Spec, Targets: in.Pod.Targets, WorkingSet: in.Pod.WorkingSet,
+		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now, Holds: in.Holds, Rules: in.Rules, LimitRatio: podchange.MemoryLimitRatios(in.Template)})
 	if err != nil {
 		return RecreateDecision{}, fmt.Errorf("deciding the replacement's resources: %w", err)
 	}

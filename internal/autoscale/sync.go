@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podchange"
 )
 
 // SyncInput is everything one sync of a policy decides on: its running
@@ -60,7 +61,7 @@ type SyncInput struct {
 	// Largest is the largest node's allocatable (LargestAllocatable): the
 	// maxAllowed of a container whose policy sets none, where no
 	// LimitRange of Rules gives a max (DefaultMaxAllowed).
-	Largest map[corev1.ResourceName]DefaultBound
+	Largest map[corev1.ResourceName]podchange.DefaultBound
 }
 
 // RecreationState is what DecideRecreate reads of a policy's past and its
@@ -142,7 +143,7 @@ type SyncDecision struct {
 	Limits LimitsOutcome
 	// DefaultMaxAllowed are the bounds the sync gave the containers whose
 	// policy sets no maxAllowed (BoundedSpec), by resource.
-	DefaultMaxAllowed map[corev1.ResourceName]DefaultBound
+	DefaultMaxAllowed map[corev1.ResourceName]podchange.DefaultBound
 }
 
 // Send is a resize to send now.
@@ -180,11 +181,11 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	// The bounds every part of the sync sizes within: a container whose
 	// policy sets no maxAllowed gets the namespace's LimitRange max, else
 	// the largest node's allocatable.
-	defaults := DefaultMaxAllowed(in.Rules, in.Largest)
-	var bounded map[corev1.ResourceName]DefaultBound
-	in.Spec, bounded = BoundedSpec(in.Spec, defaults)
+	defaults := podchange.DefaultMaxAllowed(in.Rules, in.Largest)
+	var bounded map[corev1.ResourceName]podchange.DefaultBound
+	in.Spec, bounded = podchange.BoundedSpec(in.Spec, defaults)
 	if in.NewPods.Spec != nil {
-		in.NewPods.Spec, _ = BoundedSpec(in.NewPods.Spec, defaults)
+		in.NewPods.Spec, _ = podchange.BoundedSpec(in.NewPods.Spec, defaults)
 	}
 	spec, now := in.Spec, in.Now
 	mode := v1alpha1.UpdateModeInPlace
@@ -195,7 +196,7 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	if in.LimitRatio == nil {
 		// The template every part of the sync keeps a memory limit's
 		// ratio to, when the recommender advises the limit apart.
-		in.LimitRatio = MemoryLimitRatios(in.Template)
+		in.LimitRatio = podchange.MemoryLimitRatios(in.Template)
 	}
 	pin := in.PolicyInput
 	var plan *canaryPlan

@@ -22,6 +22,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
 	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -356,7 +357,7 @@ func nextSync(in autoscale.SyncInput, nodes []autoscale.NodePods, d autoscale.Sy
 	for _, st := range d.Settled {
 		next.Recreation.ShortSince[st.Pod.UID] = time.Time{}
 	}
-	interval := autoscale.MinResizeInterval(in.Spec)
+	interval := podchange.MinResizeInterval(in.Spec)
 	for _, st := range d.Recreate {
 		next.Recreation.ShortSince[st.Pod.UID] = st.ShortSince
 		switch st.Step {
@@ -677,7 +678,7 @@ func checkRecreate(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []aut
 		sending[s.Pod.Name] = true
 	}
 	rs := in.Recreation
-	interval := autoscale.MinResizeInterval(in.Spec)
+	interval := podchange.MinResizeInterval(in.Spec)
 	evictions := 0
 	// The quotas as this sync's resizes leave them: the apiserver charges a
 	// resize when it takes it, before any replacement is created.

@@ -13,6 +13,7 @@ import (
 	"github.com/tailorhq/tailor/internal/manifest"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -59,10 +60,10 @@ func PlanTemplate(in TemplateInput) (TemplatePlan, error) {
 	if in.Template == nil {
 		return out, fmt.Errorf("%s has no pod template", in.Ref)
 	}
-	targets := map[string]autoscale.Target{}
+	targets := map[string]podchange.Target{}
 	var none []string
 	for _, r := range in.Rows {
-		var t autoscale.Target
+		var t podchange.Target
 		if q, ok := r.Recommended[corev1.ResourceCPU]; ok {
 			t.CPU = &q
 		}

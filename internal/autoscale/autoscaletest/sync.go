@@ -18,6 +18,7 @@ import (
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
 	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -636,7 +637,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 	if template != nil && !g.chance(0.15) {
 		rec = &v1alpha1.Recommendation{}
 		for _, name := range podcontainers.Names(&corev1.Pod{Spec: template.Spec}) {
-			var t autoscale.Target
+			var t podchange.Target
 			if len(running) > 0 {
 				t = usage[running[0].UID].Targets[name]
 			} else {
@@ -746,8 +747,8 @@ func (g gen) boost(pin *boosted, spec *v1alpha1.TailorPolicySpec, holds ownershi
 	}
 }
 
-func copyTargets(in map[string]autoscale.Target) map[string]autoscale.Target {
-	out := make(map[string]autoscale.Target, len(in))
+func copyTargets(in map[string]podchange.Target) map[string]podchange.Target {
+	out := make(map[string]podchange.Target, len(in))
 	for k, v := range in {
 		out[k] = v
 	}

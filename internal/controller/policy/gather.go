@@ -28,6 +28,7 @@ import (
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -68,8 +69,8 @@ type syncInput struct {
 	unbound []*corev1.Pod
 	// largest is the largest node's allocatable, and defaults the
 	// maxAllowed a container whose policy sets none gets this sync
-	// (autoscale.DefaultMaxAllowed).
-	largest, defaults map[corev1.ResourceName]autoscale.DefaultBound
+	// (podchange.DefaultMaxAllowed).
+	largest, defaults map[corev1.ResourceName]podchange.DefaultBound
 	// newPodRoom is the most a new pod of the target may request and still
 	// find a node (autoscale.NewPodRoom); nil when unknown or not needed.
 	newPodRoom corev1.ResourceList
@@ -165,7 +166,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if in.largest, err = r.largestNode(ctx); err != nil {
 		return nil, err
 	}
-	in.defaults = autoscale.DefaultMaxAllowed(in.decision.Rules, in.largest)
+	in.defaults = podchange.DefaultMaxAllowed(in.decision.Rules, in.largest)
 	if in.newPodRoom, err = r.newPodRoom(ctx, policy, state, unbound, now); err != nil {
 		return nil, err
 	}
@@ -511,7 +512,7 @@ func (r *Reconciler) namespaceRules(ctx context.Context, namespace string) (*nsr
 
 // largestNode is the largest allocatable among the cluster's nodes, from
 // the cache: what no container can use more of.
-func (r *Reconciler) largestNode(ctx context.Context) (map[corev1.ResourceName]autoscale.DefaultBound, error) {
+func (r *Reconciler) largestNode(ctx context.Context) (map[corev1.ResourceName]podchange.DefaultBound, error) {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
@@ -520,7 +521,7 @@ func (r *Reconciler) largestNode(ctx context.Context) (map[corev1.ResourceName]a
 	for i := range nodes.Items {
 		ptrs[i] = &nodes.Items[i]
 	}
-	return autoscale.LargestAllocatable(ptrs), nil
+	return podchange.LargestAllocatable(ptrs), nil
 }
 
 // nodes reads each node the pods run on once, with the pods bound to it. A
