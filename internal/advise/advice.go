@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -49,7 +49,7 @@ type Advice struct {
 	// Boost are the containers whose cpu target is a startup boost given
 	// or taken back (which podchange.Decide applies directly), BoostRaise
 	// those of them given (a resize carrying one is sent under
-	// autoscale.BoostFieldManager), and NotBoosted the containers the
+	// boost.FieldManager), and NotBoosted the containers the
 	// boost leaves alone, and why. All nil without a startup boost.
 	Boost, BoostRaise map[string]bool
 	NotBoosted        []string
@@ -202,14 +202,14 @@ func higher(a, b recommend.Recommendation) recommend.Recommendation {
 	return out
 }
 
-// startupBoost applies autoscale.BoostTargets to a pod's advice: the cpu
+// startupBoost applies boost.Targets to a pod's advice: the cpu
 // targets of the containers the boost decides are its own.
 func (m *Model) startupBoost(in Input, a *Advice) {
 	spec, p, mem := in.Spec, in.Pod.Pod, in.Pod.Memory
 	if spec.StartupBoost == nil {
 		return
 	}
-	d := autoscale.BoostTargets(autoscale.BoostInput{
+	d := boost.Targets(boost.Input{
 		Pod: p, Spec: spec, Holds: in.Holds, FieldManager: in.FieldManager, Now: in.Now,
 		Base: func(name string) (resource.Quantity, bool) {
 			if q, ok := boostBase(in.Template, a, name); ok {

@@ -11,6 +11,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -190,7 +191,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 			}
 			values[n] = q
 		}
-		out.Boost = BoostText(values)
+		out.Boost = boost.Text(values)
 		out.Summary += " (startup boost: " + out.Boost + ")"
 	}
 	return out, nil
@@ -315,7 +316,7 @@ func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]podchange.Target)
 		if err != nil {
 			continue
 		}
-		if why := Boostable(c, pol); why != "" {
+		if why := boost.Boostable(c, pol); why != "" {
 			out.not = append(out.not, fmt.Sprintf("container %s is not boosted: %s", c.Name, why))
 			continue
 		}
@@ -328,7 +329,7 @@ func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]podchange.Target)
 		if t.CPU != nil {
 			base = *t.CPU
 		}
-		q := BoostedCPU(base, in.Boost)
+		q := boost.CPU(base, in.Boost)
 		t.CPU = &q
 		targets[c.Name] = t
 		out.names[c.Name] = true

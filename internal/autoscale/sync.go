@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
@@ -113,7 +114,7 @@ type SyncDecision struct {
 	// created with, planned by the same rules (PlanEntry); nil in mode Off.
 	Admission *v1alpha1.Admission
 	// Sends are the resizes to send now, in order, each with the field
-	// manager it goes under: BoostFieldManager for one that gives a
+	// manager it goes under: boost.FieldManager for one that gives a
 	// startup boost, "" for tailor's own.
 	Sends []Send
 	// Stuck are the unschedulable pods tailor sized, each with whether it
@@ -301,8 +302,8 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	for _, a := range d.Resizes {
 		sending[a.Pod.Name] = true
 		s := Send{Action: a}
-		if GivesBoost(a.Decision, in.BoostRaise[a.Pod.UID]) {
-			s.FieldManager = BoostFieldManager
+		if boost.Gives(a.Decision, in.BoostRaise[a.Pod.UID]) {
+			s.FieldManager = boost.FieldManager
 		}
 		out.Sends = append(out.Sends, s)
 	}

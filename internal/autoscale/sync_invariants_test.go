@@ -21,6 +21,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
@@ -468,8 +469,8 @@ func checkSync(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []autosca
 			return fmt.Sprintf("send %d is pod %s, resize %d pod %s", i, s.Pod.Name, i, d.Resizes[i].Pod.Name)
 		}
 		want := ""
-		if autoscale.GivesBoost(s.Decision, in.BoostRaise[s.Pod.UID]) {
-			want = autoscale.BoostFieldManager
+		if boost.Gives(s.Decision, in.BoostRaise[s.Pod.UID]) {
+			want = boost.FieldManager
 			stats["sentBoost"]++
 		}
 		if s.FieldManager != want {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
 	"github.com/tailorhq/tailor/internal/ownership"
@@ -709,14 +710,14 @@ type boosted struct {
 }
 
 // boost applies the startup boost's advice to a pod's targets, as the
-// controller's advise does (autoscale.BoostTargets from the pod, its base
+// controller's advise does (boost.Targets from the pod, its base
 // the recommendation or the template's request).
 func (g gen) boost(pin *boosted, spec *v1alpha1.TailorPolicySpec, holds ownership.Holds, template *corev1.PodTemplateSpec) {
 	if spec.StartupBoost == nil {
 		return
 	}
 	targets := pin.Targets
-	d := autoscale.BoostTargets(autoscale.BoostInput{Pod: pin.Pod, Spec: spec, Holds: holds, FieldManager: "tailor", Now: now,
+	d := boost.Targets(boost.Input{Pod: pin.Pod, Spec: spec, Holds: holds, FieldManager: "tailor", Now: now,
 		Base: func(name string) (resource.Quantity, bool) {
 			if t, ok := targets[name]; ok && t.CPU != nil {
 				return *t.CPU, true

@@ -25,6 +25,7 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
@@ -75,7 +76,7 @@ type syncInput struct {
 	// find a node (autoscale.NewPodRoom); nil when unknown or not needed.
 	newPodRoom corev1.ResourceList
 	// boostRaise names, by pod, the containers whose cpu target is a boost
-	// given: a resize raising one is sent under autoscale.BoostFieldManager.
+	// given: a resize raising one is sent under boost.FieldManager.
 	boostRaise map[types.UID]map[string]bool
 	// conflict says which other policies size some of the pods the
 	// policy's selector matches, and vpa which VerticalPodAutoscaler holds
@@ -608,7 +609,7 @@ func observe(p *corev1.Pod) actuator.Observation {
 func lastResizeOf(p *corev1.Pod) time.Time {
 	var last time.Time
 	for _, mf := range p.ManagedFields {
-		if (mf.Manager == actuator.FieldManager || mf.Manager == autoscale.BoostFieldManager) && mf.Subresource == "resize" && mf.Time != nil && mf.Time.After(last) {
+		if (mf.Manager == actuator.FieldManager || mf.Manager == boost.FieldManager) && mf.Subresource == "resize" && mf.Time != nil && mf.Time.After(last) {
 			last = mf.Time.Time
 		}
 	}

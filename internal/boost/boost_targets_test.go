@@ -1,4 +1,4 @@
-package autoscale
+package boost
 
 import (
 	"testing"
@@ -83,11 +83,11 @@ func TestBoostTargets(t *testing.T) {
 			want: map[string]string{"app": "raise 1500m"},
 		},
 		"starting at its boost: held": {
-			pod: pod("1500m", &warming, ownsCPU(BoostFieldManager, "app")), base: base500m,
+			pod: pod("1500m", &warming, ownsCPU(FieldManager, "app")), base: base500m,
 			want: map[string]string{"app": "hold"},
 		},
 		"starting, a boost the node's room cut: raised again": {
-			pod: pod("1200m", nil, ownsCPU(BoostFieldManager, "app")), base: base500m,
+			pod: pod("1200m", nil, ownsCPU(FieldManager, "app")), base: base500m,
 			want: map[string]string{"app": "raise 1500m"},
 		},
 		"starting without a base: boosted from its request": {
@@ -107,21 +107,21 @@ func TestBoostTargets(t *testing.T) {
 			want: map[string]string{"app": "back 500m"},
 		},
 		"in-place boost cut by the node's room taken back": {
-			pod: pod("1200m", &started, ownsCPU(BoostFieldManager, "app")), base: base500m,
+			pod: pod("1200m", &started, ownsCPU(FieldManager, "app")), base: base500m,
 			want: map[string]string{"app": "back 500m"},
 		},
 		"in-place boost at its base: nothing to take back": {
-			pod: pod("500m", &started, ownsCPU(BoostFieldManager, "app")), base: base500m,
+			pod: pod("500m", &started, ownsCPU(FieldManager, "app")), base: base500m,
 			want: map[string]string{},
 		},
 		"in-place boost without a base: held until there is one": {
-			pod: pod("1500m", &started, ownsCPU(BoostFieldManager, "app")), base: func(string) (resource.Quantity, bool) { return resource.Quantity{}, false },
+			pod: pod("1500m", &started, ownsCPU(FieldManager, "app")), base: func(string) (resource.Quantity, bool) { return resource.Quantity{}, false },
 			want: map[string]string{"app": "hold"},
 		},
 		"a raise after the start is not a boost": {
 			// Boosted in place, taken back, then raised for real usage:
 			// tailor's own entry owns the cpu now, the boost's only memory.
-			pod: pod("900m", &started, ownsMemory(BoostFieldManager, "app"), ownsCPU(resizeManager, "app")), base: base500m,
+			pod: pod("900m", &started, ownsMemory(FieldManager, "app"), ownsCPU(resizeManager, "app")), base: base500m,
 			want: map[string]string{},
 		},
 		"a crash-looping container is boosted again": {
@@ -129,7 +129,7 @@ func TestBoostTargets(t *testing.T) {
 			want: map[string]string{"app": "raise 1500m"},
 		},
 		"a restart while boosted holds the boost": {
-			pod: restarted(pod("1500m", &warming, ownsCPU(BoostFieldManager, "app"))), base: base500m,
+			pod: restarted(pod("1500m", &warming, ownsCPU(FieldManager, "app"))), base: base500m,
 			want: map[string]string{"app": "hold"},
 		},
 		"cpu held for an HPA: not boosted": {
@@ -145,7 +145,7 @@ func TestBoostTargets(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := BoostTargets(BoostInput{Pod: tc.pod, Spec: boost, Base: tc.base, Holds: tc.holds, FieldManager: resizeManager, Now: now})
+			got := Targets(Input{Pod: tc.pod, Spec: boost, Base: tc.base, Holds: tc.holds, FieldManager: resizeManager, Now: now})
 			text := map[string]string{}
 			for c, bt := range got.Containers {
 				switch {
@@ -183,8 +183,8 @@ func TestGivesBoost(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := GivesBoost(podchange.Decision{Changes: tc.changes}, tc.raise); got != tc.want {
-				t.Errorf("GivesBoost = %v, want %v", got, tc.want)
+			if got := Gives(podchange.Decision{Changes: tc.changes}, tc.raise); got != tc.want {
+				t.Errorf("Gives = %v, want %v", got, tc.want)
 			}
 		})
 	}
