@@ -21,13 +21,4 @@ func spec(mutate ...func(*v1alpha1.TailorPolicySpec)) *v1alpha1.TailorPolicySpec
 	return s
 }
 
-func containerPolicy(p v1alpha1.ContainerPolicy) func(*v1alpha1.TailorPolicySpec) {
-	return func(s *v1alpha1.TailorPolicySpec) {
-		if s.ResourcePolicy == nil {
-			s.ResourcePolicy = &v1alpha1.ResourcePolicy{}
-		}
-		s.ResourcePolicy.ContainerPolicies = append(s.ResourcePolicy.ContainerPolicies, p)
-	}
-}
-
 func ptr[T any](v T) *T { return &v }
