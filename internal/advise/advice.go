@@ -8,8 +8,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
@@ -21,7 +23,7 @@ type Input struct {
 	Usage metrics.Result
 	// Holds are the requests HorizontalPodAutoscalers hold, which the
 	// startup boost leaves alone.
-	Holds autoscale.Holds
+	Holds ownership.Holds
 	// Template is the target's pod template, nil when there is none: what
 	// a boost goes back to before there is a recommendation.
 	Template *corev1.PodTemplateSpec
@@ -34,8 +36,8 @@ type Input struct {
 type Advice struct {
 	// Targets are the values each container should have, by name; a
 	// container with nothing to change has none.
-	Targets   map[string]autoscale.Target
-	PodTarget autoscale.Target
+	Targets   map[string]podchange.Target
+	PodTarget podchange.Target
 	// WorkingSet is each container's memory in use, from fresh usage.
 	WorkingSet map[string]resource.Quantity
 	// Recs are the recommendations against this pod's values, by
@@ -45,9 +47,9 @@ type Advice struct {
 	// when nothing is to be raised.
 	RaiseSince time.Time
 	// Boost are the containers whose cpu target is a startup boost given
-	// or taken back (which autoscale.Decide applies directly), BoostRaise
+	// or taken back (which podchange.Decide applies directly), BoostRaise
 	// those of them given (a resize carrying one is sent under
-	// autoscale.BoostFieldManager), and NotBoosted the containers the
+	// boost.FieldManager), and NotBoosted the containers the
 	// boost leaves alone, and why. All nil without a startup boost.
 	Boost, BoostRaise map[string]bool
 	NotBoosted        []string
@@ -65,9 +67,9 @@ func (m *Model) Advise(in Input) Advice {
 // recommend is the recommenders' targets for one pod.
 func (m *Model) recommend(in Input) Advice {
 	p, spec, now := in.Pod.Pod, in.Spec, in.Now
-	a := Advice{Targets: map[string]autoscale.Target{}, WorkingSet: map[string]resource.Quantity{}, Recs: map[string]recommend.Recommendation{}}
+	a := Advice{Targets: map[string]podchange.Target{}, WorkingSet: map[string]resource.Quantity{}, Recs: map[string]recommend.Recommendation{}}
 	allFresh := true
-	consider := func(name string, cur recommend.Resources, fresh bool, at time.Time) *autoscale.Target {
+	consider := func(name string, cur recommend.Resources, fresh bool, at time.Time) *podchange.Target {
 		states := m.statesFor(in.Pod, name)
 		if len(states) == 0 {
 			return nil
@@ -82,7 +84,7 @@ func (m *Model) recommend(in Input) Advice {
 			}
 		}
 		a.Recs[name] = rec
-		t := autoscale.Target{}
+		t := podchange.Target{}
 		// Without fresh usage only a raise is allowed: an OOM-killed
 		// container in a crash loop reports no usage and needs memory most;
 		// missing data never lowers anything.
@@ -94,7 +96,7 @@ func (m *Model) recommend(in Input) Advice {
 		}
 		// A limit advised apart from the request moves with the request,
 		// or alone when the tail outgrows it; a lower limit waits for the
-		// request's next change (autoscale.Target.MemoryLimit).
+		// request's next change (podchange.Target.MemoryLimit).
 		limitRaise := rec.MemoryLimit.Decision == recommend.Raise
 		if name != podcontainers.PodLevelName && rec.MemoryLimit.Target > 0 && (t.Memory != nil || limitRaise) {
 			t.MemoryLimit = resource.NewQuantity(int64(rec.MemoryLimit.Target), resource.BinarySI)
@@ -204,14 +206,14 @@ func higher(a, b recommend.Recommendation) recommend.Recommendation {
 	return out
 }
 
-// startupBoost applies autoscale.BoostTargets to a pod's advice: the cpu
+// startupBoost applies boost.Targets to a pod's advice: the cpu
 // targets of the containers the boost decides are its own.
 func (m *Model) startupBoost(in Input, a *Advice) {
 	spec, p, mem := in.Spec, in.Pod.Pod, in.Pod.Memory
 	if spec.StartupBoost == nil {
 		return
 	}
-	d := autoscale.BoostTargets(autoscale.BoostInput{
+	d := boost.Targets(boost.Input{
 		Pod: p, Spec: spec, Holds: in.Holds, FieldManager: in.FieldManager, Now: in.Now,
 		Base: func(name string) (resource.Quantity, bool) {
 			if q, ok := boostBase(in.Template, a, name); ok {

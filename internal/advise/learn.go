@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
@@ -267,7 +267,7 @@ func (m *Model) observe(spec *v1alpha1.TailorPolicySpec, pv Pod, usage metrics.R
 	// so the pod's total does too.
 	complete, podBoosted := true, false
 	names := podcontainers.Names(p)
-	starting, ends := autoscale.Starting(p, spec.StartupBoost, now)
+	starting, ends := boost.Starting(p, spec.StartupBoost, now)
 	for _, c := range names {
 		u, ok := usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
 		if !ok {

@@ -48,7 +48,7 @@ type PodMemory struct {
 	// BoostFrom is the cpu request a container had before tailor boosted
 	// it in place, kept only while nothing else (a recommendation, the
 	// template) says what to take the boost back to. Whether a request is
-	// a boost is read from the pod (autoscale.BoostTargets), not from here:
+	// a boost is read from the pod (boost.Targets), not from here:
 	// forgetting this only keeps such a boost until there is a
 	// recommendation.
 	BoostFrom map[string]resource.Quantity

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
 )
@@ -78,7 +78,7 @@ func workloadValues(spec *v1alpha1.TailorPolicySpec, pods []*corev1.Pod, n strin
 			}
 			continue
 		}
-		if starting, _ := autoscale.Starting(p, spec.StartupBoost, now); !starting {
+		if starting, _ := boost.Starting(p, spec.StartupBoost, now); !starting {
 			cur.cpu = max(cur.cpu, Requested(p, n, corev1.ResourceCPU))
 		}
 		cur.memory = max(cur.memory, Requested(p, n, corev1.ResourceMemory))

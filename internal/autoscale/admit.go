@@ -11,7 +11,10 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -25,11 +28,11 @@ type AdmitInput struct {
 	// Targets are the workload's recommendations by container name
 	// (status.recommendation's target); a container without one keeps its
 	// template's resources.
-	Targets map[string]Target
+	Targets map[string]podchange.Target
 	Server  resize.Version
 	Now     time.Time
 	// Holds are the requests an HPA divides by: new pods keep them too.
-	Holds Holds
+	Holds ownership.Holds
 	// Boost is the policy's startupBoost: new pods start boosted.
 	Boost *v1alpha1.StartupBoost
 	// Room is the most of each resource a new pod may request and still
@@ -97,11 +100,11 @@ func Admit(in AdmitInput) (Admitted, error) {
 	if in.Rules != nil {
 		pod = in.Rules.Admitted(pod)
 	}
-	if hasPodLevel(pod) {
+	if podchange.HasPodLevel(pod) {
 		out.Held = "the template has pod-level resources: new pods start at its size and are resized in place once running"
 		return out, nil
 	}
-	targets := map[string]Target{}
+	targets := map[string]podchange.Target{}
 	for name, t := range in.Targets {
 		// A container the template no longer has (renamed, removed) is
 		// not one a new pod needs sizing for.
@@ -115,7 +118,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 		return out, nil
 	}
 	replicas := max(in.Replicas, 1)
-	d, err := Decide(Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true, Holds: in.Holds, Boost: boosted.names,
+	d, err := podchange.Decide(podchange.Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true, Holds: in.Holds, Boost: boosted.names,
 		Room: leastRoom(roomBeside(pod, in.Room), quotaRoomPerReplica(in.Rules, pod, replicas)), Rules: in.Rules})
 	if err != nil {
 		return out, fmt.Errorf("admit: %w", err)
@@ -188,7 +191,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 			}
 			values[n] = q
 		}
-		out.Boost = BoostText(values)
+		out.Boost = boost.Text(values)
 		out.Summary += " (startup boost: " + out.Boost + ")"
 	}
 	return out, nil
@@ -302,7 +305,7 @@ type boosted struct {
 // boost raises the cpu targets of the pod's boostable containers to the
 // boost, from the recommendation or, before there is one, the template's
 // request.
-func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]Target) boosted {
+func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]podchange.Target) boosted {
 	var out boosted
 	if in.Boost == nil {
 		return out
@@ -313,7 +316,7 @@ func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]Target) boosted {
 		if err != nil {
 			continue
 		}
-		if why := Boostable(c, pol); why != "" {
+		if why := boost.Boostable(c, pol); why != "" {
 			out.not = append(out.not, fmt.Sprintf("container %s is not boosted: %s", c.Name, why))
 			continue
 		}
@@ -326,7 +329,7 @@ func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]Target) boosted {
 		if t.CPU != nil {
 			base = *t.CPU
 		}
-		q := BoostedCPU(base, in.Boost)
+		q := boost.CPU(base, in.Boost)
 		t.CPU = &q
 		targets[c.Name] = t
 		out.names[c.Name] = true

@@ -15,6 +15,8 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/podchange"
+	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -34,8 +36,8 @@ func ctr(name string, req, lim corev1.ResourceList) corev1.Container {
 	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}
 }
 
-func target(cpu, memory string) autoscale.Target {
-	var t autoscale.Target
+func target(cpu, memory string) podchange.Target {
+	var t podchange.Target
 	if cpu != "" {
 		q := resource.MustParse(cpu)
 		t.CPU = &q
@@ -65,20 +67,20 @@ func TestAdmit(t *testing.T) {
 	cases := map[string]struct {
 		template    *corev1.PodTemplateSpec
 		spec        v1alpha1.TailorPolicySpec
-		targets     map[string]autoscale.Target
+		targets     map[string]podchange.Target
 		want        []string
 		wantSummary string
 		wantHeld    string
 	}{
 		"requests to the target, limits at the template's ratio": {
 			template:    burstable,
-			targets:     map[string]autoscale.Target{"app": target("250m", "96Mi")},
+			targets:     map[string]podchange.Target{"app": target("250m", "96Mi")},
 			want:        []string{"app 250m/96Mi 500m/192Mi"},
 			wantSummary: "app: cpu 100m->250m (limit 200m->500m), memory 64Mi->96Mi (limit 128Mi->192Mi)",
 		},
 		"lowered below the template: nothing runs, no working set floors it": {
 			template: burstable,
-			targets:  map[string]autoscale.Target{"app": target("50m", "40Mi")},
+			targets:  map[string]podchange.Target{"app": target("50m", "40Mi")},
 			want:     []string{"app 50m/40Mi 100m/80Mi"},
 		},
 		"within bounds": {
@@ -86,7 +88,7 @@ func TestAdmit(t *testing.T) {
 			spec: v1alpha1.TailorPolicySpec{ResourcePolicy: &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{
 				{ContainerName: "*", MinAllowed: rl("memory", "80Mi"), MaxAllowed: rl("cpu", "200m")},
 			}}},
-			targets: map[string]autoscale.Target{"app": target("250m", "40Mi")},
+			targets: map[string]podchange.Target{"app": target("250m", "40Mi")},
 			want:    []string{"app 200m/80Mi 400m/160Mi"},
 		},
 		"no step limit: a new pod starts at its target": {
@@ -95,12 +97,12 @@ func TestAdmit(t *testing.T) {
 				ScaleUp:   &v1alpha1.ScaleUpRules{MaxStepPercent: ptr(int32(10))},
 				ScaleDown: &v1alpha1.ScaleDownRules{MaxStepPercent: ptr(int32(10))},
 			}},
-			targets: map[string]autoscale.Target{"app": target("400m", "32Mi")},
+			targets: map[string]podchange.Target{"app": target("400m", "32Mi")},
 			want:    []string{"app 400m/32Mi 800m/64Mi"},
 		},
 		"guaranteed stays guaranteed": {
 			template: templateOf(ctr("app", rl("cpu", "100m", "memory", "64Mi"), rl("cpu", "100m", "memory", "64Mi"))),
-			targets:  map[string]autoscale.Target{"app": target("300m", "100Mi")},
+			targets:  map[string]podchange.Target{"app": target("300m", "100Mi")},
 			want:     []string{"app 300m/100Mi 300m/100Mi"},
 		},
 		"guaranteed under RequestsOnly cannot move": {
@@ -108,31 +110,31 @@ func TestAdmit(t *testing.T) {
 			spec: v1alpha1.TailorPolicySpec{ResourcePolicy: &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{
 				{ContainerName: "*", ControlledValues: &requestsOnly},
 			}}},
-			targets: map[string]autoscale.Target{"app": target("300m", "100Mi")},
+			targets: map[string]podchange.Target{"app": target("300m", "100Mi")},
 		},
 		"RequestsOnly stops just below the limit where reaching it would make the pod Guaranteed": {
 			template: burstable,
 			spec: v1alpha1.TailorPolicySpec{ResourcePolicy: &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{
 				{ContainerName: "*", ControlledValues: &requestsOnly},
 			}}},
-			targets: map[string]autoscale.Target{"app": target("300m", "300Mi")},
+			targets: map[string]podchange.Target{"app": target("300m", "300Mi")},
 			want:    []string{"app 199m/127Mi 200m/128Mi"},
 		},
 		"no limit is added": {
 			template: templateOf(ctr("app", rl("cpu", "100m", "memory", "64Mi"), nil)),
-			targets:  map[string]autoscale.Target{"app": target("300m", "100Mi")},
+			targets:  map[string]podchange.Target{"app": target("300m", "100Mi")},
 			want:     []string{"app 300m/100Mi 0/0"},
 		},
 		"a resource the template does not request stays unrequested": {
 			template: templateOf(ctr("app", rl("memory", "64Mi"), rl("memory", "128Mi"))),
-			targets:  map[string]autoscale.Target{"app": target("300m", "100Mi")},
+			targets:  map[string]podchange.Target{"app": target("300m", "100Mi")},
 			want:     []string{"app 0/100Mi 0/200Mi"},
 		},
 		"a RestartContainer resize policy restarts nothing at creation": {
 			template: templateOf(corev1.Container{Name: "app",
 				Resources:    corev1.ResourceRequirements{Requests: rl("cpu", "100m", "memory", "64Mi"), Limits: rl("cpu", "200m", "memory", "128Mi")},
 				ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}}),
-			targets: map[string]autoscale.Target{"app": target("", "96Mi")},
+			targets: map[string]podchange.Target{"app": target("", "96Mi")},
 			want:    []string{"app 100m/96Mi 200m/192Mi"},
 		},
 		"sidecars are sized, other init containers and Off containers are not": {
@@ -147,17 +149,17 @@ func TestAdmit(t *testing.T) {
 			spec: v1alpha1.TailorPolicySpec{ResourcePolicy: &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{
 				{ContainerName: "log", Mode: &modeOff},
 			}}},
-			targets: map[string]autoscale.Target{"app": target("200m", ""), "log": target("200m", ""), "proxy": target("80m", ""), "setup": target("80m", "")},
+			targets: map[string]podchange.Target{"app": target("200m", ""), "log": target("200m", ""), "proxy": target("80m", ""), "setup": target("80m", "")},
 			want:    []string{"app 200m/0 0/0", "proxy 80m/0 0/0"},
 		},
 		"a container the template no longer has is ignored": {
 			template: burstable,
-			targets:  map[string]autoscale.Target{"app": target("250m", ""), "gone": target("1", "1Gi")},
+			targets:  map[string]podchange.Target{"app": target("250m", ""), "gone": target("1", "1Gi")},
 			want:     []string{"app 250m/64Mi 500m/128Mi"},
 		},
 		"the template already matches": {
 			template: burstable,
-			targets:  map[string]autoscale.Target{"app": target("100m", "64Mi")},
+			targets:  map[string]podchange.Target{"app": target("100m", "64Mi")},
 		},
 		"no recommendation yet": {
 			template: burstable,
@@ -165,13 +167,13 @@ func TestAdmit(t *testing.T) {
 		"mode Off never mutates": {
 			template: burstable,
 			spec:     v1alpha1.TailorPolicySpec{UpdatePolicy: &v1alpha1.UpdatePolicy{UpdateMode: off}},
-			targets:  map[string]autoscale.Target{"app": target("250m", "96Mi")},
+			targets:  map[string]podchange.Target{"app": target("250m", "96Mi")},
 			wantHeld: "new pods are not sized at creation: updateMode is Off or applyOnCreate is false",
 		},
 		"applyOnCreate false": {
 			template: burstable,
 			spec:     v1alpha1.TailorPolicySpec{UpdatePolicy: &v1alpha1.UpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlace, ApplyOnCreate: &no}},
-			targets:  map[string]autoscale.Target{"app": target("250m", "96Mi")},
+			targets:  map[string]podchange.Target{"app": target("250m", "96Mi")},
 			wantHeld: "new pods are not sized at creation: updateMode is Off or applyOnCreate is false",
 		},
 		"pod-level resources": {
@@ -180,7 +182,7 @@ func TestAdmit(t *testing.T) {
 				tp.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "1")}
 				return tp
 			}(),
-			targets:  map[string]autoscale.Target{"app": target("250m", "96Mi")},
+			targets:  map[string]podchange.Target{"app": target("250m", "96Mi")},
 			wantHeld: "the template has pod-level resources: new pods start at its size and are resized in place once running",
 		},
 	}
@@ -218,7 +220,7 @@ func TestAdmitInvariants(t *testing.T) {
 	if testing.Short() {
 		cases = 500
 	}
-	seed := propertySeed(t)
+	seed := propertytest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 7))
 	admitted := 0
 	for i := range cases {

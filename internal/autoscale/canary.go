@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/metrics"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -309,7 +310,7 @@ type canaryPlan struct {
 	input PolicyInput
 	state CanaryState
 	// wish is each pod's own decision, by UID, before anything is held.
-	wish map[types.UID]Decision
+	wish map[types.UID]podchange.Decision
 	// chosen are the pods that may be lowered as canaries this sync.
 	chosen map[types.UID]bool
 	// held are the lowerings taken out, by pod UID.
@@ -341,12 +342,12 @@ type canaryPlan struct {
 func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig, answers map[string]GuardrailAnswer) (*canaryPlan, error) {
 	// The plan changes its input's pods: not the caller's.
 	in.Pods = append([]PodInput(nil), in.Pods...)
-	cp := &canaryPlan{cfg: cfg, now: in.Now, input: in, state: st, wish: map[types.UID]Decision{},
+	cp := &canaryPlan{cfg: cfg, now: in.Now, input: in, state: st, wish: map[types.UID]podchange.Decision{},
 		chosen: map[types.UID]bool{}, held: map[types.UID]Held{}, answers: answers}
 	byUID := map[types.UID]PodInput{}
 	for _, p := range in.Pods {
 		byUID[p.Pod.UID] = p
-		d, err := Decide(in.podInput(p, nil))
+		d, err := podchange.Decide(in.podInput(p, nil))
 		if err != nil {
 			return nil, err
 		}
@@ -627,11 +628,11 @@ func (cp *canaryPlan) holdLowerings(reason HoldReason, msg string, hold func(typ
 func (cp *canaryPlan) rollback(p PodInput, c CanaryPod) {
 	for i, q := range cp.input.Pods {
 		if q.Pod.UID == c.UID {
-			q.Targets, q.PodTarget = nil, Target{}
+			q.Targets, q.PodTarget = nil, podchange.Target{}
 			cp.input.Pods[i] = q
 		}
 	}
-	var d Decision
+	var d podchange.Decision
 	names := make([]string, 0, len(c.Before))
 	for n := range c.Before {
 		names = append(names, n)
@@ -662,7 +663,7 @@ func (cp *canaryPlan) rollback(p PodInput, c CanaryPod) {
 	if d.Empty() {
 		return
 	}
-	d.Desired = desiredOf(p.Pod, d.Changes, d.PodChanges)
+	d.Desired = podchange.DesiredOf(p.Pod, d.Changes, d.PodChanges)
 	plan, err := resize.Plan(resize.Input{Pod: p.Pod, Desired: d.Desired, Node: cp.input.Nodes[p.Pod.Spec.NodeName], Server: cp.input.Server, Rules: cp.input.Rules})
 	switch {
 	case err != nil:
@@ -680,12 +681,12 @@ func (cp *canaryPlan) rollback(p PodInput, c CanaryPod) {
 
 // raiseBack is the change that brings resource r of container name back up
 // to before; false when nothing is below it.
-func raiseBack(name string, r corev1.ResourceName, now, before corev1.ResourceRequirements) (Change, bool) {
+func raiseBack(name string, r corev1.ResourceName, now, before corev1.ResourceRequirements) (podchange.Change, bool) {
 	req, ok := now.Requests[r]
 	if !ok {
-		return Change{}, false
+		return podchange.Change{}, false
 	}
-	ch := Change{Container: name, Resource: r, RequestBefore: req, RequestNow: req, Notes: []string{"canary rolled back"}}
+	ch := podchange.Change{Container: name, Resource: r, RequestBefore: req, RequestNow: req, Notes: []string{"canary rolled back"}}
 	raised := false
 	if b, ok := before.Requests[r]; ok && b.Cmp(req) > 0 {
 		ch.RequestNow, raised = b.DeepCopy(), true
@@ -966,7 +967,7 @@ func valuesOf(p *corev1.Pod) CanaryValues {
 	for _, c := range podcontainers.Running(&p.Spec) {
 		out[c.Name] = corev1.ResourceRequirements{Requests: keep(c.Resources.Requests), Limits: keep(c.Resources.Limits)}
 	}
-	if hasPodLevel(p) {
+	if podchange.HasPodLevel(p) {
 		out[podcontainers.PodLevelName] = corev1.ResourceRequirements{Requests: keep(p.Spec.Resources.Requests), Limits: keep(p.Spec.Resources.Limits)}
 	}
 	return out
@@ -1020,8 +1021,8 @@ func windowEnd(pods []CanaryPod, window time.Duration) time.Time {
 }
 
 // lowerings are the changes of d that lower a request or a limit.
-func lowerings(d Decision) []Change {
-	var out []Change
+func lowerings(d podchange.Decision) []podchange.Change {
+	var out []podchange.Change
 	for _, ch := range d.All() {
 		if ch.RequestNow.Cmp(ch.RequestBefore) < 0 || (ch.LimitNow != nil && ch.LimitBefore != nil && ch.LimitNow.Cmp(*ch.LimitBefore) < 0) {
 			out = append(out, ch)
@@ -1032,7 +1033,7 @@ func lowerings(d Decision) []Change {
 
 // needsCanary reports whether d lowers anything below what a canary proved
 // (anything at all when none did).
-func needsCanary(d Decision, proven CanaryValues) bool {
+func needsCanary(d podchange.Decision, proven CanaryValues) bool {
 	for _, ch := range lowerings(d) {
 		pv, ok := proven[ch.Container]
 		if !ok {
@@ -1053,17 +1054,17 @@ func needsCanary(d Decision, proven CanaryValues) bool {
 
 // withoutLowerings is p with the targets of the resources d lowers taken
 // out: those are held as they are, and its raises go on.
-func withoutLowerings(p PodInput, down []Change) PodInput {
-	targets := make(map[string]Target, len(p.Targets))
+func withoutLowerings(p PodInput, down []podchange.Change) PodInput {
+	targets := make(map[string]podchange.Target, len(p.Targets))
 	for n, t := range p.Targets {
 		targets[n] = t
 	}
 	for _, ch := range down {
 		if ch.Container == podcontainers.PodLevelName {
-			p.PodTarget = p.PodTarget.without(ch.Resource)
+			p.PodTarget = p.PodTarget.Without(ch.Resource)
 			continue
 		}
-		t := targets[ch.Container].without(ch.Resource)
+		t := targets[ch.Container].Without(ch.Resource)
 		if t.CPU == nil && t.Memory == nil {
 			delete(targets, ch.Container)
 		} else {
@@ -1074,18 +1075,8 @@ func withoutLowerings(p PodInput, down []Change) PodInput {
 	return p
 }
 
-func (t Target) without(r corev1.ResourceName) Target {
-	if r == corev1.ResourceCPU {
-		t.CPU = nil
-	} else {
-		// A memory change held is held whole: its limit with it.
-		t.Memory, t.MemoryLimit = nil, nil
-	}
-	return t
-}
-
 // changesText says what a canary's lowering changes: "app cpu 500m -> 200m".
-func changesText(changes []Change) string {
+func changesText(changes []podchange.Change) string {
 	parts := make([]string, 0, len(changes))
 	for _, ch := range changes {
 		name := ch.Container

@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -57,7 +58,7 @@ func newCanaryWorld() *canaryWorld {
 	for i := range 3 {
 		w.pods = append(w.pods, autoscale.PodInput{
 			Pod:        canaryPod(fmt.Sprintf("web-%d", i), "500m", "1"),
-			Targets:    map[string]autoscale.Target{"app": {CPU: quantity("200m")}},
+			Targets:    map[string]podchange.Target{"app": {CPU: quantity("200m")}},
 			WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
 		})
 	}
@@ -262,7 +263,7 @@ func TestCanaryWindow(t *testing.T) {
 			w.lowered(0, w.now.Add(-tc.since))
 			w.pods[0].InFlight = tc.inFlight
 			if tc.further {
-				w.pods[0].Targets = map[string]autoscale.Target{"app": {CPU: quantity("100m")}}
+				w.pods[0].Targets = map[string]podchange.Target{"app": {CPU: quantity("100m")}}
 			}
 			d := w.decide(t)
 			if diff := cmp.Diff(tc.wantSends, sends(d)); diff != "" {
@@ -487,7 +488,7 @@ func TestCanaryHoldKeepsWhatWasLearnt(t *testing.T) {
 	// Half an hour into the hour's hold. web-2 wants more memory: a raise,
 	// never held.
 	w.now = w.now.Add(30 * time.Minute)
-	w.pods[2].Targets = map[string]autoscale.Target{"app": {CPU: quantity("200m"), Memory: quantity("400Mi")}}
+	w.pods[2].Targets = map[string]podchange.Target{"app": {CPU: quantity("200m"), Memory: quantity("400Mi")}}
 	d = w.decide(t)
 	if diff := cmp.Diff([]string{"web-2 app memory 256Mi -> 400Mi"}, sends(d)); diff != "" {
 		t.Errorf("sends during the hold (-want,+got):\n%s", diff)
@@ -515,7 +516,7 @@ func TestCanaryHoldKeepsWhatWasLearnt(t *testing.T) {
 
 	// The hold is over: a new canary.
 	w.now = w.now.Add(30 * time.Minute)
-	w.pods[2].Targets = map[string]autoscale.Target{"app": {CPU: quantity("200m")}}
+	w.pods[2].Targets = map[string]podchange.Target{"app": {CPU: quantity("200m")}}
 	d = w.decide(t)
 	if diff := cmp.Diff([]string{"web-0 app cpu 500m -> 200m"}, sends(d)); diff != "" {
 		t.Errorf("sends after the hold (-want,+got):\n%s", diff)
@@ -531,8 +532,8 @@ func TestCanaryHoldKeepsWhatWasLearnt(t *testing.T) {
 func TestCanaryRaisesNeverWait(t *testing.T) {
 	w := newCanaryWorld()
 	w.lowered(0, w.now.Add(-time.Minute))
-	w.pods[1].Targets = map[string]autoscale.Target{"app": {CPU: quantity("800m")}}
-	w.pods[2].Targets = map[string]autoscale.Target{"app": {CPU: quantity("800m"), Memory: quantity("128Mi")}}
+	w.pods[1].Targets = map[string]podchange.Target{"app": {CPU: quantity("800m")}}
+	w.pods[2].Targets = map[string]podchange.Target{"app": {CPU: quantity("800m"), Memory: quantity("128Mi")}}
 	d := w.decide(t)
 	want := []string{"web-1 app cpu 500m -> 800m", "web-2 app cpu 500m -> 800m"}
 	if diff := cmp.Diff(want, sends(d)); diff != "" {
@@ -547,7 +548,7 @@ func TestCanaryProvenValues(t *testing.T) {
 	w := newCanaryWorld()
 	w.state.Proven = autoscale.CanaryValues{"app": {Requests: builder.List("200m", "256Mi"), Limits: builder.List("400m", "512Mi")}}
 	w.state.LastResult = v1alpha1.CanaryReasonPromoted
-	w.pods[0] = autoscale.PodInput{Pod: canaryPod("web-0", "200m", "400m"), Targets: map[string]autoscale.Target{"app": {CPU: quantity("100m")}}}
+	w.pods[0] = autoscale.PodInput{Pod: canaryPod("web-0", "200m", "400m"), Targets: map[string]podchange.Target{"app": {CPU: quantity("100m")}}}
 	d := w.decide(t)
 	want := []string{"web-0 app cpu 200m -> 100m", "web-1 app cpu 500m -> 200m", "web-2 app cpu 500m -> 200m"}
 	if diff := cmp.Diff(want, sends(d)); diff != "" {
@@ -654,7 +655,7 @@ func canaryOffCase(seed uint64) string {
 // the canary holds; and before any canary proved anything, at most one pod
 // is lowered.
 func TestCanaryNeverHoldsARaise(t *testing.T) {
-	lowers := func(d autoscale.Decision) bool {
+	lowers := func(d podchange.Decision) bool {
 		for _, ch := range d.All() {
 			if ch.RequestNow.Cmp(ch.RequestBefore) < 0 || (ch.LimitNow != nil && ch.LimitBefore != nil && ch.LimitNow.Cmp(*ch.LimitBefore) < 0) {
 				return true
@@ -662,7 +663,7 @@ func TestCanaryNeverHoldsARaise(t *testing.T) {
 		}
 		return false
 	}
-	raised := func(d autoscale.Decision) []string {
+	raised := func(d podchange.Decision) []string {
 		var out []string
 		for _, ch := range d.All() {
 			if ch.RequestNow.Cmp(ch.RequestBefore) > 0 || (ch.LimitNow != nil && ch.LimitBefore != nil && ch.LimitNow.Cmp(*ch.LimitBefore) > 0) {
@@ -695,7 +696,7 @@ func TestCanaryNeverHoldsARaise(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		sent := map[string]autoscale.Decision{}
+		sent := map[string]podchange.Decision{}
 		n := 0
 		for _, a := range got.Resizes {
 			sent[a.Pod.Name] = a.Decision

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -77,18 +78,18 @@ func TestAdmitCutToNodeRoom(t *testing.T) {
 	spec := &v1alpha1.TailorPolicySpec{}
 	factor := int32(300)
 	cases := map[string]struct {
-		targets map[string]autoscale.Target
+		targets map[string]podchange.Target
 		boost   *v1alpha1.StartupBoost
 		room    corev1.ResourceList
 		want    []string
 	}{
 		"a raise within the room is whole": {
-			targets: map[string]autoscale.Target{"app": target("2", "")},
+			targets: map[string]podchange.Target{"app": target("2", "")},
 			room:    builder.List("4", "8Gi"),
 			want:    []string{"app 2/1Gi 4/2Gi"},
 		},
 		"a raise beyond the room is cut to it, the limit in ratio": {
-			targets: map[string]autoscale.Target{"app": target("6", "")},
+			targets: map[string]podchange.Target{"app": target("6", "")},
 			room:    builder.List("4", "8Gi"),
 			want:    []string{"app 4/1Gi 8/2Gi"},
 		},
@@ -98,11 +99,11 @@ func TestAdmitCutToNodeRoom(t *testing.T) {
 			want:  []string{"app 1/1Gi 2/2Gi"},
 		},
 		"no room beyond the template: no raise": {
-			targets: map[string]autoscale.Target{"app": target("6", "")},
+			targets: map[string]podchange.Target{"app": target("6", "")},
 			room:    builder.List("500m", "8Gi"),
 		},
 		"unknown room: no cut": {
-			targets: map[string]autoscale.Target{"app": target("6", "")},
+			targets: map[string]podchange.Target{"app": target("6", "")},
 			want:    []string{"app 6/1Gi 12/2Gi"},
 		},
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -16,7 +17,7 @@ func TestDecideRecreate(t *testing.T) {
 	owned := builder.Pod("web-1").Node("n1").Owner("ReplicaSet", "web", "rs-uid").Container(burstable()).Obj()
 	bigNode := []NodePods{{Node: builder.Node("n2").Allocatable("8", "16Gi").Ready(corev1.ConditionTrue).Obj()}}
 	smallNode := []NodePods{{Node: builder.Node("n2").Allocatable("200m", "16Gi").Ready(corev1.ConditionTrue).Obj()}}
-	wants := map[string]Target{"app": {CPU: q("1")}}
+	wants := map[string]podchange.Target{"app": {CPU: q("1")}}
 	// The template the pod was created from, before tailor resized it.
 	template := &corev1.PodTemplateSpec{Spec: builder.Pod("t").Container(builder.Container("app").Requests("100m", "128Mi").Limits("200m", "256Mi")).Obj().Spec}
 	const generation = 3
@@ -151,7 +152,7 @@ func TestDecideRecreateKeepsTheQoSClass(t *testing.T) {
 	p := builder.Pod("web-1").Node("n1").Owner("ReplicaSet", "web", "rs-uid").
 		Container(builder.Container("app").Requests("100m", "256Mi").Limits("500m", "256Mi")).Obj()
 	d, err := DecideRecreate(RecreateInput{
-		Pod: PodInput{Pod: p, Targets: map[string]Target{"app": {CPU: q("2")}}}, Spec: spec(requestsOnly()), Server: v137,
+		Pod: PodInput{Pod: p, Targets: map[string]podchange.Target{"app": {CPU: q("2")}}}, Spec: spec(requestsOnly()), Server: v137,
 		RecreateAfter: time.Minute, ShortSince: now.Add(-time.Hour), Settle: time.Second, Now: now,
 		Nodes:    []NodePods{{Node: builder.Node("n2").Allocatable("8", "16Gi").Ready(corev1.ConditionTrue).Obj()}},
 		Template: &corev1.PodTemplateSpec{Spec: p.Spec},

@@ -1,8 +1,9 @@
-// Package autoscale decides what tailor asks Kubernetes for. Decide shapes
-// one pod's resize from the recommender's targets while keeping tailor's
-// promises (QoS class unchanged, no restart the policy forbids, no limit
-// added, memory never below what the container uses, bounds and steps
-// respected); DecidePolicy decides a whole policy's sync over all its pods
+// Package autoscale decides what tailor asks Kubernetes for. One pod's
+// change is podchange.Decide's (which keeps tailor's promises to that pod:
+// QoS class unchanged, no restart the policy forbids, no limit added,
+// memory never below what the container uses, bounds and steps respected),
+// who else has a say over a pod is internal/ownership's and a startup boost
+// internal/boost's; DecidePolicy decides a whole policy's sync over all its pods
 // (order, maxConcurrentResizes, each node's room shared between the raises
 // on it, the planner's verdict); DecideRecreate decides when a pod that has
 // no room in place is evicted to be recreated larger; Admit plans what a

@@ -9,6 +9,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -35,7 +37,7 @@ type EntryInput struct {
 	// ("": none): this one plans nothing for new pods, so that the
 	// admission policy never applies two policies' entries to one pod.
 	Conflict string
-	Holds    Holds
+	Holds    ownership.Holds
 	Room     corev1.ResourceList
 	Rules    *nsrules.Rules
 	Replicas int
@@ -83,13 +85,13 @@ func PlanEntry(in EntryInput) *v1alpha1.Admission {
 	}
 	// Before a recommendation, a startup boost still applies, to the
 	// template's requests.
-	targets := map[string]Target{}
+	targets := map[string]podchange.Target{}
 	if in.Recommendation != nil {
 		for _, cr := range in.Recommendation.ContainerRecommendations {
 			if cr.ContainerName == podcontainers.PodLevelName {
 				continue
 			}
-			var t Target
+			var t podchange.Target
 			if q, ok := cr.Target[corev1.ResourceCPU]; ok {
 				t.CPU = &q
 			}

@@ -2,13 +2,7 @@ package autoscale_test
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"os"
-	"runtime"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +13,10 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
+	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -134,7 +131,7 @@ func lowered(b, a corev1.ResourceRequirements, r corev1.ResourceName) bool {
 // The cases are shared among GOMAXPROCS workers: the gate runs it under
 // -race, where one goroutine takes several times as long.
 func TestDecidePolicyInvariants(t *testing.T) {
-	stats, cases, seed, took := runCases(t, 1, runInvariantCase)
+	stats, cases, seed, took := propertytest.Run(t, 1, runInvariantCase)
 	t.Logf("%d generated cases (seed %d) in %s: %d resizes checked, %d replacements checked, %d held, %d pod-level, %d requests-only, %d limits sized under an HPA's held request", cases, seed,
 		took.Round(time.Millisecond), stats["resizes"], stats["replacements"], stats["held"], stats["podLevel"], stats["requestsOnly"], stats["heldRequests"])
 	t.Logf("namespace rules in %d cases: %d resizes checked against them (%d clamped into a LimitRange, %d held for them); "+
@@ -143,131 +140,7 @@ func TestDecidePolicyInvariants(t *testing.T) {
 		stats["withRules"], stats["nsResizes"], stats["clamped"], stats["nsHeld"],
 		stats["entries"], stats["entriesWithRules"], stats["entriesClamped"], stats["entriesRoom"], stats["boosted"], stats["entriesHeld"],
 		stats["recreations"], stats["recreationsHeld"])
-	checkFloors(t, stats, cases, policyFloors)
-}
-
-// propertyCases is how many generated cases a whole-decision property test
-// runs: 10,000; 2,000 under the race detector, as make check runs them (the
-// decision is pure, and its workers share nothing but the seeds and the
-// first failure, so -race checks the harness); 1,000 with -short. The
-// 2,000 are the first of the same 10,000 seeds; make explore runs 10,000
-// of new ones.
-func propertyCases() int {
-	switch {
-	case testing.Short():
-		return 1000
-	case raceDetector:
-		return 2000
-	}
-	return 10000
-}
-
-// runCases runs propertyCases generated cases of run, on GOMAXPROCS
-// workers, each from its own seed drawn from propertySeed on stream;
-// it fails the test on the first failing case, naming its seed (which
-// replays it), and returns the cases' summed stats, how many ran, the seed
-// and how long they took.
-func runCases(t *testing.T, stream uint64, run func(seed uint64, stats map[string]int) string) (map[string]int, int, uint64, time.Duration) {
-	t.Helper()
-	return runN(t, propertyCases(), stream, run)
-}
-
-// defaultPropertySeed draws the gate's cases: the same every run, so
-// that a test which passed passes again on the same code, and a case that
-// fails names its own seed, which the test's Seeds list then keeps.
-const defaultPropertySeed = 20261128
-
-// propertySeed is the seed the generated cases are drawn from:
-// TAILOR_PROPERTY_SEED when set (a number replays a run; "clock" draws
-// new cases, as make explore does to look further), else
-// defaultPropertySeed.
-func propertySeed(t *testing.T) uint64 {
-	t.Helper()
-	switch v := os.Getenv("TAILOR_PROPERTY_SEED"); v {
-	case "":
-		return defaultPropertySeed
-	case "clock":
-		seed := uint64(time.Now().UnixNano())
-		t.Logf("TAILOR_PROPERTY_SEED=%d replays these cases", seed)
-		return seed
-	default:
-		seed, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("TAILOR_PROPERTY_SEED=%q: want a number or \"clock\"", v)
-		}
-		return seed
-	}
-}
-
-// runN is runCases for a given number of cases.
-func runN(t *testing.T, cases int, stream uint64, run func(seed uint64, stats map[string]int) string) (map[string]int, int, uint64, time.Duration) {
-	t.Helper()
-	seed := propertySeed(t)
-	r := rand.New(rand.NewPCG(seed, stream))
-	seeds := make([]uint64, cases)
-	for i := range seeds {
-		seeds[i] = r.Uint64()
-	}
-	start := time.Now()
-	workers := runtime.GOMAXPROCS(0)
-	failures := make([]string, cases)
-	perWorker := make([]map[string]int, workers)
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for w := range workers {
-		perWorker[w] = map[string]int{}
-		wg.Go(func() {
-			for i := w; i < cases && !failed.Load(); i += workers {
-				if msg := run(seeds[i], perWorker[w]); msg != "" {
-					failures[i] = msg
-					failed.Store(true)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for i, msg := range failures {
-		if msg != "" {
-			t.Fatalf("case %d (seed %d): %s", i, seeds[i], msg)
-		}
-	}
-	stats := map[string]int{}
-	for _, m := range perWorker {
-		for k, v := range m {
-			stats[k] += v
-		}
-	}
-	return stats, cases, seed, time.Since(start)
-}
-
-// floor is the least a stat must reach per 10,000 cases: a decision that
-// holds back what it should send (every resize, entry and recreation held
-// would still keep every promise), or a generator that no longer draws
-// what it should, fails the fuzz.
-type floor struct {
-	stat   string
-	per10k int
-	why    string
-}
-
-// checkFloors fails the test for each stat below its floor, scaled to the
-// cases run. The floors are half of what 10,000 cases gave. Drawn from the
-// clock, the rarest of them at 2,000 cases (a handful of counts) would
-// spread below half now and then; drawn from propertySeed, the same code
-// draws the same counts, so a run of 2,000 is held to them too, and a
-// change that moves one below its floor fails every time, not by chance.
-func checkFloors(t *testing.T, s map[string]int, cases int, floors []floor) {
-	t.Helper()
-	if cases < 2000 {
-		t.Logf("floors not checked at %d cases: the rarest are a few counts there", cases)
-		return
-	}
-	for _, f := range floors {
-		min := cases * f.per10k / 10000
-		if got := s[f.stat]; got < min {
-			t.Errorf("%s: %d in %d cases, want at least %d: %s", f.stat, got, cases, min, f.why)
-		}
-	}
+	propertytest.CheckFloors(t, stats, cases, policyFloors)
 }
 
 // policyFloors are half the least of five runs of 10,000 cases of different
@@ -275,22 +148,22 @@ func checkFloors(t *testing.T, s map[string]int, cases int, floors []floor) {
 // it sends, in place or for new pods, fails them. Until issue #23's audit
 // those under the namespace's rules were a five-hundredth of the cases (20
 // in 10,000), which a decision holding nearly everything under them met.
-var policyFloors = []floor{
-	{"resizes", 2040, "resizes are held back that should be sent"},                                      // 4094
-	{"replacements", 5700, "the generator no longer draws pods a replacement would size"},               // 11412
-	{"heldRequests", 166, "the generator no longer exercises HPA holds"},                                // 332
-	{"withRules", 2970, "the generator no longer draws namespaces with rules"},                          // 5940
-	{"nsResizes", 800, "resizes within the namespace's rules are held back"},                            // 1602
-	{"clamped", 22, "resizes are no longer clamped into a LimitRange"},                                  // 45
-	{"nsHeld", 1840, "the generator no longer draws resizes the namespace's rules hold"},                // 3688
-	{"entries", 2100, "admission entries are held back that should be written"},                         // 4204
-	{"entriesWithRules", 1300, "admission entries within the namespace's rules are held back"},          // 2600
-	{"entriesClamped", 278, "admission entries are no longer clamped into a LimitRange"},                // 557
-	{"entriesRoom", 1170, "admission entries are no longer cut to a node's room"},                       // 2343
-	{"boosted", 451, "new pods are not boosted"},                                                        // 902
-	{"entriesHeld", 63, "the generator no longer draws entries the namespace's rules refuse"},           // 126
-	{"recreations", 360, "recreation entries are held back that should be recorded"},                    // 720
-	{"recreationsHeld", 1830, "the generator no longer draws recreations the namespace's rules refuse"}, // 3668
+var policyFloors = []propertytest.Floor{
+	{Stat: "resizes", Per10k: 2040, Why: "resizes are held back that should be sent"},                                      // 4094
+	{Stat: "replacements", Per10k: 5700, Why: "the generator no longer draws pods a replacement would size"},               // 11412
+	{Stat: "heldRequests", Per10k: 166, Why: "the generator no longer exercises HPA holds"},                                // 332
+	{Stat: "withRules", Per10k: 2970, Why: "the generator no longer draws namespaces with rules"},                          // 5940
+	{Stat: "nsResizes", Per10k: 800, Why: "resizes within the namespace's rules are held back"},                            // 1602
+	{Stat: "clamped", Per10k: 22, Why: "resizes are no longer clamped into a LimitRange"},                                  // 45
+	{Stat: "nsHeld", Per10k: 1840, Why: "the generator no longer draws resizes the namespace's rules hold"},                // 3688
+	{Stat: "entries", Per10k: 2100, Why: "admission entries are held back that should be written"},                         // 4204
+	{Stat: "entriesWithRules", Per10k: 1300, Why: "admission entries within the namespace's rules are held back"},          // 2600
+	{Stat: "entriesClamped", Per10k: 278, Why: "admission entries are no longer clamped into a LimitRange"},                // 557
+	{Stat: "entriesRoom", Per10k: 1170, Why: "admission entries are no longer cut to a node's room"},                       // 2343
+	{Stat: "boosted", Per10k: 451, Why: "new pods are not boosted"},                                                        // 902
+	{Stat: "entriesHeld", Per10k: 63, Why: "the generator no longer draws entries the namespace's rules refuse"},           // 126
+	{Stat: "recreations", Per10k: 360, Why: "recreation entries are held back that should be recorded"},                    // 720
+	{Stat: "recreationsHeld", Per10k: 1830, Why: "the generator no longer draws recreations the namespace's rules refuse"}, // 3668
 }
 
 func FuzzDecidePolicy(f *testing.F) {
@@ -318,7 +191,7 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 	// What a replacement would be created with (InPlaceOrRecreate): the
 	// whole recommendation, no room counted, under the same promises.
 	for _, p := range pods {
-		full, err := autoscale.Decide(autoscale.Input{Pod: p.Pod, Spec: spec, Targets: p.Targets, PodTarget: p.PodTarget,
+		full, err := podchange.Decide(podchange.Input{Pod: p.Pod, Spec: spec, Targets: p.Targets, PodTarget: p.PodTarget,
 			WorkingSet: p.WorkingSet, MemoryFloorHeadroom: input.MemoryFloorHeadroom, Now: input.Now, Holds: input.Holds})
 		if err != nil {
 			return fmt.Sprintf("Decide for a replacement of %s: %v", p.Pod.Name, err)
@@ -447,7 +320,7 @@ func resizeOwn(p *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
 }
 
-func notesOf(d autoscale.Decision) []string {
+func notesOf(d podchange.Decision) []string {
 	var out []string
 	for _, ch := range d.All() {
 		out = append(out, fmt.Sprintf("%s.%s req %s->%s lim %v->%v: %v", ch.Container, ch.Resource, ch.RequestBefore.String(), ch.RequestNow.String(), ch.LimitBefore, ch.LimitNow, ch.Notes))
@@ -455,7 +328,7 @@ func notesOf(d autoscale.Decision) []string {
 	return out
 }
 
-func describeDesired(d autoscale.Decision) string {
+func describeDesired(d podchange.Decision) string {
 	s := ""
 	for _, ch := range d.All() {
 		s += fmt.Sprintf("%s.%s=%s;", ch.Container, ch.Resource, ch.RequestNow.String())
@@ -487,7 +360,7 @@ func controlsLimits(pol v1alpha1.ContainerPolicy) bool {
 
 // checkHolds: a request an HPA divides by never moves, in a container or
 // at the pod level.
-func checkHolds(h autoscale.Holds, a autoscale.Action) []string {
+func checkHolds(h ownership.Holds, a autoscale.Action) []string {
 	var bad []string
 	for _, cc := range a.Plan.Containers {
 		bad = append(bad, heldMoved(h, cc.Name, cc.Before, cc.After)...)
@@ -504,7 +377,7 @@ func checkHolds(h autoscale.Holds, a autoscale.Action) []string {
 }
 
 // heldMoved: no request of the container an HPA divides by moved.
-func heldMoved(h autoscale.Holds, name string, b, a corev1.ResourceRequirements) []string {
+func heldMoved(h ownership.Holds, name string, b, a corev1.ResourceRequirements) []string {
 	var bad []string
 	for r := range b.Requests {
 		bq, aq := b.Requests[r], a.Requests[r]

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/podchange"
 )
 
 // BudgetPeriod is the rolling period of behavior.scaleDown.budget: a pod
@@ -352,15 +353,15 @@ func planLimits(in PolicyInput, lowered Lowered, ns NamespaceLowerings, lim Lowe
 	lp.open, lp.next, lp.which = lim.Open(in.Now)
 	type want struct {
 		i    int
-		down []Change
-		wish Decision
+		down []podchange.Change
+		wish podchange.Decision
 	}
 	var wants []want
 	for i, p := range in.Pods {
 		if p.InFlight {
 			continue
 		}
-		d, err := Decide(in.podInput(p, nil))
+		d, err := podchange.Decide(in.podInput(p, nil))
 		if err != nil {
 			return nil, err
 		}
@@ -437,8 +438,8 @@ func shortRoom(rooms []*budgetRoom, uid types.UID) *budgetRoom {
 
 // limitedLowerings are the lowerings of d a window or the budget holds:
 // all but a boosted container's cpu going back down.
-func limitedLowerings(d Decision, boost map[string]bool) []Change {
-	var out []Change
+func limitedLowerings(d podchange.Decision, boost map[string]bool) []podchange.Change {
+	var out []podchange.Change
 	for _, ch := range lowerings(d) {
 		if ch.Resource == corev1.ResourceCPU && boost[ch.Container] {
 			continue

@@ -16,6 +16,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/podchange"
+	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -31,11 +33,11 @@ func TestChangeWindowProperties(t *testing.T) {
 	switch {
 	case testing.Short():
 		cases = 200
-	case raceDetector:
+	case propertytest.Race:
 		// make check runs the thousand without -race (propertyCases).
 		cases = 200
 	}
-	seed := propertySeed(t)
+	seed := propertytest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 13))
 	var open, closed int
 	for i := range cases {
@@ -97,11 +99,11 @@ func TestLoweringLimitsProperties(t *testing.T) {
 	switch {
 	case testing.Short():
 		cases = 60
-	case raceDetector:
+	case propertytest.Race:
 		// make check runs the 250 without -race (propertyCases).
 		cases = 50
 	}
-	stats, _, seed, took := runN(t, cases, 11, runLimitsCase)
+	stats, _, seed, took := propertytest.RunN(t, cases, 11, runLimitsCase)
 	t.Logf("%d generated schedules and budgets (seed %d) in %s: %d syncs, %d lowerings sent (%d in a window), %d raises sent, %d lowerings held outside a window, %d held for the budget, %d restarts",
 		cases, seed, took.Round(time.Millisecond), stats["syncs"], stats["lowerings"], stats["loweredInWindow"], stats["raises"], stats["heldWindow"], stats["heldBudget"], stats["restarts"])
 	// Each rule must be exercised, or the generator no longer draws what
@@ -218,7 +220,7 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 		pods[i] = autoscale.PodInput{Pod: p, WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}}
 	}
 	retarget := func(i int) {
-		pods[i].Targets = map[string]autoscale.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
+		pods[i].Targets = map[string]podchange.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
 	}
 	for i := range pods {
 		retarget(i)
@@ -355,10 +357,10 @@ func TestNamespaceBudgetProperties(t *testing.T) {
 	switch {
 	case testing.Short():
 		cases = 40
-	case raceDetector:
+	case propertytest.Race:
 		cases = 40
 	}
-	stats, _, seed, took := runN(t, cases, 21, runNamespaceCase)
+	stats, _, seed, took := propertytest.RunN(t, cases, 21, runNamespaceCase)
 	t.Logf("%d generated namespaces (seed %d) in %s: %d syncs, %d lowerings sent (%d by a policy with a namespace budget, %d by one without), %d raises sent, %d held for a namespace budget, %d for a policy's own, %d restarts",
 		cases, seed, took.Round(time.Millisecond), stats["syncs"], stats["lowerings"], stats["loweredBudgeted"], stats["loweredFree"], stats["raises"],
 		stats["heldNamespace"], stats["heldBudget"], stats["restarts"])
@@ -433,7 +435,7 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 		policies[k] = p
 	}
 	retarget := func(pi *autoscale.PodInput) {
-		pi.Targets = map[string]autoscale.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
+		pi.Targets = map[string]podchange.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
 	}
 	for _, p := range policies {
 		for i := range p.pods {
@@ -572,7 +574,7 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 	return ""
 }
 
-func lowers(d autoscale.Decision) bool {
+func lowers(d podchange.Decision) bool {
 	for _, ch := range d.All() {
 		if ch.RequestNow.Cmp(ch.RequestBefore) < 0 || (ch.LimitNow != nil && ch.LimitBefore != nil && ch.LimitNow.Cmp(*ch.LimitBefore) < 0) {
 			return true

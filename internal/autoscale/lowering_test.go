@@ -13,6 +13,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/podchange"
 )
 
 func window(schedule, zone string, d time.Duration) v1alpha1.ChangeWindow {
@@ -205,7 +206,7 @@ func limitsWorld(sd *v1alpha1.ScaleDownRules) *canaryWorld {
 	w.spec.Behavior.ScaleDown = sd
 	w.spec.Behavior.MaxConcurrentResizes = ptrTo(int32(4))
 	raise := canaryPod("web-3", "500m", "1")
-	w.pods = append(w.pods, autoscale.PodInput{Pod: raise, Targets: map[string]autoscale.Target{"app": {CPU: quantity("800m")}},
+	w.pods = append(w.pods, autoscale.PodInput{Pod: raise, Targets: map[string]podchange.Target{"app": {CPU: quantity("800m")}},
 		WorkingSet: w.pods[0].WorkingSet})
 	return w
 }

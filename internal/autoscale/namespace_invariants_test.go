@@ -16,6 +16,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -234,7 +235,7 @@ func checkReplacement(rules *nsrules.Rules, template *corev1.PodTemplateSpec, p 
 }
 
 // noted reports whether a note of any change of d mentions what.
-func noted(d autoscale.Decision, what string) bool {
+func noted(d podchange.Decision, what string) bool {
 	for _, ch := range d.All() {
 		for _, n := range ch.Notes {
 			if strings.Contains(n, what) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
@@ -36,7 +37,7 @@ func TestAdmitWithinTheNamespaceRules(t *testing.T) {
 	cases := map[string]struct {
 		template *corev1.PodTemplateSpec
 		spec     v1alpha1.TailorPolicySpec
-		targets  map[string]Target
+		targets  map[string]podchange.Target
 		rules    nsrules.Rules
 		replicas int
 		want     []string
@@ -52,7 +53,7 @@ func TestAdmitWithinTheNamespaceRules(t *testing.T) {
 			template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{*builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi").Obj()}}},
 			spec: v1alpha1.TailorPolicySpec{ResourcePolicy: &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{
 				{ContainerName: "app", ControlledValues: &requestsOnly}}}},
-			targets: map[string]Target{"app": {CPU: q("100m")}},
+			targets: map[string]podchange.Target{"app": {CPU: q("100m")}},
 			rules:   nsrules.Rules{LimitRanges: []corev1.LimitRange{limitRange("ratio", corev1.LimitRangeItem{MaxLimitRequestRatio: builder.List("4", "")})}},
 			want:    []string{"app 250m/256Mi 1/512Mi"},
 		},
@@ -61,7 +62,7 @@ func TestAdmitWithinTheNamespaceRules(t *testing.T) {
 				*builder.Container("app").Requests("500m", "256Mi").Limits("1", "256Mi").Obj(), {Name: "log"}}}},
 			spec: v1alpha1.TailorPolicySpec{ResourcePolicy: &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{
 				{ContainerName: "app", ControlledValues: &requestsOnly}}}},
-			targets: map[string]Target{"app": {CPU: q("2")}},
+			targets: map[string]podchange.Target{"app": {CPU: q("2")}},
 			rules: nsrules.Rules{LimitRanges: []corev1.LimitRange{limitRange("defaults", corev1.LimitRangeItem{
 				Default: builder.List("100m", "64Mi"), DefaultRequest: builder.List("100m", "64Mi")})}},
 			want: []string{"app 999m/256Mi 1/256Mi"},
@@ -75,7 +76,7 @@ func TestAdmitWithinTheNamespaceRules(t *testing.T) {
 		},
 		"a raise is cut to what a requests.cpu quota leaves each replica": {
 			template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{*builder.Container("app").Requests("500m", "256Mi").Obj()}}},
-			targets:  map[string]Target{"app": {CPU: q("2")}},
+			targets:  map[string]podchange.Target{"app": {CPU: q("2")}},
 			rules:    nsrules.Rules{Quotas: []corev1.ResourceQuota{quota("team", corev1.ResourceList{"requests.cpu": *q("4")}, corev1.ResourceList{"requests.cpu": *q("2500m")})}},
 			replicas: 2,
 			// 1.5 left; 500m of it the new pod's template; 500m more each.
@@ -161,8 +162,8 @@ func TestDecidePolicyWithinTheNamespaceRules(t *testing.T) {
 					s.Behavior = &v1alpha1.Behavior{MaxConcurrentResizes: ptr(int32(2))}
 				}),
 				Pods: []PodInput{
-					{Pod: a, Targets: map[string]Target{"app": {CPU: q("2")}}, RaiseSince: now.Add(-2 * time.Minute)},
-					{Pod: b, Targets: map[string]Target{"app": {CPU: q("2")}}, RaiseSince: now.Add(-time.Minute)},
+					{Pod: a, Targets: map[string]podchange.Target{"app": {CPU: q("2")}}, RaiseSince: now.Add(-2 * time.Minute)},
+					{Pod: b, Targets: map[string]podchange.Target{"app": {CPU: q("2")}}, RaiseSince: now.Add(-time.Minute)},
 				},
 				Nodes: map[string]*resize.NodeState{"n1": nodeState("16", "16Gi", a, b)}, Server: v137, Now: now, Rules: &tc.rules,
 			}

@@ -11,14 +11,16 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
 // PodInput is what DecidePolicy knows about one pod of the policy.
 type PodInput struct {
 	Pod        *corev1.Pod
-	Targets    map[string]Target
-	PodTarget  Target
+	Targets    map[string]podchange.Target
+	PodTarget  podchange.Target
 	WorkingSet map[string]resource.Quantity
 	// LastResize is when the pod was last resized (zero: never).
 	LastResize time.Time
@@ -54,8 +56,8 @@ type PolicyInput struct {
 	MemoryFloorHeadroom float64
 	Now                 time.Time
 	// Holds are the requests HorizontalPodAutoscalers of the workload
-	// divide usage by (HPAHolds).
-	Holds Holds
+	// divide usage by (ownership.HPAHolds).
+	Holds ownership.Holds
 	// Rules are the namespace's LimitRanges and ResourceQuotas: values are
 	// clamped into the LimitRanges, raises cut to what the quotas have
 	// left (shared between the pods of the sync, as a node's room is), and
@@ -70,7 +72,7 @@ type PolicyInput struct {
 // Action is a resize to send now.
 type Action struct {
 	Pod      *corev1.Pod
-	Decision Decision
+	Decision podchange.Decision
 	Plan     *resize.Result
 }
 
@@ -98,7 +100,7 @@ type Held struct {
 	Pod      *corev1.Pod
 	Reason   HoldReason
 	Message  string
-	Decision Decision
+	Decision podchange.Decision
 	// Rule is the planner's rule for HoldRefused.
 	Rule resize.Rule
 }
@@ -111,7 +113,7 @@ type PolicyDecision struct {
 	Held []Held
 	// Decisions are every pod's own decision by name, for reporting what
 	// was skipped and what the node's room cut.
-	Decisions map[string]Decision
+	Decisions map[string]podchange.Decision
 	// RetryAfter is when a pod now held for time becomes due; 0: none.
 	RetryAfter time.Duration
 }
@@ -135,7 +137,7 @@ func MaxConcurrentResizes(spec *v1alpha1.TailorPolicySpec) int {
 // pod not served keeps its place: nothing in its state moved, so it is first
 // in line once a slot frees.
 func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
-	out := PolicyDecision{Decisions: map[string]Decision{}}
+	out := PolicyDecision{Decisions: map[string]podchange.Decision{}}
 	if in.Spec == nil {
 		return out, fmt.Errorf("decide policy: the policy spec is required")
 	}
@@ -150,11 +152,11 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 	// First pass: each pod's wish, without the node's room.
 	type candidate struct {
 		PodInput
-		wish Decision
+		wish podchange.Decision
 	}
 	var queue []candidate
 	for _, p := range in.Pods {
-		d, err := Decide(in.podInput(p, nil))
+		d, err := podchange.Decide(in.podInput(p, nil))
 		if err != nil {
 			return out, err
 		}
@@ -210,7 +212,7 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 		given := withQuotaRoom(room, rules, c.Pod)
 		pin := in.podInput(c.PodInput, given)
 		pin.Rules = rules
-		d, err := Decide(pin)
+		d, err := podchange.Decide(pin)
 		if err != nil {
 			return out, err
 		}
@@ -263,8 +265,8 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 	return out, nil
 }
 
-func (in PolicyInput) podInput(p PodInput, room corev1.ResourceList) Input {
-	return Input{
+func (in PolicyInput) podInput(p PodInput, room corev1.ResourceList) podchange.Input {
+	return podchange.Input{
 		Pod: p.Pod, Spec: in.Spec, Targets: p.Targets, PodTarget: p.PodTarget, WorkingSet: p.WorkingSet,
 		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Room: room, LastResize: p.LastResize, Now: in.Now, Holds: in.Holds, Boost: p.Boost,
 		LimitRatio: in.LimitRatio,

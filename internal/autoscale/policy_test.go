@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -36,7 +37,7 @@ func held(d PolicyDecision) []string {
 	return out
 }
 
-func describeDesired(d Decision) string {
+func describeDesired(d podchange.Decision) string {
 	s := ""
 	for _, ch := range d.All() {
 		s += fmt.Sprintf("%s.%s=%s;", ch.Container, ch.Resource, ch.RequestNow.String())
@@ -56,9 +57,9 @@ func TestDecidePolicyServesRaisesFirstAndSharesNodeRoom(t *testing.T) {
 			s.Behavior = &v1alpha1.Behavior{MaxConcurrentResizes: ptr(int32(3))}
 		}),
 		Pods: []PodInput{
-			{Pod: c, Targets: map[string]Target{"app": {CPU: q("20m")}}},
-			{Pod: b, Targets: map[string]Target{"app": {CPU: q("300m")}}, RaiseSince: now.Add(-time.Minute)},
-			{Pod: a, Targets: map[string]Target{"app": {CPU: q("300m")}}, RaiseSince: now.Add(-2 * time.Minute)},
+			{Pod: c, Targets: map[string]podchange.Target{"app": {CPU: q("20m")}}},
+			{Pod: b, Targets: map[string]podchange.Target{"app": {CPU: q("300m")}}, RaiseSince: now.Add(-time.Minute)},
+			{Pod: a, Targets: map[string]podchange.Target{"app": {CPU: q("300m")}}, RaiseSince: now.Add(-2 * time.Minute)},
 		},
 		Nodes: map[string]*resize.NodeState{"n1": node}, Server: v137, MemoryFloorHeadroom: 0.1, Now: now,
 	}
@@ -81,9 +82,9 @@ func TestDecidePolicyHoldsWhatItCannotDoAndGoesOn(t *testing.T) {
 			s.Behavior = &v1alpha1.Behavior{MaxConcurrentResizes: ptr(int32(3))}
 		}),
 		Pods: []PodInput{
-			{Pod: busy, Targets: map[string]Target{"app": {CPU: q("1")}}, InFlight: true},
-			{Pod: lost, Targets: map[string]Target{"app": {CPU: q("1")}}},
-			{Pod: ok, Targets: map[string]Target{"app": {CPU: q("1")}}},
+			{Pod: busy, Targets: map[string]podchange.Target{"app": {CPU: q("1")}}, InFlight: true},
+			{Pod: lost, Targets: map[string]podchange.Target{"app": {CPU: q("1")}}},
+			{Pod: ok, Targets: map[string]podchange.Target{"app": {CPU: q("1")}}},
 		},
 		Nodes: map[string]*resize.NodeState{"n1": nodeState("4", "4Gi", ok, busy)}, Server: v137, Now: now,
 	}
@@ -109,7 +110,7 @@ func TestManyReplicasLowerOneRoundTripEach(t *testing.T) {
 	for i := range n {
 		p := builder.Pod(fmt.Sprintf("web-%03d", i)).Node("n1").Container(burstable()).Obj()
 		all = append(all, p)
-		pods = append(pods, PodInput{Pod: p, Targets: map[string]Target{"app": {CPU: q("50m")}}})
+		pods = append(pods, PodInput{Pod: p, Targets: map[string]podchange.Target{"app": {CPU: q("50m")}}})
 	}
 	in := PolicyInput{Spec: spec(), Pods: pods, Nodes: map[string]*resize.NodeState{"n1": nodeState("64", "64Gi", all...)},
 		Server: v137, MemoryFloorHeadroom: 0.1, Now: now}
@@ -154,7 +155,7 @@ func TestManyReplicasLowerOneRoundTripEach(t *testing.T) {
 func TestDecidePolicyHoldsWhatThePlannerRefuses(t *testing.T) {
 	// A memory limit lowered on 1.33 without RestartContainer is refused.
 	p := builder.Pod("p").Node("n1").Container(burstable()).Obj()
-	in := PolicyInput{Spec: spec(), Pods: []PodInput{{Pod: p, Targets: map[string]Target{"app": {Memory: q("64Mi")}},
+	in := PolicyInput{Spec: spec(), Pods: []PodInput{{Pod: p, Targets: map[string]podchange.Target{"app": {Memory: q("64Mi")}},
 		WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("20Mi")}}},
 		Nodes: map[string]*resize.NodeState{"n1": nodeState("4", "4Gi", p)}, Server: resize.Version{Major: 1, Minor: 33}, MemoryFloorHeadroom: 0.1, Now: now}
 	d, err := DecidePolicy(in)

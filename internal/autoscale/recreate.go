@@ -18,6 +18,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -264,7 +266,7 @@ type RecreateInput struct {
 	Nodes []NodePods
 	Now   time.Time
 	// Holds are as for PolicyInput: the replacement keeps those requests.
-	Holds Holds
+	Holds ownership.Holds
 	// Rules are as for PolicyInput: the replacement is created within the
 	// namespace's LimitRanges, and charged to its quotas for what it asks
 	// beyond the pod it replaces.
@@ -314,7 +316,7 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	if wait := in.ShortSince.Add(in.RecreateAfter).Sub(in.Now); wait > 0 {
 		return RecreateDecision{Step: RecreateWait, RetryAfter: wait}, nil
 	}
-	interval := MinResizeInterval(in.Spec)
+	interval := podchange.MinResizeInterval(in.Spec)
 	if wait := in.LastEviction.Add(interval).Sub(in.Now); !in.LastEviction.IsZero() && wait > 0 {
 		return RecreateDecision{Step: RecreateWait, RetryAfter: wait, Reason: "EvictionPaced",
 			Message: fmt.Sprintf("another pod was evicted %s ago; minResizeInterval is %s", in.Now.Sub(in.LastEviction).Round(time.Second), interval)}, nil
@@ -345,8 +347,8 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	// The replacement gets the whole recommendation, not what fits here,
 	// shaped by the same rules as an in-place resize and checked by the
 	// planner, so it is never admitted in another QoS class.
-	full, err := Decide(Input{Pod: p, Spec: in.Spec, Targets: in.Pod.Targets, WorkingSet: in.Pod.WorkingSet,
-		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now, Holds: in.Holds, Rules: in.Rules, LimitRatio: MemoryLimitRatios(in.Template)})
+	full, err := podchange.Decide(podchange.Input{Pod: p, Spec: in.Spec, Targets: in.Pod.Targets, WorkingSet: in.Pod.WorkingSet,
+		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now, Holds: in.Holds, Rules: in.Rules, LimitRatio: podchange.MemoryLimitRatios(in.Template)})
 	if err != nil {
 		return RecreateDecision{}, fmt.Errorf("deciding the replacement's resources: %w", err)
 	}

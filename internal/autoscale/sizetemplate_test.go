@@ -10,6 +10,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -23,26 +24,26 @@ func TestSizeTemplate(t *testing.T) {
 		template *corev1.PodTemplateSpec
 		spec     v1alpha1.TailorPolicySpec
 		rules    *nsrules.Rules
-		targets  map[string]autoscale.Target
+		targets  map[string]podchange.Target
 		want     []string
 		wantHeld string
 	}{
 		"a policy in mode Off is still a recommendation to take": {
 			template: burstable,
 			spec:     v1alpha1.TailorPolicySpec{UpdatePolicy: &v1alpha1.UpdatePolicy{UpdateMode: v1alpha1.UpdateModeOff}},
-			targets:  map[string]autoscale.Target{"app": target("250m", "96Mi")},
+			targets:  map[string]podchange.Target{"app": target("250m", "96Mi")},
 			want:     []string{"app 250m/96Mi 500m/192Mi"},
 		},
 		"applyOnCreate false": {
 			template: burstable,
 			spec:     v1alpha1.TailorPolicySpec{UpdatePolicy: &v1alpha1.UpdatePolicy{ApplyOnCreate: &no}},
-			targets:  map[string]autoscale.Target{"app": target("250m", "96Mi")},
+			targets:  map[string]podchange.Target{"app": target("250m", "96Mi")},
 			want:     []string{"app 250m/96Mi 500m/192Mi"},
 		},
 		"no startup boost in a template": {
 			template: burstable,
 			spec:     v1alpha1.TailorPolicySpec{StartupBoost: &v1alpha1.StartupBoost{FactorPercent: ptr(int32(300))}},
-			targets:  map[string]autoscale.Target{"app": target("150m", "")},
+			targets:  map[string]podchange.Target{"app": target("150m", "")},
 			want:     []string{"app 150m/64Mi 300m/128Mi"},
 		},
 		"RequestsOnly keeps the limits": {
@@ -50,19 +51,19 @@ func TestSizeTemplate(t *testing.T) {
 			spec: v1alpha1.TailorPolicySpec{ResourcePolicy: &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{
 				{ContainerName: "*", ControlledValues: &requestsOnly},
 			}}},
-			targets: map[string]autoscale.Target{"app": target("150m", "32Mi")},
+			targets: map[string]podchange.Target{"app": target("150m", "32Mi")},
 			want:    []string{"app 150m/32Mi 200m/128Mi"},
 		},
 		"only limits: requests default to them, the pod is Guaranteed and both move": {
 			template: templateOf(ctr("app", nil, rl("cpu", "500m", "memory", "256Mi"))),
-			targets:  map[string]autoscale.Target{"app": target("200m", "128Mi")},
+			targets:  map[string]podchange.Target{"app": target("200m", "128Mi")},
 			want:     []string{"app 200m/128Mi 200m/128Mi"},
 		},
 		"a LimitRange's max caps the limit the raise would scale": {
 			template: burstable,
 			rules: &nsrules.Rules{LimitRanges: []corev1.LimitRange{{Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
 				{Type: corev1.LimitTypeContainer, Max: rl("cpu", "400m")}}}}}},
-			targets: map[string]autoscale.Target{"app": target("300m", "")},
+			targets: map[string]podchange.Target{"app": target("300m", "")},
 			want:    []string{"app 300m/64Mi 400m/128Mi"},
 		},
 	}

@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podchange"
 )
 
 // SyncInput is everything one sync of a policy decides on: its running
@@ -60,7 +62,7 @@ type SyncInput struct {
 	// Largest is the largest node's allocatable (LargestAllocatable): the
 	// maxAllowed of a container whose policy sets none, where no
 	// LimitRange of Rules gives a max (DefaultMaxAllowed).
-	Largest map[corev1.ResourceName]DefaultBound
+	Largest map[corev1.ResourceName]podchange.DefaultBound
 }
 
 // RecreationState is what DecideRecreate reads of a policy's past and its
@@ -112,7 +114,7 @@ type SyncDecision struct {
 	// created with, planned by the same rules (PlanEntry); nil in mode Off.
 	Admission *v1alpha1.Admission
 	// Sends are the resizes to send now, in order, each with the field
-	// manager it goes under: BoostFieldManager for one that gives a
+	// manager it goes under: boost.FieldManager for one that gives a
 	// startup boost, "" for tailor's own.
 	Sends []Send
 	// Stuck are the unschedulable pods tailor sized, each with whether it
@@ -142,7 +144,7 @@ type SyncDecision struct {
 	Limits LimitsOutcome
 	// DefaultMaxAllowed are the bounds the sync gave the containers whose
 	// policy sets no maxAllowed (BoundedSpec), by resource.
-	DefaultMaxAllowed map[corev1.ResourceName]DefaultBound
+	DefaultMaxAllowed map[corev1.ResourceName]podchange.DefaultBound
 }
 
 // Send is a resize to send now.
@@ -180,11 +182,11 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	// The bounds every part of the sync sizes within: a container whose
 	// policy sets no maxAllowed gets the namespace's LimitRange max, else
 	// the largest node's allocatable.
-	defaults := DefaultMaxAllowed(in.Rules, in.Largest)
-	var bounded map[corev1.ResourceName]DefaultBound
-	in.Spec, bounded = BoundedSpec(in.Spec, defaults)
+	defaults := podchange.DefaultMaxAllowed(in.Rules, in.Largest)
+	var bounded map[corev1.ResourceName]podchange.DefaultBound
+	in.Spec, bounded = podchange.BoundedSpec(in.Spec, defaults)
 	if in.NewPods.Spec != nil {
-		in.NewPods.Spec, _ = BoundedSpec(in.NewPods.Spec, defaults)
+		in.NewPods.Spec, _ = podchange.BoundedSpec(in.NewPods.Spec, defaults)
 	}
 	spec, now := in.Spec, in.Now
 	mode := v1alpha1.UpdateModeInPlace
@@ -195,7 +197,7 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	if in.LimitRatio == nil {
 		// The template every part of the sync keeps a memory limit's
 		// ratio to, when the recommender advises the limit apart.
-		in.LimitRatio = MemoryLimitRatios(in.Template)
+		in.LimitRatio = podchange.MemoryLimitRatios(in.Template)
 	}
 	pin := in.PolicyInput
 	var plan *canaryPlan
@@ -300,8 +302,8 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	for _, a := range d.Resizes {
 		sending[a.Pod.Name] = true
 		s := Send{Action: a}
-		if GivesBoost(a.Decision, in.BoostRaise[a.Pod.UID]) {
-			s.FieldManager = BoostFieldManager
+		if boost.Gives(a.Decision, in.BoostRaise[a.Pod.UID]) {
+			s.FieldManager = boost.FieldManager
 		}
 		out.Sends = append(out.Sends, s)
 	}

@@ -21,7 +21,11 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/boost"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
+	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -78,7 +82,7 @@ import (
 // prints its seed: autoscaletest.Sync(seed) replays it, and
 // TestSyncInvariantSeeds keeps it.
 func TestDecideSyncInvariants(t *testing.T) {
-	s, cases, seed, took := runCases(t, 5, runSyncCase)
+	s, cases, seed, took := propertytest.Run(t, 5, runSyncCase)
 	t.Logf("%d generated namespaces (seed %d) in %s: %d syncs decided (%d of policies in mode Off, %d next syncs), %d asked for every node; %d compared whole with the case drawn again",
 		cases, seed, took.Round(time.Millisecond), s["syncs"], s["syncsOff"], s["secondSyncs"], s["needNodes"], s["comparedWhole"])
 	t.Logf("in place: %d resizes sent (%d under a boost's field manager, %d within a LimitRange or quota), %d held (%d for the namespace's rules), %d requests kept for an HPA",
@@ -90,35 +94,35 @@ func TestDecideSyncInvariants(t *testing.T) {
 	t.Logf("unschedulable: %d pods judged, %d to replace, %d replaced (%d by what the sync plans, checked against the nodes); %d of an older ReplicaSet judged by the target's template, %d of them replaced",
 		s["stuck"], s["stuckReplace"], s["stuckDue"], s["stuckPlaced"], s["stuckOtherTemplate"], s["stuckOtherTemplateReplaced"])
 	t.Logf("owners: %d pods claimed by two policies or more, %d workloads named by two", s["contested"], s["targetsContested"])
-	checkFloors(t, s, cases, syncFloors)
+	propertytest.CheckFloors(t, s, cases, syncFloors)
 }
 
 // syncFloors are half the least of five runs of 10,000 cases of different
 // seeds (that least in the comment), so a seed's spread (a few percent)
 // never fails them, while a decision that held back half of what it sends
 // would.
-var syncFloors = []floor{
-	{"syncs", 19800, "the generator no longer draws several policies a namespace"},               // 39678
-	{"secondSyncs", 9900, "policies' next syncs are no longer decided"},                          // 19839
-	{"comparedWhole", 600, "inputs and decisions are no longer compared whole"},                  // 1239
-	{"sent", 1700, "resizes are held back that should be sent"},                                  // 3442
-	{"nsResizes", 440, "resizes within the namespace's rules are held back"},                     // 890
-	{"sentBoost", 49, "no startup boost is given in place"},                                      // 98
-	{"heldRequests", 129, "the generator no longer draws HPAs found through the pods' owners"},   // 258
-	{"entries", 2060, "admission entries are held back that should be written"},                  // 4130
-	{"entriesWithRules", 1120, "admission entries within the namespace's rules are held back"},   // 2254
-	{"entriesClamped", 225, "admission entries are no longer clamped into LimitRanges"},          // 450
-	{"entriesBoosted", 418, "new pods are not boosted"},                                          // 836
-	{"entriesRoom", 2060, "admission entries are no longer cut to a node's room"},                // 4130
-	{"entriesConflict", 910, "the generator no longer draws policies that lose their workload"},  // 1822
-	{"needNodes", 106, "recreations no longer ask for the nodes"},                                // 213
-	{"recordSteps", 42, "recreation entries are held back that should be recorded"},              // 85
-	{"evictSteps", 25, "no pod is evicted once its entry has settled"},                           // 51
-	{"replacementsPlaced", 68, "replacements are no longer checked against the nodes"},           // 136
-	{"recreateBlocked", 915, "the generator no longer draws recreations that are blocked"},       // 1830
-	{"stuckDue", 215, "unschedulable pods are no longer replaced"},                               // 430
-	{"stuckPlaced", 180, "unschedulable pods' replacements are no longer checked against nodes"}, // 361
-	{"contested", 4300, "the generator no longer draws pods claimed by several policies"},        // 8639
+var syncFloors = []propertytest.Floor{
+	{Stat: "syncs", Per10k: 19800, Why: "the generator no longer draws several policies a namespace"},               // 39678
+	{Stat: "secondSyncs", Per10k: 9900, Why: "policies' next syncs are no longer decided"},                          // 19839
+	{Stat: "comparedWhole", Per10k: 600, Why: "inputs and decisions are no longer compared whole"},                  // 1239
+	{Stat: "sent", Per10k: 1700, Why: "resizes are held back that should be sent"},                                  // 3442
+	{Stat: "nsResizes", Per10k: 440, Why: "resizes within the namespace's rules are held back"},                     // 890
+	{Stat: "sentBoost", Per10k: 49, Why: "no startup boost is given in place"},                                      // 98
+	{Stat: "heldRequests", Per10k: 129, Why: "the generator no longer draws HPAs found through the pods' owners"},   // 258
+	{Stat: "entries", Per10k: 2060, Why: "admission entries are held back that should be written"},                  // 4130
+	{Stat: "entriesWithRules", Per10k: 1120, Why: "admission entries within the namespace's rules are held back"},   // 2254
+	{Stat: "entriesClamped", Per10k: 225, Why: "admission entries are no longer clamped into LimitRanges"},          // 450
+	{Stat: "entriesBoosted", Per10k: 418, Why: "new pods are not boosted"},                                          // 836
+	{Stat: "entriesRoom", Per10k: 2060, Why: "admission entries are no longer cut to a node's room"},                // 4130
+	{Stat: "entriesConflict", Per10k: 910, Why: "the generator no longer draws policies that lose their workload"},  // 1822
+	{Stat: "needNodes", Per10k: 106, Why: "recreations no longer ask for the nodes"},                                // 213
+	{Stat: "recordSteps", Per10k: 42, Why: "recreation entries are held back that should be recorded"},              // 85
+	{Stat: "evictSteps", Per10k: 25, Why: "no pod is evicted once its entry has settled"},                           // 51
+	{Stat: "replacementsPlaced", Per10k: 68, Why: "replacements are no longer checked against the nodes"},           // 136
+	{Stat: "recreateBlocked", Per10k: 915, Why: "the generator no longer draws recreations that are blocked"},       // 1830
+	{Stat: "stuckDue", Per10k: 215, Why: "unschedulable pods are no longer replaced"},                               // 430
+	{Stat: "stuckPlaced", Per10k: 180, Why: "unschedulable pods' replacements are no longer checked against nodes"}, // 361
+	{Stat: "contested", Per10k: 4300, Why: "the generator no longer draws pods claimed by several policies"},        // 8639
 }
 
 func reasons(s map[string]int, prefix string) string {
@@ -354,7 +358,7 @@ func nextSync(in autoscale.SyncInput, nodes []autoscale.NodePods, d autoscale.Sy
 	for _, st := range d.Settled {
 		next.Recreation.ShortSince[st.Pod.UID] = time.Time{}
 	}
-	interval := autoscale.MinResizeInterval(in.Spec)
+	interval := podchange.MinResizeInterval(in.Spec)
 	for _, st := range d.Recreate {
 		next.Recreation.ShortSince[st.Pod.UID] = st.ShortSince
 		switch st.Step {
@@ -465,8 +469,8 @@ func checkSync(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []autosca
 			return fmt.Sprintf("send %d is pod %s, resize %d pod %s", i, s.Pod.Name, i, d.Resizes[i].Pod.Name)
 		}
 		want := ""
-		if autoscale.GivesBoost(s.Decision, in.BoostRaise[s.Pod.UID]) {
-			want = autoscale.BoostFieldManager
+		if boost.Gives(s.Decision, in.BoostRaise[s.Pod.UID]) {
+			want = boost.FieldManager
 			stats["sentBoost"]++
 		}
 		if s.FieldManager != want {
@@ -675,7 +679,7 @@ func checkRecreate(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []aut
 		sending[s.Pod.Name] = true
 	}
 	rs := in.Recreation
-	interval := autoscale.MinResizeInterval(in.Spec)
+	interval := podchange.MinResizeInterval(in.Spec)
 	evictions := 0
 	// The quotas as this sync's resizes leave them: the apiserver charges a
 	// resize when it takes it, before any replacement is created.
@@ -971,7 +975,7 @@ func checkOneOwner(c autoscaletest.SyncCase, ds []autoscale.SyncDecision, stats 
 			return fmt.Sprintf("pod %s: %d policies claim it, %d size it", p.Name, claims, sizes)
 		}
 	}
-	targets := map[autoscale.Workload]int{}
+	targets := map[ownership.Workload]int{}
 	for _, pol := range c.Policies {
 		if pol.Target != nil && !pol.RecommendOnly {
 			targets[*pol.Target]++
@@ -1000,7 +1004,7 @@ func checkOneOwner(c autoscaletest.SyncCase, ds []autoscale.SyncDecision, stats 
 // vpaActs reports whether a VerticalPodAutoscaler sets p's resources: no
 // policy sizes it then.
 func vpaActs(c autoscaletest.SyncCase, p *corev1.Pod) bool {
-	_, ok := autoscale.VPAOn(c.Chains[p.UID], c.VPAs)
+	_, ok := ownership.VPAOn(c.Chains[p.UID], c.VPAs)
 	return ok
 }
 

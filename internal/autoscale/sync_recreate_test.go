@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -34,8 +35,8 @@ func TestDecideSyncRecreation(t *testing.T) {
 				s.Behavior = &v1alpha1.Behavior{MaxConcurrentResizes: ptr(int32(2))}
 			}),
 			Pods: []PodInput{
-				{Pod: a, Targets: map[string]Target{"app": {CPU: q("1")}}, RaiseSince: now.Add(-2 * time.Minute)},
-				{Pod: b, Targets: map[string]Target{"app": {CPU: q("1")}}, RaiseSince: now.Add(-time.Minute)},
+				{Pod: a, Targets: map[string]podchange.Target{"app": {CPU: q("1")}}, RaiseSince: now.Add(-2 * time.Minute)},
+				{Pod: b, Targets: map[string]podchange.Target{"app": {CPU: q("1")}}, RaiseSince: now.Add(-time.Minute)},
 			},
 			Nodes: map[string]*resize.NodeState{"n1": full}, Server: v137, MemoryFloorHeadroom: 0.1, Now: now,
 		},

@@ -13,6 +13,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -208,7 +209,7 @@ func TestDecideSyncPlansNewPodsAfterItsResizes(t *testing.T) {
 	one := resource.MustParse("1")
 	d, err := autoscale.DecideSync(autoscale.SyncInput{
 		PolicyInput: autoscale.PolicyInput{Spec: spec, Now: now, Rules: rules, Server: resize.Version{Major: 1, Minor: 37},
-			Pods:  []autoscale.PodInput{{Pod: pod, Targets: map[string]autoscale.Target{"app": {CPU: &one}}}},
+			Pods:  []autoscale.PodInput{{Pod: pod, Targets: map[string]podchange.Target{"app": {CPU: &one}}}},
 			Nodes: map[string]*resize.NodeState{"n": {Allocatable: builder.List("8", "8Gi"), Pods: []*corev1.Pod{pod}}}},
 		Template: tmpl,
 		NewPods: autoscale.EntryInput{Spec: spec, Generation: 1, Template: tmpl, Rules: rules, Replicas: 1, Server: resize.Version{Major: 1, Minor: 37}, Now: now,

@@ -14,6 +14,7 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -27,18 +28,18 @@ func marked(p *corev1.Pod, now time.Time) *corev1.Pod {
 	if q.Annotations == nil {
 		q.Annotations = map[string]string{}
 	}
-	var boost, fields []string
+	var boosted, fields []string
 	for _, list := range [][]corev1.Container{q.Spec.InitContainers, q.Spec.Containers} {
 		for _, c := range list {
-			boost = append(boost, c.Name+"=64")
+			boosted = append(boosted, c.Name+"=64")
 			fields = append(fields, fmt.Sprintf(`"k:{\"name\":\"%s\"}":{"f:resources":{"f:requests":{"f:cpu":{}}}}`, c.Name))
 		}
 	}
 	q.Annotations[v1alpha1.AdmittedAnnotation] = "forged: anything"
-	q.Annotations[v1alpha1.BoostAnnotation] = strings.Join(boost, ",")
+	q.Annotations[v1alpha1.BoostAnnotation] = strings.Join(boosted, ",")
 	raw := fmt.Sprintf(`{"f:spec":{"f:containers":{%s}}}`, strings.Join(fields, ","))
 	at := metav1.NewTime(now)
-	for _, m := range []string{autoscale.BoostFieldManager, actuator.FieldManager} {
+	for _, m := range []string{boost.FieldManager, actuator.FieldManager} {
 		q.ManagedFields = append(q.ManagedFields, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationUpdate,
 			Subresource: "resize", Time: &at, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(raw)})
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/shard"
 )
 
@@ -174,10 +174,10 @@ func slimPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
 	// that says whether its cpu requests are still the boost's.
 	boosted := p.Annotations[v1alpha1.BoostAnnotation] != ""
 	for _, mf := range p.ManagedFields {
-		boosted = boosted || (mf.Manager == autoscale.BoostFieldManager && mf.Subresource == "resize")
+		boosted = boosted || (mf.Manager == boost.FieldManager && mf.Subresource == "resize")
 	}
 	for _, mf := range p.ManagedFields {
-		if (mf.Manager == actuator.FieldManager || mf.Manager == autoscale.BoostFieldManager) && mf.Subresource == "resize" {
+		if (mf.Manager == actuator.FieldManager || mf.Manager == boost.FieldManager) && mf.Subresource == "resize" {
 			if !boosted {
 				mf.FieldsV1 = nil
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/internal/shard"
 	"github.com/tailorhq/tailor/test/builder"
@@ -421,8 +422,8 @@ func TestSlimPodKeepsWhatABoostOwns(t *testing.T) {
 			want:    []metav1.ManagedFieldsEntry{{Manager: actuator.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "resize", Time: &at}},
 		},
 		"boosted in place: both entries whole": {
-			entries: []metav1.ManagedFieldsEntry{entry(actuator.FieldManager), entry(autoscale.BoostFieldManager)},
-			want:    []metav1.ManagedFieldsEntry{entry(actuator.FieldManager), entry(autoscale.BoostFieldManager)},
+			entries: []metav1.ManagedFieldsEntry{entry(actuator.FieldManager), entry(boost.FieldManager)},
+			want:    []metav1.ManagedFieldsEntry{entry(actuator.FieldManager), entry(boost.FieldManager)},
 		},
 	}
 	for name, tc := range cases {

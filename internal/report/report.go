@@ -66,7 +66,7 @@ type Row struct {
 	// RecommendedLimit is the memory limit tailor recommends apart from
 	// the request (the tail of usage, where the kernel kills; the request
 	// is the typical peak), which a template's memory limit is sized at
-	// least to under RequestsAndLimits (autoscale.Target.MemoryLimit).
+	// least to under RequestsAndLimits (podchange.Target.MemoryLimit).
 	RecommendedLimit corev1.ResourceList `json:"recommendedLimit,omitempty"`
 	// Source is where the recommendation comes from: "policy NAME (MODE)",
 	// "history", or "" when there is none.

@@ -12,6 +12,8 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/manifest"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -58,10 +60,10 @@ func PlanTemplate(in TemplateInput) (TemplatePlan, error) {
 	if in.Template == nil {
 		return out, fmt.Errorf("%s has no pod template", in.Ref)
 	}
-	targets := map[string]autoscale.Target{}
+	targets := map[string]podchange.Target{}
 	var none []string
 	for _, r := range in.Rows {
-		var t autoscale.Target
+		var t podchange.Target
 		if q, ok := r.Recommended[corev1.ResourceCPU]; ok {
 			t.CPU = &q
 		}
@@ -85,7 +87,7 @@ func PlanTemplate(in TemplateInput) (TemplatePlan, error) {
 	if in.Workload.Policy != nil {
 		spec = &in.Workload.Policy.Spec
 	}
-	holds, why := autoscale.HPAHolds([]autoscale.Workload{autoscale.WorkloadOf(in.Ref.APIVersion, in.Ref.Kind, in.Ref.Name)}, in.HPAs)
+	holds, why := ownership.HPAHolds([]ownership.Workload{ownership.WorkloadOf(in.Ref.APIVersion, in.Ref.Kind, in.Ref.Name)}, in.HPAs)
 	got, err := autoscale.SizeTemplate(autoscale.AdmitInput{Template: in.Template, Spec: spec, Targets: targets,
 		Server: in.Server, Now: in.Now, Holds: holds, Rules: in.Rules, Replicas: len(in.Workload.Pods)})
 	if err != nil {

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/test/builder"
 	"github.com/tailorhq/tailor/test/cluster"
 )
@@ -72,7 +72,7 @@ func TestAutoscaleCutsRaiseToWhatFits(t *testing.T) {
 	// far as the node allows and says what it could not do.
 	p := waitPolicy(t, c, ns, "cut", 2*time.Minute, "ResizesBlocked NodeFull", func(p *v1alpha1.TailorPolicy) bool {
 		reason, _ := blockedReason(p)
-		return reason == string(autoscale.SkipNoRoom)
+		return reason == string(podchange.SkipNoRoom)
 	})
 	_, msg := blockedReason(p)
 	t.Logf("ResizesBlocked: %s", msg)

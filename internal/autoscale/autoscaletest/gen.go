@@ -12,6 +12,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -60,8 +62,8 @@ func Case(seed uint64) autoscale.PolicyInput {
 // holds draws what a HorizontalPodAutoscaler scaling on utilization would
 // hold: nothing in most cases, else a resource in every container, or in
 // one container.
-func (g gen) holds() autoscale.Holds {
-	var h autoscale.Holds
+func (g gen) holds() ownership.Holds {
+	var h ownership.Holds
 	r := corev1.ResourceCPU
 	if g.chance(0.3) {
 		r = corev1.ResourceMemory
@@ -261,9 +263,9 @@ func (g gen) spec() *v1alpha1.TailorPolicySpec {
 
 // usage draws what the recommender and the metrics source said.
 func (g gen) usage(p *corev1.Pod) autoscale.PodInput {
-	in := autoscale.PodInput{Pod: p, Targets: map[string]autoscale.Target{}, WorkingSet: map[string]resource.Quantity{}}
+	in := autoscale.PodInput{Pod: p, Targets: map[string]podchange.Target{}, WorkingSet: map[string]resource.Quantity{}}
 	for _, n := range podcontainers.Names(p) {
-		t := autoscale.Target{}
+		t := podchange.Target{}
 		if g.chance(0.7) {
 			t.CPU = resource.NewMilliQuantity(int64(1+g.r.IntN(5000)), resource.DecimalSI)
 		}

@@ -15,8 +15,11 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -39,17 +42,17 @@ type SyncCase struct {
 	// Pods are every pod of the namespace, bound or not.
 	Pods []*corev1.Pod
 	// Chains are the pods' controller chains, by UID, as the controller
-	// builds them (autoscale.ControllerChain over the ReplicaSets it knows).
-	Chains map[types.UID]autoscale.Chain
+	// builds them (ownership.ControllerChain over the ReplicaSets it knows).
+	Chains map[types.UID]ownership.Chain
 	HPAs   []autoscalingv2.HorizontalPodAutoscaler
-	VPAs   []autoscale.VPA
+	VPAs   []ownership.VPA
 	Rules  *nsrules.Rules
 	// Nodes are every node of the cluster with the pods bound to it (the
 	// namespace's and others'): what a recreation is decided against once
 	// the decision asks for them (SyncDecision.NeedNodes).
 	Nodes []autoscale.NodePods
 	// Templates are the pod templates of the workloads, by workload.
-	Templates map[autoscale.Workload]*corev1.PodTemplateSpec
+	Templates map[ownership.Workload]*corev1.PodTemplateSpec
 	// PodTemplates are the templates each pod's controller creates its
 	// pods from (a replacement of the pod comes from it), by UID; none for
 	// a bare pod.
@@ -64,7 +67,7 @@ type SyncCase struct {
 
 // Policy is a TailorPolicy of a SyncCase.
 type Policy struct {
-	autoscale.Claimant
+	ownership.Claimant
 	Spec       *v1alpha1.TailorPolicySpec
 	Generation int64
 }
@@ -80,11 +83,11 @@ type source struct {
 
 // The workloads a SyncCase draws from.
 var (
-	webDeployment    = autoscale.Workload{Group: "apps", Kind: "Deployment", Name: "web"}
-	canaryDeployment = autoscale.Workload{Group: "apps", Kind: "Deployment", Name: "web-canary"}
-	ghostDeployment  = autoscale.Workload{Group: "apps", Kind: "Deployment", Name: "ghost"}
-	dbStatefulSet    = autoscale.Workload{Group: "apps", Kind: "StatefulSet", Name: "db"}
-	agentDaemonSet   = autoscale.Workload{Group: "apps", Kind: "DaemonSet", Name: "agent"}
+	webDeployment    = ownership.Workload{Group: "apps", Kind: "Deployment", Name: "web"}
+	canaryDeployment = ownership.Workload{Group: "apps", Kind: "Deployment", Name: "web-canary"}
+	ghostDeployment  = ownership.Workload{Group: "apps", Kind: "Deployment", Name: "ghost"}
+	dbStatefulSet    = ownership.Workload{Group: "apps", Kind: "StatefulSet", Name: "db"}
+	agentDaemonSet   = ownership.Workload{Group: "apps", Kind: "DaemonSet", Name: "agent"}
 )
 
 // Sync draws a SyncCase from seed; the same seed gives the same case.
@@ -104,16 +107,16 @@ var (
 // One to three policies each name a workload (targetRef) or select pods by
 // label, in any updateMode, with or without applyOnCreate and a startup
 // boost, created at the same time or an hour apart; each sync's pods are
-// those its policy claims and wins (autoscale.ClaimedBy, as the
+// those its policy claims and wins (ownership.ClaimedBy, as the
 // controller's ownPods). HPAs scale workloads on Utilization and other
 // metrics, and their holds are found through the pods' chains
-// (autoscale.HPAHolds); a VPA may act on a workload. Nodes hold their pods
+// (ownership.HPAHolds); a VPA may act on a workload. Nodes hold their pods
 // with some room or none, and now and then a spare node (maybe cordoned,
 // not Ready or tainted) is where a recreation could go.
 func Sync(seed uint64) SyncCase {
 	r := rand.New(rand.NewPCG(seed, 4))
 	g := gen{r: r}
-	c := SyncCase{Chains: map[types.UID]autoscale.Chain{}, Templates: map[autoscale.Workload]*corev1.PodTemplateSpec{},
+	c := SyncCase{Chains: map[types.UID]ownership.Chain{}, Templates: map[ownership.Workload]*corev1.PodTemplateSpec{},
 		PodTemplates: map[types.UID]*corev1.PodTemplateSpec{}}
 
 	// The namespace's rules: the controller always has some (maybe none
@@ -133,14 +136,14 @@ func Sync(seed uint64) SyncCase {
 	var sources []source
 	rsName := "web-" + hash
 	replicaSets[rsName] = []metav1.OwnerReference{controllerRef("apps/v1", webDeployment)}
-	c.Templates[autoscale.Workload{Group: "apps", Kind: "ReplicaSet", Name: rsName}] = webTemplate
-	sources = append(sources, source{owner: ptr(controllerRef("apps/v1", autoscale.Workload{Group: "apps", Kind: "ReplicaSet", Name: rsName})),
+	c.Templates[ownership.Workload{Group: "apps", Kind: "ReplicaSet", Name: rsName}] = webTemplate
+	sources = append(sources, source{owner: ptr(controllerRef("apps/v1", ownership.Workload{Group: "apps", Kind: "ReplicaSet", Name: rsName})),
 		template: webTemplate, labels: map[string]string{"app": "web", "pod-template-hash": hash}, name: rsName})
 	if g.chance(0.3) {
 		// A rollout: the older ReplicaSet's pods have another template.
 		old := "web-old"
 		replicaSets[old] = []metav1.OwnerReference{controllerRef("apps/v1", webDeployment)}
-		sources = append(sources, source{owner: ptr(controllerRef("apps/v1", autoscale.Workload{Group: "apps", Kind: "ReplicaSet", Name: old})),
+		sources = append(sources, source{owner: ptr(controllerRef("apps/v1", ownership.Workload{Group: "apps", Kind: "ReplicaSet", Name: old})),
 			template: g.template(), labels: map[string]string{"app": "web", "pod-template-hash": "old"}, name: old})
 	}
 	if g.chance(0.35) {
@@ -148,7 +151,7 @@ func Sync(seed uint64) SyncCase {
 		c.Templates[canaryDeployment] = t
 		rs := "web-canary-" + hash
 		replicaSets[rs] = []metav1.OwnerReference{controllerRef("apps/v1", canaryDeployment)}
-		sources = append(sources, source{owner: ptr(controllerRef("apps/v1", autoscale.Workload{Group: "apps", Kind: "ReplicaSet", Name: rs})),
+		sources = append(sources, source{owner: ptr(controllerRef("apps/v1", ownership.Workload{Group: "apps", Kind: "ReplicaSet", Name: rs})),
 			template: t, labels: map[string]string{"app": "web", "track": "canary", "pod-template-hash": hash}, name: rs})
 	}
 	if g.chance(0.35) {
@@ -169,7 +172,7 @@ func Sync(seed uint64) SyncCase {
 		if g.chance(0.5) {
 			replicaSets["orphan"] = nil
 		}
-		sources = append(sources, source{owner: ptr(controllerRef("apps/v1", autoscale.Workload{Group: "apps", Kind: "ReplicaSet", Name: "orphan"})),
+		sources = append(sources, source{owner: ptr(controllerRef("apps/v1", ownership.Workload{Group: "apps", Kind: "ReplicaSet", Name: "orphan"})),
 			template: g.template(), labels: map[string]string{"app": "web"}, name: "orphan"})
 	}
 	if g.chance(0.2) {
@@ -255,7 +258,7 @@ func Sync(seed uint64) SyncCase {
 	}
 
 	for _, p := range c.Pods {
-		c.Chains[p.UID] = autoscale.ControllerChain(p.OwnerReferences, func(name string) ([]metav1.OwnerReference, bool) {
+		c.Chains[p.UID] = ownership.ControllerChain(p.OwnerReferences, func(name string) ([]metav1.OwnerReference, bool) {
 			refs, ok := replicaSets[name]
 			return refs, ok
 		})
@@ -263,12 +266,12 @@ func Sync(seed uint64) SyncCase {
 	c.HPAs = g.hpas(hash)
 	if g.chance(0.15) {
 		modes := []string{"Off", "Auto", "", "Initial"}
-		targets := []autoscale.Workload{webDeployment, canaryDeployment, dbStatefulSet}
-		c.VPAs = []autoscale.VPA{{Name: "vpa", Target: targets[r.IntN(len(targets))], Mode: modes[r.IntN(len(modes))]}}
+		targets := []ownership.Workload{webDeployment, canaryDeployment, dbStatefulSet}
+		c.VPAs = []ownership.VPA{{Name: "vpa", Target: targets[r.IntN(len(targets))], Mode: modes[r.IntN(len(modes))]}}
 	}
 
 	c.Policies = g.policies(hash)
-	claimants := make([]autoscale.Claimant, len(c.Policies))
+	claimants := make([]ownership.Claimant, len(c.Policies))
 	for i, p := range c.Policies {
 		claimants[i] = p.Claimant
 	}
@@ -288,7 +291,7 @@ func Sync(seed uint64) SyncCase {
 
 func nodeName(i int) string { return fmt.Sprintf("n%d", i+1) }
 
-func controllerRef(apiVersion string, w autoscale.Workload) metav1.OwnerReference {
+func controllerRef(apiVersion string, w ownership.Workload) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: apiVersion, Kind: w.Kind, Name: w.Name, UID: types.UID(w.Kind + "-" + w.Name), Controller: ptr(true)}
 }
 
@@ -499,7 +502,7 @@ func (g gen) policies(hash string) []Policy {
 		p.Created = now.Add(-time.Duration(1+g.r.IntN(2)) * time.Hour)
 		p.RecommendOnly = spec.UpdatePolicy != nil && spec.UpdatePolicy.UpdateMode == v1alpha1.UpdateModeOff
 		if ref := spec.TargetRef; ref != nil {
-			w := autoscale.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name)
+			w := ownership.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name)
 			p.Target = &w
 		} else {
 			sel, err := metav1.LabelSelectorAsSelector(spec.Selector)
@@ -518,10 +521,10 @@ func (g gen) policies(hash string) []Policy {
 // pods it sizes. The pods it claims are split as ownPods splits them: a pod
 // a VerticalPodAutoscaler acts on is held, one another policy wins is left
 // to it (but a policy in mode Off recommends for every pod it claims).
-func (g gen) syncInput(c *SyncCase, p Policy, claimants []autoscale.Claimant, usage map[types.UID]autoscale.PodInput) (autoscale.SyncInput, []string) {
+func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, usage map[types.UID]autoscale.PodInput) (autoscale.SyncInput, []string) {
 	spec := p.Spec
 	// As ownPods lists them: the policy itself first, then the others.
-	order := []autoscale.Claimant{p.Claimant}
+	order := []ownership.Claimant{p.Claimant}
 	for _, o := range claimants {
 		if o.Name != p.Name {
 			order = append(order, o)
@@ -530,28 +533,28 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []autoscale.Claimant, us
 	claimants = order
 	var conflict, vpa string
 	if p.Target != nil {
-		if v, ok := autoscale.VPAOn(autoscale.Chain{*p.Target}, c.VPAs); ok {
+		if v, ok := ownership.VPAOn(ownership.Chain{*p.Target}, c.VPAs); ok {
 			vpa = v.String()
 		}
-		if w, ok := autoscale.ClaimedBy(nil, autoscale.Chain{*p.Target}, claimants); ok && !p.RecommendOnly && w.Name != p.Name {
+		if w, ok := ownership.ClaimedBy(nil, ownership.Chain{*p.Target}, claimants); ok && !p.RecommendOnly && w.Name != p.Name {
 			conflict = "TailorPolicy " + w.Name + " names the same workload"
 		}
 	}
 	var running, unbound []*corev1.Pod
-	var chains []autoscale.Chain
+	var chains []ownership.Chain
 	var owned []string
 	for _, pod := range c.Pods {
 		chain, set := c.Chains[pod.UID], labels.Set(pod.Labels)
 		if !p.Claims(set, chain) {
 			continue
 		}
-		if v, ok := autoscale.VPAOn(chain, c.VPAs); ok {
+		if v, ok := ownership.VPAOn(chain, c.VPAs); ok {
 			if vpa == "" {
 				vpa = v.String()
 			}
 			continue
 		}
-		if w, _ := autoscale.ClaimedBy(set, chain, claimants); !p.RecommendOnly && w.Name != p.Name {
+		if w, _ := ownership.ClaimedBy(set, chain, claimants); !p.RecommendOnly && w.Name != p.Name {
 			conflict = "TailorPolicy " + w.Name + " sizes pods this policy selects"
 			continue
 		}
@@ -564,12 +567,12 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []autoscale.Claimant, us
 		owned = append(owned, pod.Name)
 	}
 	var template *corev1.PodTemplateSpec
-	var target []autoscale.Workload
+	var target []ownership.Workload
 	if p.Target != nil {
 		template = c.Templates[*p.Target]
 		target = append(target, *p.Target)
 	}
-	holds, _ := autoscale.HPAHolds(autoscale.Workloads(chains, target...), c.HPAs)
+	holds, _ := ownership.HPAHolds(ownership.Workloads(chains, target...), c.HPAs)
 	mode := v1alpha1.UpdateModeInPlace
 	if u := spec.UpdatePolicy; u != nil && u.UpdateMode != "" {
 		mode = u.UpdateMode
@@ -635,7 +638,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []autoscale.Claimant, us
 	if template != nil && !g.chance(0.15) {
 		rec = &v1alpha1.Recommendation{}
 		for _, name := range podcontainers.Names(&corev1.Pod{Spec: template.Spec}) {
-			var t autoscale.Target
+			var t podchange.Target
 			if len(running) > 0 {
 				t = usage[running[0].UID].Targets[name]
 			} else {
@@ -707,14 +710,14 @@ type boosted struct {
 }
 
 // boost applies the startup boost's advice to a pod's targets, as the
-// controller's advise does (autoscale.BoostTargets from the pod, its base
+// controller's advise does (boost.Targets from the pod, its base
 // the recommendation or the template's request).
-func (g gen) boost(pin *boosted, spec *v1alpha1.TailorPolicySpec, holds autoscale.Holds, template *corev1.PodTemplateSpec) {
+func (g gen) boost(pin *boosted, spec *v1alpha1.TailorPolicySpec, holds ownership.Holds, template *corev1.PodTemplateSpec) {
 	if spec.StartupBoost == nil {
 		return
 	}
 	targets := pin.Targets
-	d := autoscale.BoostTargets(autoscale.BoostInput{Pod: pin.Pod, Spec: spec, Holds: holds, FieldManager: "tailor", Now: now,
+	d := boost.Targets(boost.Input{Pod: pin.Pod, Spec: spec, Holds: holds, FieldManager: "tailor", Now: now,
 		Base: func(name string) (resource.Quantity, bool) {
 			if t, ok := targets[name]; ok && t.CPU != nil {
 				return *t.CPU, true
@@ -745,8 +748,8 @@ func (g gen) boost(pin *boosted, spec *v1alpha1.TailorPolicySpec, holds autoscal
 	}
 }
 
-func copyTargets(in map[string]autoscale.Target) map[string]autoscale.Target {
-	out := make(map[string]autoscale.Target, len(in))
+func copyTargets(in map[string]podchange.Target) map[string]podchange.Target {
+	out := make(map[string]podchange.Target, len(in))
 	for k, v := range in {
 		out[k] = v
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/observation"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
@@ -103,7 +104,7 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		}
 		if !dec.Empty() {
 			msg := shortText(dec.Short)
-			blocked[string(autoscale.SkipNoRoom)] = msg
+			blocked[string(podchange.SkipNoRoom)] = msg
 			key := "capped"
 			for _, s := range dec.Short {
 				key += ":" + s.Container + "/" + string(s.Resource) + "=" + s.Wanted.String()
@@ -163,13 +164,13 @@ func (r *Reconciler) reportFailure(policy *v1alpha1.TailorPolicy, ps *podState, 
 
 // reportSkips turns a pod's skipped changes into the ResizesBlocked reasons
 // and one event per state.
-func (r *Reconciler) reportSkips(policy *v1alpha1.TailorPolicy, ps *podState, p *corev1.Pod, dec autoscale.Decision, blocked map[string]string) {
+func (r *Reconciler) reportSkips(policy *v1alpha1.TailorPolicy, ps *podState, p *corev1.Pod, dec podchange.Decision, blocked map[string]string) {
 	for _, s := range dec.Skips {
 		switch s.Reason {
-		case autoscale.SkipRestartNotAllowed, autoscale.SkipNotRequested, autoscale.SkipQoSChange, autoscale.SkipPodLevelLimit:
+		case podchange.SkipRestartNotAllowed, podchange.SkipNotRequested, podchange.SkipQoSChange, podchange.SkipPodLevelLimit:
 			blocked[string(s.Reason)] = s.Message
 			r.reportOnce(ps, p, policy, "skip:"+string(s.Reason)+s.Container, EventResizeSkipped, s.Message)
-		case autoscale.SkipNoRoom:
+		case podchange.SkipNoRoom:
 			msg := fmt.Sprintf("container %s: %s", s.Container, s.Message)
 			blocked[string(s.Reason)] = msg
 			if r.reportOnce(ps, p, policy, "nodefull:"+s.Container+string(s.Resource), EventResizeDeferred, "not sent: "+msg) {
@@ -321,7 +322,7 @@ func (r *Reconciler) reportMemoryAtRisk(policy *v1alpha1.TailorPolicy, in *syncI
 
 // raisesMemory says whether dec raises container c's memory limit, or its
 // request when it has no limit.
-func raisesMemory(dec autoscale.Decision, c string) bool {
+func raisesMemory(dec podchange.Decision, c string) bool {
 	for _, ch := range dec.Changes {
 		if ch.Container != c || ch.Resource != corev1.ResourceMemory {
 			continue
@@ -335,7 +336,7 @@ func raisesMemory(dec autoscale.Decision, c string) bool {
 }
 
 // memoryHeldBy says what keeps container c's memory where it is.
-func memoryHeldBy(dec autoscale.Decision, h autoscale.Held, c string) string {
+func memoryHeldBy(dec podchange.Decision, h autoscale.Held, c string) string {
 	for _, s := range dec.Skips {
 		if s.Container == c && (s.Resource == corev1.ResourceMemory || s.Resource == "") {
 			return s.Message
@@ -369,7 +370,7 @@ func (ps *podState) settleReports() {
 }
 
 // shortText says which raises the node's room cut, for events and status.
-func shortText(short []autoscale.Shortfall) string {
+func shortText(short []podchange.Shortfall) string {
 	parts := make([]string, 0, len(short))
 	for _, s := range short {
 		parts = append(parts, fmt.Sprintf("container %s %s request raised to %s of the %s recommended: the node had %s free",
@@ -378,7 +379,7 @@ func shortText(short []autoscale.Shortfall) string {
 	return strings.Join(parts, "; ")
 }
 
-func describe(d autoscale.Decision) string {
+func describe(d podchange.Decision) string {
 	var parts []string
 	for _, c := range d.All() {
 		name := c.Container

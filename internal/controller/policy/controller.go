@@ -31,6 +31,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/observation"
+	"github.com/tailorhq/tailor/internal/podchange"
 )
 
 // What the controller reads (ClusterRole tailor-manager), bound
@@ -305,8 +306,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// The workload's recommendation, which status says and new pods are
 	// planned from, as the model advises it this sync.
 	// Within the bounds the sync decides by: a container whose policy sets
-	// no maxAllowed gets the default (autoscale.BoundedSpec).
-	bounded, _ := autoscale.BoundedSpec(&policy.Spec, in.defaults)
+	// no maxAllowed gets the default (podchange.BoundedSpec).
+	bounded, _ := podchange.BoundedSpec(&policy.Spec, in.defaults)
 	if recs := in.state.model.Recommendation(bounded, in.pods, now); len(recs) > 0 {
 		in.recommendation = &v1alpha1.Recommendation{ContainerRecommendations: recs}
 	}

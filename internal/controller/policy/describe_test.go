@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/podchange"
 )
 
 // TestDescribe: the text of a resize's event and log line says what moved;
@@ -14,7 +14,7 @@ import (
 // and the request as kept, not "request 64Mi -> 64Mi".
 func TestDescribe(t *testing.T) {
 	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
-	d := autoscale.Decision{Changes: []autoscale.Change{
+	d := podchange.Decision{Changes: []podchange.Change{
 		{Container: "app", Resource: corev1.ResourceCPU, RequestBefore: *q("100m"), RequestNow: *q("200m"), LimitBefore: q("200m"), LimitNow: q("400m")},
 		{Container: "app", Resource: corev1.ResourceMemory, RequestBefore: *q("64Mi"), RequestNow: *q("64Mi"), LimitBefore: q("128Mi"), LimitNow: q("295Mi"),
 			Notes: []string{"limit sized apart from the request, from the tail of usage: 295Mi"}},

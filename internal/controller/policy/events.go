@@ -1,8 +1,9 @@
 package policy
 
 import (
-	"github.com/tailorhq/tailor/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tailorhq/tailor/api/v1alpha1"
 )
 
 // reportOnce emits an event for a pod's state the first time it is seen,

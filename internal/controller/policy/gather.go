@@ -25,8 +25,11 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -67,13 +70,13 @@ type syncInput struct {
 	unbound []*corev1.Pod
 	// largest is the largest node's allocatable, and defaults the
 	// maxAllowed a container whose policy sets none gets this sync
-	// (autoscale.DefaultMaxAllowed).
-	largest, defaults map[corev1.ResourceName]autoscale.DefaultBound
+	// (podchange.DefaultMaxAllowed).
+	largest, defaults map[corev1.ResourceName]podchange.DefaultBound
 	// newPodRoom is the most a new pod of the target may request and still
 	// find a node (autoscale.NewPodRoom); nil when unknown or not needed.
 	newPodRoom corev1.ResourceList
 	// boostRaise names, by pod, the containers whose cpu target is a boost
-	// given: a resize raising one is sent under autoscale.BoostFieldManager.
+	// given: a resize raising one is sent under boost.FieldManager.
 	boostRaise map[types.UID]map[string]bool
 	// conflict says which other policies size some of the pods the
 	// policy's selector matches, and vpa which VerticalPodAutoscaler holds
@@ -164,7 +167,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if in.largest, err = r.largestNode(ctx); err != nil {
 		return nil, err
 	}
-	in.defaults = autoscale.DefaultMaxAllowed(in.decision.Rules, in.largest)
+	in.defaults = podchange.DefaultMaxAllowed(in.decision.Rules, in.largest)
 	if in.newPodRoom, err = r.newPodRoom(ctx, policy, state, unbound, now); err != nil {
 		return nil, err
 	}
@@ -440,20 +443,20 @@ func (r *Reconciler) pods(ctx context.Context, state *policyState) (running, unb
 // from the cache (an informer of every HPA in the cluster: there are few)
 // and says which requests those scaling its target, or a workload its pods'
 // chains reach (a selector policy's pods' Deployment), hold.
-func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy, chains []autoscale.Chain) (autoscale.Holds, string, error) {
-	var target []autoscale.Workload
+func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy, chains []ownership.Chain) (ownership.Holds, string, error) {
+	var target []ownership.Workload
 	if ref := policy.Spec.TargetRef; ref != nil {
-		target = append(target, autoscale.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name))
+		target = append(target, ownership.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name))
 	}
-	workloads := autoscale.Workloads(chains, target...)
+	workloads := ownership.Workloads(chains, target...)
 	if len(workloads) == 0 {
-		return autoscale.Holds{}, "", nil
+		return ownership.Holds{}, "", nil
 	}
 	var list autoscalingv2.HorizontalPodAutoscalerList
 	if err := r.Client.List(ctx, &list, client.InNamespace(policy.Namespace)); err != nil {
-		return autoscale.Holds{}, "", fmt.Errorf("listing HorizontalPodAutoscalers of namespace %s: %w", policy.Namespace, err)
+		return ownership.Holds{}, "", fmt.Errorf("listing HorizontalPodAutoscalers of namespace %s: %w", policy.Namespace, err)
 	}
-	holds, text := autoscale.HPAHolds(workloads, list.Items)
+	holds, text := ownership.HPAHolds(workloads, list.Items)
 	return holds, text, nil
 }
 
@@ -510,7 +513,7 @@ func (r *Reconciler) namespaceRules(ctx context.Context, namespace string) (*nsr
 
 // largestNode is the largest allocatable among the cluster's nodes, from
 // the cache: what no container can use more of.
-func (r *Reconciler) largestNode(ctx context.Context) (map[corev1.ResourceName]autoscale.DefaultBound, error) {
+func (r *Reconciler) largestNode(ctx context.Context) (map[corev1.ResourceName]podchange.DefaultBound, error) {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
@@ -519,7 +522,7 @@ func (r *Reconciler) largestNode(ctx context.Context) (map[corev1.ResourceName]a
 	for i := range nodes.Items {
 		ptrs[i] = &nodes.Items[i]
 	}
-	return autoscale.LargestAllocatable(ptrs), nil
+	return podchange.LargestAllocatable(ptrs), nil
 }
 
 // nodes reads each node the pods run on once, with the pods bound to it. A
@@ -606,7 +609,7 @@ func observe(p *corev1.Pod) actuator.Observation {
 func lastResizeOf(p *corev1.Pod) time.Time {
 	var last time.Time
 	for _, mf := range p.ManagedFields {
-		if (mf.Manager == actuator.FieldManager || mf.Manager == autoscale.BoostFieldManager) && mf.Subresource == "resize" && mf.Time != nil && mf.Time.After(last) {
+		if (mf.Manager == actuator.FieldManager || mf.Manager == boost.FieldManager) && mf.Subresource == "resize" && mf.Time != nil && mf.Time.After(last) {
 			last = mf.Time.Time
 		}
 	}

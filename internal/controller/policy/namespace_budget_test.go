@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -105,7 +106,7 @@ func idlePolicy(name string, withBudget bool, budget int, now time.Time) (*v1alp
 		p := builder.Pod(fmt.Sprintf("%s-%d", name, i)).UID(fmt.Sprintf("%s-%d", name, i)).Namespace("team").Node("n1").
 			Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")).Running().Obj()
 		bound = append(bound, p)
-		pods = append(pods, autoscale.PodInput{Pod: p, Targets: map[string]autoscale.Target{"app": {CPU: ptr.To(resource.MustParse("200m"))}},
+		pods = append(pods, autoscale.PodInput{Pod: p, Targets: map[string]podchange.Target{"app": {CPU: ptr.To(resource.MustParse("200m"))}},
 			WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}})
 	}
 	in := &syncInput{namespaceBudget: withBudget, countLowerings: true}

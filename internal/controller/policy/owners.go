@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/ownership"
 )
 
 // EventConflict and EventVerticalPodAutoscaler say, once when it starts,
@@ -47,7 +47,7 @@ type owned struct {
 	// pods are those the policy sizes.
 	pods []*corev1.Pod
 	// chains are the pods' controller chains.
-	chains []autoscale.Chain
+	chains []ownership.Chain
 	// lost counts the pods another policy sizes, by its name.
 	lost map[string]int
 	// target names the policy that wins this targetRef policy's workload
@@ -58,19 +58,19 @@ type owned struct {
 	// vpa is the VerticalPodAutoscaler that sets the resources of the
 	// policy's target or of some of its pods, held is how many pods it
 	// holds; vpa.Name is "" when there is none.
-	vpa  autoscale.VPA
+	vpa  ownership.VPA
 	held int
 }
 
 // ownPods splits the pods the policy's label selector matches (the cheap
 // first filter) by their controller chains: a targetRef policy's pods are
 // those its target controls; of a pod several policies claim, only the
-// winner's (autoscale.ClaimedBy) are sized; a pod whose workload a
+// winner's (ownership.ClaimedBy) are sized; a pod whose workload a
 // VerticalPodAutoscaler sets the resources of is held. self is the policy
 // as a claimant; others are every policy of the namespace, self included
 // or not.
-func ownPods(self autoscale.Claimant, pods []*corev1.Pod, chains map[types.UID]autoscale.Chain, others []autoscale.Claimant, vpas []autoscale.VPA) owned {
-	claimants := []autoscale.Claimant{self}
+func ownPods(self ownership.Claimant, pods []*corev1.Pod, chains map[types.UID]ownership.Chain, others []ownership.Claimant, vpas []ownership.VPA) owned {
+	claimants := []ownership.Claimant{self}
 	for _, c := range others {
 		if c.Name != self.Name {
 			claimants = append(claimants, c)
@@ -78,10 +78,10 @@ func ownPods(self autoscale.Claimant, pods []*corev1.Pod, chains map[types.UID]a
 	}
 	out := owned{lost: map[string]int{}}
 	if self.Target != nil {
-		out.vpa, _ = autoscale.VPAOn(autoscale.Chain{*self.Target}, vpas)
+		out.vpa, _ = ownership.VPAOn(ownership.Chain{*self.Target}, vpas)
 		// No labels: of the claimants of the workload itself only targetRef
 		// policies can win over a targetRef policy.
-		if w, ok := autoscale.ClaimedBy(nil, autoscale.Chain{*self.Target}, claimants); ok && !self.RecommendOnly && w.Name != self.Name {
+		if w, ok := ownership.ClaimedBy(nil, ownership.Chain{*self.Target}, claimants); ok && !self.RecommendOnly && w.Name != self.Name {
 			out.target = w.Name
 		}
 	}
@@ -90,7 +90,7 @@ func ownPods(self autoscale.Claimant, pods []*corev1.Pod, chains map[types.UID]a
 		if !self.Claims(set, chain) {
 			continue
 		}
-		if v, ok := autoscale.VPAOn(chain, vpas); ok {
+		if v, ok := ownership.VPAOn(chain, vpas); ok {
 			if out.vpa.Name == "" || v.Name < out.vpa.Name {
 				out.vpa = v
 			}
@@ -99,7 +99,7 @@ func ownPods(self autoscale.Claimant, pods []*corev1.Pod, chains map[types.UID]a
 		}
 		// A policy in mode Off sizes nothing and recommends for every pod it
 		// claims; of the others, one sizes the pod.
-		if winner, _ := autoscale.ClaimedBy(set, chain, claimants); !self.RecommendOnly && winner.Name != self.Name {
+		if winner, _ := ownership.ClaimedBy(set, chain, claimants); !self.RecommendOnly && winner.Name != self.Name {
 			out.lost[winner.Name]++
 			continue
 		}
@@ -164,39 +164,39 @@ func (o owned) vpaHeld() string {
 		"until the VerticalPodAutoscaler's updateMode is Off or it is deleted", o.vpa, o.held)
 }
 
-// claimant is a policy as autoscale.ClaimedBy sees it; ok is false for a
+// claimant is a policy as ownership.ClaimedBy sees it; ok is false for a
 // policy that claims nothing (being deleted, or a selector that does not
 // parse: its own sync says so).
-func claimant(p *v1alpha1.TailorPolicy) (autoscale.Claimant, bool) {
+func claimant(p *v1alpha1.TailorPolicy) (ownership.Claimant, bool) {
 	if !p.DeletionTimestamp.IsZero() {
-		return autoscale.Claimant{}, false
+		return ownership.Claimant{}, false
 	}
-	c := autoscale.Claimant{Name: p.Name, Created: p.CreationTimestamp.Time, RecommendOnly: p.Spec.Mode() == v1alpha1.UpdateModeOff}
+	c := ownership.Claimant{Name: p.Name, Created: p.CreationTimestamp.Time, RecommendOnly: p.Spec.Mode() == v1alpha1.UpdateModeOff}
 	if ref := p.Spec.TargetRef; ref != nil {
-		w := autoscale.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name)
+		w := ownership.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name)
 		c.Target = &w
 		return c, true
 	}
 	if p.Spec.Selector == nil {
-		return autoscale.Claimant{}, false
+		return ownership.Claimant{}, false
 	}
 	sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
 	if err != nil {
-		return autoscale.Claimant{}, false
+		return ownership.Claimant{}, false
 	}
 	c.Selector = sel
 	return c, true
 }
 
 // claimants are the policies of the namespace, from the cache.
-func (r *Reconciler) claimants(ctx context.Context, namespace string) ([]autoscale.Claimant, error) {
+func (r *Reconciler) claimants(ctx context.Context, namespace string) ([]ownership.Claimant, error) {
 	var list v1alpha1.TailorPolicyList
 	// Read only (claimant copies what it keeps): the cache's policies, with
 	// their statuses, are not copied for it at every sync.
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the TailorPolicies of namespace %s: %w", namespace, err)
 	}
-	out := make([]autoscale.Claimant, 0, len(list.Items))
+	out := make([]ownership.Claimant, 0, len(list.Items))
 	for i := range list.Items {
 		if c, ok := claimant(&list.Items[i]); ok {
 			out = append(out, c)
@@ -208,17 +208,17 @@ func (r *Reconciler) claimants(ctx context.Context, namespace string) ([]autosca
 // chains reads the controller chain of each pod: the pod's controller and,
 // for a ReplicaSet, the ReplicaSet's, from the cache of ReplicaSets'
 // metadata, once per ReplicaSet.
-func (r *Reconciler) chains(ctx context.Context, pods []*corev1.Pod) (map[types.UID]autoscale.Chain, error) {
+func (r *Reconciler) chains(ctx context.Context, pods []*corev1.Pod) (map[types.UID]ownership.Chain, error) {
 	type found struct {
 		refs []metav1.OwnerReference
 		ok   bool
 	}
 	replicaSets := map[string]found{}
 	var readErr error
-	out := make(map[types.UID]autoscale.Chain, len(pods))
+	out := make(map[types.UID]ownership.Chain, len(pods))
 	for _, p := range pods {
 		ns := p.Namespace
-		out[p.UID] = autoscale.ControllerChain(p.OwnerReferences, func(name string) ([]metav1.OwnerReference, bool) {
+		out[p.UID] = ownership.ControllerChain(p.OwnerReferences, func(name string) ([]metav1.OwnerReference, bool) {
 			if f, seen := replicaSets[name]; seen {
 				return f.refs, f.ok
 			}
@@ -246,7 +246,7 @@ func (r *Reconciler) chains(ctx context.Context, pods []*corev1.Pod) (map[types.
 // vpas are the VerticalPodAutoscalers of the namespace; none when the
 // controller has no reader for them (their CRD was not installed when the
 // manager started) or their CRD is gone.
-func (r *Reconciler) vpas(ctx context.Context, namespace string) ([]autoscale.VPA, error) {
+func (r *Reconciler) vpas(ctx context.Context, namespace string) ([]ownership.VPA, error) {
 	if r.VerticalPodAutoscalers == nil {
 		return nil, nil
 	}
@@ -258,7 +258,7 @@ func (r *Reconciler) vpas(ctx context.Context, namespace string) ([]autoscale.VP
 		}
 		return nil, fmt.Errorf("listing the VerticalPodAutoscalers of namespace %s: %w", namespace, err)
 	}
-	out := make([]autoscale.VPA, 0, len(list.Items))
+	out := make([]ownership.VPA, 0, len(list.Items))
 	for _, u := range list.Items {
 		if v, ok := vpaOf(&u); ok {
 			out = append(out, v)
@@ -269,13 +269,13 @@ func (r *Reconciler) vpas(ctx context.Context, namespace string) ([]autoscale.VP
 
 // vpaOf reads what VPAOn needs of a VerticalPodAutoscaler; ok is false for
 // one without a targetRef (the apiserver requires it).
-func vpaOf(u *unstructured.Unstructured) (autoscale.VPA, bool) {
+func vpaOf(u *unstructured.Unstructured) (ownership.VPA, bool) {
 	apiVersion, _, _ := unstructured.NestedString(u.Object, "spec", "targetRef", "apiVersion")
 	kind, _, _ := unstructured.NestedString(u.Object, "spec", "targetRef", "kind")
 	name, _, _ := unstructured.NestedString(u.Object, "spec", "targetRef", "name")
 	if kind == "" || name == "" {
-		return autoscale.VPA{}, false
+		return ownership.VPA{}, false
 	}
 	mode, _, _ := unstructured.NestedString(u.Object, "spec", "updatePolicy", "updateMode")
-	return autoscale.VPA{Name: u.GetName(), Target: autoscale.WorkloadOf(apiVersion, kind, name), Mode: mode}, true
+	return ownership.VPA{Name: u.GetName(), Target: ownership.WorkloadOf(apiVersion, kind, name), Mode: mode}, true
 }

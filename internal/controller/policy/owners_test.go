@@ -10,30 +10,30 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/ownership"
 )
 
 func TestOwnPods(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-	web := autoscale.Workload{Group: "apps", Kind: "Deployment", Name: "web"}
-	canary := autoscale.Workload{Group: "apps", Kind: "Deployment", Name: "web-canary"}
+	web := ownership.Workload{Group: "apps", Kind: "Deployment", Name: "web"}
+	canary := ownership.Workload{Group: "apps", Kind: "Deployment", Name: "web-canary"}
 	pod := func(name string) *corev1.Pod {
 		p := &corev1.Pod{}
 		p.Name, p.UID, p.Labels = name, types.UID(name), map[string]string{"app": "web"}
 		return p
 	}
 	pods := []*corev1.Pod{pod("stable-1"), pod("stable-2"), pod("canary-1")}
-	chains := map[types.UID]autoscale.Chain{
+	chains := map[types.UID]ownership.Chain{
 		"stable-1": {{Group: "apps", Kind: "ReplicaSet", Name: "web-5d9c"}, web},
 		"stable-2": {{Group: "apps", Kind: "ReplicaSet", Name: "web-5d9c"}, web},
 		"canary-1": {{Group: "apps", Kind: "ReplicaSet", Name: "canary-7f8b"}, canary},
 	}
-	stable := autoscale.Claimant{Name: "stable", Created: t0.Add(time.Hour), Target: &web}
-	sel := autoscale.Claimant{Name: "sel", Created: t0, Selector: labels.SelectorFromSet(labels.Set{"app": "web"})}
+	stable := ownership.Claimant{Name: "stable", Created: t0.Add(time.Hour), Target: &web}
+	sel := ownership.Claimant{Name: "sel", Created: t0, Selector: labels.SelectorFromSet(labels.Set{"app": "web"})}
 	cases := map[string]struct {
-		self         autoscale.Claimant
-		others       []autoscale.Claimant
-		vpas         []autoscale.VPA
+		self         ownership.Claimant
+		others       []ownership.Claimant
+		vpas         []ownership.VPA
 		wantPods     []string
 		wantLost     map[string]int
 		wantVPA      string
@@ -42,49 +42,49 @@ func TestOwnPods(t *testing.T) {
 		wantConflict bool
 	}{
 		"a targetRef policy sizes its target's pods, not the canary's": {
-			self: stable, others: []autoscale.Claimant{stable}, wantPods: []string{"stable-1", "stable-2"},
+			self: stable, others: []ownership.Claimant{stable}, wantPods: []string{"stable-1", "stable-2"},
 		},
 		"a selector policy alone sizes every pod it selects": {
-			self: sel, others: []autoscale.Claimant{sel}, wantPods: []string{"stable-1", "stable-2", "canary-1"},
+			self: sel, others: []ownership.Claimant{sel}, wantPods: []string{"stable-1", "stable-2", "canary-1"},
 		},
 		"the selector policy loses the stable pods to the targetRef policy": {
-			self: sel, others: []autoscale.Claimant{sel, stable}, wantPods: []string{"canary-1"},
+			self: sel, others: []ownership.Claimant{sel, stable}, wantPods: []string{"canary-1"},
 			wantLost: map[string]int{"stable": 2}, wantConflict: true,
 		},
 		"a policy in mode Off recommends for every pod it selects, and takes none from the one that sizes them": {
-			self:     autoscale.Claimant{Name: "watch", Created: t0.Add(-time.Hour), Selector: labels.SelectorFromSet(labels.Set{"app": "web"}), RecommendOnly: true},
-			others:   []autoscale.Claimant{stable},
+			self:     ownership.Claimant{Name: "watch", Created: t0.Add(-time.Hour), Selector: labels.SelectorFromSet(labels.Set{"app": "web"}), RecommendOnly: true},
+			others:   []ownership.Claimant{stable},
 			wantPods: []string{"stable-1", "stable-2", "canary-1"},
 		},
 		"a policy that sizes does not lose its pods to an older one in mode Off": {
-			self: stable, others: []autoscale.Claimant{stable, {Name: "watch", Created: t0.Add(-time.Hour), Target: &web, RecommendOnly: true}},
+			self: stable, others: []ownership.Claimant{stable, {Name: "watch", Created: t0.Add(-time.Hour), Target: &web, RecommendOnly: true}},
 			wantPods: []string{"stable-1", "stable-2"},
 		},
 		"the targetRef policy wins over the older selector policy": {
-			self: stable, others: []autoscale.Claimant{sel, stable}, wantPods: []string{"stable-1", "stable-2"},
+			self: stable, others: []ownership.Claimant{sel, stable}, wantPods: []string{"stable-1", "stable-2"},
 		},
 		"of two policies naming one workload the older sizes it, pods or not": {
-			self: stable, others: []autoscale.Claimant{stable, {Name: "first", Created: t0, Target: &web}},
+			self: stable, others: []ownership.Claimant{stable, {Name: "first", Created: t0, Target: &web}},
 			wantLost: map[string]int{"first": 2}, wantTarget: "first", wantConflict: true,
 		},
 		"of two policies naming one workload the older keeps it": {
-			self: autoscale.Claimant{Name: "first", Created: t0, Target: &web}, others: []autoscale.Claimant{stable},
+			self: ownership.Claimant{Name: "first", Created: t0, Target: &web}, others: []ownership.Claimant{stable},
 			wantPods: []string{"stable-1", "stable-2"},
 		},
 		"a policy in mode Off naming the same workload takes nothing from it": {
-			self: stable, others: []autoscale.Claimant{stable, {Name: "watch", Created: t0, Target: &web, RecommendOnly: true}},
+			self: stable, others: []ownership.Claimant{stable, {Name: "watch", Created: t0, Target: &web, RecommendOnly: true}},
 			wantPods: []string{"stable-1", "stable-2"},
 		},
 		"an acting VPA on the target holds the target's pods": {
-			self: stable, others: []autoscale.Claimant{stable}, vpas: []autoscale.VPA{{Name: "web", Target: web, Mode: "Auto"}},
+			self: stable, others: []ownership.Claimant{stable}, vpas: []ownership.VPA{{Name: "web", Target: web, Mode: "Auto"}},
 			wantVPA: "web", wantHeld: 2,
 		},
 		"an acting VPA on the canary holds only the canary's pods of a selector policy": {
-			self: sel, others: []autoscale.Claimant{sel}, vpas: []autoscale.VPA{{Name: "c", Target: canary, Mode: "Recreate"}},
+			self: sel, others: []ownership.Claimant{sel}, vpas: []ownership.VPA{{Name: "c", Target: canary, Mode: "Recreate"}},
 			wantPods: []string{"stable-1", "stable-2"}, wantVPA: "c", wantHeld: 1,
 		},
 		"a VPA in mode Off holds nothing": {
-			self: stable, others: []autoscale.Claimant{stable}, vpas: []autoscale.VPA{{Name: "web", Target: web, Mode: "Off"}},
+			self: stable, others: []ownership.Claimant{stable}, vpas: []ownership.VPA{{Name: "web", Target: web, Mode: "Off"}},
 			wantPods: []string{"stable-1", "stable-2"},
 		},
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/observation"
+	"github.com/tailorhq/tailor/internal/podchange"
 )
 
 // Event reasons of InPlaceOrRecreate.
@@ -78,7 +79,7 @@ func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy
 	state, p, d := in.state, step.Pod, step.RecreateDecision
 	ps := state.pod(p)
 	ps.shortSince = step.ShortSince
-	interval := autoscale.MinResizeInterval(&policy.Spec)
+	interval := podchange.MinResizeInterval(&policy.Spec)
 	block := func(reason, msg string) (bool, time.Duration, error) {
 		state.dropPendingRecreation(p)
 		msg = "pod " + p.Name + " not evicted: " + msg

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/podchange"
 )
 
 // maxPodsInStatus bounds status.pods (the CRD allows 256).
@@ -52,7 +52,7 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	if len(rec.ContainerRecommendations) > 0 {
 		status.Recommendation = rec
 		msg := fmt.Sprintf("recommendations for %d container(s) of %d pod(s)", len(rec.ContainerRecommendations), len(pods))
-		if capped := autoscale.DefaultCapped(&policy.Spec, in.defaults, rec.ContainerRecommendations); capped != "" {
+		if capped := podchange.DefaultCapped(&policy.Spec, in.defaults, rec.ContainerRecommendations); capped != "" {
 			msg += "; " + capped
 		}
 		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, "Recommended", truncate(msg, 1024), gen)

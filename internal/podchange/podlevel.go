@@ -1,4 +1,4 @@
-package autoscale
+package podchange
 
 import (
 	"fmt"
@@ -12,7 +12,9 @@ import (
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
-func hasPodLevel(p *corev1.Pod) bool {
+// HasPodLevel reports whether the pod sets pod-level resources
+// (spec.resources), which then bound what its containers may be given.
+func HasPodLevel(p *corev1.Pod) bool {
 	r := p.Spec.Resources
 	return r != nil && len(r.Requests)+len(r.Limits) > 0
 }
@@ -70,7 +72,7 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 		if lim != nil {
 			newLim = toFloat(r, *lim)
 		}
-		if t := in.PodTarget.of(r); t != nil && controls(star, r) {
+		if t := in.PodTarget.of(r); t != nil && Controls(star, r) {
 			minAllowed, maxAllowed := in.podBounds(r)
 			if v := in.shape(r, cur, toFloat(r, *t), minAllowed, maxAllowed, in.Creating, &ch.Notes); v != nil {
 				ws := map[string]resource.Quantity{}
@@ -315,7 +317,7 @@ func (in Input) restartingWithoutLimit(r corev1.ResourceName) string {
 		}
 	}
 	for _, c := range all {
-		if _, own := c.Resources.Limits[r]; own || !restartsFor(c, r) {
+		if _, own := c.Resources.Limits[r]; own || !RestartsFor(c, r) {
 			continue
 		}
 		if pol, err := in.Spec.PolicyFor(c.Name); err != nil || !allowsRestart(pol) {
@@ -325,7 +327,8 @@ func (in Input) restartingWithoutLimit(r corev1.ResourceName) string {
 	return ""
 }
 
-func controls(pol v1alpha1.ContainerPolicy, r corev1.ResourceName) bool {
+// Controls reports whether the policy's controlledResources name r.
+func Controls(pol v1alpha1.ContainerPolicy, r corev1.ResourceName) bool {
 	for _, c := range pol.ControlledResources {
 		if c == r {
 			return true

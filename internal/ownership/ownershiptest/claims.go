@@ -1,4 +1,4 @@
-package autoscaletest
+package ownershiptest
 
 import (
 	"fmt"
@@ -8,8 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/ownership"
 )
 
 // ClaimsCase is a namespace's pods, as far as which policy sizes them
@@ -17,14 +18,14 @@ import (
 // claimants.
 type ClaimsCase struct {
 	Pods     []ClaimedPod
-	Policies []autoscale.Claimant
+	Policies []ownership.Claimant
 }
 
 // ClaimedPod is a pod's labels and controller chain.
 type ClaimedPod struct {
 	Name   string
 	Labels labels.Set
-	Chain  autoscale.Chain
+	Chain  ownership.Chain
 }
 
 // Claims draws a ClaimsCase from seed; the same seed gives the same case.
@@ -43,7 +44,7 @@ func Claims(seed uint64) ClaimsCase {
 		labels labels.Set
 	}
 	controller := func(apiVersion, kind, name string) metav1.OwnerReference {
-		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID("uid-" + kind + "-" + name), Controller: ptr(true)}
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID("uid-" + kind + "-" + name), Controller: ptr.To(true)}
 	}
 	replicaSets := map[string][]metav1.OwnerReference{
 		"web-1":    {controller("apps/v1", "Deployment", "web")},
@@ -70,7 +71,7 @@ func Claims(seed uint64) ClaimsCase {
 			refs = []metav1.OwnerReference{s.ref}
 		}
 		c.Pods = append(c.Pods, ClaimedPod{Name: fmt.Sprintf("pod-%d", i), Labels: s.labels,
-			Chain: autoscale.ControllerChain(refs, func(name string) ([]metav1.OwnerReference, bool) {
+			Chain: ownership.ControllerChain(refs, func(name string) ([]metav1.OwnerReference, bool) {
 				refs, ok := replicaSets[name]
 				return refs, ok
 			})})
@@ -96,10 +97,10 @@ func Claims(seed uint64) ClaimsCase {
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	created := []time.Time{t0, t0, t0.Add(time.Second), t0.Add(time.Hour)}
 	for i := range 1 + r.IntN(6) {
-		p := autoscale.Claimant{Name: names[i], Created: created[r.IntN(len(created))], RecommendOnly: r.IntN(5) == 0}
+		p := ownership.Claimant{Name: names[i], Created: created[r.IntN(len(created))], RecommendOnly: r.IntN(5) == 0}
 		if r.IntN(2) == 0 {
 			t := targets[r.IntN(len(targets))]
-			w := autoscale.WorkloadOf(t.apiVersion, t.kind, t.name)
+			w := ownership.WorkloadOf(t.apiVersion, t.kind, t.name)
 			p.Target = &w
 		} else {
 			sel, err := metav1.LabelSelectorAsSelector(selectors[r.IntN(len(selectors))])

@@ -1,4 +1,4 @@
-package autoscale
+package boost
 
 import (
 	"encoding/json"
@@ -11,20 +11,22 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
-// DefaultBoostDuration is startupBoost.duration when unset.
-const DefaultBoostDuration = 30 * time.Second
+// DefaultDuration is startupBoost.duration when unset.
+const DefaultDuration = 30 * time.Second
 
-// MaxBoost bounds a boost whose pod never becomes Ready (a readiness probe
+// MaxDuration bounds a boost whose pod never becomes Ready (a readiness probe
 // that never passes, a condition nothing sets): it ends this long after the
 // last of the pod's containers started, so a broken pod does not keep CPU
 // it was lent.
-const MaxBoost = 10 * time.Minute
+const MaxDuration = 10 * time.Minute
 
 // Starting reports whether p is in the boosted start of its life: its
-// containers started less than MaxBoost ago and the pod is not Ready (or
+// containers started less than MaxDuration ago and the pod is not Ready (or
 // the boost's condition is not True), or turned so less than the boost's
 // duration ago. A container restart makes the pod not Ready again, so a
 // crash loop is boosted too. It also returns when the start ends, when
@@ -42,7 +44,7 @@ func Starting(p *corev1.Pod, b *v1alpha1.StartupBoost, now time.Time) (bool, tim
 	if started.IsZero() && p.Status.StartTime != nil {
 		started = p.Status.StartTime.Time
 	}
-	giveUp := started.Add(MaxBoost)
+	giveUp := started.Add(MaxDuration)
 	if !started.IsZero() && !now.Before(giveUp) {
 		return false, time.Time{}
 	}
@@ -50,7 +52,7 @@ func Starting(p *corev1.Pod, b *v1alpha1.StartupBoost, now time.Time) (bool, tim
 	if b.Condition != "" {
 		typ = corev1.PodConditionType(b.Condition)
 	}
-	d := DefaultBoostDuration
+	d := DefaultDuration
 	if b.Duration != nil {
 		d = b.Duration.Duration
 	}
@@ -71,8 +73,8 @@ func Starting(p *corev1.Pod, b *v1alpha1.StartupBoost, now time.Time) (bool, tim
 	return true, giveUp
 }
 
-// BoostedCPU is the CPU request a container asking base gets while boosted.
-func BoostedCPU(base resource.Quantity, b *v1alpha1.StartupBoost) resource.Quantity {
+// CPU is the CPU request a container asking base gets while boosted.
+func CPU(base resource.Quantity, b *v1alpha1.StartupBoost) resource.Quantity {
 	if b.FactorPercent != nil {
 		return *resource.NewMilliQuantity((base.MilliValue()*int64(*b.FactorPercent)+99)/100, resource.DecimalSI)
 	}
@@ -89,9 +91,9 @@ func Boostable(c *corev1.Container, pol v1alpha1.ContainerPolicy) string {
 	switch {
 	case pol.Mode != nil && *pol.Mode == v1alpha1.ContainerModeOff:
 		return "its containerPolicy mode is Off"
-	case !controls(pol, corev1.ResourceCPU):
+	case !podchange.Controls(pol, corev1.ResourceCPU):
 		return "the policy does not control its cpu"
-	case restartsFor(c, corev1.ResourceCPU):
+	case podchange.RestartsFor(c, corev1.ResourceCPU):
 		return "its cpu resizePolicy is RestartContainer: removing the boost would restart it"
 	}
 	if _, ok := c.Resources.Requests[corev1.ResourceCPU]; !ok {
@@ -100,9 +102,9 @@ func Boostable(c *corev1.Container, pol v1alpha1.ContainerPolicy) string {
 	return ""
 }
 
-// BoostText is the value of the pod annotation BoostAnnotation: each
+// Text is the value of the pod annotation BoostAnnotation: each
 // boosted container's CPU request, sorted by name.
-func BoostText(boosted map[string]resource.Quantity) string {
+func Text(boosted map[string]resource.Quantity) string {
 	names := make([]string, 0, len(boosted))
 	for n := range boosted {
 		names = append(names, n)
@@ -116,9 +118,9 @@ func BoostText(boosted map[string]resource.Quantity) string {
 	return strings.Join(parts, ",")
 }
 
-// ParseBoostText reads BoostText back; a pod annotated by hand with
+// ParseText reads Text back; a pod annotated by hand with
 // anything else is an error, and gets no boost removed.
-func ParseBoostText(s string) (map[string]resource.Quantity, error) {
+func ParseText(s string) (map[string]resource.Quantity, error) {
 	out := map[string]resource.Quantity{}
 	if s == "" {
 		return out, nil
@@ -137,7 +139,7 @@ func ParseBoostText(s string) (map[string]resource.Quantity, error) {
 	return out, nil
 }
 
-// BoostFieldManager is the field manager tailor's in-place boosts are sent
+// FieldManager is the field manager tailor's in-place boosts are sent
 // under (tailor's other resizes go under actuator.FieldManager). The
 // apiserver gives a field to the last manager that changed it, so while
 // this manager's pods/resize entry in the pod's managedFields owns a
@@ -145,12 +147,12 @@ func ParseBoostText(s string) (map[string]resource.Quantity, error) {
 // reached (the node's room may have cut it); once tailor (or anyone) sets
 // it again, the entry loses it. The pod itself so says what is lent: a
 // restarted manager, or a new leader, reads it back.
-const BoostFieldManager = "tailor-startup-boost"
+const FieldManager = "tailor-startup-boost"
 
-// BoostInput is what the startup boost of one pod is decided from: the pod
+// Input is what the startup boost of one pod is decided from: the pod
 // (its status says whether it starts, its annotation and managedFields
 // which cpu requests are boosts), the policy, and the time.
-type BoostInput struct {
+type Input struct {
 	Pod  *corev1.Pod
 	Spec *v1alpha1.TailorPolicySpec
 	// Base is the CPU request a container has without a boost (the
@@ -159,7 +161,7 @@ type BoostInput struct {
 	Base func(container string) (resource.Quantity, bool)
 	// Holds are the requests a HorizontalPodAutoscaler divides by: their
 	// cpu is never boosted.
-	Holds Holds
+	Holds ownership.Holds
 	// FieldManager is the field manager of tailor's other resizes
 	// (actuator.FieldManager): a cpu request it owns is no longer what the
 	// pod was admitted with.
@@ -167,21 +169,21 @@ type BoostInput struct {
 	Now          time.Time
 }
 
-// BoostTarget is what the boost does to one container's cpu request.
-type BoostTarget struct {
+// Target is what the boost does to one container's cpu request.
+type Target struct {
 	// CPU is the request to go straight to (no step limits, stabilization
 	// or tolerance); nil holds it as it is.
 	CPU *resource.Quantity
-	// Raise: CPU is a boost given, to be sent under BoostFieldManager;
+	// Raise: CPU is a boost given, to be sent under FieldManager;
 	// otherwise it is one taken back.
 	Raise bool
 }
 
-// BoostDecision is the startup boost's say over a pod's cpu requests.
-type BoostDecision struct {
+// Decision is the startup boost's say over a pod's cpu requests.
+type Decision struct {
 	// Containers are those whose cpu the boost decides; the others are
 	// sized as usual.
-	Containers map[string]BoostTarget
+	Containers map[string]Target
 	// Boosted names the containers whose cpu request is a boost now (by
 	// the admission annotation or in place).
 	Boosted map[string]bool
@@ -189,7 +191,7 @@ type BoostDecision struct {
 	NotBoosted []string
 }
 
-// BoostTargets decides a pod's startup boost from the pod alone:
+// Targets decides a pod's startup boost from the pod alone:
 //
 //   - while the pod starts, a container below its boost is raised to it in
 //     place (a pod created without it, a restarted container, a boost the
@@ -197,7 +199,7 @@ type BoostDecision struct {
 //     starting pod's CPU;
 //   - once started, a container whose cpu request is still a boost (set by
 //     the admission that annotated the pod and not by tailor since, or set
-//     by an in-place boost, BoostFieldManager, and by no one since) and
+//     by an in-place boost, FieldManager, and by no one since) and
 //     above its base goes straight back to the base, whatever the boost
 //     reached: the boost was lent, not learnt. A request tailor set after
 //     the start (a raise for real usage) is its own and is left to the
@@ -205,20 +207,20 @@ type BoostDecision struct {
 //
 // A container whose base is unknown is boosted from its request and, once
 // started, keeps its boost until a base is known.
-func BoostTargets(in BoostInput) BoostDecision {
-	out := BoostDecision{Containers: map[string]BoostTarget{}, Boosted: map[string]bool{}}
+func Targets(in Input) Decision {
+	out := Decision{Containers: map[string]Target{}, Boosted: map[string]bool{}}
 	b := in.Spec.StartupBoost
 	if b == nil || in.Pod == nil {
 		return out
 	}
 	p := in.Pod
 	starting, _ := Starting(p, b, in.Now)
-	admitted, err := ParseBoostText(p.Annotations[v1alpha1.BoostAnnotation])
+	admitted, err := ParseText(p.Annotations[v1alpha1.BoostAnnotation])
 	if err != nil {
 		// A hand-written annotation takes back nothing.
 		admitted = nil
 	}
-	inPlace := cpuSetBy(p, BoostFieldManager)
+	inPlace := cpuSetBy(p, FieldManager)
 	resized := cpuSetBy(p, in.FieldManager)
 	for _, c := range podcontainers.Running(&p.Spec) {
 		name := c.Name
@@ -250,17 +252,17 @@ func BoostTargets(in BoostInput) BoostDecision {
 			if !known {
 				base = cur
 			}
-			want := BoostedCPU(base, b)
+			want := CPU(base, b)
 			if cur.Cmp(want) < 0 {
-				out.Containers[name] = BoostTarget{CPU: &want, Raise: true}
+				out.Containers[name] = Target{CPU: &want, Raise: true}
 			} else {
-				out.Containers[name] = BoostTarget{}
+				out.Containers[name] = Target{}
 			}
 		case boosted && known && cur.Cmp(base) > 0:
-			out.Containers[name] = BoostTarget{CPU: &base}
+			out.Containers[name] = Target{CPU: &base}
 		case boosted && !known:
 			// Nothing says what to go back to: held until something does.
-			out.Containers[name] = BoostTarget{}
+			out.Containers[name] = Target{}
 		}
 	}
 	sort.Strings(out.NotBoosted)
@@ -307,10 +309,10 @@ func cpuSetBy(p *corev1.Pod, manager string) map[string]bool {
 	return out
 }
 
-// GivesBoost says whether d raises the cpu request of a container whose
-// target is a boost given (BoostTarget.Raise): the resize is then sent
-// under BoostFieldManager, so the pod records which requests are lent.
-func GivesBoost(d Decision, raise map[string]bool) bool {
+// Gives says whether d raises the cpu request of a container whose
+// target is a boost given (Target.Raise): the resize is then sent
+// under FieldManager, so the pod records which requests are lent.
+func Gives(d podchange.Decision, raise map[string]bool) bool {
 	for _, ch := range d.Changes {
 		if ch.Resource == corev1.ResourceCPU && raise[ch.Container] && ch.RequestNow.Cmp(ch.RequestBefore) > 0 {
 			return true

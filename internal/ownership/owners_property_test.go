@@ -1,4 +1,4 @@
-package autoscale_test
+package ownership_test
 
 import (
 	"fmt"
@@ -6,15 +6,16 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tailorhq/tailor/internal/autoscale"
-	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/ownership/ownershiptest"
+	"github.com/tailorhq/tailor/internal/propertytest"
 )
 
 // TestClaimedByProperties draws thousands of namespaces of pods with their
-// controller chains and overlapping policies (autoscaletest.Claims:
+// controller chains and overlapping policies (ownershiptest.Claims:
 // targetRef and selector ones, some in mode Off, creation times that tie,
 // targets named twice or by another version of their group) and holds
-// autoscale.ClaimedBy to one owner per pod, for each pod and for each
+// ownership.ClaimedBy to one owner per pod, for each pod and for each
 // targetRef policy's workload itself (which decides whose entry sizes its
 // new pods):
 //
@@ -28,8 +29,8 @@ import (
 //     as the controller's ownPods lists them);
 //   - so exactly one of the claimants, each asking for itself, sizes it.
 func TestClaimedByProperties(t *testing.T) {
-	cases := propertyCases()
-	seed := propertySeed(t)
+	cases := propertytest.Cases()
+	seed := propertytest.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 8))
 	stats := map[string]int{}
 	for i := range cases {
@@ -66,13 +67,13 @@ func FuzzClaimedBy(f *testing.F) {
 }
 
 func runClaimsCase(seed uint64, stats map[string]int) string {
-	c := autoscaletest.Claims(seed)
+	c := ownershiptest.Claims(seed)
 	r := rand.New(rand.NewPCG(seed, 9))
 	for _, p := range c.Pods {
 		stats["pods"]++
-		if msg := checkClaim(r, c.Policies, func(cl autoscale.Claimant) bool { return cl.Claims(p.Labels, p.Chain) },
-			func(order []autoscale.Claimant) (autoscale.Claimant, bool) {
-				return autoscale.ClaimedBy(p.Labels, p.Chain, order)
+		if msg := checkClaim(r, c.Policies, func(cl ownership.Claimant) bool { return cl.Claims(p.Labels, p.Chain) },
+			func(order []ownership.Claimant) (ownership.Claimant, bool) {
+				return ownership.ClaimedBy(p.Labels, p.Chain, order)
 			}, stats); msg != "" {
 			return fmt.Sprintf("pod %s (labels %v, chain %v): %s", p.Name, p.Labels, p.Chain, msg)
 		}
@@ -85,9 +86,9 @@ func runClaimsCase(seed uint64, stats map[string]int) string {
 		}
 		w := *pol.Target
 		stats["targets"]++
-		if msg := checkClaim(r, c.Policies, func(cl autoscale.Claimant) bool { return cl.Claims(nil, autoscale.Chain{w}) },
-			func(order []autoscale.Claimant) (autoscale.Claimant, bool) {
-				return autoscale.ClaimedBy(nil, autoscale.Chain{w}, order)
+		if msg := checkClaim(r, c.Policies, func(cl ownership.Claimant) bool { return cl.Claims(nil, ownership.Chain{w}) },
+			func(order []ownership.Claimant) (ownership.Claimant, bool) {
+				return ownership.ClaimedBy(nil, ownership.Chain{w}, order)
 			}, stats); msg != "" {
 			return fmt.Sprintf("workload %s: %s", w, msg)
 		}
@@ -98,18 +99,18 @@ func runClaimsCase(seed uint64, stats map[string]int) string {
 // checkClaim holds what ClaimedBy says of one pod (or workload) to the
 // properties of TestClaimedByProperties; claims says whether a policy claims
 // it, claimedBy asks ClaimedBy with the claimants in the order given.
-func checkClaim(r *rand.Rand, policies []autoscale.Claimant, claims func(autoscale.Claimant) bool,
-	claimedBy func([]autoscale.Claimant) (autoscale.Claimant, bool), stats map[string]int) string {
+func checkClaim(r *rand.Rand, policies []ownership.Claimant, claims func(ownership.Claimant) bool,
+	claimedBy func([]ownership.Claimant) (ownership.Claimant, bool), stats map[string]int) string {
 	stats["judged"]++
 	// The rule, independently: of the claimants that size pods, sorted by
 	// (selector policy, created, name), the first.
-	var sizing []autoscale.Claimant
+	var sizing []ownership.Claimant
 	for _, p := range policies {
 		if !p.RecommendOnly && claims(p) {
 			sizing = append(sizing, p)
 		}
 	}
-	slices.SortFunc(sizing, func(a, b autoscale.Claimant) int {
+	slices.SortFunc(sizing, func(a, b ownership.Claimant) int {
 		if (a.Target == nil) != (b.Target == nil) {
 			if a.Target != nil {
 				return -1
@@ -143,14 +144,14 @@ func checkClaim(r *rand.Rand, policies []autoscale.Claimant, claims func(autosca
 	default:
 		want = sizing[0].Name
 	}
-	winner := func(order []autoscale.Claimant) string {
+	winner := func(order []ownership.Claimant) string {
 		w, ok := claimedBy(order)
 		if ok != (w.Name != "") {
 			return fmt.Sprintf("ok %v with winner %q", ok, w.Name)
 		}
 		return w.Name
 	}
-	orders := [][]autoscale.Claimant{policies, reversed(policies)}
+	orders := [][]ownership.Claimant{policies, reversed(policies)}
 	for range 3 {
 		o := slices.Clone(policies)
 		r.Shuffle(len(o), func(i, j int) { o[i], o[j] = o[j], o[i] })
@@ -171,7 +172,7 @@ func checkClaim(r *rand.Rand, policies []autoscale.Claimant, claims func(autosca
 	// then the others. Exactly one of those that size pods keeps it.
 	sizes := 0
 	for _, self := range policies {
-		order := []autoscale.Claimant{self}
+		order := []ownership.Claimant{self}
 		for _, o := range policies {
 			if o.Name != self.Name {
 				order = append(order, o)
@@ -191,7 +192,7 @@ func checkClaim(r *rand.Rand, policies []autoscale.Claimant, claims func(autosca
 	return ""
 }
 
-func names(cs []autoscale.Claimant) []string {
+func names(cs []ownership.Claimant) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.Name

@@ -1,15 +1,18 @@
-package autoscale_test
+package podchange_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/podchange"
+	"github.com/tailorhq/tailor/internal/podcontainers"
+	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -31,7 +34,7 @@ func TestClampedDecisionsPassTheEngine(t *testing.T) {
 	if testing.Short() {
 		n = 400
 	}
-	stats, cases, seed, took := runN(t, n, 7, checkClampedDecisions)
+	stats, cases, seed, took := propertytest.RunN(t, n, 7, checkClampedDecisions)
 	t.Logf("%d generated cases (seed %d) in %s: %d decisions within the LimitRanges judged by the engine, %d of them clamped into one; %d left outside by the decision; %d refused by another rule; %d pods already outside skipped",
 		cases, seed, took.Round(time.Millisecond), stats["judged"], stats["clamped"], stats["outside"], stats["refusedOtherwise"], stats["podOutside"])
 	if min := cases / 20; stats["judged"] < min || (stats["clamped"] == 0 && !testing.Short()) {
@@ -66,7 +69,7 @@ func checkClampedDecisions(seed uint64, stats map[string]int) string {
 			stats["podOutside"]++
 			continue
 		}
-		d, err := autoscale.Decide(autoscale.Input{Pod: p.Pod, Spec: c.Spec, Targets: p.Targets, PodTarget: p.PodTarget, WorkingSet: p.WorkingSet,
+		d, err := podchange.Decide(podchange.Input{Pod: p.Pod, Spec: c.Spec, Targets: p.Targets, PodTarget: p.PodTarget, WorkingSet: p.WorkingSet,
 			MemoryFloorHeadroom: c.MemoryFloorHeadroom, Now: c.Now, Holds: c.Holds, Rules: &rules, LimitRatio: c.LimitRatio})
 		if err != nil {
 			return fmt.Sprintf("Decide for %s: %v", p.Pod.Name, err)
@@ -79,7 +82,7 @@ func checkClampedDecisions(seed uint64, stats map[string]int) string {
 			if _, _, why := rules.ContainerBounds(ch.Resource).Clamp(ch.RequestNow, ch.LimitNow); why != "" {
 				within = false
 			}
-			clamped = clamped || noted(autoscale.Decision{Changes: []autoscale.Change{ch}}, "LimitRange")
+			clamped = clamped || noted(podchange.Decision{Changes: []podchange.Change{ch}}, "LimitRange")
 		}
 		if !within {
 			stats["outside"]++
@@ -103,4 +106,38 @@ func checkClampedDecisions(seed uint64, stats map[string]int) string {
 		}
 	}
 	return ""
+}
+
+// noted reports whether a note of any change of d mentions what.
+func noted(d podchange.Decision, what string) bool {
+	for _, ch := range d.All() {
+		for _, n := range ch.Notes {
+			if strings.Contains(n, what) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func podText(p *corev1.Pod) string {
+	var b strings.Builder
+	for _, c := range podcontainers.Running(&p.Spec) {
+		fmt.Fprintf(&b, "%s req=%s lim=%s rp=%v; ", c.Name, listText(c.Resources.Requests), listText(c.Resources.Limits), c.ResizePolicy)
+	}
+	if p.Spec.Resources != nil {
+		fmt.Fprintf(&b, "pod req=%s lim=%s", listText(p.Spec.Resources.Requests), listText(p.Spec.Resources.Limits))
+	}
+	return b.String()
+}
+
+// listText is a resource list's cpu and memory, readably.
+func listText(l corev1.ResourceList) string {
+	var parts []string
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := l[r]; ok {
+			parts = append(parts, string(r)+":"+q.String())
+		}
+	}
+	return "{" + strings.Join(parts, " ") + "}"
 }

@@ -1,4 +1,4 @@
-package autoscale
+package boost
 
 import (
 	"testing"
@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/ownership"
+	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -72,7 +74,7 @@ func TestBoostTargets(t *testing.T) {
 	cases := map[string]struct {
 		pod     *corev1.Pod
 		base    func(string) (resource.Quantity, bool)
-		holds   Holds
+		holds   ownership.Holds
 		want    map[string]string
 		wantNot []string
 	}{
@@ -81,11 +83,11 @@ func TestBoostTargets(t *testing.T) {
 			want: map[string]string{"app": "raise 1500m"},
 		},
 		"starting at its boost: held": {
-			pod: pod("1500m", &warming, ownsCPU(BoostFieldManager, "app")), base: base500m,
+			pod: pod("1500m", &warming, ownsCPU(FieldManager, "app")), base: base500m,
 			want: map[string]string{"app": "hold"},
 		},
 		"starting, a boost the node's room cut: raised again": {
-			pod: pod("1200m", nil, ownsCPU(BoostFieldManager, "app")), base: base500m,
+			pod: pod("1200m", nil, ownsCPU(FieldManager, "app")), base: base500m,
 			want: map[string]string{"app": "raise 1500m"},
 		},
 		"starting without a base: boosted from its request": {
@@ -105,21 +107,21 @@ func TestBoostTargets(t *testing.T) {
 			want: map[string]string{"app": "back 500m"},
 		},
 		"in-place boost cut by the node's room taken back": {
-			pod: pod("1200m", &started, ownsCPU(BoostFieldManager, "app")), base: base500m,
+			pod: pod("1200m", &started, ownsCPU(FieldManager, "app")), base: base500m,
 			want: map[string]string{"app": "back 500m"},
 		},
 		"in-place boost at its base: nothing to take back": {
-			pod: pod("500m", &started, ownsCPU(BoostFieldManager, "app")), base: base500m,
+			pod: pod("500m", &started, ownsCPU(FieldManager, "app")), base: base500m,
 			want: map[string]string{},
 		},
 		"in-place boost without a base: held until there is one": {
-			pod: pod("1500m", &started, ownsCPU(BoostFieldManager, "app")), base: func(string) (resource.Quantity, bool) { return resource.Quantity{}, false },
+			pod: pod("1500m", &started, ownsCPU(FieldManager, "app")), base: func(string) (resource.Quantity, bool) { return resource.Quantity{}, false },
 			want: map[string]string{"app": "hold"},
 		},
 		"a raise after the start is not a boost": {
 			// Boosted in place, taken back, then raised for real usage:
 			// tailor's own entry owns the cpu now, the boost's only memory.
-			pod: pod("900m", &started, ownsMemory(BoostFieldManager, "app"), ownsCPU(resizeManager, "app")), base: base500m,
+			pod: pod("900m", &started, ownsMemory(FieldManager, "app"), ownsCPU(resizeManager, "app")), base: base500m,
 			want: map[string]string{},
 		},
 		"a crash-looping container is boosted again": {
@@ -127,12 +129,12 @@ func TestBoostTargets(t *testing.T) {
 			want: map[string]string{"app": "raise 1500m"},
 		},
 		"a restart while boosted holds the boost": {
-			pod: restarted(pod("1500m", &warming, ownsCPU(BoostFieldManager, "app"))), base: base500m,
+			pod: restarted(pod("1500m", &warming, ownsCPU(FieldManager, "app"))), base: base500m,
 			want: map[string]string{"app": "hold"},
 		},
 		"cpu held for an HPA: not boosted": {
 			pod: pod("500m", nil), base: base500m,
-			holds:   Holds{Containers: map[string]map[corev1.ResourceName]bool{"app": {corev1.ResourceCPU: true}}},
+			holds:   ownership.Holds{Containers: map[string]map[corev1.ResourceName]bool{"app": {corev1.ResourceCPU: true}}},
 			want:    map[string]string{},
 			wantNot: []string{"container app is not boosted: a HorizontalPodAutoscaler divides by its cpu request"},
 		},
@@ -143,7 +145,7 @@ func TestBoostTargets(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := BoostTargets(BoostInput{Pod: tc.pod, Spec: boost, Base: tc.base, Holds: tc.holds, FieldManager: resizeManager, Now: now})
+			got := Targets(Input{Pod: tc.pod, Spec: boost, Base: tc.base, Holds: tc.holds, FieldManager: resizeManager, Now: now})
 			text := map[string]string{}
 			for c, bt := range got.Containers {
 				switch {
@@ -166,23 +168,23 @@ func TestBoostTargets(t *testing.T) {
 }
 
 func TestGivesBoost(t *testing.T) {
-	change := func(r corev1.ResourceName, before, after string) Change {
-		return Change{Container: "app", Resource: r, RequestBefore: resource.MustParse(before), RequestNow: resource.MustParse(after)}
+	change := func(r corev1.ResourceName, before, after string) podchange.Change {
+		return podchange.Change{Container: "app", Resource: r, RequestBefore: resource.MustParse(before), RequestNow: resource.MustParse(after)}
 	}
 	cases := map[string]struct {
-		changes []Change
+		changes []podchange.Change
 		raise   map[string]bool
 		want    bool
 	}{
-		"a boost raised":               {changes: []Change{change(corev1.ResourceCPU, "500m", "1500m")}, raise: map[string]bool{"app": true}, want: true},
-		"a boost taken back":           {changes: []Change{change(corev1.ResourceCPU, "1500m", "500m")}, raise: map[string]bool{}, want: false},
-		"a cpu raise that is no boost": {changes: []Change{change(corev1.ResourceCPU, "500m", "900m")}, want: false},
-		"memory only":                  {changes: []Change{change(corev1.ResourceMemory, "256Mi", "512Mi")}, raise: map[string]bool{"app": true}, want: false},
+		"a boost raised":               {changes: []podchange.Change{change(corev1.ResourceCPU, "500m", "1500m")}, raise: map[string]bool{"app": true}, want: true},
+		"a boost taken back":           {changes: []podchange.Change{change(corev1.ResourceCPU, "1500m", "500m")}, raise: map[string]bool{}, want: false},
+		"a cpu raise that is no boost": {changes: []podchange.Change{change(corev1.ResourceCPU, "500m", "900m")}, want: false},
+		"memory only":                  {changes: []podchange.Change{change(corev1.ResourceMemory, "256Mi", "512Mi")}, raise: map[string]bool{"app": true}, want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := GivesBoost(Decision{Changes: tc.changes}, tc.raise); got != tc.want {
-				t.Errorf("GivesBoost = %v, want %v", got, tc.want)
+			if got := Gives(podchange.Decision{Changes: tc.changes}, tc.raise); got != tc.want {
+				t.Errorf("Gives = %v, want %v", got, tc.want)
 			}
 		})
 	}

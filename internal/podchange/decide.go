@@ -1,4 +1,4 @@
-package autoscale
+package podchange
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -42,6 +43,18 @@ func (t Target) of(r corev1.ResourceName) *resource.Quantity {
 	return t.Memory
 }
 
+// Without is t with its target for r dropped: what a pod is sized to while
+// its change of r is held.
+func (t Target) Without(r corev1.ResourceName) Target {
+	if r == corev1.ResourceCPU {
+		t.CPU = nil
+	} else {
+		// A memory change held is held whole: its limit with it.
+		t.Memory, t.MemoryLimit = nil, nil
+	}
+	return t
+}
+
 // Input is everything Decide needs about one pod; the controller gathers it.
 type Input struct {
 	Pod  *corev1.Pod
@@ -67,7 +80,7 @@ type Input struct {
 	Now        time.Time
 	// Holds are the requests a HorizontalPodAutoscaler divides usage by:
 	// they stay, and only their limits are sized.
-	Holds Holds
+	Holds ownership.Holds
 	// Boost names the containers whose cpu target is a startup boost being
 	// applied or removed: it goes straight to its value, with no step
 	// limits or tolerance.
@@ -245,7 +258,7 @@ func Decide(in Input) (Decision, error) {
 	if in.Room != nil {
 		room = in.Room.DeepCopy()
 	}
-	podLevel := hasPodLevel(in.Pod)
+	podLevel := HasPodLevel(in.Pod)
 	names := make([]string, 0, len(in.Targets))
 	for n := range in.Targets {
 		names = append(names, n)
@@ -305,15 +318,15 @@ func Decide(in Input) (Decision, error) {
 	} else {
 		in.keepQoS(&d, qos)
 	}
-	d.Desired = desiredOf(in.Pod, d.Changes, d.PodChanges)
+	d.Desired = DesiredOf(in.Pod, d.Changes, d.PodChanges)
 	d.RoomLeft = room
 	return d, nil
 }
 
-// desiredOf collects pod's container changes, and the changes of its
+// DesiredOf collects pod's container changes, and the changes of its
 // pod-level resources (applied over what it has), into what the planner
 // takes.
-func desiredOf(pod *corev1.Pod, changes, podChanges []Change) resize.Desired {
+func DesiredOf(pod *corev1.Pod, changes, podChanges []Change) resize.Desired {
 	var out resize.Desired
 	if len(podChanges) > 0 {
 		pr := pod.Spec.Resources.DeepCopy()
@@ -565,7 +578,7 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 	if ch.RequestNow.Cmp(req) == 0 && (lim == nil || ch.LimitNow.Cmp(*lim) == 0) {
 		return nil, nil
 	}
-	if !in.Creating && restartsFor(c, r) && (pol.AllowRestart == nil || !*pol.AllowRestart) {
+	if !in.Creating && RestartsFor(c, r) && (pol.AllowRestart == nil || !*pol.AllowRestart) {
 		return nil, skip(SkipRestartNotAllowed, "%s resizePolicy is RestartContainer and the policy does not allow restarts", r)
 	}
 	return ch, nil
@@ -961,7 +974,9 @@ func (in Input) tolerance(up bool) float64 {
 	return float64(*p) / 100
 }
 
-func restartsFor(c *corev1.Container, r corev1.ResourceName) bool {
+// RestartsFor reports whether resizing r restarts the container (its
+// resizePolicy says RestartContainer).
+func RestartsFor(c *corev1.Container, r corev1.ResourceName) bool {
 	for _, p := range c.ResizePolicy {
 		if p.ResourceName == r {
 			return p.RestartPolicy == corev1.RestartContainer

@@ -1,5 +1,0 @@
-//go:build !race
-
-package autoscale_test
-
-const raceDetector = false
