@@ -72,10 +72,10 @@ type Admitted struct {
 
 // ApplyOnCreate reports whether the policy sizes new pods at admission.
 func ApplyOnCreate(spec *v1alpha1.TailorPolicySpec) bool {
-	u := spec.UpdatePolicy
-	if u != nil && u.UpdateMode == v1alpha1.UpdateModeOff {
+	if spec.Mode() == v1alpha1.UpdateModeOff {
 		return false
 	}
+	u := spec.UpdatePolicy
 	return u == nil || u.ApplyOnCreate == nil || *u.ApplyOnCreate
 }
 

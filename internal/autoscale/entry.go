@@ -51,7 +51,7 @@ type EntryInput struct {
 // policy has nothing to apply.
 func PlanEntry(in EntryInput) *v1alpha1.Admission {
 	spec := in.Spec
-	if u := spec.UpdatePolicy; u != nil && u.UpdateMode == v1alpha1.UpdateModeOff {
+	if spec.Mode() == v1alpha1.UpdateModeOff {
 		return nil
 	}
 	if in.HeldByVPA != "" {

@@ -189,10 +189,7 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 		in.NewPods.Spec, _ = podchange.BoundedSpec(in.NewPods.Spec, defaults)
 	}
 	spec, now := in.Spec, in.Now
-	mode := v1alpha1.UpdateModeInPlace
-	if u := spec.UpdatePolicy; u != nil && u.UpdateMode != "" {
-		mode = u.UpdateMode
-	}
+	mode := spec.Mode()
 	cfg, canary := CanaryConfigOf(spec)
 	if in.LimitRatio == nil {
 		// The template every part of the sync keeps a memory limit's

@@ -232,7 +232,7 @@ func Decide(in Input) (Decision, error) {
 	if in.Pod == nil || in.Spec == nil {
 		return d, fmt.Errorf("decide: pod and policy are required")
 	}
-	if in.Spec.UpdatePolicy != nil && in.Spec.UpdatePolicy.UpdateMode == v1alpha1.UpdateModeOff {
+	if in.Spec.Mode() == v1alpha1.UpdateModeOff {
 		d.Skips = append(d.Skips, Skip{Reason: SkipPolicyOff, Message: "updateMode is Off: recommendations only"})
 		return d, nil
 	}

@@ -500,7 +500,7 @@ func (g gen) policies(hash string) []Policy {
 		p := Policy{Spec: spec, Generation: int64(1 + g.r.IntN(3))}
 		p.Name = names[i]
 		p.Created = now.Add(-time.Duration(1+g.r.IntN(2)) * time.Hour)
-		p.RecommendOnly = spec.UpdatePolicy != nil && spec.UpdatePolicy.UpdateMode == v1alpha1.UpdateModeOff
+		p.RecommendOnly = spec.Mode() == v1alpha1.UpdateModeOff
 		if ref := spec.TargetRef; ref != nil {
 			w := ownership.WorkloadOf(ref.APIVersion, ref.Kind, ref.Name)
 			p.Target = &w
@@ -573,10 +573,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 		target = append(target, *p.Target)
 	}
 	holds, _ := ownership.HPAHolds(ownership.Workloads(chains, target...), c.HPAs)
-	mode := v1alpha1.UpdateModeInPlace
-	if u := spec.UpdatePolicy; u != nil && u.UpdateMode != "" {
-		mode = u.UpdateMode
-	}
+	mode := spec.Mode()
 
 	in := autoscale.SyncInput{
 		PolicyInput: autoscale.PolicyInput{Spec: spec, Server: server, MemoryFloorHeadroom: 0.1, Now: now, Holds: holds, Rules: c.Rules},
