@@ -13,10 +13,6 @@ import (
 	"github.com/tailorhq/tailor/test/builder"
 )
 
-func requestsOnly() func(*v1alpha1.TailorPolicySpec) {
-	return containerPolicy(v1alpha1.ContainerPolicy{ContainerName: "*", ControlledValues: ptr(v1alpha1.ControlledValuesRequestsOnly)})
-}
-
 // podRR renders the pod-level desired resources like rr does containers'.
 func podRR(d Decision) string {
 	if d.Desired.Pod == nil {
