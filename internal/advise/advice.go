@@ -115,7 +115,7 @@ func (m *Model) recommend(in Input) Advice {
 					t.Memory = outOfBounds(pol, corev1.ResourceMemory, cur.Memory, fresh)
 					bounded = bounded || t.Memory != nil
 				}
-				if t.Memory == nil && fresh {
+				if t.Memory == nil && fresh && podchange.Controls(pol, corev1.ResourceMemory) && *pol.Mode != v1alpha1.ContainerModeOff {
 					t.Memory = outgrown(a.WorkingSet[name], cur.Memory)
 					bounded = bounded || t.Memory != nil
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/metrics"
@@ -184,27 +185,39 @@ func TestAdviseBounds(t *testing.T) {
 
 // TestAdviseRaisesARequestItsWorkingSetOutgrew: a recommender with nothing
 // to say still leaves a memory request below what the container holds now
-// to be raised, from fresh usage only; one above it holds.
+// to be raised, from fresh usage only, where the policy sizes the
+// container's memory; one above it holds. A target nothing will apply
+// would keep the reaction-latency clock running, and a pod resized lately
+// synced again at its interval's end, for nothing.
 func TestAdviseRaisesARequestItsWorkingSetOutgrew(t *testing.T) {
 	cases := map[string]struct {
 		workingSet float64
 		fresh      bool
+		policy     *v1alpha1.ContainerPolicy
 		want       string
 	}{
 		"working set above the request": {workingSet: 150 * mi, fresh: true, want: "150Mi"},
 		"working set below the request": {workingSet: 100 * mi, fresh: true},
 		"no fresh usage":                {workingSet: 150 * mi},
+		"memory not controlled": {workingSet: 150 * mi, fresh: true, policy: &v1alpha1.ContainerPolicy{ContainerName: "app",
+			ControlledResources: []corev1.ResourceName{corev1.ResourceCPU}}},
+		"container mode Off": {workingSet: 150 * mi, fresh: true, policy: &v1alpha1.ContainerPolicy{ContainerName: "app",
+			Mode: ptr.To(v1alpha1.ContainerModeOff)}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := webPod("a", "100m", "128Mi")
-			m := configured(t, spec(), p)
+			s := spec()
+			if tc.policy != nil {
+				s = spec(*tc.policy)
+			}
+			m := configured(t, s, p)
 			m.container("app")
 			u := metrics.Result{}
 			if tc.fresh {
 				u = usageOf(t0, map[string][2]float64{"a": {0.1, tc.workingSet}})
 			}
-			a := m.Advise(Input{Spec: spec(), Pod: views(p)[0], Usage: u, Now: t0})
+			a := m.Advise(Input{Spec: s, Pod: views(p)[0], Usage: u, Now: t0})
 			got := ""
 			if mem := a.Targets["app"].Memory; mem != nil {
 				got = mem.String()
