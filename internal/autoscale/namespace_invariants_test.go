@@ -16,6 +16,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
 	"github.com/tailorhq/tailor/internal/nsrules"
+	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -53,18 +54,26 @@ func checkNamespaced(c autoscaletest.NamespacedCase, d autoscale.PolicyDecision,
 // against the quotas as the resizes before it in the sync left them, and
 // the LimitRanger's defaults (which it applies to a resize too) change no
 // pod's QoS class; and the one engine, asked afresh with those rules,
-// accepts it.
+// accepts it. Refusals are judged twice: by the engine, and by
+// nsrulestest.Reference, which states the LimitRange and quota rules apart
+// from it, so a rule the engine gets wrong fails here even though the
+// decision asked the same engine.
 func checkResizesAdmitted(r *nsrules.Rules, server resize.Version, d autoscale.PolicyDecision, stats map[string]int) string {
 	if r == nil {
 		return ""
 	}
 	rules := *r
+	ref := nsrulestest.NewReference(r.LimitRanges, r.Quotas)
 	for _, a := range d.Resizes {
 		before := a.Pod
 		after := rules.Admitted(a.Plan.AfterPod())
 		if v := rules.Violations(after, before); len(v) > 0 {
 			return fmt.Sprintf("pod %s: the apiserver would refuse the resize: %s (%s)\npod: %s\nresized: %s", before.Name, v[0].Message, v[0].Object, podText(before), podText(after))
 		}
+		if why := ref.Refusals(after, before); len(why) > 0 {
+			return fmt.Sprintf("pod %s: the engine accepts a resize the rules refuse: %s\npod: %s\nresized: %s", before.Name, why[0], podText(before), podText(after))
+		}
+		ref.Charge(after, before)
 		if b, n := qosutil.ComputePodQOS(before), qosutil.ComputePodQOS(after); b != n {
 			return fmt.Sprintf("pod %s: QoS %s -> %s once the LimitRanger defaults the resize\npod: %s\nresized: %s", before.Name, b, n, podText(before), podText(after))
 		}

@@ -23,7 +23,7 @@ func TestProperties(t *testing.T) {
 		cases = 2000
 	}
 	g := nsrulestest.Gen{R: rand.New(rand.NewPCG(7, 11)), PriorityClasses: []string{"high", "low"}, SharedDefaults: true}
-	var clamped, contradictory, refused, exceeded int
+	var clamped, contradictory, refused, limitRangeRefused, exceeded int
 	for i := range cases {
 		rules := Rules{LimitRanges: g.LimitRanges(), Quotas: g.Quotas()}
 		pod := g.Pod("p")
@@ -37,6 +37,16 @@ func TestProperties(t *testing.T) {
 		}
 		if len(rules.Violations(admitted, nil)) > 0 {
 			refused++
+		}
+		// The LimitRanger's verdict agrees with the rules stated apart
+		// from the engine (nsrulestest.Reference), both ways.
+		engine := Rules{LimitRanges: rules.LimitRanges}.LimitRangerViolations(admitted, nil)
+		reference := nsrulestest.NewReference(rules.LimitRanges, nil).Refusals(admitted, nil)
+		if (len(engine) > 0) != (len(reference) > 0) {
+			t.Fatalf("case %d: the engine refuses for %v, the reference for %q\nlimit ranges: %+v\npod: %+v", i, engine, reference, rules.LimitRanges, admitted.Spec)
+		}
+		if len(reference) > 0 {
+			limitRangeRefused++
 		}
 
 		// Clamp every container's cpu and memory.
@@ -113,6 +123,9 @@ func TestProperties(t *testing.T) {
 			exceeded++
 		}
 	}
-	t.Logf("%d cases: %d refused as drawn; %d clamped (none refused after), %d with contradicting LimitRanges; %d exceeding a quota, each also over Room",
-		cases, refused, clamped, contradictory, exceeded)
+	if limitRangeRefused == 0 || limitRangeRefused == cases {
+		t.Fatalf("%d of %d cases refused by a LimitRange: the generator no longer draws both sides", limitRangeRefused, cases)
+	}
+	t.Logf("%d cases: %d refused as drawn (%d by a LimitRange); %d clamped (none refused after), %d with contradicting LimitRanges; %d exceeding a quota, each also over Room",
+		cases, refused, limitRangeRefused, clamped, contradictory, exceeded)
 }
