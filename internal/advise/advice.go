@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/amount"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/ownership"
@@ -154,7 +155,7 @@ func (m *Model) recommend(in Input) Advice {
 		}
 	}
 	if pr := p.Spec.Resources; pr != nil {
-		cur := recommend.Resources{CPU: Amount(pr.Requests, corev1.ResourceCPU), Memory: Amount(pr.Requests, corev1.ResourceMemory)}
+		cur := recommend.Resources{CPU: amount.In(pr.Requests, corev1.ResourceCPU), Memory: amount.In(pr.Requests, corev1.ResourceMemory)}
 		if t := consider(podcontainers.PodLevelName, cur, allFresh, now); t != nil {
 			a.PodTarget = *t
 		}
@@ -285,7 +286,7 @@ func boostBase(template *corev1.PodTemplateSpec, a *Advice, name string) (resour
 // than they requested. The working set is the target; the decision keeps
 // its floor above it.
 func outgrown(ws resource.Quantity, cur float64) *resource.Quantity {
-	if cur <= 0 || ws.AsApproximateFloat64() <= cur {
+	if cur <= 0 || amount.Of(corev1.ResourceMemory, ws) <= cur {
 		return nil
 	}
 	return ptr.To(ws.DeepCopy())
@@ -298,10 +299,10 @@ func outOfBounds(pol v1alpha1.ContainerPolicy, r corev1.ResourceName, cur float6
 	if cur <= 0 {
 		return nil
 	}
-	if lo, ok := pol.MinAllowed[r]; ok && cur < lo.AsApproximateFloat64() {
+	if lo, ok := pol.MinAllowed[r]; ok && cur < amount.Of(r, lo) {
 		return ptr.To(lo.DeepCopy())
 	}
-	if hi, ok := pol.MaxAllowed[r]; ok && fresh && cur > hi.AsApproximateFloat64() {
+	if hi, ok := pol.MaxAllowed[r]; ok && fresh && cur > amount.Of(r, hi) {
 		return ptr.To(hi.DeepCopy())
 	}
 	return nil

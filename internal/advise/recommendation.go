@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/amount"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
@@ -73,8 +74,8 @@ func workloadValues(spec *v1alpha1.TailorPolicySpec, pods []*corev1.Pod, n strin
 	for _, p := range pods {
 		if n == podcontainers.PodLevelName {
 			if pr := p.Spec.Resources; pr != nil {
-				cur.cpu = max(cur.cpu, Amount(pr.Requests, corev1.ResourceCPU))
-				cur.memory = max(cur.memory, Amount(pr.Requests, corev1.ResourceMemory))
+				cur.cpu = max(cur.cpu, amount.In(pr.Requests, corev1.ResourceCPU))
+				cur.memory = max(cur.memory, amount.In(pr.Requests, corev1.ResourceMemory))
 			}
 			continue
 		}

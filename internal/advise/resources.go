@@ -3,6 +3,7 @@ package advise
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tailorhq/tailor/internal/amount"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
@@ -14,7 +15,7 @@ func Requested(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
 	if c == nil {
 		return 0
 	}
-	return Amount(c.Resources.Requests, r)
+	return amount.In(c.Resources.Requests, r)
 }
 
 // Limited is the container's limit in cores or bytes (0 when unset): the
@@ -24,17 +25,5 @@ func Limited(p *corev1.Pod, container string, r corev1.ResourceName) float64 {
 	if c == nil {
 		return 0
 	}
-	return Amount(c.Resources.Limits, r)
-}
-
-// Amount is l's r in cores or bytes, 0 when it has none.
-func Amount(l corev1.ResourceList, r corev1.ResourceName) float64 {
-	q, ok := l[r]
-	if !ok {
-		return 0
-	}
-	if r == corev1.ResourceCPU {
-		return float64(q.MilliValue()) / 1000
-	}
-	return float64(q.Value())
+	return amount.In(c.Resources.Limits, r)
 }

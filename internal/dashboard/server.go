@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/amount"
 	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/shard"
 )
@@ -489,8 +490,8 @@ func (s *Server) cluster(ctx context.Context, _ *http.Request) (any, error) {
 	var cpuAlloc, memAlloc float64
 	for _, n := range nodes.Items {
 		row := &NodeRow{Name: n.Name,
-			CPUAllocatable:    float64(n.Status.Allocatable.Cpu().MilliValue()) / 1000,
-			MemoryAllocatable: n.Status.Allocatable.Memory().AsApproximateFloat64()}
+			CPUAllocatable:    amount.In(n.Status.Allocatable, corev1.ResourceCPU),
+			MemoryAllocatable: amount.In(n.Status.Allocatable, corev1.ResourceMemory)}
 		rows[n.Name], order = row, append(order, n.Name)
 		cpuAlloc += row.CPUAllocatable
 		memAlloc += row.MemoryAllocatable
@@ -506,7 +507,7 @@ func (s *Server) cluster(ctx context.Context, _ *http.Request) (any, error) {
 			continue
 		}
 		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		cpu, mem := float64(req.Cpu().MilliValue())/1000, req.Memory().AsApproximateFloat64()
+		cpu, mem := amount.In(req, corev1.ResourceCPU), amount.In(req, corev1.ResourceMemory)
 		row.Pods++
 		row.CPURequested += cpu
 		row.MemoryRequested += mem

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tailorhq/tailor/internal/amount"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
@@ -79,14 +80,14 @@ func Terminations(pod *corev1.Pod, since time.Time) []Termination {
 func memoryLimit(pod *corev1.Pod, name string, st corev1.ContainerStatus) float64 {
 	if st.Resources != nil {
 		if q, ok := st.Resources.Limits[corev1.ResourceMemory]; ok {
-			return float64(q.Value())
+			return amount.Of(corev1.ResourceMemory, q)
 		}
 	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range list {
 			if c.Name == name {
 				if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
-					return float64(q.Value())
+					return amount.Of(corev1.ResourceMemory, q)
 				}
 			}
 		}

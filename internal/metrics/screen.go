@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tailorhq/tailor/internal/amount"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
@@ -119,9 +120,9 @@ func Screen(u Result, pods []*corev1.Pod, capacity map[string]corev1.ResourceLis
 			}
 			var m Metric
 			var detail string
-			if lim := amount(podLim.Limits, corev1.ResourceMemory); lim > 0 && sum.mem > lim*(1+MemorySlack) {
+			if lim := amount.In(podLim.Limits, corev1.ResourceMemory); lim > 0 && sum.mem > lim*(1+MemorySlack) {
 				m, detail = MetricMemory, fmt.Sprintf("working sets %v together are more than the pod's memory limit (%s) allows (x%.2f)", sum.mem, quantity(podLim.Limits, corev1.ResourceMemory), 1+MemorySlack)
-			} else if lim := amount(podLim.Limits, corev1.ResourceCPU); lim > 0 && sum.cpu > lim*cpuAllowed {
+			} else if lim := amount.In(podLim.Limits, corev1.ResourceCPU); lim > 0 && sum.cpu > lim*cpuAllowed {
 				m, detail = MetricCPU, fmt.Sprintf("cpu %v together is more than the pod's cpu limit (%s) allows (x%.2f)", sum.cpu, quantity(podLim.Limits, corev1.ResourceCPU), cpuAllowed)
 			}
 			if m != "" {
@@ -186,7 +187,7 @@ func implausible(v Usage, lim corev1.ResourceList, pod *corev1.ResourceRequireme
 			if bound.reason == ReasonAboveLimit && !b.limits {
 				continue
 			}
-			if c := amount(bound.l, b.r); c > 0 && b.v > c*b.allowed {
+			if c := amount.In(bound.l, b.r); c > 0 && b.v > c*b.allowed {
 				return b.m, bound.reason, fmt.Sprintf("%s %v is more than %s (%s) allows (x%.2f)", b.r, b.v, bound.what, quantity(bound.l, b.r), b.allowed)
 			}
 		}
@@ -220,15 +221,6 @@ func limitsOf(p *corev1.Pod, c string) corev1.ResourceList {
 		}
 	}
 	return out
-}
-
-// amount is l's r in cores or bytes, 0 when it has none.
-func amount(l corev1.ResourceList, r corev1.ResourceName) float64 {
-	q, ok := l[r]
-	if !ok {
-		return 0
-	}
-	return q.AsApproximateFloat64()
 }
 
 func quantity(l corev1.ResourceList, r corev1.ResourceName) string {

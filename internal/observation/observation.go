@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/advise"
+	"github.com/tailorhq/tailor/internal/amount"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
@@ -98,11 +98,11 @@ func Of(now time.Time, pods []*corev1.Pod, usage metrics.Result, rec *v1alpha1.R
 	for _, p := range pods {
 		po := PodObservation{Name: p.Name, Node: p.Spec.NodeName, BeforeKnown: template != nil}
 		for _, ct := range podcontainers.Running(&p.Spec) {
-			cpu, mem := advise.Amount(ct.Resources.Requests, corev1.ResourceCPU), advise.Amount(ct.Resources.Requests, corev1.ResourceMemory)
+			cpu, mem := amount.In(ct.Resources.Requests, corev1.ResourceCPU), amount.In(ct.Resources.Requests, corev1.ResourceMemory)
 			po.CPURequest += cpu
 			po.MemoryRequest += mem
 			if tc := templateContainer(template, ct.Name); tc != nil {
-				cpu, mem = advise.Amount(tc.Resources.Requests, corev1.ResourceCPU), advise.Amount(tc.Resources.Requests, corev1.ResourceMemory)
+				cpu, mem = amount.In(tc.Resources.Requests, corev1.ResourceCPU), amount.In(tc.Resources.Requests, corev1.ResourceMemory)
 			}
 			po.CPUBefore += cpu
 			po.MemoryBefore += mem
@@ -155,7 +155,7 @@ func larger(v float64, list corev1.ResourceList, name corev1.ResourceName) float
 	if _, ok := list[name]; !ok {
 		return v
 	}
-	return maxKnown(v, advise.Amount(list, name))
+	return maxKnown(v, amount.In(list, name))
 }
 
 func maxKnown(a, b float64) float64 {

@@ -1,6 +1,8 @@
 package price
 
 import (
+	"github.com/tailorhq/tailor/internal/amount"
+
 	"errors"
 	"fmt"
 	"math"
@@ -28,13 +30,7 @@ var Example = Prices{CPUCoreHour: 0.04, MemoryGiBHour: 0.005}
 // Monthly is what l's cpu and memory cost a month at p. Other resources
 // cost nothing here.
 func (p Prices) Monthly(l corev1.ResourceList) float64 {
-	var perHour float64
-	if q, ok := l[corev1.ResourceCPU]; ok {
-		perHour += float64(q.MilliValue()) / 1000 * p.CPUCoreHour
-	}
-	if q, ok := l[corev1.ResourceMemory]; ok {
-		perHour += q.AsApproximateFloat64() / (1 << 30) * p.MemoryGiBHour
-	}
+	perHour := amount.In(l, corev1.ResourceCPU)*p.CPUCoreHour + amount.In(l, corev1.ResourceMemory)/(1<<30)*p.MemoryGiBHour
 	return perHour * HoursPerMonth
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/amount"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/recommend"
@@ -347,12 +348,12 @@ func savings(pods []*corev1.Pod, name string, rec corev1.ResourceList) (float64,
 		}
 		if q, ok := rec[corev1.ResourceCPU]; ok {
 			if cur, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
-				cpu += float64(cur.MilliValue()-q.MilliValue()) / 1000
+				cpu += amount.Of(corev1.ResourceCPU, cur) - amount.Of(corev1.ResourceCPU, q)
 			}
 		}
 		if q, ok := rec[corev1.ResourceMemory]; ok {
 			if cur, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
-				mem += float64(cur.Value() - q.Value())
+				mem += amount.Of(corev1.ResourceMemory, cur) - amount.Of(corev1.ResourceMemory, q)
 			}
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/amount"
 	"github.com/tailorhq/tailor/internal/cli/exit"
 	"github.com/tailorhq/tailor/internal/cli/flags"
 	"github.com/tailorhq/tailor/internal/cli/kube"
@@ -410,8 +411,8 @@ func pricesText(b price.Book) string {
 }
 
 func cores(l corev1.ResourceList) string {
-	if q, ok := l[corev1.ResourceCPU]; ok {
-		return strconv.FormatFloat(float64(q.MilliValue())/1000, 'f', 3, 64)
+	if _, ok := l[corev1.ResourceCPU]; ok {
+		return strconv.FormatFloat(amount.In(l, corev1.ResourceCPU), 'f', 3, 64)
 	}
 	return ""
 }
