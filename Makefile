@@ -118,11 +118,12 @@ oracle:
 ## gate's fixed seed (TAILOR_PROPERTY_SEED), 10,000 a test (the gate runs 2,000
 ## under -race): EXPLORE_ROUNDS rounds; a failure prints the seed that replays
 ## it, which belongs in the test's list of seeds once the bug it found is fixed.
+## Every package's: the property tests live beside the code they judge.
 EXPLORE_ROUNDS ?= 5
 .PHONY: explore
 explore:
 	for i in $$(seq $(EXPLORE_ROUNDS)); do \
-		TAILOR_PROPERTY_SEED=clock $(GO) test -count=1 -run 'Invariants$$|Properties$$' ./internal/autoscale ./internal/ownership || exit 1; \
+		TAILOR_PROPERTY_SEED=clock $(GO) test -count=1 -run 'Invariants$$|Properties$$|PassTheEngine$$' ./internal/... || exit 1; \
 	done
 
 $(GOLANGCI_LINT):
