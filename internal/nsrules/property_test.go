@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
+	"github.com/tailorhq/tailor/internal/propertytest"
 )
 
 // TestProperties draws namespaces and pods and checks what must hold of any:
@@ -19,7 +20,7 @@ import (
 // its usage fits Room.
 func TestProperties(t *testing.T) {
 	cases := 10000
-	if raceDetector {
+	if propertytest.Race {
 		cases = 2000
 	}
 	g := nsrulestest.Gen{R: rand.New(rand.NewPCG(7, 11)), PriorityClasses: []string{"high", "low"}, SharedDefaults: true}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tailorhq/tailor/internal/propertytest"
 )
 
 // randomState feeds a state random samples, throttling, OOM kills and
@@ -87,7 +89,7 @@ func testRecommenders(t testing.TB) map[string]*Recommender {
 // and keep doing so after the same further events.
 func TestRestoreRoundTrip(t *testing.T) {
 	statesPerConfig := 1000
-	if raceDetector {
+	if propertytest.Race {
 		statesPerConfig = 200
 	}
 	for name, r := range testRecommenders(t) {

@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/tailorhq/tailor/internal/propertytest"
 )
 
 const own = "team-a"
@@ -27,7 +29,7 @@ const own = "team-a"
 // drawn that has a selector.
 func TestConfineProperties(t *testing.T) {
 	cases := 3000
-	if raceDetector {
+	if propertytest.Race {
 		cases = 600
 	}
 	g := gen{r: rand.New(rand.NewPCG(3, 4))}

@@ -1,5 +1,0 @@
-//go:build !race
-
-package nsrules
-
-const raceDetector = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package recommend
-
-const raceDetector = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package tenantquery
-
-const raceDetector = false
