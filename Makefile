@@ -213,10 +213,11 @@ lint: $(GOLANGCI_LINT) $(HELM) verify-generated
 	$(GOLANGCI_LINT) run --allow-parallel-runners --build-tags e2e,controller ./...
 
 ## check: the developer's loop, every check that needs no local cluster, in
-## about 5 minutes warm (hack/check.sh): gofmt, generated files, go vet and
-## golangci-lint with every build tag, helm lint, the -race unit tests of
-## every module (bench/ included), one run of each benchmark, the Helm and
-## kustomize render tests, and the controller tier. Prints a timing table.
+## about 5 minutes warm (hack/check.sh): gofmt, generated files,
+## golangci-lint (go vet's analyzers among its linters) with every build
+## tag, helm lint, the -race unit tests of every module (bench/ included),
+## one run of each benchmark, the Helm and kustomize render tests, and the
+## controller tier. Prints a timing table.
 .PHONY: check
 check: $(GOLANGCI_LINT) $(HELM) $(CONTROLLER_GEN)
 	GO=$(GO) GOLANGCI_LINT=$(GOLANGCI_LINT) HELM=$(HELM) hack/check.sh
