@@ -121,6 +121,19 @@ func (m *Model) recommend(in Input) Advice {
 					bounded = bounded || t.Memory != nil
 				}
 			}
+		} else if t.Memory == nil && fresh {
+			// The pod-level request is sized by the "*" policy, and holds
+			// its running containers' working sets (fresh: every one is
+			// known), as podchange.Decide reads them.
+			if pol, err := spec.PolicyFor(v1alpha1.DefaultContainerName); err == nil && podchange.Controls(pol, corev1.ResourceMemory) &&
+				(pol.Mode == nil || *pol.Mode != v1alpha1.ContainerModeOff) {
+				var ws resource.Quantity
+				for _, c := range podcontainers.Names(p) {
+					ws.Add(a.WorkingSet[c])
+				}
+				t.Memory = outgrown(ws, cur.Memory)
+				bounded = bounded || t.Memory != nil
+			}
 		}
 		if rec.CPU.Decision == recommend.Raise || rec.Memory.Decision == recommend.Raise || (limitRaise && t.MemoryLimit != nil) || bounded {
 			since := now

@@ -232,6 +232,53 @@ func TestAdviseRaisesARequestItsWorkingSetOutgrew(t *testing.T) {
 	}
 }
 
+// TestAdviseRaisesAPodLevelRequestItsContainersOutgrew: the pod-level
+// memory request is raised alike when its running containers together hold
+// more than it, sized by the "*" policy, from fresh usage of every one of
+// them only.
+func TestAdviseRaisesAPodLevelRequestItsContainersOutgrew(t *testing.T) {
+	cases := map[string]struct {
+		app, side float64
+		sideFresh bool
+		policy    *v1alpha1.ContainerPolicy
+		want      string
+	}{
+		"together above the request":  {app: 100 * mi, side: 60 * mi, sideFresh: true, want: "160Mi"},
+		"together below the request":  {app: 60 * mi, side: 60 * mi, sideFresh: true},
+		"one container's usage stale": {app: 100 * mi, side: 60 * mi},
+		"memory not controlled": {app: 100 * mi, side: 60 * mi, sideFresh: true, policy: &v1alpha1.ContainerPolicy{ContainerName: v1alpha1.DefaultContainerName,
+			ControlledResources: []corev1.ResourceName{corev1.ResourceCPU}}},
+		"mode Off": {app: 100 * mi, side: 60 * mi, sideFresh: true, policy: &v1alpha1.ContainerPolicy{ContainerName: v1alpha1.DefaultContainerName,
+			Mode: ptr.To(v1alpha1.ContainerModeOff)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := builder.Pod("a").Namespace("ns").UID("a").PodRequests("200m", "128Mi").PodLimits("", "256Mi").
+				Container(builder.Container("app")).Container(builder.Container("side")).Running().Obj()
+			s := spec()
+			if tc.policy != nil {
+				s = spec(*tc.policy)
+			}
+			m := configured(t, s, p)
+			m.container(podcontainers.PodLevelName)
+			u := metrics.Result{Usage: map[metrics.Key]metrics.Usage{
+				{Namespace: "ns", Pod: "a", Container: "app"}: {Time: t0, Window: 30 * time.Second, CPU: 0.1, Memory: tc.app},
+			}}
+			if tc.sideFresh {
+				u.Usage[metrics.Key{Namespace: "ns", Pod: "a", Container: "side"}] = metrics.Usage{Time: t0, Window: 30 * time.Second, CPU: 0.1, Memory: tc.side}
+			}
+			a := m.Advise(Input{Spec: s, Pod: views(p)[0], Usage: u, Now: t0})
+			got := ""
+			if mem := a.PodTarget.Memory; mem != nil {
+				got = mem.String()
+			}
+			if got != tc.want {
+				t.Errorf("pod-level memory target %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestAdviseWithoutStartupBoostLeavesBoostNil: the decision tells "no boost"
 // from "nothing boosted" by nil.
 func TestAdviseWithoutStartupBoostLeavesBoostNil(t *testing.T) {

@@ -74,11 +74,20 @@ func (in Input) decidePodLevel(d *Decision, room corev1.ResourceList) {
 		}
 		if t := in.PodTarget.of(r); t != nil && Controls(star, r) {
 			minAllowed, maxAllowed := in.podBounds(r)
-			if v := in.shape(r, cur, toFloat(r, *t), minAllowed, maxAllowed, in.Creating, &ch.Notes); v != nil {
-				ws := map[string]resource.Quantity{}
-				if w, ok := in.podWorkingSet(); ok {
-					ws[podcontainers.PodLevelName] = w
-				}
+			ws := map[string]resource.Quantity{}
+			if w, ok := in.podWorkingSet(); ok {
+				ws[podcontainers.PodLevelName] = w
+			}
+			v := in.shape(r, cur, toFloat(r, *t), minAllowed, maxAllowed, in.Creating, &ch.Notes)
+			if w, known := ws[podcontainers.PodLevelName]; v == nil && r == corev1.ResourceMemory && !in.Creating && known && w.Cmp(req) > 0 {
+				// As a container's (belowWorkingSet): the request holds by
+				// the tolerance, yet the pod's containers hold more than
+				// it, and the kubelet evicts first the pods using more
+				// than they requested. apply raises it to the floor; the
+				// limit follows the request up, never down.
+				v = &cur
+			}
+			if v != nil {
 				newReq, newLim = in.apply(r, *v, cur, lim, controlsLimits(star), ws, podcontainers.PodLevelName, bound(r, maxAllowed), &ch.Notes)
 				if newReq < 0 {
 					d.Skips = append(d.Skips, Skip{Container: podcontainers.PodLevelName, Resource: r, Reason: SkipNoWorkingSet,

@@ -157,6 +157,22 @@ func TestDecideWorkloadShapes(t *testing.T) {
 			workingSet: map[string]resource.Quantity{"a": resource.MustParse("300Mi")},
 			wantSkips:  []SkipReason{SkipNoWorkingSet},
 		},
+		"a pod-level request its containers outgrew is raised to the floor, though the target is within the tolerance": {
+			pod: builder.Pod("p").Container(builder.Container("a")).Sidecar(builder.Container("s")).
+				PodRequests("", "390Mi").PodLimits("", "780Mi").Obj(),
+			spec:       spec(),
+			podTarget:  Target{Memory: q("400Mi")},
+			workingSet: map[string]resource.Quantity{"a": resource.MustParse("300Mi"), "s": resource.MustParse("100Mi")},
+			wantPod:    "req.memory=440Mi,lim.memory=880Mi",
+			wantNote:   "kept above working set 400Mi + 10%",
+		},
+		"a pod-level request above its containers' working sets holds within the tolerance": {
+			pod: builder.Pod("p").Container(builder.Container("a")).Sidecar(builder.Container("s")).
+				PodRequests("", "390Mi").PodLimits("", "780Mi").Obj(),
+			spec:       spec(),
+			podTarget:  Target{Memory: q("400Mi")},
+			workingSet: map[string]resource.Quantity{"a": resource.MustParse("290Mi"), "s": resource.MustParse("90Mi")},
+		},
 		"a pod-level raise is cut to the room": {
 			pod:       builder.Pod("p").Container(builder.Container("app")).PodRequests("500m", "").PodLimits("1", "").Obj(),
 			spec:      spec(),
