@@ -64,5 +64,7 @@ build() {
 
 case "${1:-}" in
   build) build ;;
+  # Sourced by hack/apps.sh for pack and gobin.
+  lib) ;;
   *) echo "usage: $0 build" >&2; exit 2 ;;
 esac

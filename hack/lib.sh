@@ -14,6 +14,8 @@ TAILOR_CACHE="${TAILOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tailor}"
 K8S_BIN="${TAILOR_CACHE}/kubernetes/${K8S_VERSION}/bin"
 ETCD_BIN="${TAILOR_CACHE}/etcd/${ETCD_VERSION}/bin"
 IMAGES_DIR="${TAILOR_CACHE}/images"
+# The real applications' images (hack/apps.sh), which only the apps phase runs.
+IMAGES_APPS_DIR="${TAILOR_CACHE}/images-apps"
 
 # Cluster state: one directory holds certs, configs, data and logs, so `down`
 # knows exactly what to remove and a person knows where to look.
