@@ -232,6 +232,14 @@ $(GOTESTSUM):
 e2e: $(HELM) $(GOTESTSUM)
 	TAILOR_HELM=$(HELM) TAILOR_GOTESTSUM=$(GOTESTSUM) TAILOR_E2E_BINARY=$(abspath $(BIN)/tailor) hack/e2e.sh
 
+## e2e-apps: PostgreSQL, Redis and a JVM service (packed from Debian's
+## packages by hack/apps.sh) each under a TailorPolicy on the local cluster,
+## through idle, load and idle again: raised and lowered in place, never
+## restarted or OOM-killed. Minutes of load each: not part of make test.
+.PHONY: e2e-apps
+e2e-apps: $(HELM) $(GOTESTSUM)
+	E2E_PHASES=apps TAILOR_HELM=$(HELM) TAILOR_GOTESTSUM=$(GOTESTSUM) TAILOR_E2E_BINARY=$(abspath $(BIN)/tailor) hack/e2e.sh
+
 ## soak: one hour (SOAK=1h) of 20 pods replaying the traces under tailor on the
 ## local cluster, with a chaos event every 4 minutes; prints what it counted
 ## (test/chaos TestSoak). On demand: not part of make test.

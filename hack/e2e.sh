@@ -4,6 +4,7 @@
 #
 #   hack/e2e.sh                        every phase: shared, quiet, chaos
 #   E2E_PHASES="shared" hack/e2e.sh    some of them
+#   E2E_PHASES="apps" hack/e2e.sh      the real applications (make e2e-apps)
 #   KEEP_CLUSTER=1 hack/e2e.sh         leave the cluster running afterwards
 #   E2E_RUN='TestCPU.*' hack/e2e.sh    a subset (each test still runs only in its phase)
 #
@@ -122,7 +123,17 @@ for phase in $PHASES; do
         cat "${E2E_OUT}/beside-chaos.log"
       fi
       ;;
-    *) die "unknown phase ${phase}: choose from shared quiet chaos" ;;
+    # The real applications (make e2e-apps), never in the gate: their
+    # images are built and imported here, not at every cluster start.
+    apps)
+      "${HACK_DIR}/apps.sh" build || die "hack/apps.sh build failed"
+      for img in "${IMAGES_APPS_DIR}"/*.tar; do
+        log "importing image $(cat "${img%.tar}.name")"
+        ctr -n k8s.io images import "$img" >/dev/null
+      done
+      run_phase apps 40m apps -p 1 -run '^TestApps' -- ./test/e2e || rc=1
+      ;;
+    *) die "unknown phase ${phase}: choose from shared quiet chaos apps" ;;
   esac
 done
 go run ./hack/flakes "${E2E_OUT}"/*.json

@@ -25,6 +25,10 @@ const (
 	// install cluster-wide objects or run a manager that sees every
 	// namespace.
 	PhaseQuiet = "quiet"
+	// PhaseApps runs, one at a time, the real applications under tailor
+	// (PostgreSQL, Redis, a JVM): minutes of load each, on images the gate
+	// does not build, so only hack/e2e.sh's apps phase runs them.
+	PhaseApps = "apps"
 )
 
 // Phase is the phase this run is in, "" for all of them.
@@ -45,7 +49,7 @@ func Offline(t *testing.T) {
 // tests: it runs in parallel with them, and is skipped in the quiet phase.
 func Shared(t *testing.T) {
 	t.Helper()
-	if Phase() == PhaseQuiet {
+	if Phase() == PhaseQuiet || Phase() == PhaseApps {
 		t.Skip("shares the node: runs in the shared phase")
 	}
 	t.Parallel()
@@ -57,7 +61,17 @@ func Shared(t *testing.T) {
 // skipped in the shared phase.
 func Quiet(t *testing.T) {
 	t.Helper()
-	if Phase() == PhaseShared {
+	if Phase() == PhaseShared || Phase() == PhaseApps {
 		t.Skip("needs the node to itself: runs in the quiet phase")
+	}
+}
+
+// Apps marks t as a test of a real application under load: it needs the
+// node to itself for minutes and an image of hack/apps.sh, so it runs in
+// the apps phase only (make e2e-apps), or when a developer names it.
+func Apps(t *testing.T) {
+	t.Helper()
+	if Phase() != PhaseApps && Phase() != "" {
+		t.Skip("a real application: runs in the apps phase (make e2e-apps)")
 	}
 }

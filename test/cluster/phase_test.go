@@ -68,8 +68,8 @@ func TestEveryClusterTestNamesItsPhase(t *testing.T) {
 				continue
 			}
 			checked++
-			if !startsWith(fn, "Shared", "Quiet") {
-				t.Errorf("%s: %s must start with cluster.Shared(t) or cluster.Quiet(t)", fset.Position(fn.Pos()), fn.Name.Name)
+			if !startsWith(fn, "Shared", "Quiet", "Apps") {
+				t.Errorf("%s: %s must start with cluster.Shared(t), cluster.Quiet(t) or cluster.Apps(t)", fset.Position(fn.Pos()), fn.Name.Name)
 			}
 		}
 		return nil
