@@ -117,8 +117,8 @@ EOF
 }
 
 jvm_image() {
-  local src="${ROOT}/test/images/jvm/Service.java"
-  stale jvm "$src" || return 0
+  local src=("${ROOT}/test/images/jvm/Service.java" "${ROOT}/test/images/jvm/Load.java")
+  stale jvm "${src[@]}" || return 0
   local rootfs="$work/jvm" jre="/opt/java"
   base "$rootfs"
   # A runtime of the modules the service uses, from the packaged JDK's
@@ -129,7 +129,7 @@ jvm_image() {
     [[ -n "$lib" && -e "$lib" && ! -e "${rootfs}${lib}" ]] && install -D -m 755 "$(readlink -f "$lib")" "${rootfs}${lib}"
   done < <(find "$rootfs$jre" -name '*.so' -o -path '*/bin/*' -type f | xargs -r ldd 2>/dev/null | awk '/=> \// {print $3} /^\t\// {print $1}' | sort -u)
   mkdir -p "$work/jvm-classes" "$rootfs/app"
-  "$JDK/bin/javac" -d "$work/jvm-classes" "$src"
+  "$JDK/bin/javac" -d "$work/jvm-classes" "${src[@]}"
   (cd "$work/jvm-classes" && "$JDK/bin/jar" --create --file "$rootfs/app/service.jar" --main-class Service .)
   IMAGES_DIR="$IMAGES_APPS_DIR" pack jvm "tailor.local/jvm:17" "$rootfs" "[\"$jre/bin/java\",\"-jar\",\"/app/service.jar\"]"
   built jvm

@@ -15,6 +15,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/boost"
+	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/shard"
 )
 
@@ -130,8 +131,8 @@ func ownerOnly(m *metav1.PartialObjectMetadata, sh shard.Shard) *metav1.PartialO
 // pod-level resources, the Ready and resize conditions, PodScheduled while
 // False, and each
 // container's state, restarts, allocated and actual resources. It drops
-// what real pods are mostly made of and tailor never reads: images, env,
-// commands, probes, volumes and mounts, security contexts, other
+// what real pods are mostly made of and tailor never reads: images, env
+// and commands (but a JVM's heap option, jvm.Slim), probes, volumes and mounts, security contexts, other
 // annotations, IPs, termination messages. At 10,000 pods the cache is most
 // of the manager's memory (the scale benchmark, docs/scale.md).
 //
@@ -294,6 +295,9 @@ func slimContainers(cs []corev1.Container, lists *listTable) []corev1.Container 
 				Limits:   lists.intern(c.Resources.Limits),
 				Claims:   c.Resources.Claims,
 			}}
+		// A JVM's heap options: the decision keeps its memory limit
+		// above what its heap may reach.
+		out[i].Command, out[i].Env = jvm.Slim(&c)
 	}
 	return out
 }

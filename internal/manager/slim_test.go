@@ -21,6 +21,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
 	"github.com/tailorhq/tailor/internal/boost"
+	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/internal/shard"
 	"github.com/tailorhq/tailor/test/builder"
@@ -438,5 +439,25 @@ func TestSlimPodKeepsWhatABoostOwns(t *testing.T) {
 				t.Errorf("managedFields (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSlimPodKeepsAJVMsHeapOption: of a JVM's command and environment the
+// cache keeps what says how far its heap may grow, which the decision
+// reads, and nothing of another program's.
+func TestSlimPodKeepsAJVMsHeapOption(t *testing.T) {
+	p := builder.Pod("p").
+		Container(builder.Container("jvm").Command("/bin/sh", "-c", "exec java -Dspring.profiles.active=prod -Xmx2g -jar /app.jar")).
+		Container(builder.Container("proxy").Command("/envoy", "--config-path", "/etc/envoy.yaml")).Obj()
+	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_PASSWORD", Value: "secret"}, {Name: "JAVA_TOOL_OPTIONS", Value: "-XX:+UseZGC"}}
+	s := slimPod(p, newListTable(listTableSize))
+	if diff := cmp.Diff([]string{"java", "-Xmx2g"}, s.Spec.Containers[0].Command); diff != "" {
+		t.Errorf("the JVM's command (-want,+got):\n%s", diff)
+	}
+	if s.Spec.Containers[0].Env != nil || s.Spec.Containers[1].Command != nil || s.Spec.Containers[1].Env != nil {
+		t.Errorf("kept what the decision does not read: %+v", s.Spec.Containers)
+	}
+	if diff := cmp.Diff(jvm.HeapOf(&p.Spec.Containers[0]), jvm.HeapOf(&s.Spec.Containers[0])); diff != "" {
+		t.Errorf("the heap read from the slim pod (-whole,+slim):\n%s", diff)
 	}
 }

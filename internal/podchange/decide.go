@@ -11,6 +11,7 @@ import (
 	qosutil "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podcontainers"
@@ -574,6 +575,9 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 			ch.RequestNow = q.DeepCopy()
 		}
 	}
+	if r == corev1.ResourceMemory {
+		keepHeapReach(c, ch)
+	}
 	in.clamp(ch, pol, lim == nil || !controlsLimits(pol))
 	if ch.RequestNow.Cmp(req) == 0 && (lim == nil || ch.LimitNow.Cmp(*lim) == 0) {
 		return nil, nil
@@ -582,6 +586,51 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		return nil, skip(SkipRestartNotAllowed, "%s resizePolicy is RestartContainer and the policy does not allow restarts", r)
 	}
 	return ch, nil
+}
+
+// keepHeapReach stops a lowering of a JVM's memory limit where its heap
+// could no longer fill (jvm.Reach of the heap's maximum): its working set
+// may be small today, and the heap grows to its maximum when the load
+// comes, whatever the limit. Where the JVM sized its heap from the limit it
+// saw at start, which the spec no longer tells, or its options come from an
+// object the spec does not hold, the limit is not lowered at all. It never
+// raises a limit: what a JVM cannot use is not given to it. A Guaranteed
+// pod's request stays its limit.
+func keepHeapReach(c *corev1.Container, ch *Change) {
+	if ch.LimitBefore == nil || ch.LimitNow == nil || ch.LimitNow.Cmp(*ch.LimitBefore) >= 0 {
+		return
+	}
+	h := jvm.HeapOf(c)
+	if !h.JVM {
+		return
+	}
+	floor := ch.LimitBefore.DeepCopy()
+	var note string
+	switch {
+	case h.Unknown != "":
+		note = fmt.Sprintf("limit not lowered: the JVM's options come from %s, which the pod's spec does not hold", h.Unknown)
+	case h.Max == nil:
+		how := h.Option
+		if how == "" {
+			how = "its default MaxRAMPercentage of 25%"
+		}
+		note = fmt.Sprintf("limit not lowered: the JVM sized its heap from the limit it saw at start (%s), and lowering it in place does not shrink the heap", how)
+	default:
+		reach := jvm.Reach(*h.Max)
+		if reach.Cmp(floor) < 0 {
+			floor = reach
+		}
+		note = fmt.Sprintf("limit kept at the JVM's reach %s (%s, a quarter more and %s outside the heap)", floor.String(), h.Option, jvm.NonHeap.String())
+	}
+	if ch.LimitNow.Cmp(floor) >= 0 {
+		return
+	}
+	guaranteed := ch.RequestBefore.Cmp(*ch.LimitBefore) == 0 && ch.RequestNow.Cmp(*ch.LimitNow) == 0
+	ch.LimitNow = &floor
+	if guaranteed {
+		ch.RequestNow = floor.DeepCopy()
+	}
+	ch.Notes = append(ch.Notes, note)
 }
 
 // belowWorkingSet reports whether memory request req of container name is

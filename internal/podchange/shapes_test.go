@@ -110,6 +110,47 @@ func TestDecideWorkloadShapes(t *testing.T) {
 			want:       map[string]string{},
 			wantSkips:  []SkipReason{SkipWithinTolerance},
 		},
+		"a memory limit is lowered with its request": {
+			pod:        builder.Pod("p").Container(builder.Container("app").Command("/app/server").Requests("250m", "512Mi").Limits("500m", "1Gi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("128Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
+			want:       map[string]string{"app": "req.memory=128Mi,lim.memory=256Mi"},
+		},
+		"a JVM's memory limit is lowered no further than its heap's reach": {
+			pod: builder.Pod("p").Container(builder.Container("app").Command("java", "-Xmx256m", "-jar", "app.jar").
+				Requests("250m", "512Mi").Limits("500m", "1Gi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("128Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
+			want:       map[string]string{"app": "req.memory=128Mi,lim.memory=384Mi"},
+			wantNote:   "limit kept at the JVM's reach 384Mi (-Xmx256m, a quarter more and 64Mi outside the heap)",
+		},
+		"a JVM whose heap was sized from its limit at start keeps the limit": {
+			pod: builder.Pod("p").Container(builder.Container("app").Command("java", "-XX:MaxRAMPercentage=75.0", "-jar", "app.jar").
+				Requests("250m", "512Mi").Limits("500m", "1Gi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("128Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
+			want:       map[string]string{"app": "req.memory=128Mi,lim.memory=1Gi"},
+			wantNote:   "limit not lowered: the JVM sized its heap from the limit it saw at start (-XX:MaxRAMPercentage=75.0)",
+		},
+		"a Guaranteed JVM keeps its request at its limit": {
+			pod: builder.Pod("p").Container(builder.Container("app").Command("java", "-Xmx256m", "-jar", "app.jar").
+				Requests("500m", "1Gi").Limits("500m", "1Gi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("128Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
+			want:       map[string]string{"app": "req.memory=384Mi,lim.memory=384Mi"},
+		},
+		"a JVM's memory limit is raised as any other": {
+			pod: builder.Pod("p").Container(builder.Container("app").Command("java", "-Xmx256m", "-jar", "app.jar").
+				Requests("250m", "256Mi").Limits("500m", "512Mi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("400Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("300Mi")},
+			want:       map[string]string{"app": "req.memory=400Mi,lim.memory=800Mi"},
+		},
 		"a container without a limit never gets one": {
 			pod:     builder.Pod("p").Container(builder.Container("app").Requests("250m", "128Mi")).Obj(),
 			spec:    spec(),

@@ -49,12 +49,15 @@ public final class Service {
     });
     server.createContext("/hold", ex -> {
       int mb = Integer.parseInt(query(ex).getOrDefault("mb", "16"));
+      // In 64 KiB blocks: a block of a region's size or more is a
+      // humongous object to G1, which a heap of a few hundred MiB runs
+      // out of long before its bytes are used.
       synchronized (held) {
-        for (int i = 0; i < mb; i++) {
-          held.add(new byte[1 << 20]);
+        for (int i = 0; i < mb * 16; i++) {
+          held.add(new byte[64 << 10]);
         }
       }
-      reply(ex, 200, "holding " + held.size() + " MiB\n");
+      reply(ex, 200, "holding " + held.size() / 16 + " MiB\n");
     });
     server.createContext("/heap", ex -> {
       MemoryUsage h = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
