@@ -119,7 +119,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 	}
 	replicas := max(in.Replicas, 1)
 	d, err := podchange.Decide(podchange.Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true, Holds: in.Holds, Boost: boosted.names,
-		Room: leastRoom(roomBeside(pod, in.Room), quotaRoomPerReplica(in.Rules, pod, replicas)), Rules: in.Rules})
+		Room: resize.LeastRoom(roomBeside(pod, in.Room), quotaRoomPerReplica(in.Rules, pod, replicas)), Rules: in.Rules})
 	if err != nil {
 		return out, fmt.Errorf("admit: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
@@ -132,10 +133,10 @@ const (
 // HoldReasons of the lowerings a canary holds.
 const (
 	// HoldCanary: the lowering waits for the canary pods' window.
-	HoldCanary HoldReason = "Canary"
+	HoldCanary fleet.HoldReason = "Canary"
 	// HoldCanaryBackoff: a canary was rolled back; the workload's
 	// lowerings wait out the backoff.
-	HoldCanaryBackoff HoldReason = "CanaryBackoff"
+	HoldCanaryBackoff fleet.HoldReason = "CanaryBackoff"
 )
 
 // CanaryEvent is something a canary did this sync, for an event.
@@ -307,16 +308,16 @@ func (c CanaryConfig) watching() string {
 type canaryPlan struct {
 	cfg   CanaryConfig
 	now   time.Time
-	input PolicyInput
+	input fleet.PolicyInput
 	state CanaryState
 	// wish is each pod's own decision, by UID, before anything is held.
 	wish map[types.UID]podchange.Decision
 	// chosen are the pods that may be lowered as canaries this sync.
 	chosen map[types.UID]bool
 	// held are the lowerings taken out, by pod UID.
-	held      map[types.UID]Held
-	rollbacks []Action
-	refused   []Held
+	held      map[types.UID]fleet.Held
+	rollbacks []fleet.Action
+	refused   []fleet.Held
 	events    []CanaryEvent
 	retry     time.Duration
 	promoted  bool
@@ -339,15 +340,15 @@ type canaryPlan struct {
 // nor passes: the canary is not promoted, nor rolled back, until it
 // answers, since a guardrail that cannot see is no proof that the lowering
 // is harmless.
-func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig, answers map[string]GuardrailAnswer) (*canaryPlan, error) {
+func planCanary(in fleet.PolicyInput, st CanaryState, cfg CanaryConfig, answers map[string]GuardrailAnswer) (*canaryPlan, error) {
 	// The plan changes its input's pods: not the caller's.
-	in.Pods = append([]PodInput(nil), in.Pods...)
+	in.Pods = append([]fleet.PodInput(nil), in.Pods...)
 	cp := &canaryPlan{cfg: cfg, now: in.Now, input: in, state: st, wish: map[types.UID]podchange.Decision{},
-		chosen: map[types.UID]bool{}, held: map[types.UID]Held{}, answers: answers}
-	byUID := map[types.UID]PodInput{}
+		chosen: map[types.UID]bool{}, held: map[types.UID]fleet.Held{}, answers: answers}
+	byUID := map[types.UID]fleet.PodInput{}
 	for _, p := range in.Pods {
 		byUID[p.Pod.UID] = p
-		d, err := podchange.Decide(in.podInput(p, nil))
+		d, err := in.Wish(p)
 		if err != nil {
 			return nil, err
 		}
@@ -372,7 +373,7 @@ func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig, answers map[st
 	}
 	if cp.now.Before(cp.state.HoldUntil) {
 		cp.holdAll(HoldCanaryBackoff)
-		cp.retry = soonest(cp.retry, cp.state.HoldUntil.Sub(cp.now))
+		cp.retry = fleet.Soonest(cp.retry, cp.state.HoldUntil.Sub(cp.now))
 		return cp, nil
 	}
 	cp.state.HoldUntil = time.Time{}
@@ -400,7 +401,7 @@ func LiveCanaryPods(st CanaryState, pods []*corev1.Pod) []CanaryPod {
 
 // revert sends again the rollbacks whose pods' spec does not show them, and
 // forgets those that do.
-func (cp *canaryPlan) revert(byUID map[types.UID]PodInput) {
+func (cp *canaryPlan) revert(byUID map[types.UID]fleet.PodInput) {
 	var keep []CanaryPod
 	for _, c := range cp.state.Revert {
 		p, ok := byUID[c.UID]
@@ -415,7 +416,7 @@ func (cp *canaryPlan) revert(byUID map[types.UID]PodInput) {
 
 // trip checks each canary pod's guardrails; when one trips, every canary
 // pod is rolled back, and the hold starts.
-func (cp *canaryPlan) trip(live []CanaryPod, byUID map[types.UID]PodInput) bool {
+func (cp *canaryPlan) trip(live []CanaryPod, byUID map[types.UID]fleet.PodInput) bool {
 	var trips []tripped
 	for _, c := range live {
 		if g, what, ok := cp.cfg.guardrail(c, byUID[c.UID]); ok {
@@ -467,7 +468,7 @@ func (cp *canaryPlan) trip(live []CanaryPod, byUID map[types.UID]PodInput) bool 
 		cp.events = append(cp.events, CanaryEvent{Reason: EventCanaryRolledBack, Pod: byUID[t.pod.UID].Pod, Guardrail: t.guardrail,
 			Message: fmt.Sprintf("%s: raised back in place to %s; the workload's lowerings are held for %s", t, t.pod.Before, hold)})
 	}
-	cp.retry = soonest(cp.retry, hold)
+	cp.retry = fleet.Soonest(cp.retry, hold)
 	return true
 }
 
@@ -492,7 +493,7 @@ func (t tripped) String() string {
 // proven, and the other pods follow. False while the window runs, a
 // canary's resize is still being applied, or a query guardrail has no
 // answer.
-func (cp *canaryPlan) promote(live []CanaryPod, byUID map[types.UID]PodInput) bool {
+func (cp *canaryPlan) promote(live []CanaryPod, byUID map[types.UID]fleet.PodInput) bool {
 	end := windowEnd(live, cp.cfg.Window)
 	if cp.now.Before(end) || len(cp.unanswered) > 0 {
 		return false
@@ -539,7 +540,7 @@ func (cp *canaryPlan) watch(live []CanaryPod) {
 	}
 	cp.holdLowerings(HoldCanary, msg, func(uid types.UID) bool { return !cp.chosen[uid] })
 	if wait := end.Sub(cp.now); wait > 0 {
-		cp.retry = soonest(cp.retry, wait)
+		cp.retry = fleet.Soonest(cp.retry, wait)
 	}
 }
 
@@ -600,15 +601,15 @@ func (cp *canaryPlan) reverting(uid types.UID) bool {
 }
 
 // holdAll holds every lowering of the workload, for the backoff.
-func (cp *canaryPlan) holdAll(reason HoldReason) {
+func (cp *canaryPlan) holdAll(reason fleet.HoldReason) {
 	msg := fmt.Sprintf("lowerings are held until %s: %s", stamp(cp.state.HoldUntil), cp.state.Learnt)
 	cp.holdLowerings(reason, msg, func(types.UID) bool { return true })
 }
 
 // holdLowerings takes the lowerings of the pods hold says out of
 // DecidePolicy's input, leaving their raises, and says why.
-func (cp *canaryPlan) holdLowerings(reason HoldReason, msg string, hold func(types.UID) bool) {
-	pods := make([]PodInput, len(cp.input.Pods))
+func (cp *canaryPlan) holdLowerings(reason fleet.HoldReason, msg string, hold func(types.UID) bool) {
+	pods := make([]fleet.PodInput, len(cp.input.Pods))
 	for i, p := range cp.input.Pods {
 		pods[i] = p
 		uid := p.Pod.UID
@@ -617,7 +618,7 @@ func (cp *canaryPlan) holdLowerings(reason HoldReason, msg string, hold func(typ
 			continue
 		}
 		pods[i] = withoutLowerings(p, down)
-		cp.held[uid] = Held{Pod: p.Pod, Reason: reason, Message: msg, Decision: cp.wish[uid]}
+		cp.held[uid] = fleet.Held{Pod: p.Pod, Reason: reason, Message: msg, Decision: cp.wish[uid]}
 	}
 	cp.input.Pods = pods
 }
@@ -625,7 +626,7 @@ func (cp *canaryPlan) holdLowerings(reason HoldReason, msg string, hold func(typ
 // rollback raises a canary pod back to what it had before its lowering,
 // whatever holds other resizes; the pod is taken out of DecidePolicy's
 // input. A resource raised since stays where it is: a rollback only raises.
-func (cp *canaryPlan) rollback(p PodInput, c CanaryPod) {
+func (cp *canaryPlan) rollback(p fleet.PodInput, c CanaryPod) {
 	for i, q := range cp.input.Pods {
 		if q.Pod.UID == c.UID {
 			q.Targets, q.PodTarget = nil, podchange.Target{}
@@ -667,15 +668,15 @@ func (cp *canaryPlan) rollback(p PodInput, c CanaryPod) {
 	plan, err := resize.Plan(resize.Input{Pod: p.Pod, Desired: d.Desired, Node: cp.input.Nodes[p.Pod.Spec.NodeName], Server: cp.input.Server, Rules: cp.input.Rules})
 	switch {
 	case err != nil:
-		cp.refused = append(cp.refused, Held{Pod: p.Pod, Reason: HoldRefused, Decision: d, Message: fmt.Sprintf("the canary's rollback cannot be planned: %v", err)})
+		cp.refused = append(cp.refused, fleet.Held{Pod: p.Pod, Reason: fleet.HoldRefused, Decision: d, Message: fmt.Sprintf("the canary's rollback cannot be planned: %v", err)})
 	case plan.NoChange:
 	case plan.Outcome == resize.Refused:
-		cp.refused = append(cp.refused, Held{Pod: p.Pod, Reason: HoldRefused, Rule: plan.Rule, Decision: d,
+		cp.refused = append(cp.refused, fleet.Held{Pod: p.Pod, Reason: fleet.HoldRefused, Rule: plan.Rule, Decision: d,
 			Message: fmt.Sprintf("the canary's rollback: Kubernetes would refuse it (rule %s): %s", plan.Rule, plan.Message)})
 	default:
 		// Sent even when the node has no room now: the kubelet applies
 		// it as soon as it has, and nothing else would be sooner.
-		cp.rollbacks = append(cp.rollbacks, Action{Pod: p.Pod, Decision: d, Plan: plan})
+		cp.rollbacks = append(cp.rollbacks, fleet.Action{Pod: p.Pod, Decision: d, Plan: plan})
 	}
 }
 
@@ -704,7 +705,7 @@ func raiseBack(name string, r corev1.ResourceName, now, before corev1.ResourceRe
 // settle completes the plan with DecidePolicy's answer: the canary pods
 // whose lowering is sent start their window, the lowerings the canary took
 // out are reported held, and the rollbacks go first.
-func (cp *canaryPlan) settle(d *PolicyDecision) CanaryOutcome {
+func (cp *canaryPlan) settle(d *fleet.PolicyDecision) CanaryOutcome {
 	sent := map[types.UID]bool{}
 	for _, a := range cp.rollbacks {
 		sent[a.Pod.UID] = true
@@ -720,7 +721,7 @@ func (cp *canaryPlan) settle(d *PolicyDecision) CanaryOutcome {
 		cp.events = append(cp.events, CanaryEvent{Reason: EventCanaryStarted, Pod: a.Pod,
 			Message: fmt.Sprintf("lowered first, as a canary: %s; the other pods follow if no guardrail trips by %s (%s)",
 				changesText(lowerings(a.Decision)), stamp(cp.now.Add(cp.cfg.Window)), cp.cfg.watching())})
-		cp.retry = soonest(cp.retry, cp.cfg.Window)
+		cp.retry = fleet.Soonest(cp.retry, cp.cfg.Window)
 	}
 	already := map[types.UID]bool{}
 	for _, h := range d.Held {
@@ -735,7 +736,7 @@ func (cp *canaryPlan) settle(d *PolicyDecision) CanaryOutcome {
 	for _, a := range cp.rollbacks {
 		d.Decisions[a.Pod.Name] = a.Decision
 	}
-	d.Resizes = append(append([]Action(nil), cp.rollbacks...), d.Resizes...)
+	d.Resizes = append(append([]fleet.Action(nil), cp.rollbacks...), d.Resizes...)
 	if cp.retry > 0 && (d.RetryAfter == 0 || cp.retry < d.RetryAfter) {
 		d.RetryAfter = cp.retry
 	}
@@ -791,7 +792,7 @@ func (cp *canaryPlan) condition(waiting int) (metav1.ConditionStatus, string, st
 
 // guardrail says which guardrail, if any, a canary pod trips now, and by
 // how much. Each is judged on what happened after its lowering.
-func (c CanaryConfig) guardrail(cp CanaryPod, pin PodInput) (Guardrail, string, bool) {
+func (c CanaryConfig) guardrail(cp CanaryPod, pin fleet.PodInput) (Guardrail, string, bool) {
 	p := pin.Pod
 	if pin.ResizeRefused != "" {
 		return GuardrailResizeRefused, "the kubelet did not apply the lowering (" + pin.ResizeRefused + ")", true
@@ -1054,7 +1055,7 @@ func needsCanary(d podchange.Decision, proven CanaryValues) bool {
 
 // withoutLowerings is p with the targets of the resources d lowers taken
 // out: those are held as they are, and its raises go on.
-func withoutLowerings(p PodInput, down []podchange.Change) PodInput {
+func withoutLowerings(p fleet.PodInput, down []podchange.Change) fleet.PodInput {
 	targets := make(map[string]podchange.Target, len(p.Targets))
 	for n, t := range p.Targets {
 		targets[n] = t

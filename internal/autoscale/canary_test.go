@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
@@ -34,7 +35,7 @@ const canaryWindow = 10 * time.Minute
 // pace.
 type canaryWorld struct {
 	spec  *v1alpha1.TailorPolicySpec
-	pods  []autoscale.PodInput
+	pods  []fleet.PodInput
 	state autoscale.CanaryState
 	now   time.Time
 	// answers are the query guardrails' answers the sync is given.
@@ -56,7 +57,7 @@ func newCanaryWorld() *canaryWorld {
 		},
 	}}
 	for i := range 3 {
-		w.pods = append(w.pods, autoscale.PodInput{
+		w.pods = append(w.pods, fleet.PodInput{
 			Pod:        canaryPod(fmt.Sprintf("web-%d", i), "500m", "1"),
 			Targets:    map[string]podchange.Target{"app": {CPU: quantity("200m")}},
 			WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
@@ -96,7 +97,7 @@ func (w *canaryWorld) decide(t *testing.T) autoscale.SyncDecision {
 		bound = append(bound, p.Pod)
 	}
 	d, err := autoscale.DecideSync(autoscale.SyncInput{
-		PolicyInput: autoscale.PolicyInput{
+		PolicyInput: fleet.PolicyInput{
 			Spec: w.spec, Pods: w.pods, Now: w.now, MemoryFloorHeadroom: 0.1,
 			Server: resize.Version{Major: 1, Minor: 37},
 			Nodes:  map[string]*resize.NodeState{"n1": {Allocatable: builder.List("16", "64Gi"), Pods: bound}},
@@ -298,8 +299,8 @@ func TestCanaryWindow(t *testing.T) {
 // lowerings for the backoff; what happened before the lowering, or a
 // guardrail turned off, trips nothing.
 func TestCanaryGuardrails(t *testing.T) {
-	restart := func(reason string, exit int32, at time.Duration) func(*autoscale.PodInput) {
-		return func(p *autoscale.PodInput) {
+	restart := func(reason string, exit int32, at time.Duration) func(*fleet.PodInput) {
+		return func(p *fleet.PodInput) {
 			cs := &p.Pod.Status.ContainerStatuses[0]
 			cs.RestartCount++
 			cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
@@ -307,7 +308,7 @@ func TestCanaryGuardrails(t *testing.T) {
 		}
 	}
 	cases := map[string]struct {
-		mutate     func(*autoscale.PodInput)
+		mutate     func(*fleet.PodInput)
 		guardrails *v1alpha1.CanaryGuardrails
 		// restartsBefore is the restart count when the canary was lowered.
 		restartsBefore int32
@@ -327,23 +328,23 @@ func TestCanaryGuardrails(t *testing.T) {
 			wantGuardrail: autoscale.GuardrailRestart, wantWhat: "container app restart count 0 -> 1",
 		},
 		"readiness lost": {
-			mutate: func(p *autoscale.PodInput) {
+			mutate: func(p *fleet.PodInput) {
 				p.Pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"}}
 			},
 			wantGuardrail: autoscale.GuardrailReadiness, wantWhat: "pod no longer Ready (ContainersNotReady)",
 		},
 		"CPU throttled above the threshold": {
-			mutate:        func(p *autoscale.PodInput) { p.Throttled = map[string]float64{"app": 0.45} },
+			mutate:        func(p *fleet.PodInput) { p.Throttled = map[string]float64{"app": 0.45} },
 			wantGuardrail: autoscale.GuardrailCPUThrottling, wantWhat: "container app throttled in 45% of its CFS periods, above 20%",
 		},
 		"working set within the margin of the memory limit": {
-			mutate: func(p *autoscale.PodInput) {
+			mutate: func(p *fleet.PodInput) {
 				p.WorkingSet = map[string]resource.Quantity{"app": resource.MustParse("490Mi")}
 			},
 			wantGuardrail: autoscale.GuardrailMemoryNearLimit, wantWhat: "container app working set 490Mi within 5% of the 512Mi memory limit",
 		},
 		"a custom margin": {
-			mutate: func(p *autoscale.PodInput) {
+			mutate: func(p *fleet.PodInput) {
 				p.WorkingSet = map[string]resource.Quantity{"app": resource.MustParse("470Mi")}
 			},
 			guardrails:    &v1alpha1.CanaryGuardrails{MemoryMarginPercent: ptrTo(int32(10))},
@@ -352,16 +353,16 @@ func TestCanaryGuardrails(t *testing.T) {
 		// The kubelet would not lower it: it never ran at the new values,
 		// so its window proved nothing, whichever guardrails are on.
 		"the lowering Infeasible": {
-			mutate:        func(p *autoscale.PodInput) { p.ResizeRefused = "Infeasible: Node didn't have enough capacity" },
+			mutate:        func(p *fleet.PodInput) { p.ResizeRefused = "Infeasible: Node didn't have enough capacity" },
 			guardrails:    &v1alpha1.CanaryGuardrails{OOMKill: ptrTo(false), Restart: ptrTo(false), Readiness: ptrTo(false), CPUThrottling: ptrTo(false), MemoryNearLimit: ptrTo(false)},
 			wantGuardrail: autoscale.GuardrailResizeRefused,
 			wantWhat:      "the kubelet did not apply the lowering (Infeasible: Node didn't have enough capacity)",
 		},
 		"throttled below the threshold": {
-			mutate: func(p *autoscale.PodInput) { p.Throttled = map[string]float64{"app": 0.15} },
+			mutate: func(p *fleet.PodInput) { p.Throttled = map[string]float64{"app": 0.15} },
 		},
 		"working set outside the margin": {
-			mutate: func(p *autoscale.PodInput) {
+			mutate: func(p *fleet.PodInput) {
 				p.WorkingSet = map[string]resource.Quantity{"app": resource.MustParse("480Mi")}
 			},
 		},
@@ -372,7 +373,7 @@ func TestCanaryGuardrails(t *testing.T) {
 			mutate: restart("Error", 1, -time.Minute), guardrails: &v1alpha1.CanaryGuardrails{Restart: ptrTo(false)},
 		},
 		"readiness guardrail off": {
-			mutate: func(p *autoscale.PodInput) {
+			mutate: func(p *fleet.PodInput) {
 				p.Pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
 			},
 			guardrails: &v1alpha1.CanaryGuardrails{Readiness: ptrTo(false)},
@@ -483,7 +484,7 @@ func TestCanaryHoldKeepsWhatWasLearnt(t *testing.T) {
 	if got := w.state.Proven.String(); got != "app cpu 500m/1, memory 256Mi/512Mi" {
 		t.Errorf("proven after the rollback: %s, want what the canary had", got)
 	}
-	w.pods[0] = autoscale.PodInput{Pod: canaryPod("web-0", "500m", "1"), Targets: w.pods[1].Targets, LastResize: w.now}
+	w.pods[0] = fleet.PodInput{Pod: canaryPod("web-0", "500m", "1"), Targets: w.pods[1].Targets, LastResize: w.now}
 
 	// Half an hour into the hour's hold. web-2 wants more memory: a raise,
 	// never held.
@@ -548,7 +549,7 @@ func TestCanaryProvenValues(t *testing.T) {
 	w := newCanaryWorld()
 	w.state.Proven = autoscale.CanaryValues{"app": {Requests: builder.List("200m", "256Mi"), Limits: builder.List("400m", "512Mi")}}
 	w.state.LastResult = v1alpha1.CanaryReasonPromoted
-	w.pods[0] = autoscale.PodInput{Pod: canaryPod("web-0", "200m", "400m"), Targets: map[string]podchange.Target{"app": {CPU: quantity("100m")}}}
+	w.pods[0] = fleet.PodInput{Pod: canaryPod("web-0", "200m", "400m"), Targets: map[string]podchange.Target{"app": {CPU: quantity("100m")}}}
 	d := w.decide(t)
 	want := []string{"web-0 app cpu 200m -> 100m", "web-1 app cpu 500m -> 200m", "web-2 app cpu 500m -> 200m"}
 	if diff := cmp.Diff(want, sends(d)); diff != "" {
@@ -629,7 +630,7 @@ func canaryOffCase(seed uint64) string {
 	if b := in.Spec.Behavior; b != nil && b.ScaleDown != nil {
 		b.ScaleDown.Canary = nil
 	}
-	want, err := autoscale.DecidePolicy(in)
+	want, err := fleet.DecidePolicy(in)
 	if err != nil {
 		return err.Error()
 	}
@@ -687,7 +688,7 @@ func TestCanaryNeverHoldsARaise(t *testing.T) {
 			in.Spec.Behavior.ScaleDown = &v1alpha1.ScaleDownRules{}
 		}
 		in.Spec.Behavior.ScaleDown.Canary = nil
-		alone, err := autoscale.DecidePolicy(in)
+		alone, err := fleet.DecidePolicy(in)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -725,7 +726,7 @@ func TestCanaryNeverHoldsARaise(t *testing.T) {
 }
 
 // decisionText says a policy decision in full, for comparison.
-func decisionText(d autoscale.PolicyDecision) []string {
+func decisionText(d fleet.PolicyDecision) []string {
 	var out []string
 	for _, a := range d.Resizes {
 		out = append(out, fmt.Sprintf("send %s %v", a.Pod.Name, a.Decision.Desired))

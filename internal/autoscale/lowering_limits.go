@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
 
@@ -29,12 +30,12 @@ const MaxBudgetPods = 1000
 // the same.
 const (
 	// HoldOutsideWindow: no change window of the policy is open.
-	HoldOutsideWindow = HoldReason(v1alpha1.LoweringsReasonOutsideWindow)
+	HoldOutsideWindow = fleet.HoldReason(v1alpha1.LoweringsReasonOutsideWindow)
 	// HoldBudget: the pods lowered within the last hour use up the budget.
-	HoldBudget = HoldReason(v1alpha1.LoweringsReasonBudgetSpent)
+	HoldBudget = fleet.HoldReason(v1alpha1.LoweringsReasonBudgetSpent)
 	// HoldNamespaceBudget: the namespace's pods lowered within the last
 	// hour, by every policy of the namespace, use up the namespace budget.
-	HoldNamespaceBudget = HoldReason(v1alpha1.LoweringsReasonNamespaceBudgetSpent)
+	HoldNamespaceBudget = fleet.HoldReason(v1alpha1.LoweringsReasonNamespaceBudgetSpent)
 )
 
 // ChangeWindow is one of behavior.scaleDown.windows, parsed.
@@ -288,7 +289,7 @@ type LimitsOutcome struct {
 	Lowered Lowered
 	// Held counts the pods whose lowering a window or a budget held, by
 	// the reason that held each.
-	Held map[HoldReason]int
+	Held map[fleet.HoldReason]int
 	// Status, Reason and Message are the LoweringsHeld condition's.
 	Status  metav1.ConditionStatus
 	Reason  string
@@ -299,7 +300,7 @@ type LimitsOutcome struct {
 // BudgetPeriod, those it counts already, and how many more it lets this
 // sync lower.
 type budgetRoom struct {
-	reason  HoldReason
+	reason  fleet.HoldReason
 	allowed int
 	counted Lowered
 	left    int
@@ -310,7 +311,7 @@ type budgetRoom struct {
 type limitPlan struct {
 	lim     LoweringLimits
 	now     time.Time
-	input   PolicyInput
+	input   fleet.PolicyInput
 	lowered Lowered
 	budget  int
 	// ns are the namespace's lowerings, the policy's own entry lowered
@@ -323,8 +324,8 @@ type limitPlan struct {
 	open     bool
 	next     time.Time
 	which    string
-	held     map[types.UID]Held
-	reason   HoldReason
+	held     map[types.UID]fleet.Held
+	reason   fleet.HoldReason
 	retry    time.Duration
 }
 
@@ -337,10 +338,10 @@ type limitPlan struct {
 // one. A pod whose last resize is in flight is left to DecidePolicy, which
 // holds it anyway. The end of a startup boost is not a lowering here: it
 // gives back what the pod had.
-func planLimits(in PolicyInput, lowered Lowered, ns NamespaceLowerings, lim LoweringLimits) (*limitPlan, error) {
-	in.Pods = append([]PodInput(nil), in.Pods...)
+func planLimits(in fleet.PolicyInput, lowered Lowered, ns NamespaceLowerings, lim LoweringLimits) (*limitPlan, error) {
+	in.Pods = append([]fleet.PodInput(nil), in.Pods...)
 	lp := &limitPlan{lim: lim, now: in.Now, input: in, lowered: lowered.Within(in.Now),
-		budget: lim.Budget(len(in.Pods)), held: map[types.UID]Held{}}
+		budget: lim.Budget(len(in.Pods)), held: map[types.UID]fleet.Held{}}
 	// The policy's own entry is what it counts itself, with what its
 	// checkpoint says besides (a policy of the name deleted and created
 	// again lowered those).
@@ -361,7 +362,7 @@ func planLimits(in PolicyInput, lowered Lowered, ns NamespaceLowerings, lim Lowe
 		if p.InFlight {
 			continue
 		}
-		d, err := podchange.Decide(in.podInput(p, nil))
+		d, err := in.Wish(p)
 		if err != nil {
 			return nil, err
 		}
@@ -369,10 +370,10 @@ func planLimits(in PolicyInput, lowered Lowered, ns NamespaceLowerings, lim Lowe
 			wants = append(wants, want{i, down, d})
 		}
 	}
-	hold := func(w want, reason HoldReason, msg string) {
+	hold := func(w want, reason fleet.HoldReason, msg string) {
 		p := in.Pods[w.i]
 		lp.input.Pods[w.i] = withoutLowerings(p, w.down)
-		lp.held[p.Pod.UID] = Held{Pod: p.Pod, Reason: reason, Message: msg, Decision: w.wish}
+		lp.held[p.Pod.UID] = fleet.Held{Pod: p.Pod, Reason: reason, Message: msg, Decision: w.wish}
 		if lp.reason == "" {
 			lp.reason = reason
 		}
@@ -451,7 +452,7 @@ func limitedLowerings(d podchange.Decision, boost map[string]bool) []podchange.C
 
 // countSent counts each pod whose lowering d sends into lowered, at now:
 // what the budgets count for the next sync.
-func countSent(lowered Lowered, d *PolicyDecision, pods []PodInput, now time.Time) {
+func countSent(lowered Lowered, d *fleet.PolicyDecision, pods []fleet.PodInput, now time.Time) {
 	boost := map[types.UID]map[string]bool{}
 	for _, p := range pods {
 		boost[p.Pod.UID] = p.Boost
@@ -472,7 +473,7 @@ func (lp *limitPlan) closedText() string {
 
 // spentText says why a budget holds lowerings: how many pods it counts,
 // of how many, and when the first of them stops counting.
-func (lp *limitPlan) spentText(reason HoldReason) string {
+func (lp *limitPlan) spentText(reason fleet.HoldReason) string {
 	if reason == HoldNamespaceBudget {
 		all := lp.ns.All()
 		if len(all) == 0 {
@@ -514,10 +515,10 @@ func (lp *limitPlan) byPolicy() string {
 // settle completes the plan with DecidePolicy's answer: each pod whose
 // lowering is sent is counted at now, and the lowerings taken out are
 // reported held.
-func (lp *limitPlan) settle(d *PolicyDecision) LimitsOutcome {
+func (lp *limitPlan) settle(d *fleet.PolicyDecision) LimitsOutcome {
 	countSent(lp.lowered, d, lp.input.Pods, lp.now)
 	lp.ns.Add(lp.policy, lp.lowered)
-	texts := map[HoldReason]string{}
+	texts := map[fleet.HoldReason]string{}
 	for uid, h := range lp.held {
 		if h.Reason != HoldBudget && h.Reason != HoldNamespaceBudget {
 			continue
@@ -532,7 +533,7 @@ func (lp *limitPlan) settle(d *PolicyDecision) LimitsOutcome {
 				frees = lp.ns.All().frees()
 			}
 			if !frees.IsZero() {
-				lp.retry = soonest(lp.retry, frees.Sub(lp.now))
+				lp.retry = fleet.Soonest(lp.retry, frees.Sub(lp.now))
 			}
 		}
 		h.Message = texts[h.Reason]
@@ -542,7 +543,7 @@ func (lp *limitPlan) settle(d *PolicyDecision) LimitsOutcome {
 	for _, h := range d.Held {
 		already[h.Pod.UID] = true
 	}
-	out := LimitsOutcome{Active: true, Lowered: lp.lowered, Held: map[HoldReason]int{}}
+	out := LimitsOutcome{Active: true, Lowered: lp.lowered, Held: map[fleet.HoldReason]int{}}
 	for _, p := range lp.input.Pods {
 		if h, ok := lp.held[p.Pod.UID]; ok {
 			out.Held[h.Reason]++
@@ -551,7 +552,7 @@ func (lp *limitPlan) settle(d *PolicyDecision) LimitsOutcome {
 			}
 		}
 	}
-	d.RetryAfter = soonest(d.RetryAfter, lp.retry)
+	d.RetryAfter = fleet.Soonest(d.RetryAfter, lp.retry)
 	out.Status, out.Reason, out.Message = lp.condition()
 	return out
 }

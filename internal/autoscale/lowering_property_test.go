@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -212,12 +213,12 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 	budget := lim.Budget(n)
 
 	now := time.Date(2026, time.Month(1+r.IntN(12)), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), 0, time.UTC)
-	pods := make([]autoscale.PodInput, n)
+	pods := make([]fleet.PodInput, n)
 	for i := range pods {
 		cpu := fmt.Sprintf("%dm", 200+100*r.IntN(8))
 		p := builder.Pod(fmt.Sprintf("web-%d", i)).UID(fmt.Sprintf("web-%d", i)).Node("n1").
 			Container(builder.Container("app").Requests(cpu, "256Mi").Limits("4", "512Mi")).Running().Obj()
-		pods[i] = autoscale.PodInput{Pod: p, WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}}
+		pods[i] = fleet.PodInput{Pod: p, WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}}
 	}
 	retarget := func(i int) {
 		pods[i].Targets = map[string]podchange.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
@@ -247,7 +248,7 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 			bound[i] = pods[i].Pod
 		}
 		in := func(s *v1alpha1.TailorPolicySpec) autoscale.SyncInput {
-			return autoscale.SyncInput{PolicyInput: autoscale.PolicyInput{
+			return autoscale.SyncInput{PolicyInput: fleet.PolicyInput{
 				Spec: s, Pods: pods, Now: now, MemoryFloorHeadroom: 0.1, Server: resize.Version{Major: 1, Minor: 37},
 				Nodes: map[string]*resize.NodeState{"n1": {Allocatable: builder.List("64", "64Gi"), Pods: bound}},
 			}, Lowered: lowered}
@@ -376,7 +377,7 @@ type simPolicy struct {
 	name    string
 	spec    *v1alpha1.TailorPolicySpec
 	free    *v1alpha1.TailorPolicySpec
-	pods    []autoscale.PodInput
+	pods    []fleet.PodInput
 	lowered autoscale.Lowered
 	// nsCount and nsPercent are its namespace budget (both 0: none), and
 	// own its own budget in pods (0: none).
@@ -429,12 +430,12 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 			name := fmt.Sprintf("%s-%d", p.name, i)
 			pod := builder.Pod(name).UID(name).Node("n1").
 				Container(builder.Container("app").Requests(fmt.Sprintf("%dm", 200+100*r.IntN(8)), "256Mi").Limits("4", "512Mi")).Running().Obj()
-			p.pods = append(p.pods, autoscale.PodInput{Pod: pod, WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}})
+			p.pods = append(p.pods, fleet.PodInput{Pod: pod, WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}})
 		}
 		running += n
 		policies[k] = p
 	}
-	retarget := func(pi *autoscale.PodInput) {
+	retarget := func(pi *fleet.PodInput) {
 		pi.Targets = map[string]podchange.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
 	}
 	for _, p := range policies {
@@ -487,7 +488,7 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 			ns.ByPolicy.Add(q.name, checkpointOf(q.lowered))
 		}
 		in := func(s *v1alpha1.TailorPolicySpec) autoscale.SyncInput {
-			return autoscale.SyncInput{PolicyInput: autoscale.PolicyInput{
+			return autoscale.SyncInput{PolicyInput: fleet.PolicyInput{
 				Spec: s, Pods: p.pods, Now: now, MemoryFloorHeadroom: 0.1, Server: resize.Version{Major: 1, Minor: 37},
 				Nodes: map[string]*resize.NodeState{"n1": {Allocatable: builder.List("256", "256Gi"), Pods: bound}},
 			}, Lowered: p.lowered, Namespace: ns, CountLowerings: true}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
 
@@ -206,7 +207,7 @@ func limitsWorld(sd *v1alpha1.ScaleDownRules) *canaryWorld {
 	w.spec.Behavior.ScaleDown = sd
 	w.spec.Behavior.MaxConcurrentResizes = ptrTo(int32(4))
 	raise := canaryPod("web-3", "500m", "1")
-	w.pods = append(w.pods, autoscale.PodInput{Pod: raise, Targets: map[string]podchange.Target{"app": {CPU: quantity("800m")}},
+	w.pods = append(w.pods, fleet.PodInput{Pod: raise, Targets: map[string]podchange.Target{"app": {CPU: quantity("800m")}},
 		WorkingSet: w.pods[0].WorkingSet})
 	return w
 }
@@ -415,7 +416,7 @@ func TestNamespaceBudget(t *testing.T) {
 		wantRetry   time.Duration
 		wantReason  string
 		wantMessage string
-		wantCounts  map[autoscale.HoldReason]int
+		wantCounts  map[fleet.HoldReason]int
 	}{
 		"another policy lowered two of three: one goes": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
@@ -426,7 +427,7 @@ func TestNamespaceBudget(t *testing.T) {
 			wantRetry:   40 * time.Minute,
 			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
 			wantMessage: "2 pod(s)' lowerings held: the namespace's lowering budget (behavior.scaleDown.budget.namespacePods) is spent: 3 of the namespace's pods lowered within the last hour (by policy api (2), web (1)), of 3 allowed; the next frees at 2026-11-21T12:40:00Z",
-			wantCounts:  map[autoscale.HoldReason]int{autoscale.HoldNamespaceBudget: 2},
+			wantCounts:  map[fleet.HoldReason]int{autoscale.HoldNamespaceBudget: 2},
 		},
 		"spent by the others: only the raise goes": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(2))},
@@ -484,7 +485,7 @@ func TestNamespaceBudget(t *testing.T) {
 			wantLowered: []string{"web-0@0s"},
 			wantRetry:   time.Hour,
 			wantReason:  v1alpha1.LoweringsReasonBudgetSpent,
-			wantCounts:  map[autoscale.HoldReason]int{autoscale.HoldBudget: 2},
+			wantCounts:  map[fleet.HoldReason]int{autoscale.HoldBudget: 2},
 		},
 		"the namespace's budget is the tighter": {
 			budget:      v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(3)), NamespacePods: ptrTo(intstr.FromInt32(3))},
@@ -495,7 +496,7 @@ func TestNamespaceBudget(t *testing.T) {
 			wantRetry:   10 * time.Minute,
 			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
 			wantMessage: "the next frees at 2026-11-21T12:10:00Z",
-			wantCounts:  map[autoscale.HoldReason]int{autoscale.HoldNamespaceBudget: 1},
+			wantCounts:  map[fleet.HoldReason]int{autoscale.HoldNamespaceBudget: 1},
 		},
 	}
 	for name, tc := range cases {

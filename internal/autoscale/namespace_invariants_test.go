@@ -15,6 +15,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -23,12 +24,12 @@ import (
 // checkNamespaced holds the namespace's promises on one case (issue #23):
 // every resize DecidePolicy chose, the admission entry Admit plans for the
 // first pod's template, and every recreation entry DecideRecreate records.
-func checkNamespaced(c autoscaletest.NamespacedCase, d autoscale.PolicyDecision, stats map[string]int) string {
+func checkNamespaced(c autoscaletest.NamespacedCase, d fleet.PolicyDecision, stats map[string]int) string {
 	if r := c.Rules; r != nil && len(r.LimitRanges)+len(r.Quotas) > 0 {
 		stats["withRules"]++
 	}
 	for _, h := range d.Held {
-		if h.Reason == autoscale.HoldNamespaceRules {
+		if h.Reason == fleet.HoldNamespaceRules {
 			stats["nsHeld"]++
 		}
 	}
@@ -54,7 +55,7 @@ func checkNamespaced(c autoscaletest.NamespacedCase, d autoscale.PolicyDecision,
 // the LimitRanger's defaults (which it applies to a resize too) change no
 // pod's QoS class; and the one engine, asked afresh with those rules,
 // accepts it.
-func checkResizesAdmitted(r *nsrules.Rules, server resize.Version, d autoscale.PolicyDecision, stats map[string]int) string {
+func checkResizesAdmitted(r *nsrules.Rules, server resize.Version, d fleet.PolicyDecision, stats map[string]int) string {
 	if r == nil {
 		return ""
 	}
@@ -183,7 +184,7 @@ func checkRecreations(c autoscaletest.NamespacedCase, stats map[string]int) stri
 			return fmt.Sprintf("DecideRecreate of %s: %v", p.Name, err)
 		}
 		if d.Step != autoscale.RecreateRecord {
-			if d.Reason == string(autoscale.HoldNamespaceRules) {
+			if d.Reason == string(fleet.HoldNamespaceRules) {
 				stats["recreationsHeld"]++
 			}
 			continue

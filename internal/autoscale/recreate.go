@@ -17,6 +17,7 @@ import (
 	qosutil "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -229,7 +230,7 @@ func noScheduleTaints(t *corev1.Taint) bool {
 // RecreateInput is what DecideRecreate needs about a pod whose raise finds
 // no room on its node, in mode InPlaceOrRecreate.
 type RecreateInput struct {
-	Pod    PodInput
+	Pod    fleet.PodInput
 	Spec   *v1alpha1.TailorPolicySpec
 	Server resize.Version
 	// MemoryFloorHeadroom is as for PolicyInput.
@@ -357,7 +358,7 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 		return RecreateDecision{}, fmt.Errorf("planning the replacement's resources: %w", err)
 	}
 	if plan.ByNamespaceRules() {
-		return blocked(string(HoldNamespaceRules), fmt.Sprintf("the apiserver would refuse its replacement (rule %s): %s", plan.Rule, plan.Message))
+		return blocked(string(fleet.HoldNamespaceRules), fmt.Sprintf("the apiserver would refuse its replacement (rule %s): %s", plan.Rule, plan.Message))
 	}
 	if plan.Outcome == resize.Refused {
 		return blocked("NotPlannable", fmt.Sprintf("its replacement's resources break rule %s: %s", plan.Rule, plan.Message))

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -17,7 +18,7 @@ import (
 // SyncInput is everything one sync of a policy decides on: its running
 // pods' resizes (PolicyInput), and its pods waiting for a node.
 type SyncInput struct {
-	PolicyInput
+	fleet.PolicyInput
 	// Unbound are the policy's pods not yet bound to a node, and Template
 	// and Entry what DecideStuck judges them by (StuckInput), the template
 	// as the LimitRanges of Rules admit a pod of it.
@@ -109,7 +110,7 @@ type SyncDecision struct {
 	// PolicyDecision decides the running pods' resizes, and why the
 	// others are held. In mode Off nothing of it is carried out but its
 	// RetryAfter.
-	PolicyDecision
+	fleet.PolicyDecision
 	// Admission is status.admission: what new pods of the target are
 	// created with, planned by the same rules (PlanEntry); nil in mode Off.
 	Admission *v1alpha1.Admission
@@ -149,7 +150,7 @@ type SyncDecision struct {
 
 // Send is a resize to send now.
 type Send struct {
-	Action
+	fleet.Action
 	FieldManager string
 }
 
@@ -218,7 +219,7 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 		}
 		pin = limits.input
 	}
-	d, err := DecidePolicy(pin)
+	d, err := fleet.DecidePolicy(pin)
 	if err != nil {
 		return SyncDecision{}, err
 	}
@@ -272,7 +273,7 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 				if !s.Replace {
 					// The entry comes down this sync; the pod goes on a
 					// later one.
-					retry = soonest(retry, in.Settle)
+					retry = fleet.Soonest(retry, in.Settle)
 					out.Stuck = append(out.Stuck, step)
 					continue
 				}
@@ -282,7 +283,7 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 				}
 				out.StuckSeen[s.Pod.UID] = first
 				if wait := first.Add(in.Settle).Sub(now); wait > 0 {
-					retry = soonest(retry, wait)
+					retry = fleet.Soonest(retry, wait)
 				} else {
 					step.Due = true
 				}
@@ -336,7 +337,7 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 }
 
 // recreate decides what is done about a pod short of room (DecideRecreate).
-func (in SyncInput) recreate(pin PodInput) (RecreateStepOf, error) {
+func (in SyncInput) recreate(pin fleet.PodInput) (RecreateStepOf, error) {
 	rs, p := in.Recreation, pin.Pod
 	since, ok := rs.ShortSince[p.UID]
 	if !ok || since.IsZero() {
@@ -365,7 +366,7 @@ func (in SyncInput) recreate(pin PodInput) (RecreateStepOf, error) {
 // chargedBy is rules with the quotas charged for the resizes, as the
 // apiserver charges each when it takes it (DecidePolicy judges each against
 // what those before it leave); nil when rules is.
-func chargedBy(rules *nsrules.Rules, resizes []Action) *nsrules.Rules {
+func chargedBy(rules *nsrules.Rules, resizes []fleet.Action) *nsrules.Rules {
 	if rules == nil || len(rules.Quotas) == 0 {
 		return rules
 	}
@@ -374,12 +375,4 @@ func chargedBy(rules *nsrules.Rules, resizes []Action) *nsrules.Rules {
 		rules = &charged
 	}
 	return rules
-}
-
-// soonest is the sooner of two waits, 0 being none.
-func soonest(a, b time.Duration) time.Duration {
-	if a == 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -36,8 +37,8 @@ func TestDecideSyncAppliesTheDefaultBound(t *testing.T) {
 	recs := []v1alpha1.RecommendedContainerResources{{ContainerName: "app",
 		Target: corev1.ResourceList{corev1.ResourceMemory: huge}, UncappedTarget: corev1.ResourceList{corev1.ResourceMemory: huge}}}
 	d, err := autoscale.DecideSync(autoscale.SyncInput{
-		PolicyInput: autoscale.PolicyInput{Spec: spec, Now: now, Rules: rules, Server: resize.Version{Major: 1, Minor: 37},
-			Pods:  []autoscale.PodInput{{Pod: pod, Targets: map[string]podchange.Target{"app": {Memory: &huge}}}},
+		PolicyInput: fleet.PolicyInput{Spec: spec, Now: now, Rules: rules, Server: resize.Version{Major: 1, Minor: 37},
+			Pods:  []fleet.PodInput{{Pod: pod, Targets: map[string]podchange.Target{"app": {Memory: &huge}}}},
 			Nodes: map[string]*resize.NodeState{"n": {Allocatable: builder.List("8", "64Gi"), Pods: []*corev1.Pod{pod}}}},
 		Template: tmpl,
 		Largest:  podchange.LargestAllocatable([]*corev1.Node{builder.Node("n").Allocatable("8", "64Gi").Obj()}),

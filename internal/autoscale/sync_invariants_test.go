@@ -21,6 +21,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -452,7 +453,7 @@ func checkSync(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []autosca
 		return msg
 	}
 	for _, h := range d.Held {
-		if h.Reason == autoscale.HoldNamespaceRules {
+		if h.Reason == fleet.HoldNamespaceRules {
 			stats["nsHeld"]++
 		}
 	}
@@ -694,7 +695,7 @@ func checkRecreate(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []aut
 	for _, st := range d.Recreate {
 		stats["recreateSteps"]++
 		p := st.Pod
-		var pin autoscale.PodInput
+		var pin fleet.PodInput
 		for _, x := range in.Pods {
 			if x.Pod.UID == p.UID {
 				pin = x

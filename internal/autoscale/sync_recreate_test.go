@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
@@ -29,12 +30,12 @@ func TestDecideSyncRecreation(t *testing.T) {
 	full := nodeState("200m", "1Gi", a, b) // no room for any raise
 	big := []NodePods{{Node: builder.Node("n2").Allocatable("8", "16Gi").Ready(corev1.ConditionTrue).Obj()}}
 	in := SyncInput{
-		PolicyInput: PolicyInput{
+		PolicyInput: fleet.PolicyInput{
 			Spec: spec(func(s *v1alpha1.TailorPolicySpec) {
 				s.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: v1alpha1.UpdateModeInPlaceOrRecreate}
 				s.Behavior = &v1alpha1.Behavior{MaxConcurrentResizes: ptr(int32(2))}
 			}),
-			Pods: []PodInput{
+			Pods: []fleet.PodInput{
 				{Pod: a, Targets: map[string]podchange.Target{"app": {CPU: q("1")}}, RaiseSince: now.Add(-2 * time.Minute)},
 				{Pod: b, Targets: map[string]podchange.Target{"app": {CPU: q("1")}}, RaiseSince: now.Add(-time.Minute)},
 			},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -69,7 +70,7 @@ func TestDecideSyncStuck(t *testing.T) {
 				}
 			}
 			d, err := autoscale.DecideSync(autoscale.SyncInput{
-				PolicyInput: autoscale.PolicyInput{Spec: spec, Now: now},
+				PolicyInput: fleet.PolicyInput{Spec: spec, Now: now},
 				Unbound:     []*corev1.Pod{stuck}, Template: tmpl, StuckSeen: tc.seen, Settle: settle,
 			})
 			if err != nil {
@@ -112,8 +113,8 @@ func TestDecideSyncSettledPods(t *testing.T) {
 			if tc.mode != nil {
 				spec.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: *tc.mode}
 			}
-			d, err := autoscale.DecideSync(autoscale.SyncInput{PolicyInput: autoscale.PolicyInput{
-				Spec: spec, Now: now, Pods: []autoscale.PodInput{{Pod: p}},
+			d, err := autoscale.DecideSync(autoscale.SyncInput{PolicyInput: fleet.PolicyInput{
+				Spec: spec, Now: now, Pods: []fleet.PodInput{{Pod: p}},
 			}})
 			if err != nil {
 				t.Fatal(err)
@@ -171,7 +172,7 @@ func TestDecideSyncStuckJudgesTheTemplateAsAdmitted(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			d, err := autoscale.DecideSync(autoscale.SyncInput{
-				PolicyInput: autoscale.PolicyInput{Spec: &v1alpha1.TailorPolicySpec{TargetRef: target}, Now: now, Rules: rules},
+				PolicyInput: fleet.PolicyInput{Spec: &v1alpha1.TailorPolicySpec{TargetRef: target}, Now: now, Rules: rules},
 				Unbound:     []*corev1.Pod{tc.pod}, Template: tmpl, Settle: time.Second,
 				StuckSeen: map[types.UID]time.Time{"a": now.Add(-time.Minute)},
 			})
@@ -208,8 +209,8 @@ func TestDecideSyncPlansNewPodsAfterItsResizes(t *testing.T) {
 	spec := &v1alpha1.TailorPolicySpec{TargetRef: &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}
 	one := resource.MustParse("1")
 	d, err := autoscale.DecideSync(autoscale.SyncInput{
-		PolicyInput: autoscale.PolicyInput{Spec: spec, Now: now, Rules: rules, Server: resize.Version{Major: 1, Minor: 37},
-			Pods:  []autoscale.PodInput{{Pod: pod, Targets: map[string]podchange.Target{"app": {CPU: &one}}}},
+		PolicyInput: fleet.PolicyInput{Spec: spec, Now: now, Rules: rules, Server: resize.Version{Major: 1, Minor: 37},
+			Pods:  []fleet.PodInput{{Pod: pod, Targets: map[string]podchange.Target{"app": {CPU: &one}}}},
 			Nodes: map[string]*resize.NodeState{"n": {Allocatable: builder.List("8", "8Gi"), Pods: []*corev1.Pod{pod}}}},
 		Template: tmpl,
 		NewPods: autoscale.EntryInput{Spec: spec, Generation: 1, Template: tmpl, Rules: rules, Replicas: 1, Server: resize.Version{Major: 1, Minor: 37}, Now: now,

@@ -14,6 +14,7 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -57,7 +58,7 @@ func markedInput(in autoscale.SyncInput, nodes []autoscale.NodePods, mark func(*
 		return marked(p, in.Now)
 	}
 	out := in
-	out.Pods = make([]autoscale.PodInput, len(in.Pods))
+	out.Pods = make([]fleet.PodInput, len(in.Pods))
 	for i, pin := range in.Pods {
 		pin.Pod = swap(pin.Pod)
 		out.Pods[i] = pin

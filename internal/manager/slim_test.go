@@ -20,6 +20,7 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/internal/shard"
@@ -125,7 +126,7 @@ func TestSlimPodDecidesAlike(t *testing.T) {
 	for seed := range uint64(cases) {
 		whole := autoscaletest.Case(seed)
 		slim := whole
-		slim.Pods = append([]autoscale.PodInput(nil), whole.Pods...)
+		slim.Pods = append([]fleet.PodInput(nil), whole.Pods...)
 		slim.Nodes = map[string]*resize.NodeState{}
 		for name, n := range whole.Nodes {
 			c := *n
@@ -199,13 +200,13 @@ func TestForeignPodDecidesAlike(t *testing.T) {
 // decidesAlike decides whole and cut, the same case with pods cut down as
 // the cache keeps them (what says how), fails the test unless every resize,
 // hold and decision is the same, and returns the decision over whole.
-func decidesAlike(t *testing.T, seed uint64, what string, whole, cut autoscale.PolicyInput) autoscale.PolicyDecision {
+func decidesAlike(t *testing.T, seed uint64, what string, whole, cut fleet.PolicyInput) fleet.PolicyDecision {
 	t.Helper()
-	want, err := autoscale.DecidePolicy(whole)
+	want, err := fleet.DecidePolicy(whole)
 	if err != nil {
 		t.Fatalf("seed %d: whole pods: %v", seed, err)
 	}
-	got, err := autoscale.DecidePolicy(cut)
+	got, err := fleet.DecidePolicy(cut)
 	if err != nil {
 		t.Fatalf("seed %d: %s: %v", seed, what, err)
 	}
@@ -229,7 +230,7 @@ func lowerInFlight(p *corev1.Pod) {
 
 // summary is a PolicyDecision without its pod pointers: what was sent
 // (the patch) and held, and why.
-func summary(d autoscale.PolicyDecision) []string {
+func summary(d fleet.PolicyDecision) []string {
 	var out []string
 	for _, a := range d.Resizes {
 		out = append(out, fmt.Sprintf("resize %s: %s", a.Pod.Name, a.Plan.Patch))

@@ -1,4 +1,4 @@
-// Package autoscaletest draws random inputs for autoscale.DecidePolicy, the
+// Package autoscaletest draws random inputs for fleet.DecidePolicy, the
 // way net/http/httptest serves tests of net/http: pods of every shape a
 // policy meets, a policy, what the recommender and metrics said, and the
 // node's room. The invariant fuzz of internal/autoscale checks every

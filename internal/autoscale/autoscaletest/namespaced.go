@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
 )
@@ -18,7 +19,7 @@ import (
 // NamespacedCase is a Case in a namespace, with what Admit and
 // DecideRecreate plan a workload's new pods from.
 type NamespacedCase struct {
-	autoscale.PolicyInput
+	fleet.PolicyInput
 	// Templates are the pod templates the pods were created from, one per
 	// pod, in order: the pods before the LimitRanger defaulted them.
 	Templates []*corev1.PodTemplateSpec

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
@@ -275,7 +276,7 @@ func Sync(seed uint64) SyncCase {
 	for i, p := range c.Policies {
 		claimants[i] = p.Claimant
 	}
-	usage := map[types.UID]autoscale.PodInput{}
+	usage := map[types.UID]fleet.PodInput{}
 	for _, p := range c.Pods {
 		if p.Spec.NodeName != "" {
 			usage[p.UID] = g.usage(p)
@@ -521,7 +522,7 @@ func (g gen) policies(hash string) []Policy {
 // pods it sizes. The pods it claims are split as ownPods splits them: a pod
 // a VerticalPodAutoscaler acts on is held, one another policy wins is left
 // to it (but a policy in mode Off recommends for every pod it claims).
-func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, usage map[types.UID]autoscale.PodInput) (autoscale.SyncInput, []string) {
+func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, usage map[types.UID]fleet.PodInput) (autoscale.SyncInput, []string) {
 	spec := p.Spec
 	// As ownPods lists them: the policy itself first, then the others.
 	order := []ownership.Claimant{p.Claimant}
@@ -576,7 +577,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 	mode := spec.Mode()
 
 	in := autoscale.SyncInput{
-		PolicyInput: autoscale.PolicyInput{Spec: spec, Server: server, MemoryFloorHeadroom: 0.1, Now: now, Holds: holds, Rules: c.Rules},
+		PolicyInput: fleet.PolicyInput{Spec: spec, Server: server, MemoryFloorHeadroom: 0.1, Now: now, Holds: holds, Rules: c.Rules},
 		Unbound:     unbound, Template: template, Settle: SyncSettle,
 		BoostRaise: map[types.UID]map[string]bool{}, StuckSeen: map[types.UID]time.Time{},
 	}
@@ -702,7 +703,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 
 // boosted is a pod's input with the startup boost's advice.
 type boosted struct {
-	autoscale.PodInput
+	fleet.PodInput
 	BoostRaiseOf map[string]bool
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
@@ -50,7 +51,7 @@ type syncInput struct {
 	// status and the reaction metric.
 	advice map[types.UID]advise.Advice
 	// decision is the input of the pure decision.
-	decision autoscale.PolicyInput
+	decision fleet.PolicyInput
 	// blocked is what held resizes back, by reason, for status.
 	blocked map[string]string
 	// recorded are the owners whose status.recreations entry this sync
@@ -155,7 +156,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	for _, p := range rejected {
 		usageRejected.WithLabelValues(r.usageSource(state).Name(), string(p.Reason)).Inc()
 	}
-	in.decision = autoscale.PolicyInput{
+	in.decision = fleet.PolicyInput{
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
 	}
 	if in.decision.Holds, in.hpa, err = r.hpaHolds(ctx, policy, own.chains); err != nil {
@@ -223,7 +224,7 @@ func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now ti
 			in.notBoosted[n] = true
 		}
 		in.advice[p.UID] = a
-		in.decision.Pods = append(in.decision.Pods, autoscale.PodInput{
+		in.decision.Pods = append(in.decision.Pods, fleet.PodInput{
 			Pod: p, Targets: a.Targets, PodTarget: a.PodTarget, WorkingSet: a.WorkingSet,
 			LastResize: ps.lastResize, InFlight: inFlight(p), ResizeRefused: refused(p), RaiseSince: ps.raiseSince, Boost: a.Boost,
 			Throttled: throttledSince(p, in.usage, ps.lastResize),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 )
 
 // setLimitsCondition writes the LoweringsHeld condition of a policy with
@@ -22,7 +23,7 @@ func setLimitsCondition(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.Ta
 		return
 	}
 	setCondition(status, v1alpha1.ConditionLoweringsHeld, l.Status, l.Reason, l.Message, policy.Generation)
-	for _, reason := range []autoscale.HoldReason{autoscale.HoldOutsideWindow, autoscale.HoldBudget, autoscale.HoldNamespaceBudget} {
+	for _, reason := range []fleet.HoldReason{autoscale.HoldOutsideWindow, autoscale.HoldBudget, autoscale.HoldNamespaceBudget} {
 		loweringsHeld.WithLabelValues(policy.Namespace, policy.Name, string(reason)).Set(float64(l.Held[reason]))
 	}
 }

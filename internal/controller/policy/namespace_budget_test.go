@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
@@ -100,13 +101,13 @@ func idlePolicy(name string, withBudget bool, budget int, now time.Time) (*v1alp
 	if withBudget {
 		policy.Spec.Behavior.ScaleDown = &v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{NamespacePods: ptr.To(intstr.FromInt32(int32(budget)))}}
 	}
-	var pods []autoscale.PodInput
+	var pods []fleet.PodInput
 	var bound []*corev1.Pod
 	for i := range 3 {
 		p := builder.Pod(fmt.Sprintf("%s-%d", name, i)).UID(fmt.Sprintf("%s-%d", name, i)).Namespace("team").Node("n1").
 			Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")).Running().Obj()
 		bound = append(bound, p)
-		pods = append(pods, autoscale.PodInput{Pod: p, Targets: map[string]podchange.Target{"app": {CPU: ptr.To(resource.MustParse("200m"))}},
+		pods = append(pods, fleet.PodInput{Pod: p, Targets: map[string]podchange.Target{"app": {CPU: ptr.To(resource.MustParse("200m"))}},
 			WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}})
 	}
 	in := &syncInput{namespaceBudget: withBudget, countLowerings: true}
@@ -114,7 +115,7 @@ func idlePolicy(name string, withBudget bool, budget int, now time.Time) (*v1alp
 		in.namespace = autoscale.NamespaceLowerings{Policy: name, ByPolicy: autoscale.LoweredBy{}}
 	}
 	input := autoscale.SyncInput{
-		PolicyInput: autoscale.PolicyInput{
+		PolicyInput: fleet.PolicyInput{
 			Spec: &policy.Spec, Pods: pods, Now: now, MemoryFloorHeadroom: MemoryFloorHeadroom, Server: resize.Version{Major: 1, Minor: 37},
 			Nodes: map[string]*resize.NodeState{"n1": {Allocatable: builder.List("16", "64Gi"), Pods: bound}},
 		},
