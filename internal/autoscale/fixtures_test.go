@@ -13,11 +13,7 @@ import (
 
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-var (
-	spec            = policyspec.New
-	containerPolicy = policyspec.ContainerPolicy
-	requestsOnly    = policyspec.RequestsOnly
-)
+var spec = policyspec.New
 
 func q(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
 

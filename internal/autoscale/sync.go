@@ -10,6 +10,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -39,7 +41,7 @@ type SyncInput struct {
 	// given (the startup boost's advice).
 	BoostRaise map[types.UID]map[string]bool
 	// NewPods is what the admission entry is planned from (PlanEntry).
-	NewPods EntryInput
+	NewPods newpods.EntryInput
 	// Recreation is what deciding the recreation of a pod short of room
 	// reads beyond the pod itself, in mode InPlaceOrRecreate.
 	Recreation RecreationState
@@ -86,7 +88,7 @@ type RecreationState struct {
 	Generation int64
 	// Nodes are every node with its pods; nil until a decision asks for
 	// them (SyncDecision.NeedNodes), since listing them costs.
-	Nodes []NodePods
+	Nodes []placement.NodePods
 }
 
 // EvictionBlock is why a pod's eviction was last refused, and until when
@@ -101,7 +103,7 @@ type RecreateStepOf struct {
 	Pod *corev1.Pod
 	// ShortSince is when its run of shortfall started.
 	ShortSince time.Time
-	RecreateDecision
+	placement.RecreateDecision
 }
 
 // SyncDecision is everything tailor asks Kubernetes for in one sync of a
@@ -156,7 +158,7 @@ type Send struct {
 
 // StuckStep is an unschedulable pod and what is done with it this sync.
 type StuckStep struct {
-	Stuck
+	placement.Stuck
 	// Due: delete it now, so its controller creates one that fits. False:
 	// the entry comes down first, or it has not stood Settle yet.
 	Due bool
@@ -252,12 +254,12 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	if in.NewPods.Spec != nil {
 		entry := in.NewPods
 		entry.Rules = chargedBy(entry.Rules, d.Resizes)
-		out.Admission = PlanEntry(entry)
+		out.Admission = newpods.PlanEntry(entry)
 	}
 	if mode == v1alpha1.UpdateModeOff {
 		return out, nil
 	}
-	if ApplyOnCreate(spec) {
+	if newpods.ApplyOnCreate(spec) {
 		out.StuckSeen = map[types.UID]time.Time{}
 		if in.NewPodRoom != nil || spec.TargetRef != nil {
 			// The template as the LimitRanger admits a pod of it: what the
@@ -265,9 +267,9 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 			// replacement is created with.
 			template := in.Template
 			if template != nil {
-				template = admittedTemplate(in.Rules, template)
+				template = newpods.AdmittedTemplate(in.Rules, template)
 			}
-			stuck, retry := DecideStuck(StuckInput{Pods: in.Unbound, Template: template, Entry: in.Entry, Now: now})
+			stuck, retry := placement.DecideStuck(placement.StuckInput{Pods: in.Unbound, Template: template, Entry: in.Entry, Now: now})
 			for _, s := range stuck {
 				step := StuckStep{Stuck: s}
 				if !s.Replace {
@@ -322,11 +324,11 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 			if err != nil {
 				return out, err
 			}
-			if step.Step == RecreateNeedNodes {
+			if step.Step == placement.RecreateNeedNodes {
 				out.NeedNodes = true
 				return out, nil
 			}
-			if step.Step == RecreateEvict {
+			if step.Step == placement.RecreateEvict {
 				// One eviction per minResizeInterval: the next pod waits.
 				in.Recreation.LastEviction = now
 			}
@@ -344,7 +346,7 @@ func (in SyncInput) recreate(pin fleet.PodInput) (RecreateStepOf, error) {
 		since = in.Now
 	}
 	block := rs.Blocked[p.UID]
-	rin := RecreateInput{
+	rin := placement.RecreateInput{
 		Pod: pin, Spec: in.Spec, Server: in.Server, MemoryFloorHeadroom: in.MemoryFloorHeadroom,
 		ShortSince: since, RecreateAfter: rs.RecreateAfter, LastEviction: rs.LastEviction,
 		BlockedUntil: block.Until, BlockedReason: block.Reason, BlockedMessage: block.Message,
@@ -356,7 +358,7 @@ func (in SyncInput) recreate(pin fleet.PodInput) (RecreateStepOf, error) {
 			rin.Entry = &rc
 		}
 	}
-	d, err := DecideRecreate(rin)
+	d, err := placement.DecideRecreate(rin)
 	if err != nil {
 		return RecreateStepOf{}, fmt.Errorf("deciding recreation of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}

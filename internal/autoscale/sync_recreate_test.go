@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
@@ -28,7 +29,7 @@ func TestDecideSyncRecreation(t *testing.T) {
 	a, b := mk("a"), mk("b")
 	template := &corev1.PodTemplateSpec{Spec: builder.Pod("t").Container(burstable()).Obj().Spec}
 	full := nodeState("200m", "1Gi", a, b) // no room for any raise
-	big := []NodePods{{Node: builder.Node("n2").Allocatable("8", "16Gi").Ready(corev1.ConditionTrue).Obj()}}
+	big := []placement.NodePods{{Node: builder.Node("n2").Allocatable("8", "16Gi").Ready(corev1.ConditionTrue).Obj()}}
 	in := SyncInput{
 		PolicyInput: fleet.PolicyInput{
 			Spec: spec(func(s *v1alpha1.TailorPolicySpec) {
@@ -93,7 +94,7 @@ func TestDecideSyncRecreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range d.Recreate {
-		if !s.ShortSince.Equal(in.Now) || s.Step != RecreateWait {
+		if !s.ShortSince.Equal(in.Now) || s.Step != placement.RecreateWait {
 			t.Errorf("pod %s: short since %s, step %s; want its run started now and a wait", s.Pod.Name, s.ShortSince, s.Step)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -213,7 +214,7 @@ func TestDecideSyncPlansNewPodsAfterItsResizes(t *testing.T) {
 			Pods:  []fleet.PodInput{{Pod: pod, Targets: map[string]podchange.Target{"app": {CPU: &one}}}},
 			Nodes: map[string]*resize.NodeState{"n": {Allocatable: builder.List("8", "8Gi"), Pods: []*corev1.Pod{pod}}}},
 		Template: tmpl,
-		NewPods: autoscale.EntryInput{Spec: spec, Generation: 1, Template: tmpl, Rules: rules, Replicas: 1, Server: resize.Version{Major: 1, Minor: 37}, Now: now,
+		NewPods: newpods.EntryInput{Spec: spec, Generation: 1, Template: tmpl, Rules: rules, Replicas: 1, Server: resize.Version{Major: 1, Minor: 37}, Now: now,
 			Recommendation: &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.RecommendedContainerResources{{ContainerName: "app", Target: corev1.ResourceList{corev1.ResourceCPU: one}}}}},
 	})
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
@@ -51,7 +53,7 @@ type SyncCase struct {
 	// Nodes are every node of the cluster with the pods bound to it (the
 	// namespace's and others'): what a recreation is decided against once
 	// the decision asks for them (SyncDecision.NeedNodes).
-	Nodes []autoscale.NodePods
+	Nodes []placement.NodePods
 	// Templates are the pod templates of the workloads, by workload.
 	Templates map[ownership.Workload]*corev1.PodTemplateSpec
 	// PodTemplates are the templates each pod's controller creates its
@@ -240,7 +242,7 @@ func Sync(seed uint64) SyncCase {
 				}
 			}
 		}
-		c.Nodes = append(c.Nodes, autoscale.NodePods{Node: ReadyNode(nodeName(i), alloc), Pods: bound[i]})
+		c.Nodes = append(c.Nodes, placement.NodePods{Node: ReadyNode(nodeName(i), alloc), Pods: bound[i]})
 	}
 	if g.chance(0.5) {
 		spare := ReadyNode("spare", corev1.ResourceList{
@@ -255,7 +257,7 @@ func Sync(seed uint64) SyncCase {
 		case 2:
 			spare.Spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 		}
-		c.Nodes = append(c.Nodes, autoscale.NodePods{Node: spare})
+		c.Nodes = append(c.Nodes, placement.NodePods{Node: spare})
 	}
 
 	for _, p := range c.Pods {
@@ -611,9 +613,9 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 		}
 	}
 	// newPodRoom.
-	if p.Target != nil && template != nil && mode != v1alpha1.UpdateModeOff && autoscale.ApplyOnCreate(spec) {
-		rin := autoscale.NewPodRoomInput{Template: template, DaemonSet: p.Target.Kind == "DaemonSet"}
-		stuck, _ := autoscale.DecideStuck(autoscale.StuckInput{Pods: unbound, Template: template, Now: now.Add(autoscale.UnschedulableAfter)})
+	if p.Target != nil && template != nil && mode != v1alpha1.UpdateModeOff && newpods.ApplyOnCreate(spec) {
+		rin := placement.NewPodRoomInput{Template: template, DaemonSet: p.Target.Kind == "DaemonSet"}
+		stuck, _ := placement.DecideStuck(placement.StuckInput{Pods: unbound, Template: template, Now: now.Add(placement.UnschedulableAfter)})
 		rin.Free = len(stuck) > 0
 		for _, np := range c.Nodes {
 			if !rin.Free && !rin.DaemonSet {
@@ -628,7 +630,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 				return o.Namespace == Namespace && owner != nil && owner.Kind == "DaemonSet" && owner.Name == name
 			}
 		}
-		in.NewPodRoom = autoscale.NewPodRoom(rin)
+		in.NewPodRoom = placement.NewPodRoom(rin)
 	}
 	// The recommendation new pods are planned from: the workload's, as a
 	// pod of it has it, or drawn for the template; none yet now and then.
@@ -652,13 +654,13 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 			rec.ContainerRecommendations = append(rec.ContainerRecommendations, cr)
 		}
 	}
-	in.NewPods = autoscale.EntryInput{Spec: spec, Generation: p.Generation, Template: template, Recommendation: rec,
+	in.NewPods = newpods.EntryInput{Spec: spec, Generation: p.Generation, Template: template, Recommendation: rec,
 		HeldByVPA: vpa, Conflict: conflict, Holds: holds, Room: in.NewPodRoom, Rules: c.Rules, Replicas: len(running), Server: server, Now: now}
 	// status.admission as the last sync left it: what this one would plan,
 	// one planned before the nodes filled (without their room), or none.
 	switch g.r.IntN(3) {
 	case 0:
-		in.Entry = autoscale.PlanEntry(in.NewPods)
+		in.Entry = newpods.PlanEntry(in.NewPods)
 	case 1:
 		before := in.NewPods
 		before.Room = nil
@@ -666,7 +668,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 			// Planned before the policy was last edited.
 			before.Generation--
 		}
-		in.Entry = autoscale.PlanEntry(before)
+		in.Entry = newpods.PlanEntry(before)
 	}
 	for _, pod := range unbound {
 		if g.chance(0.5) {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
@@ -325,7 +326,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	input := autoscale.SyncInput{
 		PolicyInput: in.decision, Unbound: in.unbound, Template: in.state.template, Entry: policy.Status.Admission,
 		NewPodRoom: in.newPodRoom, StuckSeen: in.state.stuckSeen, Settle: AdmissionSettle, BoostRaise: in.boostRaise,
-		NewPods: autoscale.EntryInput{
+		NewPods: newpods.EntryInput{
 			Spec: &policy.Spec, Generation: policy.Generation, Template: in.state.template, Recommendation: forNewPods,
 			HeldByVPA: in.vpa, Conflict: in.conflict, Holds: in.decision.Holds, Room: in.newPodRoom, Rules: in.decision.Rules, Replicas: len(in.pods),
 			Server: r.Actuator.Server.Version, Now: now,

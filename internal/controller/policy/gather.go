@@ -26,6 +26,8 @@ import (
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
@@ -74,7 +76,7 @@ type syncInput struct {
 	// (podchange.DefaultMaxAllowed).
 	largest, defaults map[corev1.ResourceName]podchange.DefaultBound
 	// newPodRoom is the most a new pod of the target may request and still
-	// find a node (autoscale.NewPodRoom); nil when unknown or not needed.
+	// find a node (placement.NewPodRoom); nil when unknown or not needed.
 	newPodRoom corev1.ResourceList
 	// boostRaise names, by pod, the containers whose cpu target is a boost
 	// given: a resize raising one is sent under boost.FieldManager.
@@ -467,11 +469,11 @@ func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy
 // and while a pod tailor sized waits unschedulable.
 func (r *Reconciler) newPodRoom(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, unbound []*corev1.Pod, now time.Time) (corev1.ResourceList, error) {
 	ref := policy.Spec.TargetRef
-	if ref == nil || state.template == nil || policy.Spec.Mode() == v1alpha1.UpdateModeOff || !autoscale.ApplyOnCreate(&policy.Spec) {
+	if ref == nil || state.template == nil || policy.Spec.Mode() == v1alpha1.UpdateModeOff || !newpods.ApplyOnCreate(&policy.Spec) {
 		return nil, nil
 	}
-	in := autoscale.NewPodRoomInput{Template: state.template, DaemonSet: ref.Kind == "DaemonSet"}
-	stuck, _ := autoscale.DecideStuck(autoscale.StuckInput{Pods: unbound, Template: state.template, Now: now.Add(autoscale.UnschedulableAfter)})
+	in := placement.NewPodRoomInput{Template: state.template, DaemonSet: ref.Kind == "DaemonSet"}
+	stuck, _ := placement.DecideStuck(placement.StuckInput{Pods: unbound, Template: state.template, Now: now.Add(placement.UnschedulableAfter)})
 	in.Free = len(stuck) > 0
 	if !in.Free && !in.DaemonSet {
 		var nodes corev1.NodeList
@@ -479,9 +481,9 @@ func (r *Reconciler) newPodRoom(ctx context.Context, policy *v1alpha1.TailorPoli
 			return nil, fmt.Errorf("listing nodes: %w", err)
 		}
 		for i := range nodes.Items {
-			in.Nodes = append(in.Nodes, autoscale.NodePods{Node: &nodes.Items[i]})
+			in.Nodes = append(in.Nodes, placement.NodePods{Node: &nodes.Items[i]})
 		}
-		return autoscale.NewPodRoom(in), nil
+		return placement.NewPodRoom(in), nil
 	}
 	if in.DaemonSet {
 		in.Own = func(p *corev1.Pod) bool {
@@ -493,7 +495,7 @@ func (r *Reconciler) newPodRoom(ctx context.Context, policy *v1alpha1.TailorPoli
 	if in.Nodes, err = r.nodesWithPods(ctx); err != nil {
 		return nil, err
 	}
-	return autoscale.NewPodRoom(in), nil
+	return placement.NewPodRoom(in), nil
 }
 
 // namespaceRules reads the namespace's LimitRanges and ResourceQuotas from
@@ -670,19 +672,19 @@ func heldFor(problems []metrics.Problem) string {
 }
 
 // nodesWithPods lists every node with the pods bound to it.
-func (r *Reconciler) nodesWithPods(ctx context.Context) ([]autoscale.NodePods, error) {
+func (r *Reconciler) nodesWithPods(ctx context.Context) ([]placement.NodePods, error) {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	out := make([]autoscale.NodePods, 0, len(nodes.Items))
+	out := make([]placement.NodePods, 0, len(nodes.Items))
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing pods on node %s: %w", n.Name, err)
 		}
-		np := autoscale.NodePods{Node: n}
+		np := placement.NodePods{Node: n}
 		for j := range pods.Items {
 			np.Pods = append(np.Pods, &pods.Items[j])
 		}

@@ -1,4 +1,4 @@
-package autoscale
+package placement
 
 import (
 	"fmt"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -95,8 +96,8 @@ func RecreatedContainers(p *corev1.Pod, template *corev1.PodTemplateSpec, desire
 				return nil, fmt.Errorf("container %s sets other %s requests or limits than the owner's pod template: the pod was not created from it", n, r)
 			}
 			same = same && podReq.Cmp(tmplReq) == 0 && podLim.Cmp(tmplLim) == 0
-			setEntry(&rc.TemplateRequests, r, tc.Resources.Requests)
-			setEntry(&rc.TemplateLimits, r, tc.Resources.Limits)
+			newpods.SetEntry(&rc.TemplateRequests, r, tc.Resources.Requests)
+			newpods.SetEntry(&rc.TemplateLimits, r, tc.Resources.Limits)
 			if q, ok := pickQuantity(want.Requests, c.Resources.Requests, r); ok {
 				if rc.Requests == nil {
 					rc.Requests = corev1.ResourceList{}
@@ -367,7 +368,7 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	// created with before the recreation policy sees it: a template that
 	// leaves a value to a LimitRange's default (or a request to its limit)
 	// would otherwise never match, and the pod be evicted for nothing.
-	template := admittedTemplate(in.Rules, in.Template)
+	template := newpods.AdmittedTemplate(in.Rules, in.Template)
 	containers, err := RecreatedContainers(p, template, full.Desired)
 	if err != nil {
 		return blocked("TemplateChanged", fmt.Sprintf("its replacement would not be created as it was: %v", err))
@@ -399,19 +400,6 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	}
 	d.Step = RecreateEvict
 	return d, nil
-}
-
-// admittedTemplate is template as the apiserver creates a pod from it,
-// before any admission policy: requests defaulted from limits, then the
-// LimitRanges' defaults (rules nil: none). The recreation policy compares
-// the new pod's values with the entry's template values at that point, and
-// a pod created from the template under the same LimitRanges has them.
-func admittedTemplate(rules *nsrules.Rules, template *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
-	if rules == nil {
-		rules = &nsrules.Rules{}
-	}
-	pod := rules.Admitted(&corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: template.Spec})
-	return &corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta, Spec: pod.Spec}
 }
 
 // replacementQoS is the QoS class of a pod created from template (as
