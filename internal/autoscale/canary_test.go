@@ -18,6 +18,8 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
@@ -36,15 +38,15 @@ const canaryWindow = 10 * time.Minute
 type canaryWorld struct {
 	spec  *v1alpha1.TailorPolicySpec
 	pods  []fleet.PodInput
-	state autoscale.CanaryState
+	state canary.State
 	now   time.Time
 	// answers are the query guardrails' answers the sync is given.
-	answers map[string]autoscale.GuardrailAnswer
+	answers map[string]canary.GuardrailAnswer
 	// budget are the pods the lowering budget counted at the last sync.
-	budget autoscale.Lowered
+	budget limits.Lowered
 	// namespace is what a namespace budget is judged by, and
 	// countLowerings whether one of the namespace counts the policy's.
-	namespace      autoscale.NamespaceLowerings
+	namespace      limits.NamespaceLowerings
 	countLowerings bool
 }
 
@@ -84,9 +86,9 @@ func (w *canaryWorld) lowered(i int, at time.Time) {
 	before := w.pods[i].Pod
 	w.pods[i].Pod = canaryPod(before.Name, "200m", "400m")
 	w.pods[i].LastResize = at
-	w.state.Pods = append(w.state.Pods, autoscale.CanaryPod{
+	w.state.Pods = append(w.state.Pods, canary.Pod{
 		UID: before.UID, Name: before.Name, LoweredAt: at, Ready: true, Restarts: map[string]int32{"app": 0},
-		Before: autoscale.CanaryValues{"app": {Requests: builder.List("500m", "256Mi"), Limits: builder.List("1", "512Mi")}},
+		Before: canary.Values{"app": {Requests: builder.List("500m", "256Mi"), Limits: builder.List("1", "512Mi")}},
 	})
 }
 
@@ -96,7 +98,7 @@ func (w *canaryWorld) decide(t *testing.T) autoscale.SyncDecision {
 	for _, p := range w.pods {
 		bound = append(bound, p.Pod)
 	}
-	d, err := autoscale.DecideSync(autoscale.SyncInput{
+	d, err := decide(autoscale.SyncInput{
 		PolicyInput: fleet.PolicyInput{
 			Spec: w.spec, Pods: w.pods, Now: w.now, MemoryFloorHeadroom: 0.1,
 			Server: resize.Version{Major: 1, Minor: 37},
@@ -144,7 +146,7 @@ func events(d autoscale.SyncDecision) []string {
 	return out
 }
 
-func canaryNames(pods []autoscale.CanaryPod) []string {
+func canaryNames(pods []canary.Pod) []string {
 	var out []string
 	for _, c := range pods {
 		out = append(out, c.Name)
@@ -206,7 +208,7 @@ func TestCanaryStartsOnOnePodAndHoldsTheOthers(t *testing.T) {
 			if d.Canary.Status != metav1.ConditionTrue || d.Canary.Reason != v1alpha1.CanaryReasonWatching {
 				t.Errorf("condition %s %s: %s, want True Watching", d.Canary.Status, d.Canary.Reason, d.Canary.Message)
 			}
-			if len(d.Canary.Events) != len(tc.wantCanary) || d.Canary.Events[0].Reason != autoscale.EventCanaryStarted {
+			if len(d.Canary.Events) != len(tc.wantCanary) || d.Canary.Events[0].Reason != canary.EventStarted {
 				t.Errorf("events %v, want one CanaryStarted per canary pod", events(d))
 			}
 			if d.RetryAfter != canaryWindow {
@@ -312,50 +314,50 @@ func TestCanaryGuardrails(t *testing.T) {
 		guardrails *v1alpha1.CanaryGuardrails
 		// restartsBefore is the restart count when the canary was lowered.
 		restartsBefore int32
-		wantGuardrail  autoscale.Guardrail
+		wantGuardrail  canary.Guardrail
 		wantWhat       string
 	}{
 		"OOM kill": {
-			mutate: restart("OOMKilled", 137, -time.Minute), wantGuardrail: autoscale.GuardrailOOMKill,
+			mutate: restart("OOMKilled", 137, -time.Minute), wantGuardrail: canary.GuardrailOOMKill,
 			wantWhat: "container app OOM-killed at 2026-11-21T11:59:00Z under its 512Mi memory limit",
 		},
 		"restart": {
-			mutate: restart("Error", 1, -time.Minute), wantGuardrail: autoscale.GuardrailRestart,
+			mutate: restart("Error", 1, -time.Minute), wantGuardrail: canary.GuardrailRestart,
 			wantWhat: "container app restart count 0 -> 1",
 		},
 		"OOM kill with its guardrail off is still a restart": {
 			mutate: restart("OOMKilled", 137, -time.Minute), guardrails: &v1alpha1.CanaryGuardrails{OOMKill: ptrTo(false)},
-			wantGuardrail: autoscale.GuardrailRestart, wantWhat: "container app restart count 0 -> 1",
+			wantGuardrail: canary.GuardrailRestart, wantWhat: "container app restart count 0 -> 1",
 		},
 		"readiness lost": {
 			mutate: func(p *fleet.PodInput) {
 				p.Pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"}}
 			},
-			wantGuardrail: autoscale.GuardrailReadiness, wantWhat: "pod no longer Ready (ContainersNotReady)",
+			wantGuardrail: canary.GuardrailReadiness, wantWhat: "pod no longer Ready (ContainersNotReady)",
 		},
 		"CPU throttled above the threshold": {
 			mutate:        func(p *fleet.PodInput) { p.Throttled = map[string]float64{"app": 0.45} },
-			wantGuardrail: autoscale.GuardrailCPUThrottling, wantWhat: "container app throttled in 45% of its CFS periods, above 20%",
+			wantGuardrail: canary.GuardrailCPUThrottling, wantWhat: "container app throttled in 45% of its CFS periods, above 20%",
 		},
 		"working set within the margin of the memory limit": {
 			mutate: func(p *fleet.PodInput) {
 				p.WorkingSet = map[string]resource.Quantity{"app": resource.MustParse("490Mi")}
 			},
-			wantGuardrail: autoscale.GuardrailMemoryNearLimit, wantWhat: "container app working set 490Mi within 5% of the 512Mi memory limit",
+			wantGuardrail: canary.GuardrailMemoryNearLimit, wantWhat: "container app working set 490Mi within 5% of the 512Mi memory limit",
 		},
 		"a custom margin": {
 			mutate: func(p *fleet.PodInput) {
 				p.WorkingSet = map[string]resource.Quantity{"app": resource.MustParse("470Mi")}
 			},
 			guardrails:    &v1alpha1.CanaryGuardrails{MemoryMarginPercent: ptrTo(int32(10))},
-			wantGuardrail: autoscale.GuardrailMemoryNearLimit, wantWhat: "container app working set 470Mi within 10% of the 512Mi memory limit",
+			wantGuardrail: canary.GuardrailMemoryNearLimit, wantWhat: "container app working set 470Mi within 10% of the 512Mi memory limit",
 		},
 		// The kubelet would not lower it: it never ran at the new values,
 		// so its window proved nothing, whichever guardrails are on.
 		"the lowering Infeasible": {
 			mutate:        func(p *fleet.PodInput) { p.ResizeRefused = "Infeasible: Node didn't have enough capacity" },
 			guardrails:    &v1alpha1.CanaryGuardrails{OOMKill: ptrTo(false), Restart: ptrTo(false), Readiness: ptrTo(false), CPUThrottling: ptrTo(false), MemoryNearLimit: ptrTo(false)},
-			wantGuardrail: autoscale.GuardrailResizeRefused,
+			wantGuardrail: canary.GuardrailResizeRefused,
 			wantWhat:      "the kubelet did not apply the lowering (Infeasible: Node didn't have enough capacity)",
 		},
 		"throttled below the threshold": {
@@ -438,7 +440,7 @@ func TestCanaryRollbackIsNeverHeld(t *testing.T) {
 // TestCanaryBackoffDoubles: each rollback without a promotion in between
 // holds twice as long as the last, up to the cap; a promotion starts over.
 func TestCanaryBackoffDoubles(t *testing.T) {
-	cfg, _ := autoscale.CanaryConfigOf(&v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Canary: &v1alpha1.Canary{
+	cfg, _ := canary.ConfigOf(&v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Canary: &v1alpha1.Canary{
 		Backoff: &v1alpha1.CanaryBackoff{Initial: &metav1.Duration{Duration: 30 * time.Minute}, Max: &metav1.Duration{Duration: 6 * time.Hour}},
 	}}}})
 	var got []time.Duration
@@ -472,7 +474,7 @@ func TestCanaryHoldKeepsWhatWasLearnt(t *testing.T) {
 	// A canary proved 200m before; these pods came back to 500m since (a
 	// rollout at the template's size), and the canary lowering web-0 to
 	// 200m again trips.
-	w.state.Proven = autoscale.CanaryValues{"app": {Requests: builder.List("200m", "128Mi"), Limits: builder.List("400m", "256Mi")}}
+	w.state.Proven = canary.Values{"app": {Requests: builder.List("200m", "128Mi"), Limits: builder.List("400m", "256Mi")}}
 	w.state.LastResult = v1alpha1.CanaryReasonPromoted
 	w.lowered(0, w.now.Add(-time.Minute))
 	w.pods[0].Throttled = map[string]float64{"app": 0.5}
@@ -507,7 +509,7 @@ func TestCanaryHoldKeepsWhatWasLearnt(t *testing.T) {
 	rec := &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.RecommendedContainerResources{
 		{ContainerName: "app", Target: builder.List("200m", "128Mi")},
 	}}
-	got := autoscale.FloorRecommendation(rec, autoscale.CanaryFloor(d.Canary.State, pods)).ContainerRecommendations[0].Target
+	got := canary.FloorRecommendation(rec, canary.Floor(d.Canary.State, pods)).ContainerRecommendations[0].Target
 	if cpu, mem := got[corev1.ResourceCPU], got[corev1.ResourceMemory]; cpu.String() != "500m" || mem.String() != "256Mi" {
 		t.Errorf("recommendation for new pods during the hold: %v, want the rolled-back 500m and 256Mi", got)
 	}
@@ -547,7 +549,7 @@ func TestCanaryRaisesNeverWait(t *testing.T) {
 // rest wait for it.
 func TestCanaryProvenValues(t *testing.T) {
 	w := newCanaryWorld()
-	w.state.Proven = autoscale.CanaryValues{"app": {Requests: builder.List("200m", "256Mi"), Limits: builder.List("400m", "512Mi")}}
+	w.state.Proven = canary.Values{"app": {Requests: builder.List("200m", "256Mi"), Limits: builder.List("400m", "512Mi")}}
 	w.state.LastResult = v1alpha1.CanaryReasonPromoted
 	w.pods[0] = fleet.PodInput{Pod: canaryPod("web-0", "200m", "400m"), Targets: map[string]podchange.Target{"app": {CPU: quantity("100m")}}}
 	d := w.decide(t)
@@ -634,10 +636,10 @@ func canaryOffCase(seed uint64) string {
 	if err != nil {
 		return err.Error()
 	}
-	stale := autoscale.CanaryState{HoldUntil: in.Now.Add(time.Hour), Trips: 2,
-		Pods: []autoscale.CanaryPod{{UID: "p0", Name: "p0", LoweredAt: in.Now}}}
-	for _, state := range []autoscale.CanaryState{{}, stale} {
-		got, err := autoscale.DecideSync(autoscale.SyncInput{PolicyInput: in, Canary: state})
+	stale := canary.State{HoldUntil: in.Now.Add(time.Hour), Trips: 2,
+		Pods: []canary.Pod{{UID: "p0", Name: "p0", LoweredAt: in.Now}}}
+	for _, state := range []canary.State{{}, stale} {
+		got, err := decide(autoscale.SyncInput{PolicyInput: in, Canary: state})
 		if err != nil {
 			return err.Error()
 		}
@@ -693,7 +695,7 @@ func TestCanaryNeverHoldsARaise(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		in.Spec.Behavior.ScaleDown.Canary = &v1alpha1.Canary{}
-		got, err := autoscale.DecideSync(autoscale.SyncInput{PolicyInput: in})
+		got, err := decide(autoscale.SyncInput{PolicyInput: in})
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -206,7 +207,7 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 	}
 	free := spec.DeepCopy()
 	free.Behavior.ScaleDown = nil
-	lim, _, err := autoscale.LoweringLimitsOf(spec)
+	lim, _, err := limits.ConfigOf(spec)
 	if err != nil {
 		return fmt.Sprintf("windows %+v: %v", sd.Windows, err)
 	}
@@ -226,7 +227,7 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 	for i := range pods {
 		retarget(i)
 	}
-	var lowered autoscale.Lowered
+	var lowered limits.Lowered
 	type event struct {
 		uid types.UID
 		at  time.Time
@@ -237,7 +238,7 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 		if r.IntN(25) == 0 {
 			// A restart: the count comes back as the checkpoint keeps it.
 			stats["restarts"]++
-			restored := autoscale.Lowered{}
+			restored := limits.Lowered{}
 			for uid, at := range lowered {
 				restored[uid] = at.Add(time.Second - 1).Truncate(time.Second)
 			}
@@ -253,11 +254,11 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 				Nodes: map[string]*resize.NodeState{"n1": {Allocatable: builder.List("64", "64Gi"), Pods: bound}},
 			}, Lowered: lowered}
 		}
-		d, err := autoscale.DecideSync(in(spec))
+		d, err := decide(in(spec))
 		if err != nil {
 			return err.Error()
 		}
-		base, err := autoscale.DecideSync(in(free))
+		base, err := decide(in(free))
 		if err != nil {
 			return err.Error()
 		}
@@ -278,13 +279,13 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 		}
 		stats["raises"] += len(got)
 		for _, h := range d.Held {
-			if h.Reason != autoscale.HoldOutsideWindow && h.Reason != autoscale.HoldBudget {
+			if h.Reason != limits.HoldOutsideWindow && h.Reason != limits.HoldBudget {
 				continue
 			}
 			if h.Decision.Raises() {
 				return fmt.Sprintf("%s: pod %s wants a raise and is held: %s", at, h.Pod.Name, h.Message)
 			}
-			if h.Reason == autoscale.HoldOutsideWindow {
+			if h.Reason == limits.HoldOutsideWindow {
 				stats["heldWindow"]++
 			} else {
 				stats["heldBudget"]++
@@ -304,7 +305,7 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 			events = append(events, event{s.Pod.UID, now})
 			distinct := map[types.UID]bool{}
 			for _, e := range events {
-				if now.Sub(e.at) < autoscale.BudgetPeriod {
+				if now.Sub(e.at) < limits.BudgetPeriod {
 					distinct[e.uid] = true
 				}
 			}
@@ -378,7 +379,7 @@ type simPolicy struct {
 	spec    *v1alpha1.TailorPolicySpec
 	free    *v1alpha1.TailorPolicySpec
 	pods    []fleet.PodInput
-	lowered autoscale.Lowered
+	lowered limits.Lowered
 	// nsCount and nsPercent are its namespace budget (both 0: none), and
 	// own its own budget in pods (0: none).
 	nsCount, nsPercent, own int
@@ -386,8 +387,8 @@ type simPolicy struct {
 
 // checkpointOf is a count as the checkpoint keeps it: times rounded up to
 // the second.
-func checkpointOf(l autoscale.Lowered) autoscale.Lowered {
-	out := autoscale.Lowered{}
+func checkpointOf(l limits.Lowered) limits.Lowered {
+	out := limits.Lowered{}
 	for uid, at := range l {
 		out[uid] = at.Add(time.Second - 1).Truncate(time.Second)
 	}
@@ -448,7 +449,7 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 		if p.nsCount > 0 {
 			return p.nsCount
 		}
-		return max(1, min(int(math.Ceil(float64(p.nsPercent)*float64(running)/100)), autoscale.MaxBudgetPods))
+		return max(1, min(int(math.Ceil(float64(p.nsPercent)*float64(running)/100)), limits.MaxBudgetPods))
 	}
 	type event struct {
 		policy string
@@ -483,7 +484,7 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 				bound = append(bound, pi.Pod)
 			}
 		}
-		ns := autoscale.NamespaceLowerings{Policy: p.name, ByPolicy: autoscale.LoweredBy{}, Pods: running}
+		ns := limits.NamespaceLowerings{Policy: p.name, ByPolicy: limits.LoweredBy{}, Pods: running}
 		for _, q := range policies {
 			ns.ByPolicy.Add(q.name, checkpointOf(q.lowered))
 		}
@@ -493,11 +494,11 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 				Nodes: map[string]*resize.NodeState{"n1": {Allocatable: builder.List("256", "256Gi"), Pods: bound}},
 			}, Lowered: p.lowered, Namespace: ns, CountLowerings: true}
 		}
-		d, err := autoscale.DecideSync(in(p.spec))
+		d, err := decide(in(p.spec))
 		if err != nil {
 			return err.Error()
 		}
-		base, err := autoscale.DecideSync(in(p.free))
+		base, err := decide(in(p.free))
 		if err != nil {
 			return err.Error()
 		}
@@ -517,9 +518,9 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 		stats["raises"] += len(raises(d))
 		for _, h := range d.Held {
 			switch h.Reason {
-			case autoscale.HoldNamespaceBudget:
+			case limits.HoldNamespaceBudget:
 				stats["heldNamespace"]++
-			case autoscale.HoldBudget:
+			case limits.HoldBudget:
 				stats["heldBudget"]++
 			default:
 				continue

@@ -14,6 +14,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
 
@@ -25,10 +26,10 @@ func window(schedule, zone string, d time.Duration) v1alpha1.ChangeWindow {
 	return w
 }
 
-func limitsOf(t *testing.T, windows ...v1alpha1.ChangeWindow) autoscale.LoweringLimits {
+func limitsOf(t *testing.T, windows ...v1alpha1.ChangeWindow) limits.Config {
 	t.Helper()
 	spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Windows: windows}}}
-	l, _, err := autoscale.LoweringLimitsOf(spec)
+	l, _, err := limits.ConfigOf(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestChangeWindowRefused(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Windows: []v1alpha1.ChangeWindow{window("@hourly", "", time.Minute), tc.window}}}}
-			_, _, err := autoscale.LoweringLimitsOf(spec)
+			_, _, err := limits.ConfigOf(spec)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -188,7 +189,7 @@ func TestLoweringBudgetRounding(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: &tc.pods}}}}
-			l, limited, err := autoscale.LoweringLimitsOf(spec)
+			l, limited, err := limits.ConfigOf(spec)
 			if err != nil || !limited {
 				t.Fatalf("LoweringLimitsOf: %v, limited %v", err, limited)
 			}
@@ -212,7 +213,7 @@ func limitsWorld(sd *v1alpha1.ScaleDownRules) *canaryWorld {
 	return w
 }
 
-func (w *canaryWorld) decideLimits(t *testing.T, lowered autoscale.Lowered) autoscale.SyncDecision {
+func (w *canaryWorld) decideLimits(t *testing.T, lowered limits.Lowered) autoscale.SyncDecision {
 	t.Helper()
 	w.budget = lowered
 	return w.decide(t)
@@ -276,7 +277,7 @@ func TestLoweringBudgetHoldsTheRest(t *testing.T) {
 	ago := func(d time.Duration) time.Time { return canaryNow.Add(-d) }
 	cases := map[string]struct {
 		budget      intstr.IntOrString
-		lowered     autoscale.Lowered
+		lowered     limits.Lowered
 		lastResize  map[int]time.Time
 		wantSends   []string
 		wantHeld    []string
@@ -310,7 +311,7 @@ func TestLoweringBudgetHoldsTheRest(t *testing.T) {
 		// (others' pods, since replaced) still counts.
 		"restored from the checkpoint: spent": {
 			budget:      intstr.FromInt32(2),
-			lowered:     autoscale.Lowered{"gone-a": ago(time.Hour - time.Second), "gone-b": ago(30 * time.Minute)},
+			lowered:     limits.Lowered{"gone-a": ago(time.Hour - time.Second), "gone-b": ago(30 * time.Minute)},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m"},
 			wantHeld:    []string{"web-0 BudgetSpent", "web-1 BudgetSpent", "web-2 BudgetSpent"},
 			wantLowered: []string{"gone-a@-59m59s", "gone-b@-30m0s"},
@@ -319,7 +320,7 @@ func TestLoweringBudgetHoldsTheRest(t *testing.T) {
 		},
 		"restored from the checkpoint: an hour old no longer counts": {
 			budget:      intstr.FromInt32(2),
-			lowered:     autoscale.Lowered{"gone-a": ago(time.Hour), "gone-b": ago(30 * time.Minute)},
+			lowered:     limits.Lowered{"gone-a": ago(time.Hour), "gone-b": ago(30 * time.Minute)},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-1 BudgetSpent", "web-2 BudgetSpent"},
 			wantLowered: []string{"gone-b@-30m0s", "web-0@0s"},
@@ -327,7 +328,7 @@ func TestLoweringBudgetHoldsTheRest(t *testing.T) {
 		},
 		"a pod counted within the hour is lowered again for free": {
 			budget:      intstr.FromInt32(1),
-			lowered:     autoscale.Lowered{"web-2": ago(10 * time.Minute)},
+			lowered:     limits.Lowered{"web-2": ago(10 * time.Minute)},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-2 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-0 BudgetSpent", "web-1 BudgetSpent"},
 			wantLowered: []string{"web-2@0s"},
@@ -370,7 +371,7 @@ func TestWindowHoldsACanaryButNotItsRollback(t *testing.T) {
 		w.spec.Behavior.ScaleDown.Budget = &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1))}
 		w.lowered(0, w.now.Add(-time.Minute))
 		w.pods[0].Pod.Status.ContainerStatuses[0].RestartCount = 1
-		d := w.decideLimits(t, autoscale.Lowered{"web-0": w.now.Add(-time.Minute)})
+		d := w.decideLimits(t, limits.Lowered{"web-0": w.now.Add(-time.Minute)})
 		if diff := cmp.Diff([]string{"web-0 app cpu 200m -> 500m"}, sends(d)); diff != "" {
 			t.Errorf("sends (-want,+got):\n%s", diff)
 		}
@@ -385,7 +386,7 @@ func TestStartupBoostEndsOutsideTheWindow(t *testing.T) {
 		Budget:  &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1))},
 	})
 	w.pods[1].Boost = map[string]bool{"app": true}
-	d := w.decideLimits(t, autoscale.Lowered{"other": w.now.Add(-time.Minute)})
+	d := w.decideLimits(t, limits.Lowered{"other": w.now.Add(-time.Minute)})
 	if diff := cmp.Diff([]string{"web-3 app cpu 500m -> 800m", "web-1 app cpu 500m -> 200m"}, sends(d)); diff != "" {
 		t.Errorf("sends (-want,+got):\n%s", diff)
 	}
@@ -404,12 +405,12 @@ func TestStartupBoostEndsOutsideTheWindow(t *testing.T) {
 // too, each holds what it has no room for.
 func TestNamespaceBudget(t *testing.T) {
 	ago := func(d time.Duration) time.Time { return canaryNow.Add(-d) }
-	api := autoscale.Lowered{"api-0": ago(20 * time.Minute), "api-1": ago(10 * time.Minute)}
+	api := limits.Lowered{"api-0": ago(20 * time.Minute), "api-1": ago(10 * time.Minute)}
 	cases := map[string]struct {
 		budget      v1alpha1.LoweringBudget
-		byPolicy    autoscale.LoweredBy
+		byPolicy    limits.LoweredBy
 		nsPods      int
-		lowered     autoscale.Lowered
+		lowered     limits.Lowered
 		wantSends   []string
 		wantHeld    []string
 		wantLowered []string
@@ -420,18 +421,18 @@ func TestNamespaceBudget(t *testing.T) {
 	}{
 		"another policy lowered two of three: one goes": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
-			byPolicy:    autoscale.LoweredBy{"api": api},
+			byPolicy:    limits.LoweredBy{"api": api},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-1 NamespaceBudgetSpent", "web-2 NamespaceBudgetSpent"},
 			wantLowered: []string{"web-0@0s"},
 			wantRetry:   40 * time.Minute,
 			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
 			wantMessage: "2 pod(s)' lowerings held: the namespace's lowering budget (behavior.scaleDown.budget.namespacePods) is spent: 3 of the namespace's pods lowered within the last hour (by policy api (2), web (1)), of 3 allowed; the next frees at 2026-11-21T12:40:00Z",
-			wantCounts:  map[fleet.HoldReason]int{autoscale.HoldNamespaceBudget: 2},
+			wantCounts:  map[fleet.HoldReason]int{limits.HoldNamespaceBudget: 2},
 		},
 		"spent by the others: only the raise goes": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(2))},
-			byPolicy:    autoscale.LoweredBy{"api": api},
+			byPolicy:    limits.LoweredBy{"api": api},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m"},
 			wantHeld:    []string{"web-0 NamespaceBudgetSpent", "web-1 NamespaceBudgetSpent", "web-2 NamespaceBudgetSpent"},
 			wantRetry:   40 * time.Minute,
@@ -440,7 +441,7 @@ func TestNamespaceBudget(t *testing.T) {
 		},
 		"a percent of the namespace's running pods: 10% of 25 is three": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromString("10%"))},
-			byPolicy:    autoscale.LoweredBy{"api": {"api-0": ago(time.Minute)}},
+			byPolicy:    limits.LoweredBy{"api": {"api-0": ago(time.Minute)}},
 			nsPods:      25,
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-2 NamespaceBudgetSpent"},
@@ -450,7 +451,7 @@ func TestNamespaceBudget(t *testing.T) {
 		},
 		"an hour old no longer counts": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
-			byPolicy:    autoscale.LoweredBy{"api": {"api-0": ago(time.Hour), "api-1": ago(time.Hour + time.Minute)}},
+			byPolicy:    limits.LoweredBy{"api": {"api-0": ago(time.Hour), "api-1": ago(time.Hour + time.Minute)}},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m", "web-2 app cpu 500m -> 200m"},
 			wantLowered: []string{"web-0@0s", "web-1@0s", "web-2@0s"},
 			wantReason:  v1alpha1.LoweringsReasonAllowed,
@@ -461,8 +462,8 @@ func TestNamespaceBudget(t *testing.T) {
 		// its own count agree, and are not counted twice.
 		"the policy's own lowerings count once": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
-			byPolicy:    autoscale.LoweredBy{"web": {"gone": ago(5 * time.Minute)}, "api": {"api-0": ago(time.Minute)}},
-			lowered:     autoscale.Lowered{"gone": ago(5 * time.Minute)},
+			byPolicy:    limits.LoweredBy{"web": {"gone": ago(5 * time.Minute)}, "api": {"api-0": ago(time.Minute)}},
+			lowered:     limits.Lowered{"gone": ago(5 * time.Minute)},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-1 NamespaceBudgetSpent", "web-2 NamespaceBudgetSpent"},
 			wantLowered: []string{"gone@-5m0s", "web-0@0s"},
@@ -471,7 +472,7 @@ func TestNamespaceBudget(t *testing.T) {
 		},
 		"a pod the namespace counts already is lowered again for free": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
-			byPolicy:    autoscale.LoweredBy{"api": api, "web": {"web-2": ago(30 * time.Minute)}},
+			byPolicy:    limits.LoweredBy{"api": api, "web": {"web-2": ago(30 * time.Minute)}},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-2 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-0 NamespaceBudgetSpent", "web-1 NamespaceBudgetSpent"},
 			wantLowered: []string{"web-2@0s"},
@@ -479,30 +480,30 @@ func TestNamespaceBudget(t *testing.T) {
 		},
 		"the policy's own budget is the tighter": {
 			budget:      v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1)), NamespacePods: ptrTo(intstr.FromInt32(5))},
-			byPolicy:    autoscale.LoweredBy{"api": api},
+			byPolicy:    limits.LoweredBy{"api": api},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-1 BudgetSpent", "web-2 BudgetSpent"},
 			wantLowered: []string{"web-0@0s"},
 			wantRetry:   time.Hour,
 			wantReason:  v1alpha1.LoweringsReasonBudgetSpent,
-			wantCounts:  map[fleet.HoldReason]int{autoscale.HoldBudget: 2},
+			wantCounts:  map[fleet.HoldReason]int{limits.HoldBudget: 2},
 		},
 		"the namespace's budget is the tighter": {
 			budget:      v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(3)), NamespacePods: ptrTo(intstr.FromInt32(3))},
-			byPolicy:    autoscale.LoweredBy{"api": {"api-0": ago(50 * time.Minute)}},
+			byPolicy:    limits.LoweredBy{"api": {"api-0": ago(50 * time.Minute)}},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-2 NamespaceBudgetSpent"},
 			wantLowered: []string{"web-0@0s", "web-1@0s"},
 			wantRetry:   10 * time.Minute,
 			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
 			wantMessage: "the next frees at 2026-11-21T12:10:00Z",
-			wantCounts:  map[fleet.HoldReason]int{autoscale.HoldNamespaceBudget: 1},
+			wantCounts:  map[fleet.HoldReason]int{limits.HoldNamespaceBudget: 1},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			w := limitsWorld(&v1alpha1.ScaleDownRules{Budget: &tc.budget})
-			w.namespace = autoscale.NamespaceLowerings{Policy: "web", ByPolicy: tc.byPolicy, Pods: tc.nsPods}
+			w.namespace = limits.NamespaceLowerings{Policy: "web", ByPolicy: tc.byPolicy, Pods: tc.nsPods}
 			w.countLowerings = true
 			d := w.decideLimits(t, tc.lowered)
 			checkBudget(t, d, tc.wantSends, tc.wantHeld, tc.wantLowered, tc.wantRetry)
@@ -525,7 +526,7 @@ func TestNamespaceBudget(t *testing.T) {
 func TestLoweringsCountedForANamespaceBudget(t *testing.T) {
 	w := limitsWorld(nil)
 	w.countLowerings = true
-	d := w.decideLimits(t, autoscale.Lowered{"old": canaryNow.Add(-time.Hour), "recent": canaryNow.Add(-time.Minute)})
+	d := w.decideLimits(t, limits.Lowered{"old": canaryNow.Add(-time.Hour), "recent": canaryNow.Add(-time.Minute)})
 	if diff := cmp.Diff([]string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m", "web-2 app cpu 500m -> 200m"}, sends(d)); diff != "" {
 		t.Errorf("sends (-want,+got):\n%s", diff)
 	}

@@ -37,7 +37,7 @@ func TestDecideSyncAppliesTheDefaultBound(t *testing.T) {
 	rules := &nsrules.Rules{LimitRanges: []corev1.LimitRange{limitRange("team", builder.List("", "4Gi"))}}
 	recs := []v1alpha1.RecommendedContainerResources{{ContainerName: "app",
 		Target: corev1.ResourceList{corev1.ResourceMemory: huge}, UncappedTarget: corev1.ResourceList{corev1.ResourceMemory: huge}}}
-	d, err := autoscale.DecideSync(autoscale.SyncInput{
+	d, err := decide(autoscale.SyncInput{
 		PolicyInput: fleet.PolicyInput{Spec: spec, Now: now, Rules: rules, Server: resize.Version{Major: 1, Minor: 37},
 			Pods:  []fleet.PodInput{{Pod: pod, Targets: map[string]podchange.Target{"app": {Memory: &huge}}}},
 			Nodes: map[string]*resize.NodeState{"n": {Allocatable: builder.List("8", "64Gi"), Pods: []*corev1.Pod{pod}}}},

@@ -284,7 +284,7 @@ func runSyncCase(seed uint64, stats map[string]int) string {
 // input.
 func syncDecisionText(d autoscale.SyncDecision) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "retry %s; need nodes %v; stuck retry %s\n", d.RetryAfter, d.NeedNodes, d.StuckRetry)
+	fmt.Fprintf(&b, "retry %s; stuck retry %s\n", d.RetryAfter, d.StuckRetry)
 	for _, s := range d.Sends {
 		fmt.Fprintf(&b, "send %s %q %s\n", s.Pod.Name, s.FieldManager, s.Plan.Patch)
 	}
@@ -317,19 +317,18 @@ func syncDecisionText(d autoscale.SyncDecision) string {
 // decideSync decides as Reconcile does: without the nodes first, and with
 // them when the decision asks.
 func decideSync(in autoscale.SyncInput, nodes []placement.NodePods, stats map[string]int) (autoscale.SyncDecision, string) {
-	d, err := autoscale.DecideSync(in)
-	if err == nil && d.NeedNodes {
+	d, wanted, err := autoscale.DecideSync(in)
+	if err == nil && wanted != nil {
 		stats["needNodes"]++
-		in.Recreation.Nodes = nodes
-		d, err = autoscale.DecideSync(in)
-		if err == nil && d.NeedNodes {
-			return d, "asked for the nodes it was given"
+		if d != nil {
+			return *d, "a decision returned with the nodes asked for"
 		}
+		d, err = wanted.Decide(nodes)
 	}
 	if err != nil {
-		return d, fmt.Sprintf("DecideSync: %v", err)
+		return autoscale.SyncDecision{}, fmt.Sprintf("DecideSync: %v", err)
 	}
-	return d, ""
+	return *d, ""
 }
 
 // nextSync is the policy's next sync, AdmissionSettle later, as act leaves

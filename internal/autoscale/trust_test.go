@@ -97,7 +97,6 @@ func markedInput(in autoscale.SyncInput, nodes []placement.NodePods, mark func(*
 		}
 		return res
 	}
-	out.Recreation.Nodes = swapNodes(in.Recreation.Nodes)
 	return out, swapNodes(nodes)
 }
 

@@ -52,7 +52,7 @@ type SyncCase struct {
 	Rules  *nsrules.Rules
 	// Nodes are every node of the cluster with the pods bound to it (the
 	// namespace's and others'): what a recreation is decided against once
-	// the decision asks for them (SyncDecision.NeedNodes).
+	// the decision asks for them (autoscale.NodesWanted).
 	Nodes []placement.NodePods
 	// Templates are the pod templates of the workloads, by workload.
 	Templates map[ownership.Workload]*corev1.PodTemplateSpec
@@ -60,8 +60,7 @@ type SyncCase struct {
 	// pods from (a replacement of the pod comes from it), by UID; none for
 	// a bare pod.
 	PodTemplates map[types.UID]*corev1.PodTemplateSpec
-	// Syncs are each policy's SyncInput, in the order of Policies, with
-	// Recreation.Nodes nil as the controller first decides.
+	// Syncs are each policy's SyncInput, in the order of Policies.
 	Syncs []autoscale.SyncInput
 	// Owned are the pods each policy sizes (or, in mode Off, recommends
 	// for), by name, in the order of Policies.

@@ -18,6 +18,8 @@ import (
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -186,7 +188,7 @@ func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *
 	switch h.Reason {
 	case fleet.HoldInFlight:
 		// Its own resize is being applied: nothing to report.
-	case fleet.HoldMaxConcurrent, autoscale.HoldCanary, autoscale.HoldCanaryBackoff, autoscale.HoldOutsideWindow, autoscale.HoldBudget, autoscale.HoldNamespaceBudget:
+	case fleet.HoldMaxConcurrent, canary.Hold, canary.HoldBackoff, limits.HoldOutsideWindow, limits.HoldBudget, limits.HoldNamespaceBudget:
 		// Pacing, the canary, change windows and the budget hold
 		// lowerings by design: the conditions say so, no event per pod.
 		blocked[string(h.Reason)] = h.Message

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
 	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -312,10 +313,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if recs := in.state.model.Recommendation(bounded, in.pods, now); len(recs) > 0 {
 		in.recommendation = &v1alpha1.Recommendation{ContainerRecommendations: recs}
 	}
-	if _, canary := autoscale.CanaryConfigOf(&policy.Spec); canary {
+	if _, on := canary.ConfigOf(&policy.Spec); on {
 		// What no canary has proven is not given to new pods, nor said
 		// to be the workload's size.
-		in.recommendation = autoscale.FloorRecommendation(in.recommendation, autoscale.CanaryFloor(in.state.canary, in.pods))
+		in.recommendation = canary.FloorRecommendation(in.recommendation, canary.Floor(in.state.canary, in.pods))
 	}
 	// Without one this sync, status keeps the last it said, and new pods
 	// are planned from that.

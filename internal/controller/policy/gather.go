@@ -24,8 +24,9 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/advise"
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/boost"
@@ -90,13 +91,13 @@ type syncInput struct {
 	wasDown, wasRejecting bool
 	// guardrails are the canary's query guardrails' answers, by name; nil
 	// when no canary pod is watched.
-	guardrails map[string]autoscale.GuardrailAnswer
+	guardrails map[string]canary.GuardrailAnswer
 	// namespaceBudget: the policy has a namespace budget, judged by
 	// namespace (as the cache shows it; the ledger adds to it).
 	// countLowerings: some policy of the namespace has one, which counts
 	// this policy's lowerings.
 	namespaceBudget, countLowerings bool
-	namespace                       autoscale.NamespaceLowerings
+	namespace                       limits.NamespaceLowerings
 }
 
 // gather reads what the policy's sync needs and changes nothing it learnt:
@@ -279,7 +280,7 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
 	}
 	// A time zone or a cron field the CRD's rules cannot judge.
-	if _, _, err := autoscale.LoweringLimitsOf(&policy.Spec); err != nil {
+	if _, _, err := limits.ConfigOf(&policy.Spec); err != nil {
 		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
 	}
 	state, known := r.store.get(policy.UID)

@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
@@ -112,14 +113,14 @@ func idlePolicy(name string, withBudget bool, budget int, now time.Time) (*v1alp
 	}
 	in := &syncInput{namespaceBudget: withBudget, countLowerings: true}
 	if withBudget {
-		in.namespace = autoscale.NamespaceLowerings{Policy: name, ByPolicy: autoscale.LoweredBy{}}
+		in.namespace = limits.NamespaceLowerings{Policy: name, ByPolicy: limits.LoweredBy{}}
 	}
 	input := autoscale.SyncInput{
 		PolicyInput: fleet.PolicyInput{
 			Spec: &policy.Spec, Pods: pods, Now: now, MemoryFloorHeadroom: MemoryFloorHeadroom, Server: resize.Version{Major: 1, Minor: 37},
 			Nodes: map[string]*resize.NodeState{"n1": {Allocatable: builder.List("16", "64Gi"), Pods: bound}},
 		},
-		Lowered: autoscale.Lowered{}, Namespace: in.namespace, CountLowerings: true,
+		Lowered: limits.Lowered{}, Namespace: in.namespace, CountLowerings: true,
 	}
 	return policy, in, input
 }
@@ -129,11 +130,11 @@ func idlePolicy(name string, withBudget bool, budget int, now time.Time) (*v1alp
 func TestLedgerForgetsTheHour(t *testing.T) {
 	var l loweringLedger
 	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	l.record("team", "web", autoscale.Lowered{"a": at, "b": at.Add(10 * time.Minute)}, at.Add(10*time.Minute))
-	l.record("team", "web", autoscale.Lowered{"a": at.Add(20 * time.Minute)}, at.Add(20*time.Minute))
-	l.record("team", "api", autoscale.Lowered{"c": at.Add(5 * time.Minute)}, at.Add(20*time.Minute))
+	l.record("team", "web", limits.Lowered{"a": at, "b": at.Add(10 * time.Minute)}, at.Add(10*time.Minute))
+	l.record("team", "web", limits.Lowered{"a": at.Add(20 * time.Minute)}, at.Add(20*time.Minute))
+	l.record("team", "api", limits.Lowered{"c": at.Add(5 * time.Minute)}, at.Add(20*time.Minute))
 	got := l.sent("team", at.Add(65*time.Minute))
-	want := autoscale.LoweredBy{"web": {"a": at.Add(20 * time.Minute), "b": at.Add(10 * time.Minute)}}
+	want := limits.LoweredBy{"web": {"a": at.Add(20 * time.Minute), "b": at.Add(10 * time.Minute)}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("sent at +65m: %v, want %v: c is an hour old, a counts from its second lowering", got, want)
 	}
