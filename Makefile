@@ -122,7 +122,7 @@ EXPLORE_ROUNDS ?= 5
 .PHONY: explore
 explore:
 	for i in $$(seq $(EXPLORE_ROUNDS)); do \
-		TAILOR_PROPERTY_SEED=clock $(GO) test -count=1 -run 'Invariants$$|Properties$$' ./internal/autoscale ./internal/ownership || exit 1; \
+		TAILOR_PROPERTY_SEED=clock $(GO) test -count=1 -run 'Invariants$$|Properties$$' ./internal/autoscale/... ./internal/ownership || exit 1; \
 	done
 
 $(GOLANGCI_LINT):
