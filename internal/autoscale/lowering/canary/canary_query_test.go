@@ -1,4 +1,4 @@
-package autoscale_test
+package canary_test
 
 import (
 	"math"
@@ -126,7 +126,7 @@ func TestCanaryQueryUnansweredHolds(t *testing.T) {
 	if diff := cmp.Diff([]string{"web-1 Canary", "web-2 Canary"}, holds(d)); diff != "" {
 		t.Errorf("held without an answer (-want,+got):\n%s", diff)
 	}
-	if len(d.Sends) != 0 || len(d.Canary.Events) != 0 {
+	if len(d.Resizes) != 0 || len(d.Canary.Events) != 0 {
 		t.Errorf("sends %v, events %v without an answer; want none", sends(d), events(d))
 	}
 	if c := d.Canary; c.Reason != v1alpha1.CanaryReasonWatching || !strings.Contains(c.Message, "held past their window") ||
