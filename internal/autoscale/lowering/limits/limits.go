@@ -267,7 +267,7 @@ func (b LoweredBy) Add(policy string, l Lowered) {
 // of a policy is judged by.
 type NamespaceLowerings struct {
 	// Policy is the name of the policy deciding: its own lowerings are
-	// SyncInput.Lowered, fresher than ByPolicy's entry for it.
+	// Gate.Lowered, fresher than ByPolicy's entry for it.
 	Policy string
 	// ByPolicy are the pods every policy of the namespace lowered, as
 	// their checkpoints and the lowerings the manager sent since say.
@@ -359,7 +359,7 @@ type budgetRoom struct {
 }
 
 // limitPlan is the windows' and the budget's part of one sync, before and
-// after DecidePolicy, as canaryPlan is the canary's.
+// after DecidePolicy.
 type limitPlan struct {
 	lim     Config
 	now     time.Time
