@@ -3,19 +3,17 @@ package autoscale
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 	"github.com/tailorhq/tailor/test/builder/policyspec"
 )
 
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-var (
-	spec            = policyspec.New
-	containerPolicy = policyspec.ContainerPolicy
-	requestsOnly    = policyspec.RequestsOnly
-)
+var spec = policyspec.New
 
 func q(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
 
@@ -23,4 +21,10 @@ func ptr[T any](v T) *T { return &v }
 
 func burstable() *builder.ContainerWrapper {
 	return builder.Container("app").Requests("250m", "128Mi").Limits("500m", "256Mi")
+}
+
+var v137 = resize.Version{Major: 1, Minor: 37}
+
+func nodeState(cpu, memory string, pods ...*corev1.Pod) *resize.NodeState {
+	return &resize.NodeState{Allocatable: builder.List(cpu, memory), Pods: pods}
 }

@@ -11,8 +11,8 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
@@ -21,7 +21,7 @@ import (
 )
 
 // checkAction holds every promise on one resize DecidePolicy chose.
-func checkAction(spec *v1alpha1.TailorPolicySpec, in autoscale.PodInput, a autoscale.Action, floorHeadroom float64) []string {
+func checkAction(spec *v1alpha1.TailorPolicySpec, in fleet.PodInput, a fleet.Action, floorHeadroom float64) []string {
 	var bad []string
 	before, plan := in.Pod, a.Plan
 	if plan.Outcome != resize.Accepted {
@@ -181,7 +181,7 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 	nc := autoscaletest.Namespaced(seed)
 	input := nc.PolicyInput
 	spec, pods := input.Spec, input.Pods
-	d, err := autoscale.DecidePolicy(input)
+	d, err := fleet.DecidePolicy(input)
 	if err != nil {
 		return fmt.Sprintf("DecidePolicy: %v", err)
 	}
@@ -203,7 +203,7 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 		if err != nil {
 			return fmt.Sprintf("Plan for a replacement of %s: %v", p.Pod.Name, err)
 		}
-		action := autoscale.Action{Pod: p.Pod, Decision: full, Plan: plan}
+		action := fleet.Action{Pod: p.Pod, Decision: full, Plan: plan}
 		if bad := append(checkAction(spec, p, action, input.MemoryFloorHeadroom), checkHolds(input.Holds, action)...); len(bad) > 0 {
 			return fmt.Sprintf("replacement of %s: %s\npod: %s\ndecision: %s", p.Pod.Name, strings.Join(bad, "; "), podText(p.Pod), describeDesired(full))
 		}
@@ -217,7 +217,7 @@ func runInvariantCase(seed uint64, stats map[string]int) string {
 // no pod resized while its last resize is in flight, each resize as
 // checkAction and checkHolds want it, the raises on each node within its
 // room, and nothing chosen that the planner refuses.
-func checkPolicyDecision(input autoscale.PolicyInput, d autoscale.PolicyDecision, stats map[string]int) string {
+func checkPolicyDecision(input fleet.PolicyInput, d fleet.PolicyDecision, stats map[string]int) string {
 	spec, pods := input.Spec, input.Pods
 	inFlight := 0
 	for _, p := range pods {
@@ -225,13 +225,13 @@ func checkPolicyDecision(input autoscale.PolicyInput, d autoscale.PolicyDecision
 			inFlight++
 		}
 	}
-	if limit := autoscale.MaxConcurrentResizes(spec) - inFlight; len(d.Resizes) > max(limit, 0) {
-		return fmt.Sprintf("%d resizes with %d in flight and maxConcurrentResizes %d", len(d.Resizes), inFlight, autoscale.MaxConcurrentResizes(spec))
+	if limit := fleet.MaxConcurrentResizes(spec) - inFlight; len(d.Resizes) > max(limit, 0) {
+		return fmt.Sprintf("%d resizes with %d in flight and maxConcurrentResizes %d", len(d.Resizes), inFlight, fleet.MaxConcurrentResizes(spec))
 	}
 	// What the raises add to each node's requests.
 	raised := map[string]*[2]int64{}
 	for _, a := range d.Resizes {
-		var in autoscale.PodInput
+		var in fleet.PodInput
 		for _, p := range pods {
 			if p.Pod.Name == a.Pod.Name {
 				in = p
@@ -286,7 +286,7 @@ func checkPolicyDecision(input autoscale.PolicyInput, d autoscale.PolicyDecision
 	stats["held"] += len(d.Held)
 	for _, h := range d.Held {
 		stats["held:"+string(h.Reason)+string(h.Rule)]++
-		if h.Reason == autoscale.HoldRefused {
+		if h.Reason == fleet.HoldRefused {
 			return fmt.Sprintf("pod %s: Decide chose what the planner refuses: %s\npod: %s\ndecision: %s\nnotes: %v", h.Pod.Name, h.Message, podText(h.Pod), describeDesired(h.Decision), notesOf(h.Decision))
 		}
 	}
@@ -360,7 +360,7 @@ func controlsLimits(pol v1alpha1.ContainerPolicy) bool {
 
 // checkHolds: a request an HPA divides by never moves, in a container or
 // at the pod level.
-func checkHolds(h ownership.Holds, a autoscale.Action) []string {
+func checkHolds(h ownership.Holds, a fleet.Action) []string {
 	var bad []string
 	for _, cc := range a.Plan.Containers {
 		bad = append(bad, heldMoved(h, cc.Name, cc.Before, cc.After)...)

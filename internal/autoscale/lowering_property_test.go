@@ -16,6 +16,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -205,19 +207,19 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 	}
 	free := spec.DeepCopy()
 	free.Behavior.ScaleDown = nil
-	lim, _, err := autoscale.LoweringLimitsOf(spec)
+	lim, _, err := limits.ConfigOf(spec)
 	if err != nil {
 		return fmt.Sprintf("windows %+v: %v", sd.Windows, err)
 	}
 	budget := lim.Budget(n)
 
 	now := time.Date(2026, time.Month(1+r.IntN(12)), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), 0, time.UTC)
-	pods := make([]autoscale.PodInput, n)
+	pods := make([]fleet.PodInput, n)
 	for i := range pods {
 		cpu := fmt.Sprintf("%dm", 200+100*r.IntN(8))
 		p := builder.Pod(fmt.Sprintf("web-%d", i)).UID(fmt.Sprintf("web-%d", i)).Node("n1").
 			Container(builder.Container("app").Requests(cpu, "256Mi").Limits("4", "512Mi")).Running().Obj()
-		pods[i] = autoscale.PodInput{Pod: p, WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}}
+		pods[i] = fleet.PodInput{Pod: p, WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}}
 	}
 	retarget := func(i int) {
 		pods[i].Targets = map[string]podchange.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
@@ -225,7 +227,7 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 	for i := range pods {
 		retarget(i)
 	}
-	var lowered autoscale.Lowered
+	var lowered limits.Lowered
 	type event struct {
 		uid types.UID
 		at  time.Time
@@ -236,7 +238,7 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 		if r.IntN(25) == 0 {
 			// A restart: the count comes back as the checkpoint keeps it.
 			stats["restarts"]++
-			restored := autoscale.Lowered{}
+			restored := limits.Lowered{}
 			for uid, at := range lowered {
 				restored[uid] = at.Add(time.Second - 1).Truncate(time.Second)
 			}
@@ -247,16 +249,16 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 			bound[i] = pods[i].Pod
 		}
 		in := func(s *v1alpha1.TailorPolicySpec) autoscale.SyncInput {
-			return autoscale.SyncInput{PolicyInput: autoscale.PolicyInput{
+			return autoscale.SyncInput{PolicyInput: fleet.PolicyInput{
 				Spec: s, Pods: pods, Now: now, MemoryFloorHeadroom: 0.1, Server: resize.Version{Major: 1, Minor: 37},
 				Nodes: map[string]*resize.NodeState{"n1": {Allocatable: builder.List("64", "64Gi"), Pods: bound}},
 			}, Lowered: lowered}
 		}
-		d, err := autoscale.DecideSync(in(spec))
+		d, err := decide(in(spec))
 		if err != nil {
 			return err.Error()
 		}
-		base, err := autoscale.DecideSync(in(free))
+		base, err := decide(in(free))
 		if err != nil {
 			return err.Error()
 		}
@@ -277,13 +279,13 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 		}
 		stats["raises"] += len(got)
 		for _, h := range d.Held {
-			if h.Reason != autoscale.HoldOutsideWindow && h.Reason != autoscale.HoldBudget {
+			if h.Reason != limits.HoldOutsideWindow && h.Reason != limits.HoldBudget {
 				continue
 			}
 			if h.Decision.Raises() {
 				return fmt.Sprintf("%s: pod %s wants a raise and is held: %s", at, h.Pod.Name, h.Message)
 			}
-			if h.Reason == autoscale.HoldOutsideWindow {
+			if h.Reason == limits.HoldOutsideWindow {
 				stats["heldWindow"]++
 			} else {
 				stats["heldBudget"]++
@@ -303,7 +305,7 @@ func runLimitsCase(seed uint64, stats map[string]int) string {
 			events = append(events, event{s.Pod.UID, now})
 			distinct := map[types.UID]bool{}
 			for _, e := range events {
-				if now.Sub(e.at) < autoscale.BudgetPeriod {
+				if now.Sub(e.at) < limits.BudgetPeriod {
 					distinct[e.uid] = true
 				}
 			}
@@ -376,8 +378,8 @@ type simPolicy struct {
 	name    string
 	spec    *v1alpha1.TailorPolicySpec
 	free    *v1alpha1.TailorPolicySpec
-	pods    []autoscale.PodInput
-	lowered autoscale.Lowered
+	pods    []fleet.PodInput
+	lowered limits.Lowered
 	// nsCount and nsPercent are its namespace budget (both 0: none), and
 	// own its own budget in pods (0: none).
 	nsCount, nsPercent, own int
@@ -385,8 +387,8 @@ type simPolicy struct {
 
 // checkpointOf is a count as the checkpoint keeps it: times rounded up to
 // the second.
-func checkpointOf(l autoscale.Lowered) autoscale.Lowered {
-	out := autoscale.Lowered{}
+func checkpointOf(l limits.Lowered) limits.Lowered {
+	out := limits.Lowered{}
 	for uid, at := range l {
 		out[uid] = at.Add(time.Second - 1).Truncate(time.Second)
 	}
@@ -429,12 +431,12 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 			name := fmt.Sprintf("%s-%d", p.name, i)
 			pod := builder.Pod(name).UID(name).Node("n1").
 				Container(builder.Container("app").Requests(fmt.Sprintf("%dm", 200+100*r.IntN(8)), "256Mi").Limits("4", "512Mi")).Running().Obj()
-			p.pods = append(p.pods, autoscale.PodInput{Pod: pod, WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}})
+			p.pods = append(p.pods, fleet.PodInput{Pod: pod, WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}})
 		}
 		running += n
 		policies[k] = p
 	}
-	retarget := func(pi *autoscale.PodInput) {
+	retarget := func(pi *fleet.PodInput) {
 		pi.Targets = map[string]podchange.Target{"app": {CPU: quantity(fmt.Sprintf("%dm", 100+50*r.IntN(30)))}}
 	}
 	for _, p := range policies {
@@ -447,7 +449,7 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 		if p.nsCount > 0 {
 			return p.nsCount
 		}
-		return max(1, min(int(math.Ceil(float64(p.nsPercent)*float64(running)/100)), autoscale.MaxBudgetPods))
+		return max(1, min(int(math.Ceil(float64(p.nsPercent)*float64(running)/100)), limits.MaxBudgetPods))
 	}
 	type event struct {
 		policy string
@@ -482,21 +484,21 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 				bound = append(bound, pi.Pod)
 			}
 		}
-		ns := autoscale.NamespaceLowerings{Policy: p.name, ByPolicy: autoscale.LoweredBy{}, Pods: running}
+		ns := limits.NamespaceLowerings{Policy: p.name, ByPolicy: limits.LoweredBy{}, Pods: running}
 		for _, q := range policies {
 			ns.ByPolicy.Add(q.name, checkpointOf(q.lowered))
 		}
 		in := func(s *v1alpha1.TailorPolicySpec) autoscale.SyncInput {
-			return autoscale.SyncInput{PolicyInput: autoscale.PolicyInput{
+			return autoscale.SyncInput{PolicyInput: fleet.PolicyInput{
 				Spec: s, Pods: p.pods, Now: now, MemoryFloorHeadroom: 0.1, Server: resize.Version{Major: 1, Minor: 37},
 				Nodes: map[string]*resize.NodeState{"n1": {Allocatable: builder.List("256", "256Gi"), Pods: bound}},
 			}, Lowered: p.lowered, Namespace: ns, CountLowerings: true}
 		}
-		d, err := autoscale.DecideSync(in(p.spec))
+		d, err := decide(in(p.spec))
 		if err != nil {
 			return err.Error()
 		}
-		base, err := autoscale.DecideSync(in(p.free))
+		base, err := decide(in(p.free))
 		if err != nil {
 			return err.Error()
 		}
@@ -516,9 +518,9 @@ func runNamespaceCase(seed uint64, stats map[string]int) string {
 		stats["raises"] += len(raises(d))
 		for _, h := range d.Held {
 			switch h.Reason {
-			case autoscale.HoldNamespaceBudget:
+			case limits.HoldNamespaceBudget:
 				stats["heldNamespace"]++
-			case autoscale.HoldBudget:
+			case limits.HoldBudget:
 				stats["heldBudget"]++
 			default:
 				continue

@@ -13,190 +13,10 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
-
-func window(schedule, zone string, d time.Duration) v1alpha1.ChangeWindow {
-	w := v1alpha1.ChangeWindow{Schedule: schedule, Duration: metav1.Duration{Duration: d}}
-	if zone != "" {
-		w.TimeZone = &zone
-	}
-	return w
-}
-
-func limitsOf(t *testing.T, windows ...v1alpha1.ChangeWindow) autoscale.LoweringLimits {
-	t.Helper()
-	spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Windows: windows}}}
-	l, _, err := autoscale.LoweringLimitsOf(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func utc(s string) time.Time {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
-
-// TestChangeWindowOpen: a window is open from each opening its schedule
-// names for its duration of elapsed time, in its time zone; when none is
-// open, the next opening is named.
-func TestChangeWindowOpen(t *testing.T) {
-	nightly := window("0 22 * * *", "", 2*time.Hour)
-	cases := map[string]struct {
-		windows  []v1alpha1.ChangeWindow
-		at       string
-		wantOpen bool
-		wantNext string
-	}{
-		"no window: always open": {at: "2026-11-26T12:00:00Z", wantOpen: true},
-		"a minute before it opens": {
-			windows: []v1alpha1.ChangeWindow{nightly}, at: "2026-11-26T21:59:00Z", wantNext: "2026-11-26T22:00:00Z",
-		},
-		"the second it opens": {windows: []v1alpha1.ChangeWindow{nightly}, at: "2026-11-26T22:00:00Z", wantOpen: true},
-		"its last second":     {windows: []v1alpha1.ChangeWindow{nightly}, at: "2026-11-26T23:59:59Z", wantOpen: true},
-		"closed at its end exactly": {
-			windows: []v1alpha1.ChangeWindow{nightly}, at: "2026-11-27T00:00:00Z", wantNext: "2026-11-27T22:00:00Z",
-		},
-		"spanning midnight: open the next morning": {
-			windows: []v1alpha1.ChangeWindow{window("0 23 * * *", "", 3*time.Hour)}, at: "2026-11-27T01:30:00Z", wantOpen: true,
-		},
-		"spanning midnight: closed after it": {
-			windows: []v1alpha1.ChangeWindow{window("0 23 * * *", "", 3*time.Hour)}, at: "2026-11-27T02:00:00Z", wantNext: "2026-11-27T23:00:00Z",
-		},
-		"weekdays: Friday night's window runs into Saturday": {
-			windows: []v1alpha1.ChangeWindow{window("0 22 * * 1-5", "", 4*time.Hour)}, at: "2026-11-28T01:00:00Z", wantOpen: true,
-		},
-		"weekdays: closed on Saturday night, next on Monday": {
-			windows: []v1alpha1.ChangeWindow{window("0 22 * * 1-5", "", 4*time.Hour)}, at: "2026-11-28T23:00:00Z", wantNext: "2026-11-30T22:00:00Z",
-		},
-		"a time zone: 02:00 in Berlin is 01:00 UTC in winter": {
-			windows: []v1alpha1.ChangeWindow{window("0 2 * * *", "Europe/Berlin", time.Hour)}, at: "2026-11-26T01:30:00Z", wantOpen: true,
-		},
-		"a time zone: 02:00 in Berlin is 00:00 UTC in summer": {
-			windows: []v1alpha1.ChangeWindow{window("0 2 * * *", "Europe/Berlin", time.Hour)}, at: "2026-07-01T01:30:00Z", wantNext: "2026-07-02T00:00:00Z",
-		},
-		// 2027-03-14 02:00 EST the clocks go to 03:00 EDT. A window's
-		// duration is elapsed time: the one opened at 01:00 EST (06:00
-		// UTC) lasts 2h, to 03:00... EDT 04:00, 08:00 UTC.
-		"DST forward: a window open across the change lasts its elapsed duration": {
-			windows: []v1alpha1.ChangeWindow{window("0 1 * * *", "America/New_York", 2*time.Hour)}, at: "2027-03-14T07:59:59Z", wantOpen: true,
-		},
-		"DST forward: and closes after it": {
-			windows: []v1alpha1.ChangeWindow{window("0 1 * * *", "America/New_York", 2*time.Hour)}, at: "2027-03-14T08:00:00Z", wantNext: "2027-03-15T05:00:00Z",
-		},
-		// 02:30 does not exist that day: as a CronJob, the window does not
-		// open that day, and opens at 02:30 EDT the next.
-		"DST forward: an opening at a wall-clock time that does not exist is skipped that day": {
-			windows: []v1alpha1.ChangeWindow{window("30 2 * * *", "America/New_York", 30*time.Minute)}, at: "2027-03-14T06:00:00Z", wantNext: "2027-03-15T06:30:00Z",
-		},
-		// 2026-11-01 02:00 EDT the clocks go back to 01:00 EST: 01:00
-		// happens twice, and so does the opening.
-		"DST back: the first 01:00 (EDT)": {
-			windows: []v1alpha1.ChangeWindow{window("0 1 * * *", "America/New_York", 30*time.Minute)}, at: "2026-11-01T05:10:00Z", wantOpen: true,
-		},
-		"DST back: between the two 01:00s": {
-			windows: []v1alpha1.ChangeWindow{window("0 1 * * *", "America/New_York", 30*time.Minute)}, at: "2026-11-01T05:40:00Z", wantNext: "2026-11-01T06:00:00Z",
-		},
-		"DST back: the second 01:00 (EST)": {
-			windows: []v1alpha1.ChangeWindow{window("0 1 * * *", "America/New_York", 30*time.Minute)}, at: "2026-11-01T06:10:00Z", wantOpen: true,
-		},
-		"two windows: open when either is": {
-			windows: []v1alpha1.ChangeWindow{nightly, window("0 6 * * *", "", time.Hour)}, at: "2026-11-26T06:30:00Z", wantOpen: true,
-		},
-		"two windows: the sooner opening is named": {
-			windows: []v1alpha1.ChangeWindow{nightly, window("0 6 * * *", "", time.Hour)}, at: "2026-11-26T12:00:00Z", wantNext: "2026-11-26T22:00:00Z",
-		},
-		"overlapping openings: every minute for 5m is always open": {
-			windows: []v1alpha1.ChangeWindow{window("* * * * *", "", 5*time.Minute)}, at: "2026-11-26T12:34:56Z", wantOpen: true,
-		},
-		"a schedule that never comes: closed, no next": {
-			windows: []v1alpha1.ChangeWindow{window("0 0 30 2 *", "", time.Hour)}, at: "2026-11-26T12:00:00Z",
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			open, next, _ := limitsOf(t, tc.windows...).Open(utc(tc.at))
-			gotNext := ""
-			if !next.IsZero() {
-				gotNext = next.UTC().Format(time.RFC3339)
-			}
-			if open != tc.wantOpen || gotNext != tc.wantNext {
-				t.Errorf("at %s: open %v, next %q; want open %v, next %q", tc.at, open, gotNext, tc.wantOpen, tc.wantNext)
-			}
-		})
-	}
-}
-
-// TestChangeWindowRefused: what the CRD's rules cannot judge is refused with
-// a message that says what to change.
-func TestChangeWindowRefused(t *testing.T) {
-	cases := map[string]struct {
-		window v1alpha1.ChangeWindow
-		want   string
-	}{
-		"an unknown time zone":    {window("0 22 * * *", "Mars/Olympus", time.Hour), `timeZone "Mars/Olympus" is not a time zone`},
-		"a minute out of range":   {window("61 22 * * *", "", time.Hour), `schedule "61 22 * * *" is not a cron schedule`},
-		"six fields":              {window("0 0 22 * * *", "", time.Hour), `is not a cron schedule`},
-		"a CRON_TZ prefix":        {window("CRON_TZ=UTC 0 22 * * *", "", time.Hour), "set the time zone in timeZone"},
-		"@every is no window":     {window("@every 1h", "", time.Hour), "set the time zone in timeZone and use five cron fields"},
-		"no duration":             {window("0 22 * * *", "", 0), "duration must be positive"},
-		"a day-of-week name, ok":  {window("0 22 * * MON-FRI", "", time.Hour), ""},
-		"a descriptor, ok":        {window("@daily", "Asia/Tokyo", time.Hour), ""},
-		"an offset zone name, ok": {window("0 3 * * *", "Etc/GMT+5", time.Hour), ""},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Windows: []v1alpha1.ChangeWindow{window("@hourly", "", time.Minute), tc.window}}}}
-			_, _, err := autoscale.LoweringLimitsOf(spec)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "behavior.scaleDown.windows[1]")):
-				t.Errorf("error %v, want one about windows[1] saying %q", err, tc.want)
-			}
-		})
-	}
-}
-
-// TestLoweringBudgetRounding: a percent of the running pods is rounded up,
-// so a small workload still lowers one pod an hour; a count stands as it
-// is, both at most 1000.
-func TestLoweringBudgetRounding(t *testing.T) {
-	cases := map[string]struct {
-		pods intstr.IntOrString
-		n    int
-		want int
-	}{
-		"a count":                       {intstr.FromInt32(2), 10, 2},
-		"a count above the pods":        {intstr.FromInt32(5), 3, 5},
-		"a count above the cap":         {intstr.FromInt32(5000), 10, 1000},
-		"10% of 5 pods: one, not zero":  {intstr.FromString("10%"), 5, 1},
-		"10% of 25 pods: 2.5 up to 3":   {intstr.FromString("10%"), 25, 3},
-		"10% of 30 pods: exactly 3":     {intstr.FromString("10%"), 30, 3},
-		"100% of 3 pods":                {intstr.FromString("100%"), 3, 3},
-		"1% of no pods: still one":      {intstr.FromString("1%"), 0, 1},
-		"50% of 5000 pods: at the cap":  {intstr.FromString("50%"), 5000, 1000},
-		"33% of 100 pods: exactly 33":   {intstr.FromString("33%"), 100, 33},
-		"33% of 101 pods: 33.33 up, 34": {intstr.FromString("33%"), 101, 34},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{Pods: &tc.pods}}}}
-			l, limited, err := autoscale.LoweringLimitsOf(spec)
-			if err != nil || !limited {
-				t.Fatalf("LoweringLimitsOf: %v, limited %v", err, limited)
-			}
-			if got := l.Budget(tc.n); got != tc.want {
-				t.Errorf("budget of %s over %d pods: %d, want %d", tc.pods.String(), tc.n, got, tc.want)
-			}
-		})
-	}
-}
 
 // limitsWorld is the canary world (three pods wanting their CPU lowered,
 // on a big node, maxConcurrentResizes 3) with a fourth pod, web-3, that
@@ -206,12 +26,12 @@ func limitsWorld(sd *v1alpha1.ScaleDownRules) *canaryWorld {
 	w.spec.Behavior.ScaleDown = sd
 	w.spec.Behavior.MaxConcurrentResizes = ptrTo(int32(4))
 	raise := canaryPod("web-3", "500m", "1")
-	w.pods = append(w.pods, autoscale.PodInput{Pod: raise, Targets: map[string]podchange.Target{"app": {CPU: quantity("800m")}},
+	w.pods = append(w.pods, fleet.PodInput{Pod: raise, Targets: map[string]podchange.Target{"app": {CPU: quantity("800m")}},
 		WorkingSet: w.pods[0].WorkingSet})
 	return w
 }
 
-func (w *canaryWorld) decideLimits(t *testing.T, lowered autoscale.Lowered) autoscale.SyncDecision {
+func (w *canaryWorld) decideLimits(t *testing.T, lowered limits.Lowered) autoscale.SyncDecision {
 	t.Helper()
 	w.budget = lowered
 	return w.decide(t)
@@ -275,7 +95,7 @@ func TestLoweringBudgetHoldsTheRest(t *testing.T) {
 	ago := func(d time.Duration) time.Time { return canaryNow.Add(-d) }
 	cases := map[string]struct {
 		budget      intstr.IntOrString
-		lowered     autoscale.Lowered
+		lowered     limits.Lowered
 		lastResize  map[int]time.Time
 		wantSends   []string
 		wantHeld    []string
@@ -309,7 +129,7 @@ func TestLoweringBudgetHoldsTheRest(t *testing.T) {
 		// (others' pods, since replaced) still counts.
 		"restored from the checkpoint: spent": {
 			budget:      intstr.FromInt32(2),
-			lowered:     autoscale.Lowered{"gone-a": ago(time.Hour - time.Second), "gone-b": ago(30 * time.Minute)},
+			lowered:     limits.Lowered{"gone-a": ago(time.Hour - time.Second), "gone-b": ago(30 * time.Minute)},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m"},
 			wantHeld:    []string{"web-0 BudgetSpent", "web-1 BudgetSpent", "web-2 BudgetSpent"},
 			wantLowered: []string{"gone-a@-59m59s", "gone-b@-30m0s"},
@@ -318,7 +138,7 @@ func TestLoweringBudgetHoldsTheRest(t *testing.T) {
 		},
 		"restored from the checkpoint: an hour old no longer counts": {
 			budget:      intstr.FromInt32(2),
-			lowered:     autoscale.Lowered{"gone-a": ago(time.Hour), "gone-b": ago(30 * time.Minute)},
+			lowered:     limits.Lowered{"gone-a": ago(time.Hour), "gone-b": ago(30 * time.Minute)},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-1 BudgetSpent", "web-2 BudgetSpent"},
 			wantLowered: []string{"gone-b@-30m0s", "web-0@0s"},
@@ -326,7 +146,7 @@ func TestLoweringBudgetHoldsTheRest(t *testing.T) {
 		},
 		"a pod counted within the hour is lowered again for free": {
 			budget:      intstr.FromInt32(1),
-			lowered:     autoscale.Lowered{"web-2": ago(10 * time.Minute)},
+			lowered:     limits.Lowered{"web-2": ago(10 * time.Minute)},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-2 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-0 BudgetSpent", "web-1 BudgetSpent"},
 			wantLowered: []string{"web-2@0s"},
@@ -369,7 +189,7 @@ func TestWindowHoldsACanaryButNotItsRollback(t *testing.T) {
 		w.spec.Behavior.ScaleDown.Budget = &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1))}
 		w.lowered(0, w.now.Add(-time.Minute))
 		w.pods[0].Pod.Status.ContainerStatuses[0].RestartCount = 1
-		d := w.decideLimits(t, autoscale.Lowered{"web-0": w.now.Add(-time.Minute)})
+		d := w.decideLimits(t, limits.Lowered{"web-0": w.now.Add(-time.Minute)})
 		if diff := cmp.Diff([]string{"web-0 app cpu 200m -> 500m"}, sends(d)); diff != "" {
 			t.Errorf("sends (-want,+got):\n%s", diff)
 		}
@@ -384,7 +204,7 @@ func TestStartupBoostEndsOutsideTheWindow(t *testing.T) {
 		Budget:  &v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1))},
 	})
 	w.pods[1].Boost = map[string]bool{"app": true}
-	d := w.decideLimits(t, autoscale.Lowered{"other": w.now.Add(-time.Minute)})
+	d := w.decideLimits(t, limits.Lowered{"other": w.now.Add(-time.Minute)})
 	if diff := cmp.Diff([]string{"web-3 app cpu 500m -> 800m", "web-1 app cpu 500m -> 200m"}, sends(d)); diff != "" {
 		t.Errorf("sends (-want,+got):\n%s", diff)
 	}
@@ -403,34 +223,34 @@ func TestStartupBoostEndsOutsideTheWindow(t *testing.T) {
 // too, each holds what it has no room for.
 func TestNamespaceBudget(t *testing.T) {
 	ago := func(d time.Duration) time.Time { return canaryNow.Add(-d) }
-	api := autoscale.Lowered{"api-0": ago(20 * time.Minute), "api-1": ago(10 * time.Minute)}
+	api := limits.Lowered{"api-0": ago(20 * time.Minute), "api-1": ago(10 * time.Minute)}
 	cases := map[string]struct {
 		budget      v1alpha1.LoweringBudget
-		byPolicy    autoscale.LoweredBy
+		byPolicy    limits.LoweredBy
 		nsPods      int
-		lowered     autoscale.Lowered
+		lowered     limits.Lowered
 		wantSends   []string
 		wantHeld    []string
 		wantLowered []string
 		wantRetry   time.Duration
 		wantReason  string
 		wantMessage string
-		wantCounts  map[autoscale.HoldReason]int
+		wantCounts  map[fleet.HoldReason]int
 	}{
 		"another policy lowered two of three: one goes": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
-			byPolicy:    autoscale.LoweredBy{"api": api},
+			byPolicy:    limits.LoweredBy{"api": api},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-1 NamespaceBudgetSpent", "web-2 NamespaceBudgetSpent"},
 			wantLowered: []string{"web-0@0s"},
 			wantRetry:   40 * time.Minute,
 			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
 			wantMessage: "2 pod(s)' lowerings held: the namespace's lowering budget (behavior.scaleDown.budget.namespacePods) is spent: 3 of the namespace's pods lowered within the last hour (by policy api (2), web (1)), of 3 allowed; the next frees at 2026-11-21T12:40:00Z",
-			wantCounts:  map[autoscale.HoldReason]int{autoscale.HoldNamespaceBudget: 2},
+			wantCounts:  map[fleet.HoldReason]int{limits.HoldNamespaceBudget: 2},
 		},
 		"spent by the others: only the raise goes": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(2))},
-			byPolicy:    autoscale.LoweredBy{"api": api},
+			byPolicy:    limits.LoweredBy{"api": api},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m"},
 			wantHeld:    []string{"web-0 NamespaceBudgetSpent", "web-1 NamespaceBudgetSpent", "web-2 NamespaceBudgetSpent"},
 			wantRetry:   40 * time.Minute,
@@ -439,7 +259,7 @@ func TestNamespaceBudget(t *testing.T) {
 		},
 		"a percent of the namespace's running pods: 10% of 25 is three": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromString("10%"))},
-			byPolicy:    autoscale.LoweredBy{"api": {"api-0": ago(time.Minute)}},
+			byPolicy:    limits.LoweredBy{"api": {"api-0": ago(time.Minute)}},
 			nsPods:      25,
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-2 NamespaceBudgetSpent"},
@@ -449,7 +269,7 @@ func TestNamespaceBudget(t *testing.T) {
 		},
 		"an hour old no longer counts": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
-			byPolicy:    autoscale.LoweredBy{"api": {"api-0": ago(time.Hour), "api-1": ago(time.Hour + time.Minute)}},
+			byPolicy:    limits.LoweredBy{"api": {"api-0": ago(time.Hour), "api-1": ago(time.Hour + time.Minute)}},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m", "web-2 app cpu 500m -> 200m"},
 			wantLowered: []string{"web-0@0s", "web-1@0s", "web-2@0s"},
 			wantReason:  v1alpha1.LoweringsReasonAllowed,
@@ -460,8 +280,8 @@ func TestNamespaceBudget(t *testing.T) {
 		// its own count agree, and are not counted twice.
 		"the policy's own lowerings count once": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
-			byPolicy:    autoscale.LoweredBy{"web": {"gone": ago(5 * time.Minute)}, "api": {"api-0": ago(time.Minute)}},
-			lowered:     autoscale.Lowered{"gone": ago(5 * time.Minute)},
+			byPolicy:    limits.LoweredBy{"web": {"gone": ago(5 * time.Minute)}, "api": {"api-0": ago(time.Minute)}},
+			lowered:     limits.Lowered{"gone": ago(5 * time.Minute)},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-1 NamespaceBudgetSpent", "web-2 NamespaceBudgetSpent"},
 			wantLowered: []string{"gone@-5m0s", "web-0@0s"},
@@ -470,7 +290,7 @@ func TestNamespaceBudget(t *testing.T) {
 		},
 		"a pod the namespace counts already is lowered again for free": {
 			budget:      v1alpha1.LoweringBudget{NamespacePods: ptrTo(intstr.FromInt32(3))},
-			byPolicy:    autoscale.LoweredBy{"api": api, "web": {"web-2": ago(30 * time.Minute)}},
+			byPolicy:    limits.LoweredBy{"api": api, "web": {"web-2": ago(30 * time.Minute)}},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-2 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-0 NamespaceBudgetSpent", "web-1 NamespaceBudgetSpent"},
 			wantLowered: []string{"web-2@0s"},
@@ -478,30 +298,30 @@ func TestNamespaceBudget(t *testing.T) {
 		},
 		"the policy's own budget is the tighter": {
 			budget:      v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(1)), NamespacePods: ptrTo(intstr.FromInt32(5))},
-			byPolicy:    autoscale.LoweredBy{"api": api},
+			byPolicy:    limits.LoweredBy{"api": api},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-1 BudgetSpent", "web-2 BudgetSpent"},
 			wantLowered: []string{"web-0@0s"},
 			wantRetry:   time.Hour,
 			wantReason:  v1alpha1.LoweringsReasonBudgetSpent,
-			wantCounts:  map[autoscale.HoldReason]int{autoscale.HoldBudget: 2},
+			wantCounts:  map[fleet.HoldReason]int{limits.HoldBudget: 2},
 		},
 		"the namespace's budget is the tighter": {
 			budget:      v1alpha1.LoweringBudget{Pods: ptrTo(intstr.FromInt32(3)), NamespacePods: ptrTo(intstr.FromInt32(3))},
-			byPolicy:    autoscale.LoweredBy{"api": {"api-0": ago(50 * time.Minute)}},
+			byPolicy:    limits.LoweredBy{"api": {"api-0": ago(50 * time.Minute)}},
 			wantSends:   []string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m"},
 			wantHeld:    []string{"web-2 NamespaceBudgetSpent"},
 			wantLowered: []string{"web-0@0s", "web-1@0s"},
 			wantRetry:   10 * time.Minute,
 			wantReason:  v1alpha1.LoweringsReasonNamespaceBudgetSpent,
 			wantMessage: "the next frees at 2026-11-21T12:10:00Z",
-			wantCounts:  map[autoscale.HoldReason]int{autoscale.HoldNamespaceBudget: 1},
+			wantCounts:  map[fleet.HoldReason]int{limits.HoldNamespaceBudget: 1},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			w := limitsWorld(&v1alpha1.ScaleDownRules{Budget: &tc.budget})
-			w.namespace = autoscale.NamespaceLowerings{Policy: "web", ByPolicy: tc.byPolicy, Pods: tc.nsPods}
+			w.namespace = limits.NamespaceLowerings{Policy: "web", ByPolicy: tc.byPolicy, Pods: tc.nsPods}
 			w.countLowerings = true
 			d := w.decideLimits(t, tc.lowered)
 			checkBudget(t, d, tc.wantSends, tc.wantHeld, tc.wantLowered, tc.wantRetry)
@@ -524,7 +344,7 @@ func TestNamespaceBudget(t *testing.T) {
 func TestLoweringsCountedForANamespaceBudget(t *testing.T) {
 	w := limitsWorld(nil)
 	w.countLowerings = true
-	d := w.decideLimits(t, autoscale.Lowered{"old": canaryNow.Add(-time.Hour), "recent": canaryNow.Add(-time.Minute)})
+	d := w.decideLimits(t, limits.Lowered{"old": canaryNow.Add(-time.Hour), "recent": canaryNow.Add(-time.Minute)})
 	if diff := cmp.Diff([]string{"web-3 app cpu 500m -> 800m", "web-0 app cpu 500m -> 200m", "web-1 app cpu 500m -> 200m", "web-2 app cpu 500m -> 200m"}, sends(d)); diff != "" {
 		t.Errorf("sends (-want,+got):\n%s", diff)
 	}
@@ -565,4 +385,22 @@ func checkBudget(t *testing.T, d autoscale.SyncDecision, wantSends, wantHeld, wa
 	if wantRetry > 0 && d.RetryAfter != wantRetry {
 		t.Errorf("retry after %s, want %s: when the budget frees", d.RetryAfter, wantRetry)
 	}
+}
+
+func window(schedule, zone string, d time.Duration) v1alpha1.ChangeWindow {
+	w := v1alpha1.ChangeWindow{Schedule: schedule, Duration: metav1.Duration{Duration: d}}
+	if zone != "" {
+		w.TimeZone = &zone
+	}
+	return w
+}
+
+func limitsOf(t *testing.T, windows ...v1alpha1.ChangeWindow) limits.Config {
+	t.Helper()
+	spec := &v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Windows: windows}}}
+	l, _, err := limits.ConfigOf(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

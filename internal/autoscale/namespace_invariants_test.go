@@ -13,8 +13,10 @@ import (
 	qosutil "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -24,12 +26,12 @@ import (
 // checkNamespaced holds the namespace's promises on one case (issue #23):
 // every resize DecidePolicy chose, the admission entry Admit plans for the
 // first pod's template, and every recreation entry DecideRecreate records.
-func checkNamespaced(c autoscaletest.NamespacedCase, d autoscale.PolicyDecision, stats map[string]int) string {
+func checkNamespaced(c autoscaletest.NamespacedCase, d fleet.PolicyDecision, stats map[string]int) string {
 	if r := c.Rules; r != nil && len(r.LimitRanges)+len(r.Quotas) > 0 {
 		stats["withRules"]++
 	}
 	for _, h := range d.Held {
-		if h.Reason == autoscale.HoldNamespaceRules {
+		if h.Reason == fleet.HoldNamespaceRules {
 			stats["nsHeld"]++
 		}
 	}
@@ -58,7 +60,7 @@ func checkNamespaced(c autoscaletest.NamespacedCase, d autoscale.PolicyDecision,
 // nsrulestest.Reference, which states the LimitRange and quota rules apart
 // from it, so a rule the engine gets wrong fails here even though the
 // decision asked the same engine.
-func checkResizesAdmitted(r *nsrules.Rules, server resize.Version, d autoscale.PolicyDecision, stats map[string]int) string {
+func checkResizesAdmitted(r *nsrules.Rules, server resize.Version, d fleet.PolicyDecision, stats map[string]int) string {
 	if r == nil {
 		return ""
 	}
@@ -99,7 +101,7 @@ func checkAdmissionEntry(c autoscaletest.NamespacedCase, stats map[string]int) s
 	template := c.Templates[0]
 	spec := c.Spec.DeepCopy()
 	spec.StartupBoost = c.Boost
-	got, err := autoscale.Admit(autoscale.AdmitInput{Template: template, Spec: spec, Targets: c.Pods[0].Targets, Server: c.Server, Now: c.Now,
+	got, err := newpods.Admit(newpods.AdmitInput{Template: template, Spec: spec, Targets: c.Pods[0].Targets, Server: c.Server, Now: c.Now,
 		Holds: c.Holds, Boost: c.Boost, Room: c.Room, Rules: c.Rules, Replicas: c.Replicas})
 	if err != nil {
 		return err.Error()
@@ -179,20 +181,20 @@ func checkEntry(rules *nsrules.Rules, template *corev1.PodTemplateSpec, entry []
 // node that holds anything; one pod a case keeps the fuzz quick under
 // -race, and the first pod is drawn like any), passes checkReplacement.
 func checkRecreations(c autoscaletest.NamespacedCase, stats map[string]int) string {
-	big := []autoscale.NodePods{{Node: autoscaletest.ReadyNode("big", corev1.ResourceList{
+	big := []placement.NodePods{{Node: autoscaletest.ReadyNode("big", corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("1Ti")})}}
 	for i, in := range c.Pods[:1] {
 		owned := *in.Pod
 		owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs-uid", Controller: ptr(true)}}
 		p := &owned
 		in.Pod = p
-		d, err := autoscale.DecideRecreate(autoscale.RecreateInput{Pod: in, Spec: c.Spec, Server: c.Server, MemoryFloorHeadroom: c.MemoryFloorHeadroom,
+		d, err := placement.DecideRecreate(placement.RecreateInput{Pod: in, Spec: c.Spec, Server: c.Server, MemoryFloorHeadroom: c.MemoryFloorHeadroom,
 			ShortSince: c.Now.Add(-time.Hour), Template: c.Templates[i], Generation: 1, Settle: time.Second, Nodes: big, Now: c.Now, Holds: c.Holds, Rules: c.Rules})
 		if err != nil {
 			return fmt.Sprintf("DecideRecreate of %s: %v", p.Name, err)
 		}
-		if d.Step != autoscale.RecreateRecord {
-			if d.Reason == string(autoscale.HoldNamespaceRules) {
+		if d.Step != placement.RecreateRecord {
+			if d.Reason == string(fleet.HoldNamespaceRules) {
 				stats["recreationsHeld"]++
 			}
 			continue
@@ -218,7 +220,7 @@ func checkReplacement(rules *nsrules.Rules, template *corev1.PodTemplateSpec, p 
 	asTemplate, _ := autoscaletest.Created(rules, template, nil)
 	created, notApplied := autoscaletest.Applied(asTemplate, entry)
 	if notApplied != "" {
-		return created, fmt.Sprintf("pod %s: the recreation policy would not apply the entry: %s\ntemplate as admitted: %s\nentry: %s", p.Name, notApplied, podText(asTemplate), autoscale.ContainersText(cs))
+		return created, fmt.Sprintf("pod %s: the recreation policy would not apply the entry: %s\ntemplate as admitted: %s\nentry: %s", p.Name, notApplied, podText(asTemplate), placement.ContainersText(cs))
 	}
 	stats["recreations"]++
 	describe := func() string {
@@ -284,3 +286,5 @@ func TestNamespaceInvariantSeeds(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

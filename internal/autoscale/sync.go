@@ -9,6 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -17,7 +23,7 @@ import (
 // SyncInput is everything one sync of a policy decides on: its running
 // pods' resizes (PolicyInput), and its pods waiting for a node.
 type SyncInput struct {
-	PolicyInput
+	fleet.PolicyInput
 	// Unbound are the policy's pods not yet bound to a node, and Template
 	// and Entry what DecideStuck judges them by (StuckInput), the template
 	// as the LimitRanges of Rules admit a pod of it.
@@ -38,23 +44,23 @@ type SyncInput struct {
 	// given (the startup boost's advice).
 	BoostRaise map[types.UID]map[string]bool
 	// NewPods is what the admission entry is planned from (PlanEntry).
-	NewPods EntryInput
+	NewPods newpods.EntryInput
 	// Recreation is what deciding the recreation of a pod short of room
 	// reads beyond the pod itself, in mode InPlaceOrRecreate.
 	Recreation RecreationState
 	// Canary is the state behavior.scaleDown.canary left at the last sync
 	// (the zero value: none).
-	Canary CanaryState
+	Canary canary.State
 	// Guardrails are the answers of the canary's query guardrails, by
-	// name, asked for LiveCanaryPods this sync; a guardrail missing here
+	// name, asked for canary.LivePods this sync; a guardrail missing here
 	// was not asked, and is unanswered.
-	Guardrails map[string]GuardrailAnswer
+	Guardrails map[string]canary.GuardrailAnswer
 	// Lowered are the pods the lowering budget counted, as the last sync
 	// left them (restored from the checkpoint after a restart).
-	Lowered Lowered
+	Lowered limits.Lowered
 	// Namespace is what a namespace budget (budget.namespacePods) is
 	// judged by; the zero value when the policy sets none.
-	Namespace NamespaceLowerings
+	Namespace limits.NamespaceLowerings
 	// CountLowerings: some policy of the namespace has a namespace budget,
 	// which counts this policy's lowerings, so Limits.Lowered keeps them
 	// even when the policy has no budget of its own.
@@ -83,9 +89,6 @@ type RecreationState struct {
 	// Generation the policy's: what an entry is planned for.
 	Template   *corev1.PodTemplateSpec
 	Generation int64
-	// Nodes are every node with its pods; nil until a decision asks for
-	// them (SyncDecision.NeedNodes), since listing them costs.
-	Nodes []NodePods
 }
 
 // EvictionBlock is why a pod's eviction was last refused, and until when
@@ -100,7 +103,7 @@ type RecreateStepOf struct {
 	Pod *corev1.Pod
 	// ShortSince is when its run of shortfall started.
 	ShortSince time.Time
-	RecreateDecision
+	placement.RecreateDecision
 }
 
 // SyncDecision is everything tailor asks Kubernetes for in one sync of a
@@ -109,7 +112,7 @@ type SyncDecision struct {
 	// PolicyDecision decides the running pods' resizes, and why the
 	// others are held. In mode Off nothing of it is carried out but its
 	// RetryAfter.
-	PolicyDecision
+	fleet.PolicyDecision
 	// Admission is status.admission: what new pods of the target are
 	// created with, planned by the same rules (PlanEntry); nil in mode Off.
 	Admission *v1alpha1.Admission
@@ -130,18 +133,15 @@ type SyncDecision struct {
 	// resources, or evict it. At most one is evicted per
 	// minResizeInterval, this sync's counted.
 	Recreate []RecreateStepOf
-	// NeedNodes: a recreation needs every node with its pods; decide
-	// again with Recreation.Nodes.
-	NeedNodes bool
 	// Settled are the pods no longer short of their node's room (and not
 	// waiting their turn): their run of shortfall ends.
 	Settled []Settled
 	// Canary is what the policy's canary did, and its state for the next
 	// sync; its rollbacks are the first Sends.
-	Canary CanaryOutcome
+	Canary canary.Outcome
 	// Limits is what the change windows and the lowering budget held, and
 	// the budget's state for the next sync.
-	Limits LimitsOutcome
+	Limits limits.Outcome
 	// DefaultMaxAllowed are the bounds the sync gave the containers whose
 	// policy sets no maxAllowed (BoundedSpec), by resource.
 	DefaultMaxAllowed map[corev1.ResourceName]podchange.DefaultBound
@@ -149,13 +149,13 @@ type SyncDecision struct {
 
 // Send is a resize to send now.
 type Send struct {
-	Action
+	fleet.Action
 	FieldManager string
 }
 
 // StuckStep is an unschedulable pod and what is done with it this sync.
 type StuckStep struct {
-	Stuck
+	placement.Stuck
 	// Due: delete it now, so its controller creates one that fits. False:
 	// the entry comes down first, or it has not stood Settle yet.
 	Due bool
@@ -169,128 +169,202 @@ type Settled struct {
 	DropEntry bool
 }
 
-// DecideSync decides one whole sync of a policy: the running pods' resizes
-// and holds (DecidePolicy, with the lowerings a canary, a closed change
-// window or a spent budget holds taken out, and the canary's rollbacks
-// first), the field manager each resize goes under, the
-// unschedulable pods to replace (DecideStuck, each due once it has stood
-// Settle), and which pods short of room may be recreated or have settled.
-func DecideSync(in SyncInput) (SyncDecision, error) {
+// DecideSync decides one whole sync of a policy, in steps over in, which it
+// leaves as it is:
+//
+//   - the bounds every part sizes within (sized);
+//   - the running pods' resizes and holds (DecidePolicy), through the gates
+//     that hold lowerings back: a canary, then the change windows and
+//     lowering budgets (decidePolicy); the canary's rollbacks go first;
+//   - the admission entry new pods are created with, after those resizes;
+//   - and, unless the mode is Off: the unschedulable pods to replace (each
+//     due once it has stood Settle), the field manager each resize goes
+//     under, the pods no longer short of room, and the recreation of
+//     those still short, in mode InPlaceOrRecreate.
+//
+// Whether a pod short of room may be recreated elsewhere needs every node
+// with its pods, which cost to list: when one does, DecideSync returns no
+// decision but a NodesWanted, whose Decide, given the nodes, is the only
+// way to the rest of it. Otherwise the decision is whole and the
+// NodesWanted nil.
+func DecideSync(in SyncInput) (*SyncDecision, *NodesWanted, error) {
 	if in.Spec == nil {
-		return SyncDecision{}, fmt.Errorf("decide sync: the policy spec is required")
+		return nil, nil, fmt.Errorf("decide sync: the policy spec is required")
 	}
-	// The bounds every part of the sync sizes within: a container whose
-	// policy sets no maxAllowed gets the namespace's LimitRange max, else
-	// the largest node's allocatable.
-	defaults := podchange.DefaultMaxAllowed(in.Rules, in.Largest)
-	var bounded map[corev1.ResourceName]podchange.DefaultBound
-	in.Spec, bounded = podchange.BoundedSpec(in.Spec, defaults)
-	if in.NewPods.Spec != nil {
-		in.NewPods.Spec, _ = podchange.BoundedSpec(in.NewPods.Spec, defaults)
-	}
-	spec, now := in.Spec, in.Now
-	mode := spec.Mode()
-	cfg, canary := CanaryConfigOf(spec)
-	if in.LimitRatio == nil {
-		// The template every part of the sync keeps a memory limit's
-		// ratio to, when the recommender advises the limit apart.
-		in.LimitRatio = podchange.MemoryLimitRatios(in.Template)
-	}
-	pin := in.PolicyInput
-	var plan *canaryPlan
-	if canary && mode != v1alpha1.UpdateModeOff {
-		var err error
-		if plan, err = planCanary(in.PolicyInput, in.Canary, cfg, in.Guardrails); err != nil {
-			return SyncDecision{}, err
-		}
-		pin = plan.input
-	}
-	lim, limited, err := LoweringLimitsOf(spec)
+	policy, entry, maxAllowed := in.sized()
+	d, co, lo, err := in.decidePolicy(policy)
 	if err != nil {
-		return SyncDecision{}, err
+		return nil, nil, err
 	}
-	var limits *limitPlan
-	if limited && mode != v1alpha1.UpdateModeOff {
-		// After the canary: what it holds is no lowering to count, and
-		// the canary pods it picks wait for a window like any other.
-		if limits, err = planLimits(pin, in.Lowered, in.Namespace, lim); err != nil {
-			return SyncDecision{}, err
-		}
-		pin = limits.input
+	out := SyncDecision{PolicyDecision: d, Canary: co, Limits: lo, DefaultMaxAllowed: maxAllowed,
+		Admission: admission(entry, d.Resizes)}
+	spec := policy.Spec
+	if spec.Mode() == v1alpha1.UpdateModeOff {
+		return &out, nil, nil
 	}
-	d, err := DecidePolicy(pin)
-	if err != nil {
-		return SyncDecision{}, err
-	}
-	var lo LimitsOutcome
-	switch {
-	case limits != nil:
-		lo = limits.settle(&d)
-	case limited:
-		lo = LimitsOutcome{Active: true, Lowered: in.Lowered.Within(now), Status: metav1.ConditionFalse, Reason: v1alpha1.LoweringsReasonAllowed,
-			Message: "updateMode is Off: nothing is lowered, so nothing waits for a change window or the budget"}
-	case in.CountLowerings && mode != v1alpha1.UpdateModeOff:
-		// Another policy's namespace budget counts what this one lowers;
-		// nothing holds it.
-		lo = LimitsOutcome{Lowered: in.Lowered.Within(now)}
-		countSent(lo.Lowered, &d, pin.Pods, now)
-	}
-	var co CanaryOutcome
-	switch {
-	case plan != nil:
-		co = plan.settle(&d)
-	case canary:
-		// Mode Off changes no pod: the canary stands where it was.
-		co = CanaryOutcome{Active: true, State: in.Canary, Status: metav1.ConditionFalse, Reason: v1alpha1.CanaryReasonIdle,
-			Message: "updateMode is Off: nothing is lowered, so no canary runs"}
-	}
-	out := SyncDecision{PolicyDecision: d, Canary: co, Limits: lo, DefaultMaxAllowed: bounded}
 	// New pods and replacements are created after this sync's resizes,
 	// which the apiserver charges to the quotas as it takes them.
-	in.Rules = chargedBy(in.Rules, d.Resizes)
-	if in.NewPods.Spec != nil {
-		entry := in.NewPods
-		entry.Rules = chargedBy(entry.Rules, d.Resizes)
-		out.Admission = PlanEntry(entry)
+	rules := chargedBy(in.Rules, d.Resizes)
+	out.Stuck, out.StuckSeen, out.StuckRetry = in.stuck(spec, rules)
+	out.Sends = sends(d, in.BoostRaise)
+	var short []fleet.PodInput
+	out.Settled, short = settled(d, in.Pods)
+	if spec.Mode() != v1alpha1.UpdateModeInPlaceOrRecreate {
+		return &out, nil, nil
 	}
-	if mode == v1alpha1.UpdateModeOff {
-		return out, nil
+	r := recreations{in: in, spec: spec, rules: rules, pods: short}
+	steps, whole, err := r.steps(nil)
+	if err != nil {
+		return nil, nil, err
 	}
-	if ApplyOnCreate(spec) {
-		out.StuckSeen = map[types.UID]time.Time{}
-		if in.NewPodRoom != nil || spec.TargetRef != nil {
-			// The template as the LimitRanger admits a pod of it: what the
-			// waiting pods were created with before any entry, and what a
-			// replacement is created with.
-			template := in.Template
-			if template != nil {
-				template = admittedTemplate(in.Rules, template)
-			}
-			stuck, retry := DecideStuck(StuckInput{Pods: in.Unbound, Template: template, Entry: in.Entry, Now: now})
-			for _, s := range stuck {
-				step := StuckStep{Stuck: s}
-				if !s.Replace {
-					// The entry comes down this sync; the pod goes on a
-					// later one.
-					retry = soonest(retry, in.Settle)
-					out.Stuck = append(out.Stuck, step)
-					continue
-				}
-				first, ok := in.StuckSeen[s.Pod.UID]
-				if !ok {
-					first = now
-				}
-				out.StuckSeen[s.Pod.UID] = first
-				if wait := first.Add(in.Settle).Sub(now); wait > 0 {
-					retry = soonest(retry, wait)
-				} else {
-					step.Due = true
-				}
-				out.Stuck = append(out.Stuck, step)
-			}
-			out.StuckRetry = retry
+	if !whole {
+		return nil, &NodesWanted{decision: out, recreations: r}, nil
+	}
+	out.Recreate = steps
+	return &out, nil, nil
+}
+
+// NodesWanted is a sync decided but for the recreation of its pods short
+// of room, which needs every node with its pods (placement.Placeable).
+type NodesWanted struct {
+	decision    SyncDecision
+	recreations recreations
+}
+
+// Decide is the whole decision of the sync, its recreations decided on
+// nodes: every node with its pods (nil: there are none).
+func (w *NodesWanted) Decide(nodes []placement.NodePods) (*SyncDecision, error) {
+	if nodes == nil {
+		nodes = []placement.NodePods{}
+	}
+	steps, _, err := w.recreations.steps(nodes)
+	if err != nil {
+		return nil, err
+	}
+	out := w.decision
+	out.Recreate = steps
+	return &out, nil
+}
+
+// sized is the input of the running pods' decision, and of the admission
+// entry, with the bounds every part of the sync sizes within: a container
+// whose policy sets no maxAllowed gets the namespace's LimitRange max, else
+// the largest node's allocatable (maxAllowed says which it got). Where the
+// input gives no memory limit ratios, they are the template's: what every
+// part keeps a memory limit's ratio to, when the recommender advises the
+// limit apart.
+func (in SyncInput) sized() (policy fleet.PolicyInput, entry newpods.EntryInput, maxAllowed map[corev1.ResourceName]podchange.DefaultBound) {
+	defaults := podchange.DefaultMaxAllowed(in.Rules, in.Largest)
+	policy, entry = in.PolicyInput, in.NewPods
+	policy.Spec, maxAllowed = podchange.BoundedSpec(in.Spec, defaults)
+	if policy.LimitRatio == nil {
+		policy.LimitRatio = podchange.MemoryLimitRatios(in.Template)
+	}
+	if entry.Spec != nil {
+		entry.Spec, _ = podchange.BoundedSpec(entry.Spec, defaults)
+	}
+	return policy, entry, maxAllowed
+}
+
+// decidePolicy decides the running pods' resizes through the gates that
+// hold lowerings back. The canary passes first: what it holds is no
+// lowering for a budget to count, and the canary pods it picks wait for a
+// window like any other. The gates settle on DecidePolicy's decision in the
+// reverse order, so the budget counts the lowerings DecidePolicy sends and
+// the canary's rollbacks go before them.
+func (in SyncInput) decidePolicy(policy fleet.PolicyInput) (fleet.PolicyDecision, canary.Outcome, limits.Outcome, error) {
+	var (
+		canaryGate lowering.Gate[canary.Outcome] = canary.Gate{State: in.Canary, Answers: in.Guardrails}
+		limitsGate lowering.Gate[limits.Outcome] = limits.Gate{Lowered: in.Lowered, Namespace: in.Namespace, CountLowerings: in.CountLowerings}
+	)
+	afterCanary, settleCanary, err := canaryGate.Pass(policy)
+	if err != nil {
+		return fleet.PolicyDecision{}, canary.Outcome{}, limits.Outcome{}, err
+	}
+	through, settleLimits, err := limitsGate.Pass(afterCanary)
+	if err != nil {
+		return fleet.PolicyDecision{}, canary.Outcome{}, limits.Outcome{}, err
+	}
+	d, err := fleet.DecidePolicy(through)
+	if err != nil {
+		return fleet.PolicyDecision{}, canary.Outcome{}, limits.Outcome{}, err
+	}
+	lo := settleLimits(&d)
+	co := settleCanary(&d)
+	return d, co, lo, nil
+}
+
+// admission is status.admission, planned from entry for new pods created
+// after the resizes; nil when there is nothing to plan it from.
+func admission(entry newpods.EntryInput, resizes []fleet.Action) *v1alpha1.Admission {
+	if entry.Spec == nil {
+		return nil
+	}
+	entry.Rules = chargedBy(entry.Rules, resizes)
+	return newpods.PlanEntry(entry)
+}
+
+// stuck decides about the unschedulable pods tailor sized (DecideStuck),
+// when the policy sizes new pods: each is replaced once it has stood
+// Settle. It returns them, when each was first due (for the next sync),
+// and when the next not yet due becomes so (0: none).
+func (in SyncInput) stuck(spec *v1alpha1.TailorPolicySpec, rules *nsrules.Rules) ([]StuckStep, map[types.UID]time.Time, time.Duration) {
+	if !newpods.ApplyOnCreate(spec) {
+		return nil, nil, 0
+	}
+	seen := map[types.UID]time.Time{}
+	if in.NewPodRoom == nil && spec.TargetRef == nil {
+		return nil, seen, 0
+	}
+	// The template as the LimitRanger admits a pod of it: what the
+	// waiting pods were created with before any entry, and what a
+	// replacement is created with.
+	template := in.Template
+	if template != nil {
+		template = newpods.AdmittedTemplate(rules, template)
+	}
+	stuck, retry := placement.DecideStuck(placement.StuckInput{Pods: in.Unbound, Template: template, Entry: in.Entry, Now: in.Now})
+	var steps []StuckStep
+	for _, s := range stuck {
+		step := StuckStep{Stuck: s}
+		if !s.Replace {
+			// The entry comes down this sync; the pod goes on a later
+			// one.
+			retry = fleet.Soonest(retry, in.Settle)
+			steps = append(steps, step)
+			continue
 		}
+		first, ok := in.StuckSeen[s.Pod.UID]
+		if !ok {
+			first = in.Now
+		}
+		seen[s.Pod.UID] = first
+		if wait := first.Add(in.Settle).Sub(in.Now); wait > 0 {
+			retry = fleet.Soonest(retry, wait)
+		} else {
+			step.Due = true
+		}
+		steps = append(steps, step)
 	}
+	return steps, seen, retry
+}
+
+// sends are the resizes of d, each under its field manager.
+func sends(d fleet.PolicyDecision, boostRaise map[types.UID]map[string]bool) []Send {
+	var out []Send
+	for _, a := range d.Resizes {
+		s := Send{Action: a}
+		if boost.Gives(a.Decision, boostRaise[a.Pod.UID]) {
+			s.FieldManager = boost.FieldManager
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// settled are the pods whose shortfall of room ended, and short those
+// still short whose raise is not sent: what a recreation is decided for.
+func settled(d fleet.PolicyDecision, pods []fleet.PodInput) (settled []Settled, short []fleet.PodInput) {
 	held := map[string]bool{}
 	for _, h := range d.Held {
 		held[h.Pod.Name] = true
@@ -298,13 +372,8 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 	sending := map[string]bool{}
 	for _, a := range d.Resizes {
 		sending[a.Pod.Name] = true
-		s := Send{Action: a}
-		if boost.Gives(a.Decision, in.BoostRaise[a.Pod.UID]) {
-			s.FieldManager = boost.FieldManager
-		}
-		out.Sends = append(out.Sends, s)
 	}
-	for _, pin := range in.Pods {
+	for _, pin := range pods {
 		p := pin.Pod
 		dec := d.Decisions[p.Name]
 		if len(dec.Short) == 0 {
@@ -312,50 +381,70 @@ func DecideSync(in SyncInput) (SyncDecision, error) {
 			// room this sync: its shortfall, and the recreation it may
 			// have led to, stand.
 			if !held[p.Name] {
-				out.Settled = append(out.Settled, Settled{Pod: p, DropEntry: dec.RetryAfter == 0})
+				settled = append(settled, Settled{Pod: p, DropEntry: dec.RetryAfter == 0})
 			}
 			continue
 		}
-		if mode == v1alpha1.UpdateModeInPlaceOrRecreate && !sending[p.Name] {
-			step, err := in.recreate(pin)
-			if err != nil {
-				return out, err
-			}
-			if step.Step == RecreateNeedNodes {
-				out.NeedNodes = true
-				return out, nil
-			}
-			if step.Step == RecreateEvict {
-				// One eviction per minResizeInterval: the next pod waits.
-				in.Recreation.LastEviction = now
-			}
-			out.Recreate = append(out.Recreate, step)
+		if !sending[p.Name] {
+			short = append(short, pin)
 		}
 	}
-	return out, nil
+	return settled, short
 }
 
-// recreate decides what is done about a pod short of room (DecideRecreate).
-func (in SyncInput) recreate(pin PodInput) (RecreateStepOf, error) {
-	rs, p := in.Recreation, pin.Pod
+// recreations decide what is done about the pods short of room
+// (DecideRecreate), within the sync's bounded spec and the quotas as its
+// resizes leave them.
+type recreations struct {
+	in    SyncInput
+	spec  *v1alpha1.TailorPolicySpec
+	rules *nsrules.Rules
+	pods  []fleet.PodInput
+}
+
+// steps decides each pod's step in turn, on nodes: at most one eviction
+// per minResizeInterval, this sync's counted. whole is false when a pod
+// needs every node and nodes is nil.
+func (r recreations) steps(nodes []placement.NodePods) (steps []RecreateStepOf, whole bool, err error) {
+	last := r.in.Recreation.LastEviction
+	for _, pin := range r.pods {
+		step, err := r.step(pin, last, nodes)
+		if err != nil {
+			return nil, false, err
+		}
+		switch step.Step {
+		case placement.RecreateNeedNodes:
+			return nil, false, nil
+		case placement.RecreateEvict:
+			// One eviction per minResizeInterval: the next pod waits.
+			last = r.in.Now
+		}
+		steps = append(steps, step)
+	}
+	return steps, true, nil
+}
+
+// step decides what is done about one pod short of room.
+func (r recreations) step(pin fleet.PodInput, lastEviction time.Time, nodes []placement.NodePods) (RecreateStepOf, error) {
+	in, rs, p := r.in, r.in.Recreation, pin.Pod
 	since, ok := rs.ShortSince[p.UID]
 	if !ok || since.IsZero() {
 		since = in.Now
 	}
 	block := rs.Blocked[p.UID]
-	rin := RecreateInput{
-		Pod: pin, Spec: in.Spec, Server: in.Server, MemoryFloorHeadroom: in.MemoryFloorHeadroom,
-		ShortSince: since, RecreateAfter: rs.RecreateAfter, LastEviction: rs.LastEviction,
+	rin := placement.RecreateInput{
+		Pod: pin, Spec: r.spec, Server: in.Server, MemoryFloorHeadroom: in.MemoryFloorHeadroom,
+		ShortSince: since, RecreateAfter: rs.RecreateAfter, LastEviction: lastEviction,
 		BlockedUntil: block.Until, BlockedReason: block.Reason, BlockedMessage: block.Message,
-		Settle: in.Settle, Now: in.Now, Holds: in.Holds, Rules: in.Rules,
-		Template: rs.Template, Generation: rs.Generation, Nodes: rs.Nodes,
+		Settle: in.Settle, Now: in.Now, Holds: in.Holds, Rules: r.rules,
+		Template: rs.Template, Generation: rs.Generation, Nodes: nodes,
 	}
 	if owner := metav1.GetControllerOf(p); owner != nil {
 		if rc, ok := rs.Entries[owner.UID]; ok {
 			rin.Entry = &rc
 		}
 	}
-	d, err := DecideRecreate(rin)
+	d, err := placement.DecideRecreate(rin)
 	if err != nil {
 		return RecreateStepOf{}, fmt.Errorf("deciding recreation of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
@@ -365,7 +454,7 @@ func (in SyncInput) recreate(pin PodInput) (RecreateStepOf, error) {
 // chargedBy is rules with the quotas charged for the resizes, as the
 // apiserver charges each when it takes it (DecidePolicy judges each against
 // what those before it leave); nil when rules is.
-func chargedBy(rules *nsrules.Rules, resizes []Action) *nsrules.Rules {
+func chargedBy(rules *nsrules.Rules, resizes []fleet.Action) *nsrules.Rules {
 	if rules == nil || len(rules.Quotas) == 0 {
 		return rules
 	}
@@ -374,12 +463,4 @@ func chargedBy(rules *nsrules.Rules, resizes []Action) *nsrules.Rules {
 		rules = &charged
 	}
 	return rules
-}
-
-// soonest is the sooner of two waits, 0 being none.
-func soonest(a, b time.Duration) time.Duration {
-	if a == 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -35,13 +37,13 @@ func TestDecideSyncAppliesTheDefaultBound(t *testing.T) {
 	rules := &nsrules.Rules{LimitRanges: []corev1.LimitRange{limitRange("team", builder.List("", "4Gi"))}}
 	recs := []v1alpha1.RecommendedContainerResources{{ContainerName: "app",
 		Target: corev1.ResourceList{corev1.ResourceMemory: huge}, UncappedTarget: corev1.ResourceList{corev1.ResourceMemory: huge}}}
-	d, err := autoscale.DecideSync(autoscale.SyncInput{
-		PolicyInput: autoscale.PolicyInput{Spec: spec, Now: now, Rules: rules, Server: resize.Version{Major: 1, Minor: 37},
-			Pods:  []autoscale.PodInput{{Pod: pod, Targets: map[string]podchange.Target{"app": {Memory: &huge}}}},
+	d, err := decide(autoscale.SyncInput{
+		PolicyInput: fleet.PolicyInput{Spec: spec, Now: now, Rules: rules, Server: resize.Version{Major: 1, Minor: 37},
+			Pods:  []fleet.PodInput{{Pod: pod, Targets: map[string]podchange.Target{"app": {Memory: &huge}}}},
 			Nodes: map[string]*resize.NodeState{"n": {Allocatable: builder.List("8", "64Gi"), Pods: []*corev1.Pod{pod}}}},
 		Template: tmpl,
 		Largest:  podchange.LargestAllocatable([]*corev1.Node{builder.Node("n").Allocatable("8", "64Gi").Obj()}),
-		NewPods: autoscale.EntryInput{Spec: spec, Generation: 1, Template: tmpl, Rules: rules, Replicas: 1, Server: resize.Version{Major: 1, Minor: 37}, Now: now,
+		NewPods: newpods.EntryInput{Spec: spec, Generation: 1, Template: tmpl, Rules: rules, Replicas: 1, Server: resize.Version{Major: 1, Minor: 37}, Now: now,
 			Recommendation: &v1alpha1.Recommendation{ContainerRecommendations: recs}},
 	})
 	if err != nil {

@@ -21,6 +21,9 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -281,7 +284,7 @@ func runSyncCase(seed uint64, stats map[string]int) string {
 // input.
 func syncDecisionText(d autoscale.SyncDecision) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "retry %s; need nodes %v; stuck retry %s\n", d.RetryAfter, d.NeedNodes, d.StuckRetry)
+	fmt.Fprintf(&b, "retry %s; stuck retry %s\n", d.RetryAfter, d.StuckRetry)
 	for _, s := range d.Sends {
 		fmt.Fprintf(&b, "send %s %q %s\n", s.Pod.Name, s.FieldManager, s.Plan.Patch)
 	}
@@ -297,7 +300,7 @@ func syncDecisionText(d autoscale.SyncDecision) string {
 		fmt.Fprintf(&b, "admission %s/%s %d %q %q %q %s\n", a.TargetKind, a.TargetName, a.ObservedGeneration, a.Summary, a.Boost, a.Message, admittedText(a.Containers))
 	}
 	for _, st := range d.Recreate {
-		fmt.Fprintf(&b, "recreate %s %s %s %s %s %s %d %s\n", st.Pod.Name, st.ShortSince, st.Step, st.Reason, st.Message, st.RetryAfter, st.Generation, autoscale.ContainersText(st.Containers))
+		fmt.Fprintf(&b, "recreate %s %s %s %s %s %s %d %s\n", st.Pod.Name, st.ShortSince, st.Step, st.Reason, st.Message, st.RetryAfter, st.Generation, placement.ContainersText(st.Containers))
 	}
 	for _, s := range d.Stuck {
 		fmt.Fprintf(&b, "stuck %s %v %v %s %s\n", s.Pod.Name, s.Replace, s.Due, s.Since, s.Message)
@@ -313,20 +316,19 @@ func syncDecisionText(d autoscale.SyncDecision) string {
 
 // decideSync decides as Reconcile does: without the nodes first, and with
 // them when the decision asks.
-func decideSync(in autoscale.SyncInput, nodes []autoscale.NodePods, stats map[string]int) (autoscale.SyncDecision, string) {
-	d, err := autoscale.DecideSync(in)
-	if err == nil && d.NeedNodes {
+func decideSync(in autoscale.SyncInput, nodes []placement.NodePods, stats map[string]int) (autoscale.SyncDecision, string) {
+	d, wanted, err := autoscale.DecideSync(in)
+	if err == nil && wanted != nil {
 		stats["needNodes"]++
-		in.Recreation.Nodes = nodes
-		d, err = autoscale.DecideSync(in)
-		if err == nil && d.NeedNodes {
-			return d, "asked for the nodes it was given"
+		if d != nil {
+			return *d, "a decision returned with the nodes asked for"
 		}
+		d, err = wanted.Decide(nodes)
 	}
 	if err != nil {
-		return d, fmt.Sprintf("DecideSync: %v", err)
+		return autoscale.SyncDecision{}, fmt.Sprintf("DecideSync: %v", err)
 	}
-	return d, ""
+	return *d, ""
 }
 
 // nextSync is the policy's next sync, AdmissionSettle later, as act leaves
@@ -335,7 +337,7 @@ func decideSync(in autoscale.SyncInput, nodes []autoscale.NodePods, stats map[st
 // the entries recorded stand, evicted pods and replaced unschedulable ones
 // are gone, the eviction paces the next, each pod's run of shortfall goes
 // on or ends, and status.admission is the entry planned.
-func nextSync(in autoscale.SyncInput, nodes []autoscale.NodePods, d autoscale.SyncDecision) (autoscale.SyncInput, []autoscale.NodePods) {
+func nextSync(in autoscale.SyncInput, nodes []placement.NodePods, d autoscale.SyncDecision) (autoscale.SyncInput, []placement.NodePods) {
 	next := in
 	now := in.Now.Add(autoscaletest.SyncSettle)
 	next.Now, next.NewPods.Now = now, now
@@ -362,12 +364,12 @@ func nextSync(in autoscale.SyncInput, nodes []autoscale.NodePods, d autoscale.Sy
 	for _, st := range d.Recreate {
 		next.Recreation.ShortSince[st.Pod.UID] = st.ShortSince
 		switch st.Step {
-		case autoscale.RecreateRecord:
+		case placement.RecreateRecord:
 			next.Recreation.Entries[st.Owner.UID] = v1alpha1.Recreation{OwnerUID: string(st.Owner.UID), OwnerKind: st.Owner.Kind, OwnerName: st.Owner.Name,
 				EvictedPod: st.Pod.Name, EvictionTime: metav1.NewTime(in.Now), ObservedGeneration: st.Generation, Containers: st.Containers}
-		case autoscale.RecreateBlocked:
+		case placement.RecreateBlocked:
 			next.Recreation.Blocked[st.Pod.UID] = autoscale.EvictionBlock{Until: in.Now.Add(interval), Reason: st.Reason, Message: st.Message}
-		case autoscale.RecreateEvict:
+		case placement.RecreateEvict:
 			next.Recreation.LastEviction = in.Now
 			gone[st.Pod.UID] = true
 		}
@@ -422,9 +424,9 @@ func nextSync(in autoscale.SyncInput, nodes []autoscale.NodePods, d autoscale.Sy
 		next.Nodes[name] = &n
 	}
 	next.NewPods.Replicas = len(next.Pods)
-	var nextNodes []autoscale.NodePods
+	var nextNodes []placement.NodePods
 	for _, np := range nodes {
-		nextNodes = append(nextNodes, autoscale.NodePods{Node: np.Node, Pods: swap(np.Pods)})
+		nextNodes = append(nextNodes, placement.NodePods{Node: np.Node, Pods: swap(np.Pods)})
 	}
 	return next, nextNodes
 }
@@ -439,7 +441,7 @@ func syncMode(spec *v1alpha1.TailorPolicySpec) v1alpha1.UpdateMode {
 // checkSync holds one sync's decision to the promises (see
 // TestDecideSyncInvariants); nodes are every node, as the decision was
 // given them.
-func checkSync(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []autoscale.NodePods, d autoscale.SyncDecision, stats map[string]int) string {
+func checkSync(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []placement.NodePods, d autoscale.SyncDecision, stats map[string]int) string {
 	mode := syncMode(in.Spec)
 	stats["syncs"]++
 	if mode == v1alpha1.UpdateModeOff {
@@ -452,7 +454,7 @@ func checkSync(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []autosca
 		return msg
 	}
 	for _, h := range d.Held {
-		if h.Reason == autoscale.HoldNamespaceRules {
+		if h.Reason == fleet.HoldNamespaceRules {
 			stats["nsHeld"]++
 		}
 	}
@@ -496,7 +498,7 @@ var admittedKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "Da
 // its workload, for this generation; and those pass checkEntry, keep the
 // bounds and the requests an HPA holds, and fit the largest node a pod of
 // the template may land on.
-func checkAdmission(in autoscale.SyncInput, nodes []autoscale.NodePods, a *v1alpha1.Admission, sends []autoscale.Send, stats map[string]int) string {
+func checkAdmission(in autoscale.SyncInput, nodes []placement.NodePods, a *v1alpha1.Admission, sends []autoscale.Send, stats map[string]int) string {
 	spec, np := in.Spec, in.NewPods
 	if syncMode(spec) == v1alpha1.UpdateModeOff {
 		return ""
@@ -506,7 +508,7 @@ func checkAdmission(in autoscale.SyncInput, nodes []autoscale.NodePods, a *v1alp
 	}
 	ref := spec.TargetRef
 	switch {
-	case ref == nil || np.Template == nil || !autoscale.ApplyOnCreate(spec) || !admittedKinds[ref.Kind]:
+	case ref == nil || np.Template == nil || !newpods.ApplyOnCreate(spec) || !admittedKinds[ref.Kind]:
 	case np.HeldByVPA != "":
 		stats["entriesVPA"]++
 	case np.Conflict != "":
@@ -525,7 +527,7 @@ func checkAdmission(in autoscale.SyncInput, nodes []autoscale.NodePods, a *v1alp
 		return fmt.Sprintf("planned for %s %s, the policy's target is %v", a.TargetKind, a.TargetName, ref)
 	case a.ObservedGeneration != np.Generation:
 		return fmt.Sprintf("planned for generation %d, the policy's is %d", a.ObservedGeneration, np.Generation)
-	case !autoscale.ApplyOnCreate(spec):
+	case !newpods.ApplyOnCreate(spec):
 		return "planned with applyOnCreate false"
 	case np.HeldByVPA != "" || np.Conflict != "":
 		return fmt.Sprintf("planned for a workload another sizes: %s%s", np.HeldByVPA, np.Conflict)
@@ -596,7 +598,7 @@ func checkAdmission(in autoscale.SyncInput, nodes []autoscale.NodePods, a *v1alp
 
 // largest is, per resource, the most allocatable of the nodes p may land
 // on (mayLand).
-func largest(p *corev1.Pod, nodes []autoscale.NodePods) corev1.ResourceList {
+func largest(p *corev1.Pod, nodes []placement.NodePods) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, np := range nodes {
 		if !mayLand(p, np.Node) {
@@ -631,7 +633,7 @@ func mayLand(p *corev1.Pod, n *corev1.Node) bool {
 // land on whose allocatable, less what every other pod bound there
 // requests, holds what the replacement requests; "" when none. All pods
 // have one priority: nothing is preempted.
-func placed(p, replacement *corev1.Pod, nodes []autoscale.NodePods) string {
+func placed(p, replacement *corev1.Pod, nodes []placement.NodePods) string {
 	need := podRequests(replacement)
 	for _, np := range nodes {
 		if !mayLand(replacement, np.Node) {
@@ -670,7 +672,7 @@ func placed(p, replacement *corev1.Pod, nodes []autoscale.NodePods) string {
 // controller's template with the entry, passes checkReplacement, keeps the
 // bounds, the HPA's requests and its memory above the working set, and
 // fits a node beside the pods bound there.
-func checkRecreate(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []autoscale.NodePods, d autoscale.SyncDecision, stats map[string]int) string {
+func checkRecreate(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []placement.NodePods, d autoscale.SyncDecision, stats map[string]int) string {
 	if len(d.Recreate) > 0 && syncMode(in.Spec) != v1alpha1.UpdateModeInPlaceOrRecreate {
 		return fmt.Sprintf("%d recreation steps in mode %s", len(d.Recreate), syncMode(in.Spec))
 	}
@@ -694,7 +696,7 @@ func checkRecreate(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []aut
 	for _, st := range d.Recreate {
 		stats["recreateSteps"]++
 		p := st.Pod
-		var pin autoscale.PodInput
+		var pin fleet.PodInput
 		for _, x := range in.Pods {
 			if x.Pod.UID == p.UID {
 				pin = x
@@ -715,7 +717,7 @@ func checkRecreate(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []aut
 			return fmt.Sprintf("pod %s short of room since %s, want %s", p.Name, st.ShortSince, since)
 		}
 		switch st.Step {
-		case autoscale.RecreateWait:
+		case placement.RecreateWait:
 			stats["recreateWait"]++
 			why := st.Reason
 			switch {
@@ -729,13 +731,13 @@ func checkRecreate(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []aut
 			}
 			stats["wait:"+why]++
 			continue
-		case autoscale.RecreateBlocked:
+		case placement.RecreateBlocked:
 			stats["recreateBlocked"]++
 			stats["blocked:"+st.Reason]++
 			continue
-		case autoscale.RecreateRecord:
+		case placement.RecreateRecord:
 			stats["recordSteps"]++
-		case autoscale.RecreateEvict:
+		case placement.RecreateEvict:
 			stats["evictSteps"]++
 			evictions++
 			e, ok := rs.Entries[st.Owner.UID]
@@ -801,7 +803,7 @@ func checkRecreate(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []aut
 	return ""
 }
 
-func nodesText(nodes []autoscale.NodePods) string {
+func nodesText(nodes []placement.NodePods) string {
 	var parts []string
 	for _, np := range nodes {
 		used := corev1.ResourceList{}
@@ -825,8 +827,8 @@ func nodesText(nodes []autoscale.NodePods) string {
 // only once that has stood Settle; and, where the entry it is replaced by is
 // the one this sync plans, into a pod that fits the largest node it may
 // land on.
-func checkStuck(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []autoscale.NodePods, d autoscale.SyncDecision, stats map[string]int) string {
-	if len(d.Stuck) > 0 && !autoscale.ApplyOnCreate(in.Spec) {
+func checkStuck(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []placement.NodePods, d autoscale.SyncDecision, stats map[string]int) string {
+	if len(d.Stuck) > 0 && !newpods.ApplyOnCreate(in.Spec) {
 		return fmt.Sprintf("%d unschedulable pods judged where new pods are not sized at admission", len(d.Stuck))
 	}
 	for _, s := range d.Stuck {
@@ -836,13 +838,13 @@ func checkStuck(c autoscaletest.SyncCase, in autoscale.SyncInput, nodes []autosc
 		for _, u := range in.Unbound {
 			mine = mine || u.UID == p.UID
 		}
-		waiting, since := autoscale.Unschedulable(p)
+		waiting, since := placement.Unschedulable(p)
 		switch {
 		case !mine:
 			return fmt.Sprintf("pod %s judged unschedulable, not one of the policy's waiting pods", p.Name)
 		case !admittedBy(p):
 			return fmt.Sprintf("pod %s judged sized by tailor, but no admission policy of tailor's marked it", p.Name)
-		case !waiting || in.Now.Sub(since) < autoscale.UnschedulableAfter:
+		case !waiting || in.Now.Sub(since) < placement.UnschedulableAfter:
 			return fmt.Sprintf("pod %s judged unschedulable: waiting %v since %s", p.Name, waiting, since)
 		}
 		template := c.PodTemplates[p.UID]
@@ -942,7 +944,7 @@ func checkOneOwner(c autoscaletest.SyncCase, ds []autoscale.SyncDecision, stats 
 			act(s.Pod, name)
 		}
 		for _, st := range d.Recreate {
-			if st.Step == autoscale.RecreateRecord || st.Step == autoscale.RecreateEvict {
+			if st.Step == placement.RecreateRecord || st.Step == placement.RecreateEvict {
 				act(st.Pod, name)
 			}
 		}
@@ -1013,4 +1015,13 @@ func vpaActs(c autoscaletest.SyncCase, p *corev1.Pod) bool {
 func admittedBy(p *corev1.Pod) bool {
 	_, ok := p.Annotations[v1alpha1.AdmittedAnnotation]
 	return ok
+}
+
+// admittedText is each admitted container as "name req-cpu/req-mem lim-cpu/lim-mem".
+func admittedText(cs []v1alpha1.AdmittedContainer) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, fmt.Sprintf("%s %s/%s %s/%s", c.Name, c.Requests.Cpu(), c.Requests.Memory(), c.Limits.Cpu(), c.Limits.Memory()))
+	}
+	return out
 }

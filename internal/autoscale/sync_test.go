@@ -12,6 +12,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -68,8 +70,8 @@ func TestDecideSyncStuck(t *testing.T) {
 					spec.UpdatePolicy.ApplyOnCreate = &noCreate
 				}
 			}
-			d, err := autoscale.DecideSync(autoscale.SyncInput{
-				PolicyInput: autoscale.PolicyInput{Spec: spec, Now: now},
+			d, err := decide(autoscale.SyncInput{
+				PolicyInput: fleet.PolicyInput{Spec: spec, Now: now},
 				Unbound:     []*corev1.Pod{stuck}, Template: tmpl, StuckSeen: tc.seen, Settle: settle,
 			})
 			if err != nil {
@@ -112,8 +114,8 @@ func TestDecideSyncSettledPods(t *testing.T) {
 			if tc.mode != nil {
 				spec.UpdatePolicy = &v1alpha1.UpdatePolicy{UpdateMode: *tc.mode}
 			}
-			d, err := autoscale.DecideSync(autoscale.SyncInput{PolicyInput: autoscale.PolicyInput{
-				Spec: spec, Now: now, Pods: []autoscale.PodInput{{Pod: p}},
+			d, err := decide(autoscale.SyncInput{PolicyInput: fleet.PolicyInput{
+				Spec: spec, Now: now, Pods: []fleet.PodInput{{Pod: p}},
 			}})
 			if err != nil {
 				t.Fatal(err)
@@ -137,7 +139,7 @@ func TestDecideSyncSettledPods(t *testing.T) {
 
 // TestDecideSyncRefusesWhatDecidePolicyRefuses.
 func TestDecideSyncRefusesWhatDecidePolicyRefuses(t *testing.T) {
-	if _, err := autoscale.DecideSync(autoscale.SyncInput{}); err == nil {
+	if _, err := decide(autoscale.SyncInput{}); err == nil {
 		t.Error("no spec: decided, want an error")
 	}
 }
@@ -170,8 +172,8 @@ func TestDecideSyncStuckJudgesTheTemplateAsAdmitted(t *testing.T) {
 		"above it: replaced": {pod: sized, want: []string{"a"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			d, err := autoscale.DecideSync(autoscale.SyncInput{
-				PolicyInput: autoscale.PolicyInput{Spec: &v1alpha1.TailorPolicySpec{TargetRef: target}, Now: now, Rules: rules},
+			d, err := decide(autoscale.SyncInput{
+				PolicyInput: fleet.PolicyInput{Spec: &v1alpha1.TailorPolicySpec{TargetRef: target}, Now: now, Rules: rules},
 				Unbound:     []*corev1.Pod{tc.pod}, Template: tmpl, Settle: time.Second,
 				StuckSeen: map[types.UID]time.Time{"a": now.Add(-time.Minute)},
 			})
@@ -207,12 +209,12 @@ func TestDecideSyncPlansNewPodsAfterItsResizes(t *testing.T) {
 	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{*builder.Container("app").Requests("500m", "128Mi").Obj()}}}
 	spec := &v1alpha1.TailorPolicySpec{TargetRef: &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}
 	one := resource.MustParse("1")
-	d, err := autoscale.DecideSync(autoscale.SyncInput{
-		PolicyInput: autoscale.PolicyInput{Spec: spec, Now: now, Rules: rules, Server: resize.Version{Major: 1, Minor: 37},
-			Pods:  []autoscale.PodInput{{Pod: pod, Targets: map[string]podchange.Target{"app": {CPU: &one}}}},
+	d, err := decide(autoscale.SyncInput{
+		PolicyInput: fleet.PolicyInput{Spec: spec, Now: now, Rules: rules, Server: resize.Version{Major: 1, Minor: 37},
+			Pods:  []fleet.PodInput{{Pod: pod, Targets: map[string]podchange.Target{"app": {CPU: &one}}}},
 			Nodes: map[string]*resize.NodeState{"n": {Allocatable: builder.List("8", "8Gi"), Pods: []*corev1.Pod{pod}}}},
 		Template: tmpl,
-		NewPods: autoscale.EntryInput{Spec: spec, Generation: 1, Template: tmpl, Rules: rules, Replicas: 1, Server: resize.Version{Major: 1, Minor: 37}, Now: now,
+		NewPods: newpods.EntryInput{Spec: spec, Generation: 1, Template: tmpl, Rules: rules, Replicas: 1, Server: resize.Version{Major: 1, Minor: 37}, Now: now,
 			Recommendation: &v1alpha1.Recommendation{ContainerRecommendations: []v1alpha1.RecommendedContainerResources{{ContainerName: "app", Target: corev1.ResourceList{corev1.ResourceCPU: one}}}}},
 	})
 	if err != nil {
@@ -224,4 +226,18 @@ func TestDecideSyncPlansNewPodsAfterItsResizes(t *testing.T) {
 	if a := d.Admission; a == nil || len(a.Containers) != 0 {
 		t.Errorf("admission %+v: want no raise for new pods, the raise in place took the quota's last 500m", a)
 	}
+}
+
+// decide is DecideSync's decision, for the tests of a sync that is not
+// about recreation: when it asks for every node, its recreations are
+// decided with none to hold a replacement.
+func decide(in autoscale.SyncInput) (autoscale.SyncDecision, error) {
+	d, wanted, err := autoscale.DecideSync(in)
+	if err == nil && wanted != nil {
+		d, err = wanted.Decide(nil)
+	}
+	if err != nil {
+		return autoscale.SyncDecision{}, err
+	}
+	return *d, nil
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -49,7 +51,7 @@ func marked(p *corev1.Pod, now time.Time) *corev1.Pod {
 // markedInput is in and nodes with every pod for which mark says so
 // replaced by marked(pod): the policy's own, those bound to the nodes
 // (the namespace's and other namespaces'), and those waiting for a node.
-func markedInput(in autoscale.SyncInput, nodes []autoscale.NodePods, mark func(*corev1.Pod) bool) (autoscale.SyncInput, []autoscale.NodePods) {
+func markedInput(in autoscale.SyncInput, nodes []placement.NodePods, mark func(*corev1.Pod) bool) (autoscale.SyncInput, []placement.NodePods) {
 	swap := func(p *corev1.Pod) *corev1.Pod {
 		if p == nil || !mark(p) {
 			return p
@@ -57,7 +59,7 @@ func markedInput(in autoscale.SyncInput, nodes []autoscale.NodePods, mark func(*
 		return marked(p, in.Now)
 	}
 	out := in
-	out.Pods = make([]autoscale.PodInput, len(in.Pods))
+	out.Pods = make([]fleet.PodInput, len(in.Pods))
 	for i, pin := range in.Pods {
 		pin.Pod = swap(pin.Pod)
 		out.Pods[i] = pin
@@ -81,11 +83,11 @@ func markedInput(in autoscale.SyncInput, nodes []autoscale.NodePods, mark func(*
 			out.Nodes[name] = &cp
 		}
 	}
-	swapNodes := func(nodes []autoscale.NodePods) []autoscale.NodePods {
+	swapNodes := func(nodes []placement.NodePods) []placement.NodePods {
 		if nodes == nil {
 			return nil
 		}
-		res := make([]autoscale.NodePods, len(nodes))
+		res := make([]placement.NodePods, len(nodes))
 		for i, np := range nodes {
 			np.Pods = append([]*corev1.Pod(nil), np.Pods...)
 			for j, p := range np.Pods {
@@ -95,7 +97,6 @@ func markedInput(in autoscale.SyncInput, nodes []autoscale.NodePods, mark func(*
 		}
 		return res
 	}
-	out.Recreation.Nodes = swapNodes(in.Recreation.Nodes)
 	return out, swapNodes(nodes)
 }
 

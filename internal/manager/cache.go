@@ -229,7 +229,7 @@ func slimPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
 			// A pod the scheduler finds no room for: if tailor sized it,
-			// the policy replaces it smaller (autoscale.DecideStuck).
+			// the policy replaces it smaller (placement.DecideStuck).
 			s.Status.Conditions = append(s.Status.Conditions, c)
 			continue
 		}
@@ -244,7 +244,7 @@ func slimPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
 
 // foreignPod is what a manager keeps of a pod of a namespace another shard
 // owns: what the room on its node (resize.Room) and the check that an
-// evicted pod fits elsewhere (autoscale.Placeable) read of the pods beside
+// evicted pod fits elsewhere (placement.Placeable) read of the pods beside
 // the ones they size. Its requests, as those count them (the larger of
 // spec, allocated and actual, with pod-level resources and overhead), are
 // folded into one container, so that the same helpers count the same

@@ -18,8 +18,9 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -126,7 +127,7 @@ func TestSlimPodDecidesAlike(t *testing.T) {
 	for seed := range uint64(cases) {
 		whole := autoscaletest.Case(seed)
 		slim := whole
-		slim.Pods = append([]autoscale.PodInput(nil), whole.Pods...)
+		slim.Pods = append([]fleet.PodInput(nil), whole.Pods...)
 		slim.Nodes = map[string]*resize.NodeState{}
 		for name, n := range whole.Nodes {
 			c := *n
@@ -200,13 +201,13 @@ func TestForeignPodDecidesAlike(t *testing.T) {
 // decidesAlike decides whole and cut, the same case with pods cut down as
 // the cache keeps them (what says how), fails the test unless every resize,
 // hold and decision is the same, and returns the decision over whole.
-func decidesAlike(t *testing.T, seed uint64, what string, whole, cut autoscale.PolicyInput) autoscale.PolicyDecision {
+func decidesAlike(t *testing.T, seed uint64, what string, whole, cut fleet.PolicyInput) fleet.PolicyDecision {
 	t.Helper()
-	want, err := autoscale.DecidePolicy(whole)
+	want, err := fleet.DecidePolicy(whole)
 	if err != nil {
 		t.Fatalf("seed %d: whole pods: %v", seed, err)
 	}
-	got, err := autoscale.DecidePolicy(cut)
+	got, err := fleet.DecidePolicy(cut)
 	if err != nil {
 		t.Fatalf("seed %d: %s: %v", seed, what, err)
 	}
@@ -230,7 +231,7 @@ func lowerInFlight(p *corev1.Pod) {
 
 // summary is a PolicyDecision without its pod pointers: what was sent
 // (the patch) and held, and why.
-func summary(d autoscale.PolicyDecision) []string {
+func summary(d fleet.PolicyDecision) []string {
 	var out []string
 	for _, a := range d.Resizes {
 		out = append(out, fmt.Sprintf("resize %s: %s", a.Pod.Name, a.Plan.Patch))
@@ -258,7 +259,7 @@ func TestSlimPodPlacesAlike(t *testing.T) {
 		return builder.Node(name).Allocatable("2", "4Gi").Ready(corev1.ConditionTrue)
 	}
 	other := builder.Pod("other").UID("o").Node("a").Priority(50).Container(builder.Container("c").Requests("1", "1Gi")).Obj()
-	nodes := []autoscale.NodePods{
+	nodes := []placement.NodePods{
 		{Node: node("a").Label("pool", "big").Obj(), Pods: []*corev1.Pod{other}},
 		{Node: node("tainted").Label("pool", "big").Taint("gpu", "yes", corev1.TaintEffectNoSchedule).Obj()},
 		{Node: node("zone-b").Label("pool", "big").Label("zone", "b").Obj()},
@@ -286,19 +287,19 @@ func TestSlimPodPlacesAlike(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dress(p, 1)
 			s := slimPod(p.DeepCopy(), newListTable(listTableSize))
-			wn, wok := autoscale.Placeable(p, bigger, nodes)
-			gn, gok := autoscale.Placeable(s, bigger, nodes)
+			wn, wok := placement.Placeable(p, bigger, nodes)
+			gn, gok := placement.Placeable(s, bigger, nodes)
 			if wn != gn || wok != gok {
 				t.Errorf("placed %q %v whole, %q %v slim", wn, wok, gn, gok)
 			}
 			// The pod beside it on node a, of another shard's namespace.
 			foreign := slices.Clone(nodes)
 			foreign[0].Pods = []*corev1.Pod{foreignPod(other.DeepCopy(), newListTable(listTableSize))}
-			if fn, fok := autoscale.Placeable(s, bigger, foreign); fn != gn || fok != gok {
+			if fn, fok := placement.Placeable(s, bigger, foreign); fn != gn || fok != gok {
 				t.Errorf("placed %q %v beside a whole pod, %q %v beside a foreign one", gn, gok, fn, fok)
 			}
-			_, werr := autoscale.Recreatable(p)
-			_, gerr := autoscale.Recreatable(s)
+			_, werr := placement.Recreatable(p)
+			_, gerr := placement.Recreatable(s)
 			if fmt.Sprint(werr) != fmt.Sprint(gerr) {
 				t.Errorf("recreatable: %v whole, %v slim", werr, gerr)
 			}

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/manifest"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
@@ -49,7 +49,7 @@ type TemplatePlan struct {
 }
 
 // PlanTemplate is the template a workload's manifest needs for its new
-// pods to start at the report's recommendation: autoscale.SizeTemplate,
+// pods to start at the report's recommendation: newpods.SizeTemplate,
 // as the admission policy sizes new pods, so the policy's controlledValues,
 // bounds and controlled resources, the pod's QoS class, the namespace's
 // LimitRanges and quotas and its HPAs' utilization targets are kept as a
@@ -88,7 +88,7 @@ func PlanTemplate(in TemplateInput) (TemplatePlan, error) {
 		spec = &in.Workload.Policy.Spec
 	}
 	holds, why := ownership.HPAHolds([]ownership.Workload{ownership.WorkloadOf(in.Ref.APIVersion, in.Ref.Kind, in.Ref.Name)}, in.HPAs)
-	got, err := autoscale.SizeTemplate(autoscale.AdmitInput{Template: in.Template, Spec: spec, Targets: targets,
+	got, err := newpods.SizeTemplate(newpods.AdmitInput{Template: in.Template, Spec: spec, Targets: targets,
 		Server: in.Server, Now: in.Now, Holds: holds, Rules: in.Rules, Replicas: len(in.Workload.Pods)})
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", in.Ref, err)

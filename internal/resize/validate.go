@@ -439,3 +439,21 @@ func Room(pod *corev1.Pod, node *NodeState) (room corev1.ResourceList, ok bool) 
 	}
 	return room, true
 }
+
+// LeastRoom is, per resource, the smaller of a and b; a resource only one
+// of them limits is limited by that one. Nil when neither limits any.
+func LeastRoom(a, b corev1.ResourceList) corev1.ResourceList {
+	if b == nil {
+		return a
+	}
+	out := a.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for r, q := range b {
+		if have, ok := out[r]; !ok || q.Cmp(have) < 0 {
+			out[r] = q.DeepCopy()
+		}
+	}
+	return out
+}

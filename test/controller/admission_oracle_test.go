@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/nsrules"
 )
 
@@ -30,7 +30,7 @@ import (
 // are bound to.
 const admissionOracleLabel = "autoscaling.tailor.dev/admission-oracle"
 
-// TestAdmissionEntriesOracle sends what autoscale.Admit plans through the
+// TestAdmissionEntriesOracle sends what newpods.Admit plans through the
 // real apiserver: for generated cases (autoscaletest.Namespaced: the
 // namespace's LimitRanges and quotas, a template, its targets, HPA holds,
 // a startup boost, a node's room), the entry is written to a TailorPolicy's
@@ -126,10 +126,10 @@ func TestAdmissionEntriesOracle(t *testing.T) {
 
 // admit plans the entry of case c's first template under rules, as the
 // manager does for status.admission.
-func admit(c autoscaletest.NamespacedCase, rules *nsrules.Rules) (autoscale.Admitted, error) {
+func admit(c autoscaletest.NamespacedCase, rules *nsrules.Rules) (newpods.Admitted, error) {
 	spec := c.Spec.DeepCopy()
 	spec.StartupBoost = c.Boost
-	return autoscale.Admit(autoscale.AdmitInput{Template: c.Templates[0], Spec: spec, Targets: c.Pods[0].Targets, Server: c.Server, Now: c.Now,
+	return newpods.Admit(newpods.AdmitInput{Template: c.Templates[0], Spec: spec, Targets: c.Pods[0].Targets, Server: c.Server, Now: c.Now,
 		Holds: c.Holds, Boost: c.Boost, Room: c.Room, Rules: rules, Replicas: c.Replicas})
 }
 
@@ -137,7 +137,7 @@ type admissionCase struct {
 	seed   uint64
 	c      autoscaletest.NamespacedCase
 	oracle oracleCase
-	entry  autoscale.Admitted
+	entry  newpods.Admitted
 	// shaped: the entry differs from the one planned with no rules.
 	shaped bool
 }

@@ -133,7 +133,7 @@ func writes(ns string) []access {
 }
 
 // replace is the delete, in ns, of a pod tailor sized that no node has
-// room for, for its controller to create smaller (autoscale.DecideStuck),
+// room for, for its controller to create smaller (placement.DecideStuck),
 // granted where an admission policy of tailor's sizes pods; the guard
 // refuses every other pod's (TestGuardOnTheCluster).
 func replace(ns string) []access {
@@ -189,7 +189,7 @@ var (
 		accesses([]string{"get", "list", "watch"}, "", "pods", "", otherNamespace),
 		accesses([]string{"patch"}, "", "pods", "resize", otherNamespace),
 		// A pod tailor sized that no node has room for is deleted, for its
-		// controller to create smaller (autoscale.DecideStuck).
+		// controller to create smaller (placement.DecideStuck).
 		accesses([]string{"delete"}, "", "pods", "", otherNamespace),
 		// The namespace's rules every size is planned within, from the cache.
 		accesses([]string{"get", "list", "watch"}, "", "limitranges", "", otherNamespace),

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/util/qos"
 
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/cluster"
@@ -49,7 +49,7 @@ func TestDecisionsAcceptedByTheApiserver(t *testing.T) {
 		if in.Server != server {
 			t.Fatalf("the generator decides for Kubernetes %v, the apiserver is %v: make autoscaletest draw for this version", in.Server, server)
 		}
-		d, err := autoscale.DecidePolicy(in)
+		d, err := fleet.DecidePolicy(in)
 		if err != nil {
 			t.Fatalf("case %d (seed %d): DecidePolicy: %v", i, seed, err)
 		}
@@ -74,7 +74,7 @@ func TestDecisionsAcceptedByTheApiserver(t *testing.T) {
 // sendDecision creates the action's pod gated in ns as name, sends the
 // decided resize as a dry run and deletes the pod. It returns what went
 // wrong, or "".
-func sendDecision(ctx context.Context, cs kubernetes.Interface, ns string, server resize.Version, name string, a autoscale.Action) string {
+func sendDecision(ctx context.Context, cs kubernetes.Interface, ns string, server resize.Version, name string, a fleet.Action) string {
 	pod := gatedCopy(a.Pod, ns, name)
 	created, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {

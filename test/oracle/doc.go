@@ -5,7 +5,7 @@
 // same in namespaces with LimitRanges and ResourceQuotas (Kubernetes' own
 // in-place resize e2e cases for them, then generated ones), planning as
 // tailor resize --dry-run=client does. It also sends every resize
-// autoscale.DecidePolicy chooses on the invariant fuzz's cases
+// fleet.DecidePolicy chooses on the invariant fuzz's cases
 // (autoscaletest.Case) and requires the apiserver to accept it.
 //
 // It runs only against an apiserver, so `go test ./...` stays fast: a

@@ -11,7 +11,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
@@ -25,10 +25,10 @@ const NodeName = "n1"
 // pods bound to NodeName, with their targets and working sets, and a node
 // that holds them and some room. The server is Kubernetes 1.37 and the
 // memory floor headroom 10%. The same seed gives the same case.
-func Case(seed uint64) autoscale.PolicyInput {
+func Case(seed uint64) fleet.PolicyInput {
 	g := gen{r: rand.New(rand.NewPCG(seed, 2))}
 	spec := g.spec()
-	var pods []autoscale.PodInput
+	var pods []fleet.PodInput
 	var bound []*corev1.Pod
 	for j := range 1 + g.r.IntN(3) {
 		p := g.pod(j)
@@ -48,7 +48,7 @@ func Case(seed uint64) autoscale.PolicyInput {
 			}
 		}
 	}
-	return autoscale.PolicyInput{
+	return fleet.PolicyInput{
 		Spec:                spec,
 		Pods:                pods,
 		Nodes:               map[string]*resize.NodeState{NodeName: {Allocatable: alloc, Pods: bound}},
@@ -262,8 +262,8 @@ func (g gen) spec() *v1alpha1.TailorPolicySpec {
 }
 
 // usage draws what the recommender and the metrics source said.
-func (g gen) usage(p *corev1.Pod) autoscale.PodInput {
-	in := autoscale.PodInput{Pod: p, Targets: map[string]podchange.Target{}, WorkingSet: map[string]resource.Quantity{}}
+func (g gen) usage(p *corev1.Pod) fleet.PodInput {
+	in := fleet.PodInput{Pod: p, Targets: map[string]podchange.Target{}, WorkingSet: map[string]resource.Quantity{}}
 	for _, n := range podcontainers.Names(p) {
 		t := podchange.Target{}
 		if g.chance(0.7) {

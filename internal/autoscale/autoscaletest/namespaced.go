@@ -10,7 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
 )
@@ -18,7 +19,7 @@ import (
 // NamespacedCase is a Case in a namespace, with what Admit and
 // DecideRecreate plan a workload's new pods from.
 type NamespacedCase struct {
-	autoscale.PolicyInput
+	fleet.PolicyInput
 	// Templates are the pod templates the pods were created from, one per
 	// pod, in order: the pods before the LimitRanger defaulted them.
 	Templates []*corev1.PodTemplateSpec
@@ -54,14 +55,14 @@ func Namespaced(seed uint64) NamespacedCase {
 		out.Boost = &v1alpha1.StartupBoost{FactorPercent: ptr(int32(110 + r.IntN(300)))}
 	}
 	if r.IntN(2) == 0 {
-		var nodes []autoscale.NodePods
+		var nodes []placement.NodePods
 		for i := range 1 + r.IntN(2) {
-			nodes = append(nodes, autoscale.NodePods{Node: ReadyNode("room-"+string(rune('a'+i)), corev1.ResourceList{
+			nodes = append(nodes, placement.NodePods{Node: ReadyNode("room-"+string(rune('a'+i)), corev1.ResourceList{
 				corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(250+r.IntN(6000)), resource.DecimalSI),
 				corev1.ResourceMemory: *resource.NewQuantity(int64(256+r.IntN(8<<10))<<20, resource.BinarySI),
 			})})
 		}
-		out.Room = autoscale.NewPodRoom(autoscale.NewPodRoomInput{Template: out.Templates[0], Nodes: nodes})
+		out.Room = placement.NewPodRoom(placement.NewPodRoomInput{Template: out.Templates[0], Nodes: nodes})
 	}
 	return out
 }

@@ -15,6 +15,9 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
@@ -49,16 +52,15 @@ type SyncCase struct {
 	Rules  *nsrules.Rules
 	// Nodes are every node of the cluster with the pods bound to it (the
 	// namespace's and others'): what a recreation is decided against once
-	// the decision asks for them (SyncDecision.NeedNodes).
-	Nodes []autoscale.NodePods
+	// the decision asks for them (autoscale.NodesWanted).
+	Nodes []placement.NodePods
 	// Templates are the pod templates of the workloads, by workload.
 	Templates map[ownership.Workload]*corev1.PodTemplateSpec
 	// PodTemplates are the templates each pod's controller creates its
 	// pods from (a replacement of the pod comes from it), by UID; none for
 	// a bare pod.
 	PodTemplates map[types.UID]*corev1.PodTemplateSpec
-	// Syncs are each policy's SyncInput, in the order of Policies, with
-	// Recreation.Nodes nil as the controller first decides.
+	// Syncs are each policy's SyncInput, in the order of Policies.
 	Syncs []autoscale.SyncInput
 	// Owned are the pods each policy sizes (or, in mode Off, recommends
 	// for), by name, in the order of Policies.
@@ -239,7 +241,7 @@ func Sync(seed uint64) SyncCase {
 				}
 			}
 		}
-		c.Nodes = append(c.Nodes, autoscale.NodePods{Node: ReadyNode(nodeName(i), alloc), Pods: bound[i]})
+		c.Nodes = append(c.Nodes, placement.NodePods{Node: ReadyNode(nodeName(i), alloc), Pods: bound[i]})
 	}
 	if g.chance(0.5) {
 		spare := ReadyNode("spare", corev1.ResourceList{
@@ -254,7 +256,7 @@ func Sync(seed uint64) SyncCase {
 		case 2:
 			spare.Spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 		}
-		c.Nodes = append(c.Nodes, autoscale.NodePods{Node: spare})
+		c.Nodes = append(c.Nodes, placement.NodePods{Node: spare})
 	}
 
 	for _, p := range c.Pods {
@@ -275,7 +277,7 @@ func Sync(seed uint64) SyncCase {
 	for i, p := range c.Policies {
 		claimants[i] = p.Claimant
 	}
-	usage := map[types.UID]autoscale.PodInput{}
+	usage := map[types.UID]fleet.PodInput{}
 	for _, p := range c.Pods {
 		if p.Spec.NodeName != "" {
 			usage[p.UID] = g.usage(p)
@@ -521,7 +523,7 @@ func (g gen) policies(hash string) []Policy {
 // pods it sizes. The pods it claims are split as ownPods splits them: a pod
 // a VerticalPodAutoscaler acts on is held, one another policy wins is left
 // to it (but a policy in mode Off recommends for every pod it claims).
-func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, usage map[types.UID]autoscale.PodInput) (autoscale.SyncInput, []string) {
+func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, usage map[types.UID]fleet.PodInput) (autoscale.SyncInput, []string) {
 	spec := p.Spec
 	// As ownPods lists them: the policy itself first, then the others.
 	order := []ownership.Claimant{p.Claimant}
@@ -576,7 +578,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 	mode := spec.Mode()
 
 	in := autoscale.SyncInput{
-		PolicyInput: autoscale.PolicyInput{Spec: spec, Server: server, MemoryFloorHeadroom: 0.1, Now: now, Holds: holds, Rules: c.Rules},
+		PolicyInput: fleet.PolicyInput{Spec: spec, Server: server, MemoryFloorHeadroom: 0.1, Now: now, Holds: holds, Rules: c.Rules},
 		Unbound:     unbound, Template: template, Settle: SyncSettle,
 		BoostRaise: map[types.UID]map[string]bool{}, StuckSeen: map[types.UID]time.Time{},
 	}
@@ -610,9 +612,9 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 		}
 	}
 	// newPodRoom.
-	if p.Target != nil && template != nil && mode != v1alpha1.UpdateModeOff && autoscale.ApplyOnCreate(spec) {
-		rin := autoscale.NewPodRoomInput{Template: template, DaemonSet: p.Target.Kind == "DaemonSet"}
-		stuck, _ := autoscale.DecideStuck(autoscale.StuckInput{Pods: unbound, Template: template, Now: now.Add(autoscale.UnschedulableAfter)})
+	if p.Target != nil && template != nil && mode != v1alpha1.UpdateModeOff && newpods.ApplyOnCreate(spec) {
+		rin := placement.NewPodRoomInput{Template: template, DaemonSet: p.Target.Kind == "DaemonSet"}
+		stuck, _ := placement.DecideStuck(placement.StuckInput{Pods: unbound, Template: template, Now: now.Add(placement.UnschedulableAfter)})
 		rin.Free = len(stuck) > 0
 		for _, np := range c.Nodes {
 			if !rin.Free && !rin.DaemonSet {
@@ -627,7 +629,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 				return o.Namespace == Namespace && owner != nil && owner.Kind == "DaemonSet" && owner.Name == name
 			}
 		}
-		in.NewPodRoom = autoscale.NewPodRoom(rin)
+		in.NewPodRoom = placement.NewPodRoom(rin)
 	}
 	// The recommendation new pods are planned from: the workload's, as a
 	// pod of it has it, or drawn for the template; none yet now and then.
@@ -651,13 +653,13 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 			rec.ContainerRecommendations = append(rec.ContainerRecommendations, cr)
 		}
 	}
-	in.NewPods = autoscale.EntryInput{Spec: spec, Generation: p.Generation, Template: template, Recommendation: rec,
+	in.NewPods = newpods.EntryInput{Spec: spec, Generation: p.Generation, Template: template, Recommendation: rec,
 		HeldByVPA: vpa, Conflict: conflict, Holds: holds, Room: in.NewPodRoom, Rules: c.Rules, Replicas: len(running), Server: server, Now: now}
 	// status.admission as the last sync left it: what this one would plan,
 	// one planned before the nodes filled (without their room), or none.
 	switch g.r.IntN(3) {
 	case 0:
-		in.Entry = autoscale.PlanEntry(in.NewPods)
+		in.Entry = newpods.PlanEntry(in.NewPods)
 	case 1:
 		before := in.NewPods
 		before.Room = nil
@@ -665,7 +667,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 			// Planned before the policy was last edited.
 			before.Generation--
 		}
-		in.Entry = autoscale.PlanEntry(before)
+		in.Entry = newpods.PlanEntry(before)
 	}
 	for _, pod := range unbound {
 		if g.chance(0.5) {
@@ -702,7 +704,7 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 
 // boosted is a pod's input with the startup boost's advice.
 type boosted struct {
-	autoscale.PodInput
+	fleet.PodInput
 	BoostRaiseOf map[string]bool
 }
 

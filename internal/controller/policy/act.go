@@ -17,6 +17,9 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -60,7 +63,7 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
 		return requeue, nil
 	}
-	held := map[string]autoscale.Held{}
+	held := map[string]fleet.Held{}
 	for _, h := range d.Held {
 		held[h.Pod.Name] = h
 	}
@@ -181,28 +184,28 @@ func (r *Reconciler) reportSkips(policy *v1alpha1.TailorPolicy, ps *podState, p 
 }
 
 // reportHeld says why a pod's change waits.
-func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *corev1.Pod, h autoscale.Held, blocked map[string]string) {
+func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *corev1.Pod, h fleet.Held, blocked map[string]string) {
 	switch h.Reason {
-	case autoscale.HoldInFlight:
+	case fleet.HoldInFlight:
 		// Its own resize is being applied: nothing to report.
-	case autoscale.HoldMaxConcurrent, autoscale.HoldCanary, autoscale.HoldCanaryBackoff, autoscale.HoldOutsideWindow, autoscale.HoldBudget, autoscale.HoldNamespaceBudget:
+	case fleet.HoldMaxConcurrent, canary.Hold, canary.HoldBackoff, limits.HoldOutsideWindow, limits.HoldBudget, limits.HoldNamespaceBudget:
 		// Pacing, the canary, change windows and the budget hold
 		// lowerings by design: the conditions say so, no event per pod.
 		blocked[string(h.Reason)] = h.Message
-	case autoscale.HoldNodeUnknown:
+	case fleet.HoldNodeUnknown:
 		blocked[string(h.Reason)] = "pod " + p.Name + ": " + h.Message
-	case autoscale.HoldRefused:
+	case fleet.HoldRefused:
 		blocked[string(h.Rule)] = h.Message
 		if r.reportOnce(ps, p, policy, "refused:"+string(h.Rule), EventResizeRefused, "not sent: "+h.Message) {
 			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
 		}
-	case autoscale.HoldNamespaceRules:
+	case fleet.HoldNamespaceRules:
 		msg := "not sent: " + h.Message
 		blocked[string(h.Reason)] = "pod " + p.Name + ": " + msg
 		if r.reportOnce(ps, p, policy, "nsrules", EventResizeRefused, msg) {
 			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
 		}
-	case autoscale.HoldNoRoom:
+	case fleet.HoldNoRoom:
 		msg := "not sent: " + h.Message
 		blocked[string(h.Reason)] = msg
 		if r.reportOnce(ps, p, policy, "nodefull", EventResizeDeferred, msg) {
@@ -213,7 +216,7 @@ func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *
 
 // send applies one resize. It returns 0 when it was sent, else when to try
 // again.
-func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, a autoscale.Action, opts actuator.ApplyOptions, now time.Time, blocked map[string]string) (time.Duration, error) {
+func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, a fleet.Action, opts actuator.ApplyOptions, now time.Time, blocked map[string]string) (time.Duration, error) {
 	p := a.Pod
 	ps := state.pod(p)
 	applied, err := r.Actuator.Apply(ctx, p, a.Plan.Patch, opts)
@@ -289,7 +292,7 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyS
 // agent) and that this sync does not raise: bounds, the node's room, the
 // resize policy, a resize too recent or one in flight. A raise on its way
 // says nothing; the event names what holds the limit.
-func (r *Reconciler) reportMemoryAtRisk(policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.PolicyDecision, held map[string]autoscale.Held) {
+func (r *Reconciler) reportMemoryAtRisk(policy *v1alpha1.TailorPolicy, in *syncInput, d fleet.PolicyDecision, held map[string]fleet.Held) {
 	for _, p := range in.pods {
 		dec := d.Decisions[p.Name]
 		for _, c := range podcontainers.Names(p) {
@@ -297,7 +300,7 @@ func (r *Reconciler) reportMemoryAtRisk(policy *v1alpha1.TailorPolicy, in *syncI
 			if !ok || !u.MemoryAtRisk || raisesMemory(dec, c) {
 				continue
 			}
-			if h, ok := held[p.Name]; ok && h.Reason == autoscale.HoldInFlight {
+			if h, ok := held[p.Name]; ok && h.Reason == fleet.HoldInFlight {
 				// Its resize is being applied; that may be the raise.
 				continue
 			}
@@ -336,7 +339,7 @@ func raisesMemory(dec podchange.Decision, c string) bool {
 }
 
 // memoryHeldBy says what keeps container c's memory where it is.
-func memoryHeldBy(dec podchange.Decision, h autoscale.Held, c string) string {
+func memoryHeldBy(dec podchange.Decision, h fleet.Held, c string) string {
 	for _, s := range dec.Skips {
 		if s.Container == c && (s.Resource == corev1.ResourceMemory || s.Resource == "") {
 			return s.Message

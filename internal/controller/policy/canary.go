@@ -10,16 +10,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
 )
 
 // reportCanary sends the events of what the policy's canary did this sync
 // (autoscale.DecideSync decided it) and counts its rollbacks. Each is about
 // the policy, where people look for a workload's story, and names the pod.
-func (r *Reconciler) reportCanary(policy *v1alpha1.TailorPolicy, c autoscale.CanaryOutcome) {
+func (r *Reconciler) reportCanary(policy *v1alpha1.TailorPolicy, c canary.Outcome) {
 	for _, e := range c.Events {
 		typ := corev1.EventTypeNormal
-		if e.Reason == autoscale.EventCanaryRolledBack {
+		if e.Reason == canary.EventRolledBack {
 			typ = corev1.EventTypeWarning
 			canaryRollbacksTotal.WithLabelValues(policy.Namespace, policy.Name, string(e.Guardrail)).Inc()
 		}
@@ -34,7 +34,7 @@ func (r *Reconciler) reportCanary(policy *v1alpha1.TailorPolicy, c autoscale.Can
 // setCanaryCondition writes the Canary condition of a policy with a canary,
 // and takes it away from one without: a policy that never had one shows
 // no such condition.
-func setCanaryCondition(status *v1alpha1.TailorPolicyStatus, c autoscale.CanaryOutcome, gen int64) {
+func setCanaryCondition(status *v1alpha1.TailorPolicyStatus, c canary.Outcome, gen int64) {
 	if !c.Active {
 		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionCanary)
 		return
@@ -44,7 +44,7 @@ func setCanaryCondition(status *v1alpha1.TailorPolicyStatus, c autoscale.CanaryO
 
 // canaryCheckpoint is the canary's state as the TailorCheckpoint keeps it,
 // nil when there is nothing to keep. Times are kept to the second.
-func canaryCheckpoint(s autoscale.CanaryState) *v1alpha1.CanaryCheckpoint {
+func canaryCheckpoint(s canary.State) *v1alpha1.CanaryCheckpoint {
 	if s.IsZero() {
 		return nil
 	}
@@ -61,7 +61,7 @@ func canaryCheckpoint(s autoscale.CanaryState) *v1alpha1.CanaryCheckpoint {
 	return out
 }
 
-func canaryPodsCheckpoint(pods []autoscale.CanaryPod) []v1alpha1.CanaryPodCheckpoint {
+func canaryPodsCheckpoint(pods []canary.Pod) []v1alpha1.CanaryPodCheckpoint {
 	var out []v1alpha1.CanaryPodCheckpoint
 	for _, p := range pods {
 		out = append(out, v1alpha1.CanaryPodCheckpoint{
@@ -72,7 +72,7 @@ func canaryPodsCheckpoint(pods []autoscale.CanaryPod) []v1alpha1.CanaryPodCheckp
 	return out
 }
 
-func canaryValuesCheckpoint(v autoscale.CanaryValues) []v1alpha1.CanaryValues {
+func canaryValuesCheckpoint(v canary.Values) []v1alpha1.CanaryValues {
 	names := make([]string, 0, len(v))
 	for n := range v {
 		names = append(names, n)
@@ -87,11 +87,11 @@ func canaryValuesCheckpoint(v autoscale.CanaryValues) []v1alpha1.CanaryValues {
 
 // canaryState is the canary's state restored from a checkpoint; a
 // checkpoint written before canaries existed has none, the zero state.
-func canaryState(c *v1alpha1.CanaryCheckpoint) autoscale.CanaryState {
+func canaryState(c *v1alpha1.CanaryCheckpoint) canary.State {
 	if c == nil {
-		return autoscale.CanaryState{}
+		return canary.State{}
 	}
-	out := autoscale.CanaryState{
+	out := canary.State{
 		Pods: canaryPodsState(c.Pods), Revert: canaryPodsState(c.Revert),
 		Proven: canaryValuesState(c.Proven),
 		Trips:  c.Trips, LastResult: c.LastResult, Learnt: c.Learnt,
@@ -102,10 +102,10 @@ func canaryState(c *v1alpha1.CanaryCheckpoint) autoscale.CanaryState {
 	return out
 }
 
-func canaryPodsState(pods []v1alpha1.CanaryPodCheckpoint) []autoscale.CanaryPod {
-	var out []autoscale.CanaryPod
+func canaryPodsState(pods []v1alpha1.CanaryPodCheckpoint) []canary.Pod {
+	var out []canary.Pod
 	for _, p := range pods {
-		out = append(out, autoscale.CanaryPod{
+		out = append(out, canary.Pod{
 			UID: types.UID(p.UID), Name: p.Name, LoweredAt: p.LoweredAt.Time, Ready: p.Ready,
 			Before: canaryValuesState(p.Before), Restarts: p.Restarts,
 		})
@@ -113,11 +113,11 @@ func canaryPodsState(pods []v1alpha1.CanaryPodCheckpoint) []autoscale.CanaryPod 
 	return out
 }
 
-func canaryValuesState(v []v1alpha1.CanaryValues) autoscale.CanaryValues {
+func canaryValuesState(v []v1alpha1.CanaryValues) canary.Values {
 	if len(v) == 0 {
 		return nil
 	}
-	out := autoscale.CanaryValues{}
+	out := canary.Values{}
 	for _, c := range v {
 		out[c.Name] = corev1.ResourceRequirements{Requests: c.Requests, Limits: c.Limits}
 	}

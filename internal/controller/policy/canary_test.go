@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -19,13 +19,13 @@ import (
 // a checkpoint without one (written before canaries) restores none.
 func TestCanaryCheckpointRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	before := autoscale.CanaryValues{
+	before := canary.Values{
 		"app":                      {Requests: builder.List("500m", "256Mi"), Limits: builder.List("1", "512Mi")},
 		podcontainers.PodLevelName: {Requests: builder.List("600m", "300Mi")},
 	}
-	st := autoscale.CanaryState{
-		Pods:      []autoscale.CanaryPod{{UID: "u0", Name: "web-0", LoweredAt: at, Ready: true, Before: before, Restarts: map[string]int32{"app": 2}}},
-		Revert:    []autoscale.CanaryPod{{UID: "u1", Name: "web-1", LoweredAt: at.Add(-time.Hour), Before: before}},
+	st := canary.State{
+		Pods:      []canary.Pod{{UID: "u0", Name: "web-0", LoweredAt: at, Ready: true, Before: before, Restarts: map[string]int32{"app": 2}}},
+		Revert:    []canary.Pod{{UID: "u1", Name: "web-1", LoweredAt: at.Add(-time.Hour), Before: before}},
 		Proven:    before,
 		HoldUntil: at.Add(time.Hour + 300*time.Millisecond),
 		Trips:     3, LastResult: v1alpha1.CanaryReasonRolledBack, Learnt: "canary pod web-1 rolled back",
@@ -48,7 +48,7 @@ func TestCanaryCheckpointRoundTrip(t *testing.T) {
 		t.Error("the restored state, written again, differs from what was read: it would be written at every sync")
 	}
 
-	if c := canaryCheckpoint(autoscale.CanaryState{}); c != nil {
+	if c := canaryCheckpoint(canary.State{}); c != nil {
 		t.Errorf("no state written as %+v, want nothing", c)
 	}
 	var old v1alpha1.TailorCheckpointSpec

@@ -30,6 +30,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
@@ -311,10 +313,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if recs := in.state.model.Recommendation(bounded, in.pods, now); len(recs) > 0 {
 		in.recommendation = &v1alpha1.Recommendation{ContainerRecommendations: recs}
 	}
-	if _, canary := autoscale.CanaryConfigOf(&policy.Spec); canary {
+	if _, on := canary.ConfigOf(&policy.Spec); on {
 		// What no canary has proven is not given to new pods, nor said
 		// to be the workload's size.
-		in.recommendation = autoscale.FloorRecommendation(in.recommendation, autoscale.CanaryFloor(in.state.canary, in.pods))
+		in.recommendation = canary.FloorRecommendation(in.recommendation, canary.Floor(in.state.canary, in.pods))
 	}
 	// Without one this sync, status keeps the last it said, and new pods
 	// are planned from that.
@@ -325,7 +327,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	input := autoscale.SyncInput{
 		PolicyInput: in.decision, Unbound: in.unbound, Template: in.state.template, Entry: policy.Status.Admission,
 		NewPodRoom: in.newPodRoom, StuckSeen: in.state.stuckSeen, Settle: AdmissionSettle, BoostRaise: in.boostRaise,
-		NewPods: autoscale.EntryInput{
+		NewPods: newpods.EntryInput{
 			Spec: &policy.Spec, Generation: policy.Generation, Template: in.state.template, Recommendation: forNewPods,
 			HeldByVPA: in.vpa, Conflict: in.conflict, Holds: in.decision.Holds, Room: in.newPodRoom, Rules: in.decision.Rules, Replicas: len(in.pods),
 			Server: r.Actuator.Server.Version, Now: now,

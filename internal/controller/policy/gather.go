@@ -24,7 +24,11 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/advise"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
@@ -50,7 +54,7 @@ type syncInput struct {
 	// status and the reaction metric.
 	advice map[types.UID]advise.Advice
 	// decision is the input of the pure decision.
-	decision autoscale.PolicyInput
+	decision fleet.PolicyInput
 	// blocked is what held resizes back, by reason, for status.
 	blocked map[string]string
 	// recorded are the owners whose status.recreations entry this sync
@@ -73,7 +77,7 @@ type syncInput struct {
 	// (podchange.DefaultMaxAllowed).
 	largest, defaults map[corev1.ResourceName]podchange.DefaultBound
 	// newPodRoom is the most a new pod of the target may request and still
-	// find a node (autoscale.NewPodRoom); nil when unknown or not needed.
+	// find a node (placement.NewPodRoom); nil when unknown or not needed.
 	newPodRoom corev1.ResourceList
 	// boostRaise names, by pod, the containers whose cpu target is a boost
 	// given: a resize raising one is sent under boost.FieldManager.
@@ -87,13 +91,13 @@ type syncInput struct {
 	wasDown, wasRejecting bool
 	// guardrails are the canary's query guardrails' answers, by name; nil
 	// when no canary pod is watched.
-	guardrails map[string]autoscale.GuardrailAnswer
+	guardrails map[string]canary.GuardrailAnswer
 	// namespaceBudget: the policy has a namespace budget, judged by
 	// namespace (as the cache shows it; the ledger adds to it).
 	// countLowerings: some policy of the namespace has one, which counts
 	// this policy's lowerings.
 	namespaceBudget, countLowerings bool
-	namespace                       autoscale.NamespaceLowerings
+	namespace                       limits.NamespaceLowerings
 }
 
 // gather reads what the policy's sync needs and changes nothing it learnt:
@@ -155,7 +159,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	for _, p := range rejected {
 		usageRejected.WithLabelValues(r.usageSource(state).Name(), string(p.Reason)).Inc()
 	}
-	in.decision = autoscale.PolicyInput{
+	in.decision = fleet.PolicyInput{
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,
 	}
 	if in.decision.Holds, in.hpa, err = r.hpaHolds(ctx, policy, own.chains); err != nil {
@@ -223,7 +227,7 @@ func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now ti
 			in.notBoosted[n] = true
 		}
 		in.advice[p.UID] = a
-		in.decision.Pods = append(in.decision.Pods, autoscale.PodInput{
+		in.decision.Pods = append(in.decision.Pods, fleet.PodInput{
 			Pod: p, Targets: a.Targets, PodTarget: a.PodTarget, WorkingSet: a.WorkingSet,
 			LastResize: ps.lastResize, InFlight: inFlight(p), ResizeRefused: refused(p), RaiseSince: ps.raiseSince, Boost: a.Boost,
 			Throttled: throttledSince(p, in.usage, ps.lastResize),
@@ -276,7 +280,7 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
 	}
 	// A time zone or a cron field the CRD's rules cannot judge.
-	if _, _, err := autoscale.LoweringLimitsOf(&policy.Spec); err != nil {
+	if _, _, err := limits.ConfigOf(&policy.Spec); err != nil {
 		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
 	}
 	state, known := r.store.get(policy.UID)
@@ -466,11 +470,11 @@ func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy
 // and while a pod tailor sized waits unschedulable.
 func (r *Reconciler) newPodRoom(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, unbound []*corev1.Pod, now time.Time) (corev1.ResourceList, error) {
 	ref := policy.Spec.TargetRef
-	if ref == nil || state.template == nil || policy.Spec.Mode() == v1alpha1.UpdateModeOff || !autoscale.ApplyOnCreate(&policy.Spec) {
+	if ref == nil || state.template == nil || policy.Spec.Mode() == v1alpha1.UpdateModeOff || !newpods.ApplyOnCreate(&policy.Spec) {
 		return nil, nil
 	}
-	in := autoscale.NewPodRoomInput{Template: state.template, DaemonSet: ref.Kind == "DaemonSet"}
-	stuck, _ := autoscale.DecideStuck(autoscale.StuckInput{Pods: unbound, Template: state.template, Now: now.Add(autoscale.UnschedulableAfter)})
+	in := placement.NewPodRoomInput{Template: state.template, DaemonSet: ref.Kind == "DaemonSet"}
+	stuck, _ := placement.DecideStuck(placement.StuckInput{Pods: unbound, Template: state.template, Now: now.Add(placement.UnschedulableAfter)})
 	in.Free = len(stuck) > 0
 	if !in.Free && !in.DaemonSet {
 		var nodes corev1.NodeList
@@ -478,9 +482,9 @@ func (r *Reconciler) newPodRoom(ctx context.Context, policy *v1alpha1.TailorPoli
 			return nil, fmt.Errorf("listing nodes: %w", err)
 		}
 		for i := range nodes.Items {
-			in.Nodes = append(in.Nodes, autoscale.NodePods{Node: &nodes.Items[i]})
+			in.Nodes = append(in.Nodes, placement.NodePods{Node: &nodes.Items[i]})
 		}
-		return autoscale.NewPodRoom(in), nil
+		return placement.NewPodRoom(in), nil
 	}
 	if in.DaemonSet {
 		in.Own = func(p *corev1.Pod) bool {
@@ -492,7 +496,7 @@ func (r *Reconciler) newPodRoom(ctx context.Context, policy *v1alpha1.TailorPoli
 	if in.Nodes, err = r.nodesWithPods(ctx); err != nil {
 		return nil, err
 	}
-	return autoscale.NewPodRoom(in), nil
+	return placement.NewPodRoom(in), nil
 }
 
 // namespaceRules reads the namespace's LimitRanges and ResourceQuotas from
@@ -669,19 +673,19 @@ func heldFor(problems []metrics.Problem) string {
 }
 
 // nodesWithPods lists every node with the pods bound to it.
-func (r *Reconciler) nodesWithPods(ctx context.Context) ([]autoscale.NodePods, error) {
+func (r *Reconciler) nodesWithPods(ctx context.Context) ([]placement.NodePods, error) {
 	var nodes corev1.NodeList
 	if err := r.Client.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	out := make([]autoscale.NodePods, 0, len(nodes.Items))
+	out := make([]placement.NodePods, 0, len(nodes.Items))
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing pods on node %s: %w", n.Name, err)
 		}
-		np := autoscale.NodePods{Node: n}
+		np := placement.NodePods{Node: n}
 		for j := range pods.Items {
 			np.Pods = append(np.Pods, &pods.Items[j])
 		}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
 	"github.com/tailorhq/tailor/internal/tenantquery"
 )
@@ -43,8 +43,8 @@ const GuardrailsTimeout = 15 * time.Second
 //
 // What is asked is bounded: at most MaxCanaryQueries guardrails (Validate
 // refuses a spec with more), each asked at most twice a sync.
-func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.TailorPolicy, canary autoscale.CanaryState, pods []*corev1.Pod, now time.Time) (map[string]autoscale.GuardrailAnswer, error) {
-	cfg, ok := autoscale.CanaryConfigOf(&policy.Spec)
+func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.TailorPolicy, state canary.State, pods []*corev1.Pod, now time.Time) (map[string]canary.GuardrailAnswer, error) {
+	cfg, ok := canary.ConfigOf(&policy.Spec)
 	if !ok || len(cfg.Queries) == 0 {
 		return nil, nil
 	}
@@ -62,7 +62,7 @@ func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.Tail
 		return nil, &invalidPolicyError{reason: v1alpha1.ReasonGuardrailsNeedPrometheus,
 			err: fmt.Errorf("behavior.scaleDown.canary.guardrails.queries need a Prometheus to ask, and the manager has none: start it with --prometheus-url, or take the queries out")}
 	}
-	live := autoscale.LiveCanaryPods(canary, pods)
+	live := canary.LivePods(state, pods)
 	if len(live) == 0 || policy.Spec.Mode() == v1alpha1.UpdateModeOff {
 		return nil, nil
 	}
@@ -89,11 +89,11 @@ func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.Tail
 	// time has no answer, which holds the canary.
 	ctx, cancel := context.WithTimeout(ctx, GuardrailsTimeout)
 	defer cancel()
-	out := make(map[string]autoscale.GuardrailAnswer, len(queries))
+	out := make(map[string]canary.GuardrailAnswer, len(queries))
 	for i, q := range queries {
-		a := autoscale.GuardrailAnswer{Canary: r.askGuardrail(ctx, q.Name, parsed[i], canaryNames, since, now)}
+		a := canary.GuardrailAnswer{Canary: r.askGuardrail(ctx, q.Name, parsed[i], canaryNames, since, now)}
 		if q.SiblingsPercent != nil {
-			a.Siblings = autoscale.QueryAnswer{Missing: "the workload has no pod besides the canary pods to compare with"}
+			a.Siblings = canary.QueryAnswer{Missing: "the workload has no pod besides the canary pods to compare with"}
 			if len(others) > 0 {
 				a.Siblings = r.askGuardrail(ctx, q.Name, parsed[i], others, since, now)
 			}
@@ -106,17 +106,17 @@ func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.Tail
 // askGuardrail is one query's answer for pods, or why there is none, in
 // tailor's words (a *prometheus.Failure for what Prometheus did not
 // answer).
-func (r *Reconciler) askGuardrail(ctx context.Context, name string, g *prometheus.GuardrailQuery, pods []string, since time.Duration, now time.Time) autoscale.QueryAnswer {
+func (r *Reconciler) askGuardrail(ctx context.Context, name string, g *prometheus.GuardrailQuery, pods []string, since time.Duration, now time.Time) canary.QueryAnswer {
 	q, err := g.Render(pods, since)
 	if err != nil {
 		// ParseGuardrail rendered it once: only a template that fails on
 		// some data could get here.
-		return autoscale.QueryAnswer{Missing: err.Error()}
+		return canary.QueryAnswer{Missing: err.Error()}
 	}
 	v, err := r.Guardrails.Value(ctx, q, now)
 	if err != nil {
 		log.FromContext(ctx).V(1).Info("query guardrail unanswered", "guardrail", name, "query", q, "err", err.Error())
-		return autoscale.QueryAnswer{Missing: err.Error()}
+		return canary.QueryAnswer{Missing: err.Error()}
 	}
-	return autoscale.QueryAnswer{Value: v}
+	return canary.QueryAnswer{Value: v}
 }

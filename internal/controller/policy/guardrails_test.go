@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -56,8 +56,8 @@ func TestGuardrailAnswersConfined(t *testing.T) {
 	r := &Reconciler{Guardrails: prometheus.NewGuardrails(client)}
 
 	canaryPod := builder.Pod("web-0").Namespace("team-a").UID("u0").Container(builder.Container("app").Requests("100m", "64Mi")).Running().Obj()
-	canary := autoscale.CanaryState{Pods: []autoscale.CanaryPod{{UID: "u0", Name: "web-0", LoweredAt: now.Add(-time.Minute),
-		Before: autoscale.CanaryValues{"app": {Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}}}
+	state := canary.State{Pods: []canary.Pod{{UID: "u0", Name: "web-0", LoweredAt: now.Add(-time.Minute),
+		Before: canary.Values{"app": {Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}}}}
 	policyWith := func(queries ...v1alpha1.CanaryQuery) *v1alpha1.TailorPolicy {
 		return &v1alpha1.TailorPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web"},
 			Spec: v1alpha1.TailorPolicySpec{Behavior: &v1alpha1.Behavior{ScaleDown: &v1alpha1.ScaleDownRules{Canary: &v1alpha1.Canary{
@@ -69,7 +69,7 @@ func TestGuardrailAnswersConfined(t *testing.T) {
 		wantReason string
 		wantSaid   string
 		wantAsked  []string
-		wantAnswer autoscale.QueryAnswer
+		wantAnswer canary.QueryAnswer
 	}{
 		"another namespace: refused, nothing asked": {
 			query:      `max(latency{namespace="other-team"})`,
@@ -79,17 +79,17 @@ func TestGuardrailAnswersConfined(t *testing.T) {
 		"the policy's namespace: asked confined, answered": {
 			query:      `max(latency{namespace="{{.Namespace}}", pod=~"{{.Pods}}"})`,
 			wantAsked:  []string{`max(latency{namespace="team-a",pod=~"web-0"})`},
-			wantAnswer: autoscale.QueryAnswer{Value: 0.25},
+			wantAnswer: canary.QueryAnswer{Value: 0.25},
 		},
 		"no namespace: tailor puts it on": {
 			query:      `max(latency{pod=~"{{.Pods}}"})`,
 			wantAsked:  []string{`max(latency{namespace="team-a",pod=~"web-0"})`},
-			wantAnswer: autoscale.QueryAnswer{Value: 0.25},
+			wantAnswer: canary.QueryAnswer{Value: 0.25},
 		},
 		"Prometheus' words stay out of status": {
 			query:      `sum(rate(errors_total{pod=~"{{.Pods}}"}[{{.Since}}]))`,
 			wantAsked:  []string{`sum(rate(errors_total{namespace="team-a",pod=~"web-0"}[1m]))`},
-			wantAnswer: autoscale.QueryAnswer{Missing: "Prometheus could not evaluate the query (HTTP 422), such as for a many-to-many match or too many samples; aggregate or narrow it"},
+			wantAnswer: canary.QueryAnswer{Missing: "Prometheus could not evaluate the query (HTTP 422), such as for a many-to-many match or too many samples; aggregate or narrow it"},
 		},
 	}
 	for name, tc := range cases {
@@ -98,7 +98,7 @@ func TestGuardrailAnswersConfined(t *testing.T) {
 			asked = nil
 			mu.Unlock()
 			policy := policyWith(v1alpha1.CanaryQuery{Name: "latency", Query: tc.query, Threshold: &threshold})
-			got, err := r.guardrailAnswers(context.Background(), policy, canary, []*corev1.Pod{canaryPod}, now)
+			got, err := r.guardrailAnswers(context.Background(), policy, state, []*corev1.Pod{canaryPod}, now)
 			mu.Lock()
 			defer mu.Unlock()
 			if diff := cmp.Diff(tc.wantAsked, asked); diff != "" {
@@ -114,7 +114,7 @@ func TestGuardrailAnswersConfined(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(map[string]autoscale.GuardrailAnswer{"latency": {Canary: tc.wantAnswer}}, got); diff != "" {
+			if diff := cmp.Diff(map[string]canary.GuardrailAnswer{"latency": {Canary: tc.wantAnswer}}, got); diff != "" {
 				t.Errorf("answers (-want,+got):\n%s", diff)
 			}
 		})

@@ -9,20 +9,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 )
 
 // setLimitsCondition writes the LoweringsHeld condition of a policy with
 // change windows or a lowering budget, and the tailor_lowerings_held gauge;
 // a policy with neither has no such condition, and no series.
-func setLimitsCondition(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, l autoscale.LimitsOutcome) {
+func setLimitsCondition(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, l limits.Outcome) {
 	if !l.Active {
 		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionLoweringsHeld)
 		loweringsHeld.DeletePartialMatch(map[string]string{"namespace": policy.Namespace, "policy": policy.Name})
 		return
 	}
 	setCondition(status, v1alpha1.ConditionLoweringsHeld, l.Status, l.Reason, l.Message, policy.Generation)
-	for _, reason := range []autoscale.HoldReason{autoscale.HoldOutsideWindow, autoscale.HoldBudget, autoscale.HoldNamespaceBudget} {
+	for _, reason := range []fleet.HoldReason{limits.HoldOutsideWindow, limits.HoldBudget, limits.HoldNamespaceBudget} {
 		loweringsHeld.WithLabelValues(policy.Namespace, policy.Name, string(reason)).Set(float64(l.Held[reason]))
 	}
 }
@@ -30,7 +31,7 @@ func setLimitsCondition(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.Ta
 // loweredCheckpoint is the budget's count as the TailorCheckpoint keeps it,
 // sorted by uid; nil when it counts nothing. Times are rounded up to the
 // second: a restart never frees the budget early.
-func loweredCheckpoint(l autoscale.Lowered) []v1alpha1.LoweredPod {
+func loweredCheckpoint(l limits.Lowered) []v1alpha1.LoweredPod {
 	if len(l) == 0 {
 		return nil
 	}
@@ -38,11 +39,11 @@ func loweredCheckpoint(l autoscale.Lowered) []v1alpha1.LoweredPod {
 	for uid, at := range l {
 		out = append(out, v1alpha1.LoweredPod{UID: string(uid), At: metav1.NewTime(at.Add(time.Second - 1).Truncate(time.Second))})
 	}
-	if len(out) > autoscale.MaxBudgetPods {
+	if len(out) > limits.MaxBudgetPods {
 		// More than the largest budget (one lowered to a larger pod count
 		// or budget since): the latest count longest, and are kept.
 		sort.Slice(out, func(i, j int) bool { return out[i].At.After(out[j].At.Time) })
-		out = out[:autoscale.MaxBudgetPods]
+		out = out[:limits.MaxBudgetPods]
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].UID < out[j].UID })
 	return out
@@ -50,11 +51,11 @@ func loweredCheckpoint(l autoscale.Lowered) []v1alpha1.LoweredPod {
 
 // loweredState is the budget's count restored from a checkpoint; one
 // written before budgets existed has none.
-func loweredState(l []v1alpha1.LoweredPod) autoscale.Lowered {
+func loweredState(l []v1alpha1.LoweredPod) limits.Lowered {
 	if len(l) == 0 {
 		return nil
 	}
-	out := autoscale.Lowered{}
+	out := limits.Lowered{}
 	for _, p := range l {
 		out[types.UID(p.UID)] = p.At.Time
 	}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 )
 
 // TestLoweredCheckpointRoundTrip: the budget's count comes back from the
@@ -18,7 +18,7 @@ import (
 // at every sync.
 func TestLoweredCheckpointRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	st := autoscale.Lowered{"u1": at, "u0": at.Add(-30*time.Minute + 300*time.Millisecond)}
+	st := limits.Lowered{"u1": at, "u0": at.Add(-30*time.Minute + 300*time.Millisecond)}
 	data, err := json.Marshal(v1alpha1.TailorCheckpointSpec{PolicyName: "web", PolicyUID: "p", Lowered: loweredCheckpoint(st)})
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func TestLoweredCheckpointRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := loweredState(back.Lowered)
-	want := autoscale.Lowered{"u1": at, "u0": at.Add(-30*time.Minute + time.Second)}
+	want := limits.Lowered{"u1": at, "u0": at.Add(-30*time.Minute + time.Second)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("restored count (-want,+got):\n%s", diff)
 	}

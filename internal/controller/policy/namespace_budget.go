@@ -11,6 +11,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 )
 
 // loweringLedger is what this process decided to lower in each namespace
@@ -55,7 +57,7 @@ type loweringLedger struct {
 type namespaceLedger struct {
 	turn sync.Mutex
 	// sent is guarded by loweringLedger.mu.
-	sent autoscale.LoweredBy
+	sent limits.LoweredBy
 }
 
 func (l *loweringLedger) namespace(ns string) *namespaceLedger {
@@ -66,7 +68,7 @@ func (l *loweringLedger) namespace(ns string) *namespaceLedger {
 	}
 	n := l.namespaces[ns]
 	if n == nil {
-		n = &namespaceLedger{sent: autoscale.LoweredBy{}}
+		n = &namespaceLedger{sent: limits.LoweredBy{}}
 		l.namespaces[ns] = n
 	}
 	return n
@@ -81,11 +83,11 @@ func (l *loweringLedger) take(ns string) (release func()) {
 
 // sent is a copy of what the namespace's policies were recorded to have
 // lowered within the budget's period, by policy.
-func (l *loweringLedger) sent(ns string, now time.Time) autoscale.LoweredBy {
+func (l *loweringLedger) sent(ns string, now time.Time) limits.LoweredBy {
 	n := l.namespace(ns)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := autoscale.LoweredBy{}
+	out := limits.LoweredBy{}
 	for policy, lowered := range n.sent {
 		out.Add(policy, lowered.Within(now))
 	}
@@ -94,7 +96,7 @@ func (l *loweringLedger) sent(ns string, now time.Time) autoscale.LoweredBy {
 
 // record adds a policy's count after its sync (this sync's lowerings in
 // it) to the namespace's, and lets go of what the period no longer counts.
-func (l *loweringLedger) record(ns, policy string, lowered autoscale.Lowered, now time.Time) {
+func (l *loweringLedger) record(ns, policy string, lowered limits.Lowered, now time.Time) {
 	n := l.namespace(ns)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -116,7 +118,7 @@ func (l *loweringLedger) record(ns, policy string, lowered autoscale.Lowered, no
 // namespace. What the cache does not show yet of this process's own
 // lowerings the ledger adds in the namespace's turn (decideSync).
 func (r *Reconciler) namespaceLowerings(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput) error {
-	lim, _, err := autoscale.LoweringLimitsOf(&policy.Spec)
+	lim, _, err := limits.ConfigOf(&policy.Spec)
 	if err != nil {
 		return err
 	}
@@ -137,7 +139,7 @@ func (r *Reconciler) namespaceLowerings(ctx context.Context, policy *v1alpha1.Ta
 	if !in.namespaceBudget {
 		return nil
 	}
-	in.namespace = autoscale.NamespaceLowerings{Policy: policy.Name, ByPolicy: autoscale.LoweredBy{}}
+	in.namespace = limits.NamespaceLowerings{Policy: policy.Name, ByPolicy: limits.LoweredBy{}}
 	var checkpoints v1alpha1.TailorCheckpointList
 	if err := r.Client.List(ctx, &checkpoints, client.InNamespace(policy.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the checkpoints of namespace %s: %w", policy.Namespace, err)
@@ -181,16 +183,20 @@ func (r *Reconciler) decideSync(ctx context.Context, policy *v1alpha1.TailorPoli
 			input.Namespace.ByPolicy.Add(p, lowered)
 		}
 	}
-	decision, err := autoscale.DecideSync(input)
-	if err == nil && decision.NeedNodes {
+	decision, wanted, err := autoscale.DecideSync(input)
+	if err == nil && wanted != nil {
 		// A pod may be recreated elsewhere: whether some node could hold
 		// it needs every node, read only now.
-		if input.Recreation.Nodes, err = r.nodesWithPods(ctx); err == nil {
-			decision, err = autoscale.DecideSync(input)
+		var nodes []placement.NodePods
+		if nodes, err = r.nodesWithPods(ctx); err == nil {
+			decision, err = wanted.Decide(nodes)
 		}
 	}
-	if err == nil && input.CountLowerings {
+	if err != nil {
+		return autoscale.SyncDecision{}, err
+	}
+	if input.CountLowerings {
 		r.ledger.record(ns, policy.Name, decision.Limits.Lowered, now)
 	}
-	return decision, err
+	return *decision, nil
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
@@ -100,25 +102,25 @@ func idlePolicy(name string, withBudget bool, budget int, now time.Time) (*v1alp
 	if withBudget {
 		policy.Spec.Behavior.ScaleDown = &v1alpha1.ScaleDownRules{Budget: &v1alpha1.LoweringBudget{NamespacePods: ptr.To(intstr.FromInt32(int32(budget)))}}
 	}
-	var pods []autoscale.PodInput
+	var pods []fleet.PodInput
 	var bound []*corev1.Pod
 	for i := range 3 {
 		p := builder.Pod(fmt.Sprintf("%s-%d", name, i)).UID(fmt.Sprintf("%s-%d", name, i)).Namespace("team").Node("n1").
 			Container(builder.Container("app").Requests("500m", "256Mi").Limits("1", "512Mi")).Running().Obj()
 		bound = append(bound, p)
-		pods = append(pods, autoscale.PodInput{Pod: p, Targets: map[string]podchange.Target{"app": {CPU: ptr.To(resource.MustParse("200m"))}},
+		pods = append(pods, fleet.PodInput{Pod: p, Targets: map[string]podchange.Target{"app": {CPU: ptr.To(resource.MustParse("200m"))}},
 			WorkingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")}})
 	}
 	in := &syncInput{namespaceBudget: withBudget, countLowerings: true}
 	if withBudget {
-		in.namespace = autoscale.NamespaceLowerings{Policy: name, ByPolicy: autoscale.LoweredBy{}}
+		in.namespace = limits.NamespaceLowerings{Policy: name, ByPolicy: limits.LoweredBy{}}
 	}
 	input := autoscale.SyncInput{
-		PolicyInput: autoscale.PolicyInput{
+		PolicyInput: fleet.PolicyInput{
 			Spec: &policy.Spec, Pods: pods, Now: now, MemoryFloorHeadroom: MemoryFloorHeadroom, Server: resize.Version{Major: 1, Minor: 37},
 			Nodes: map[string]*resize.NodeState{"n1": {Allocatable: builder.List("16", "64Gi"), Pods: bound}},
 		},
-		Lowered: autoscale.Lowered{}, Namespace: in.namespace, CountLowerings: true,
+		Lowered: limits.Lowered{}, Namespace: in.namespace, CountLowerings: true,
 	}
 	return policy, in, input
 }
@@ -128,11 +130,11 @@ func idlePolicy(name string, withBudget bool, budget int, now time.Time) (*v1alp
 func TestLedgerForgetsTheHour(t *testing.T) {
 	var l loweringLedger
 	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	l.record("team", "web", autoscale.Lowered{"a": at, "b": at.Add(10 * time.Minute)}, at.Add(10*time.Minute))
-	l.record("team", "web", autoscale.Lowered{"a": at.Add(20 * time.Minute)}, at.Add(20*time.Minute))
-	l.record("team", "api", autoscale.Lowered{"c": at.Add(5 * time.Minute)}, at.Add(20*time.Minute))
+	l.record("team", "web", limits.Lowered{"a": at, "b": at.Add(10 * time.Minute)}, at.Add(10*time.Minute))
+	l.record("team", "web", limits.Lowered{"a": at.Add(20 * time.Minute)}, at.Add(20*time.Minute))
+	l.record("team", "api", limits.Lowered{"c": at.Add(5 * time.Minute)}, at.Add(20*time.Minute))
 	got := l.sent("team", at.Add(65*time.Minute))
-	want := autoscale.LoweredBy{"web": {"a": at.Add(20 * time.Minute), "b": at.Add(10 * time.Minute)}}
+	want := limits.LoweredBy{"web": {"a": at.Add(20 * time.Minute), "b": at.Add(10 * time.Minute)}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("sent at +65m: %v, want %v: c is an hour old, a counts from its second lowering", got, want)
 	}

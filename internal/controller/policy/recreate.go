@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -89,14 +90,14 @@ func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy
 		return false, interval, nil
 	}
 	switch d.Step {
-	case autoscale.RecreateWait:
+	case placement.RecreateWait:
 		if d.Reason != "" {
 			blocked[d.Reason] = d.Message
 		}
 		return false, d.RetryAfter, nil
-	case autoscale.RecreateBlocked:
+	case placement.RecreateBlocked:
 		return block(d.Reason, d.Message)
-	case autoscale.RecreateRecord:
+	case placement.RecreateRecord:
 		// The replacement reads its resources from status at admission:
 		// they are written with this sync's status, a sync before the
 		// eviction (taken back if that write fails: recordedThisSync).
@@ -107,12 +108,12 @@ func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy
 		}
 		in.recorded = append(in.recorded, owner.UID)
 		return false, d.RetryAfter, nil
-	case autoscale.RecreateEvict:
+	case placement.RecreateEvict:
 	default:
 		return false, 0, fmt.Errorf("deciding recreation of pod %s/%s: unexpected step %s", p.Namespace, p.Name, d.Step)
 	}
 
-	owner, text := d.Owner, autoscale.ContainersText(d.Containers)
+	owner, text := d.Owner, placement.ContainersText(d.Containers)
 	uid := p.UID
 	eviction := &policyv1.Eviction{
 		ObjectMeta:    metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},

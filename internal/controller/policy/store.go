@@ -13,7 +13,8 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/advise"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/metrics"
 )
 
@@ -93,12 +94,12 @@ type policyState struct {
 	// canary is the state of the policy's canary as the last sync decided
 	// it (autoscale.DecideSync), and canaryWritten as the checkpoint last
 	// kept it: a change is written at once, not at the checkpoint interval.
-	canary        autoscale.CanaryState
+	canary        canary.State
 	canaryWritten *v1alpha1.CanaryCheckpoint
 	// lowered are the pods the lowering budget counts, as the last sync
 	// left them, and loweredWritten as the checkpoint last kept them:
 	// written at once too, so a restart does not grant the hour again.
-	lowered        autoscale.Lowered
+	lowered        limits.Lowered
 	loweredWritten []v1alpha1.LoweredPod
 }
 

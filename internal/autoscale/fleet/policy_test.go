@@ -1,4 +1,4 @@
-package autoscale
+package fleet
 
 import (
 	"fmt"
@@ -14,36 +14,6 @@ import (
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
-
-var v137 = resize.Version{Major: 1, Minor: 37}
-
-func nodeState(cpu, memory string, pods ...*corev1.Pod) *resize.NodeState {
-	return &resize.NodeState{Allocatable: builder.List(cpu, memory), Pods: pods}
-}
-
-func sent(d PolicyDecision) []string {
-	var out []string
-	for _, a := range d.Resizes {
-		out = append(out, a.Pod.Name+" "+describeDesired(a.Decision))
-	}
-	return out
-}
-
-func held(d PolicyDecision) []string {
-	var out []string
-	for _, h := range d.Held {
-		out = append(out, h.Pod.Name+" "+string(h.Reason))
-	}
-	return out
-}
-
-func describeDesired(d podchange.Decision) string {
-	s := ""
-	for _, ch := range d.All() {
-		s += fmt.Sprintf("%s.%s=%s;", ch.Container, ch.Resource, ch.RequestNow.String())
-	}
-	return s
-}
 
 func TestDecidePolicyServesRaisesFirstAndSharesNodeRoom(t *testing.T) {
 	mk := func(name string) *corev1.Pod {

@@ -1,13 +1,16 @@
-package autoscale_test
+package placement_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
@@ -24,34 +27,34 @@ func TestNewPodRoom(t *testing.T) {
 	plain := &corev1.PodTemplateSpec{}
 	pooled := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeSelector: map[string]string{"pool": "small"}}}
 	own := func(p *corev1.Pod) bool { return len(p.OwnerReferences) > 0 && p.OwnerReferences[0].UID == "ds-1" }
-	nodes := []autoscale.NodePods{{Node: big, Pods: []*corev1.Pod{busy, mine}}, {Node: small}, {Node: cordoned}, {Node: notReady}, {Node: tainted}}
+	nodes := []placement.NodePods{{Node: big, Pods: []*corev1.Pod{busy, mine}}, {Node: small}, {Node: cordoned}, {Node: notReady}, {Node: tainted}}
 	cases := map[string]struct {
-		in   autoscale.NewPodRoomInput
+		in   placement.NewPodRoomInput
 		want corev1.ResourceList
 	}{
 		"the largest allocatable of the nodes a pod may land on, per resource": {
-			in:   autoscale.NewPodRoomInput{Template: plain, Nodes: nodes},
+			in:   placement.NewPodRoomInput{Template: plain, Nodes: nodes},
 			want: builder.List("8", "32Gi"),
 		},
 		"the node selector narrows the nodes": {
-			in:   autoscale.NewPodRoomInput{Template: pooled, Nodes: nodes},
+			in:   placement.NewPodRoomInput{Template: pooled, Nodes: nodes},
 			want: builder.List("2", "32Gi"),
 		},
 		"free room counts what is bound there": {
-			in:   autoscale.NewPodRoomInput{Template: plain, Free: true, Nodes: nodes},
+			in:   placement.NewPodRoomInput{Template: plain, Free: true, Nodes: nodes},
 			want: builder.List("2", "32Gi"),
 		},
 		"a DaemonSet's pod must fit every node it runs on, beside all but its own pod": {
-			in:   autoscale.NewPodRoomInput{Template: plain, DaemonSet: true, Own: own, Nodes: nodes},
+			in:   placement.NewPodRoomInput{Template: plain, DaemonSet: true, Own: own, Nodes: nodes},
 			want: builder.List("2", "12Gi"),
 		},
 		"no node matches: nothing known": {
-			in: autoscale.NewPodRoomInput{Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeSelector: map[string]string{"pool": "none"}}}, Nodes: nodes},
+			in: placement.NewPodRoomInput{Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeSelector: map[string]string{"pool": "none"}}}, Nodes: nodes},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := autoscale.NewPodRoom(tc.in)
+			got := placement.NewPodRoom(tc.in)
 			if diff := cmp.Diff(tc.want, got, quantityCmp); diff != "" {
 				t.Errorf("NewPodRoom (-want,+got):\n%s", diff)
 			}
@@ -110,7 +113,7 @@ func TestAdmitCutToNodeRoom(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			tmpl := templateOf(ctr("app", rl("cpu", "500m", "memory", "1Gi"), rl("cpu", "1", "memory", "2Gi")))
-			got, err := autoscale.Admit(autoscale.AdmitInput{Template: tmpl, Spec: spec, Targets: tc.targets, Boost: tc.boost, Room: tc.room,
+			got, err := newpods.Admit(newpods.AdmitInput{Template: tmpl, Spec: spec, Targets: tc.targets, Boost: tc.boost, Room: tc.room,
 				Server: resize.Version{Major: 1, Minor: 37}})
 			if err != nil {
 				t.Fatal(err)
@@ -120,4 +123,42 @@ func TestAdmitCutToNodeRoom(t *testing.T) {
 			}
 		})
 	}
+}
+
+func rl(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+func templateOf(cs ...corev1.Container) *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: cs}}
+}
+
+func ctr(name string, req, lim corev1.ResourceList) corev1.Container {
+	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}
+}
+
+func target(cpu, memory string) podchange.Target {
+	var t podchange.Target
+	if cpu != "" {
+		q := resource.MustParse(cpu)
+		t.CPU = &q
+	}
+	if memory != "" {
+		q := resource.MustParse(memory)
+		t.Memory = &q
+	}
+	return t
+}
+
+// admittedText is each admitted container as "name req-cpu/req-mem lim-cpu/lim-mem".
+func admittedText(cs []v1alpha1.AdmittedContainer) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, fmt.Sprintf("%s %s/%s %s/%s", c.Name, c.Requests.Cpu(), c.Requests.Memory(), c.Limits.Cpu(), c.Limits.Memory()))
+	}
+	return out
 }

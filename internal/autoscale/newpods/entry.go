@@ -1,4 +1,4 @@
-package autoscale
+package newpods
 
 import (
 	"fmt"
@@ -120,4 +120,17 @@ func PlanEntry(in EntryInput) *v1alpha1.Admission {
 	}
 	out.Message = msg
 	return out
+}
+
+// AdmittedTemplate is template as the apiserver creates a pod from it,
+// before any admission policy: requests defaulted from limits, then the
+// LimitRanges' defaults (rules nil: none). The recreation policy compares
+// the new pod's values with the entry's template values at that point, and
+// a pod created from the template under the same LimitRanges has them.
+func AdmittedTemplate(rules *nsrules.Rules, template *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
+	if rules == nil {
+		rules = &nsrules.Rules{}
+	}
+	pod := rules.Admitted(&corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: template.Spec})
+	return &corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta, Spec: pod.Spec}
 }

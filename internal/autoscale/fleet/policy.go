@@ -1,4 +1,4 @@
-package autoscale
+package fleet
 
 import (
 	"fmt"
@@ -156,7 +156,7 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 	}
 	var queue []candidate
 	for _, p := range in.Pods {
-		d, err := podchange.Decide(in.podInput(p, nil))
+		d, err := in.Wish(p)
 		if err != nil {
 			return out, err
 		}
@@ -265,6 +265,13 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 	return out, nil
 }
 
+// Wish is the pod's own decision, before its node's room and the quotas
+// cut it: what DecidePolicy's first pass queues it with, and what the gates
+// holding lowerings back tell its lowerings apart by.
+func (in PolicyInput) Wish(p PodInput) (podchange.Decision, error) {
+	return podchange.Decide(in.podInput(p, nil))
+}
+
 func (in PolicyInput) podInput(p PodInput, room corev1.ResourceList) podchange.Input {
 	return podchange.Input{
 		Pod: p.Pod, Spec: in.Spec, Targets: p.Targets, PodTarget: p.PodTarget, WorkingSet: p.WorkingSet,
@@ -279,25 +286,7 @@ func withQuotaRoom(room corev1.ResourceList, rules *nsrules.Rules, p *corev1.Pod
 	if rules == nil {
 		return room
 	}
-	return leastRoom(room, rules.RequestRoom(p))
-}
-
-// leastRoom is, per resource, the smaller of a and b; a resource only one
-// of them limits is limited by that one. Nil when neither limits any.
-func leastRoom(a, b corev1.ResourceList) corev1.ResourceList {
-	if b == nil {
-		return a
-	}
-	out := a.DeepCopy()
-	if out == nil {
-		out = corev1.ResourceList{}
-	}
-	for r, q := range b {
-		if have, ok := out[r]; !ok || q.Cmp(have) < 0 {
-			out[r] = q.DeepCopy()
-		}
-	}
-	return out
+	return resize.LeastRoom(room, rules.RequestRoom(p))
 }
 
 // roomLeft is the node's room after a decision that was given given and
@@ -311,4 +300,13 @@ func roomLeft(room, given, left corev1.ResourceList) corev1.ResourceList {
 		out[r] = q
 	}
 	return out
+}
+
+// Soonest is the sooner of two waits, 0 being none: how the parts of a
+// sync join the RetryAfter each asks for.
+func Soonest(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }

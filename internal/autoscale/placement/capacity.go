@@ -1,4 +1,4 @@
-package autoscale
+package placement
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package autoscale
+package newpods
 
 import (
 	"fmt"
@@ -119,7 +119,7 @@ func Admit(in AdmitInput) (Admitted, error) {
 	}
 	replicas := max(in.Replicas, 1)
 	d, err := podchange.Decide(podchange.Input{Pod: pod, Spec: in.Spec, Targets: targets, Now: in.Now, Creating: true, Holds: in.Holds, Boost: boosted.names,
-		Room: leastRoom(roomBeside(pod, in.Room), quotaRoomPerReplica(in.Rules, pod, replicas)), Rules: in.Rules})
+		Room: resize.LeastRoom(roomBeside(pod, in.Room), quotaRoomPerReplica(in.Rules, pod, replicas)), Rules: in.Rules})
 	if err != nil {
 		return out, fmt.Errorf("admit: %w", err)
 	}
@@ -149,10 +149,10 @@ func Admit(in AdmitInput) (Admitted, error) {
 		want := d.Desired.Containers[n]
 		ac := v1alpha1.AdmittedContainer{Name: n}
 		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			setEntry(&ac.TemplateRequests, r, c.Resources.Requests)
-			setEntry(&ac.TemplateLimits, r, c.Resources.Limits)
-			setEntry(&ac.Requests, r, want.Requests, c.Resources.Requests)
-			setEntry(&ac.Limits, r, want.Limits, c.Resources.Limits)
+			SetEntry(&ac.TemplateRequests, r, c.Resources.Requests)
+			SetEntry(&ac.TemplateLimits, r, c.Resources.Limits)
+			SetEntry(&ac.Requests, r, want.Requests, c.Resources.Requests)
+			SetEntry(&ac.Limits, r, want.Limits, c.Resources.Limits)
 		}
 		out.Containers = append(out.Containers, ac)
 		var parts []string
@@ -338,8 +338,8 @@ func (in AdmitInput) boost(pod *corev1.Pod, targets map[string]podchange.Target)
 	return out
 }
 
-// setEntry copies resource r into *dst from the first list that has it.
-func setEntry(dst *corev1.ResourceList, r corev1.ResourceName, from ...corev1.ResourceList) {
+// SetEntry copies resource r into *dst from the first list that has it.
+func SetEntry(dst *corev1.ResourceList, r corev1.ResourceName, from ...corev1.ResourceList) {
 	for _, l := range from {
 		if q, ok := l[r]; ok {
 			if *dst == nil {

@@ -1,4 +1,4 @@
-package autoscale
+package canary
 
 import (
 	"fmt"
@@ -15,19 +15,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
-// CanaryValues are cpu and memory requests and limits by container name,
+// Values are cpu and memory requests and limits by container name,
 // podcontainers.PodLevelName standing for the pod-level resources.
-type CanaryValues map[string]corev1.ResourceRequirements
+type Values map[string]corev1.ResourceRequirements
 
-// CanaryPod is a pod lowered before the others, and what its guardrails are
+// Pod is a pod lowered before the others, and what its guardrails are
 // judged against.
-type CanaryPod struct {
+type Pod struct {
 	UID  types.UID
 	Name string
 	// LoweredAt is when its lowering was sent: the window starts then.
@@ -35,25 +37,25 @@ type CanaryPod struct {
 	// Ready: the pod was Ready when it was lowered.
 	Ready bool
 	// Before are its values before the lowering, which a rollback restores.
-	Before CanaryValues
+	Before Values
 	// Restarts are its containers' restart counts when it was lowered.
 	Restarts map[string]int32
 }
 
-// CanaryState is what a policy's canary remembers from one sync to the
+// State is what a policy's canary remembers from one sync to the
 // next, and across manager restarts (the controller keeps it in the
 // policy's TailorCheckpoint).
-type CanaryState struct {
+type State struct {
 	// Pods are the canary pods being watched; none between canaries.
-	Pods []CanaryPod
+	Pods []Pod
 	// Revert are canary pods rolled back whose spec did not show it yet:
 	// their rollback is sent again until it does.
-	Revert []CanaryPod
+	Revert []Pod
 	// Proven are the values the last promoted canary held through its
 	// window, raised by a rollback to what the canary pods had before:
 	// lowerings to them or above need no canary, and new pods are not
 	// sized below them.
-	Proven CanaryValues
+	Proven Values
 	// HoldUntil is when the hold after the last rollback ends.
 	HoldUntil time.Time
 	// Trips counts rollbacks since the last promotion.
@@ -64,7 +66,7 @@ type CanaryState struct {
 }
 
 // IsZero reports whether the canary remembers nothing.
-func (s CanaryState) IsZero() bool {
+func (s State) IsZero() bool {
 	return len(s.Pods) == 0 && len(s.Revert) == 0 && len(s.Proven) == 0 &&
 		s.HoldUntil.IsZero() && s.Trips == 0 && s.LastResult == "" && s.Learnt == ""
 }
@@ -124,46 +126,46 @@ type GuardrailAnswer struct {
 
 // Reasons of the events a canary sends.
 const (
-	EventCanaryStarted    = "CanaryStarted"
-	EventCanaryPromoted   = "CanaryPromoted"
-	EventCanaryRolledBack = "CanaryRolledBack"
+	EventStarted    = "CanaryStarted"
+	EventPromoted   = "CanaryPromoted"
+	EventRolledBack = "CanaryRolledBack"
 )
 
 // HoldReasons of the lowerings a canary holds.
 const (
-	// HoldCanary: the lowering waits for the canary pods' window.
-	HoldCanary HoldReason = "Canary"
-	// HoldCanaryBackoff: a canary was rolled back; the workload's
+	// Hold: the lowering waits for the canary pods' window.
+	Hold fleet.HoldReason = "Canary"
+	// HoldBackoff: a canary was rolled back; the workload's
 	// lowerings wait out the backoff.
-	HoldCanaryBackoff HoldReason = "CanaryBackoff"
+	HoldBackoff fleet.HoldReason = "CanaryBackoff"
 )
 
-// CanaryEvent is something a canary did this sync, for an event.
-type CanaryEvent struct {
+// Event is something a canary did this sync, for an event.
+type Event struct {
 	// Reason is one of the EventCanary reasons.
 	Reason string
 	// Pod is the pod it is about; nil for the policy as a whole.
 	Pod *corev1.Pod
-	// Guardrail is the one that tripped, for EventCanaryRolledBack.
+	// Guardrail is the one that tripped, for EventRolledBack.
 	Guardrail Guardrail
 	Message   string
 }
 
-// CanaryOutcome is the canary's part of a sync's decision.
-type CanaryOutcome struct {
+// Outcome is the canary's part of a sync's decision.
+type Outcome struct {
 	// Active: the policy has a canary, and a Canary condition.
 	Active bool
 	// State is the canary's state for the next sync.
-	State  CanaryState
-	Events []CanaryEvent
+	State  State
+	Events []Event
 	// Status, Reason and Message are the Canary condition's, when Active.
 	Status  metav1.ConditionStatus
 	Reason  string
 	Message string
 }
 
-// CanaryConfig is behavior.scaleDown.canary with its defaults.
-type CanaryConfig struct {
+// Config is behavior.scaleDown.canary with its defaults.
+type Config struct {
 	// Pods is the count of canary pods, or Percent the share of the
 	// workload's pods (Pods is then 0).
 	Pods, Percent int
@@ -180,27 +182,27 @@ type CanaryConfig struct {
 
 // Defaults of a canary's fields, as the CRD sets them.
 const (
-	DefaultCanaryWindow         = 10 * time.Minute
-	DefaultCanaryThrottled      = 20
-	DefaultCanaryMemoryMargin   = 5
-	DefaultCanaryBackoffInitial = time.Hour
-	DefaultCanaryBackoffMax     = 24 * time.Hour
-	// MaxCanaryPods bounds a canary, as the CRD and the checkpoint do.
-	MaxCanaryPods = 100
+	DefaultWindow         = 10 * time.Minute
+	DefaultThrottled      = 20
+	DefaultMemoryMargin   = 5
+	DefaultBackoffInitial = time.Hour
+	DefaultBackoffMax     = 24 * time.Hour
+	// MaxPods bounds a canary, as the CRD and the checkpoint do.
+	MaxPods = 100
 )
 
-// CanaryConfigOf is the policy's canary with its defaults; false when it
+// ConfigOf is the policy's canary with its defaults; false when it
 // has none.
-func CanaryConfigOf(spec *v1alpha1.TailorPolicySpec) (CanaryConfig, bool) {
+func ConfigOf(spec *v1alpha1.TailorPolicySpec) (Config, bool) {
 	if spec.Behavior == nil || spec.Behavior.ScaleDown == nil || spec.Behavior.ScaleDown.Canary == nil {
-		return CanaryConfig{}, false
+		return Config{}, false
 	}
 	c := spec.Behavior.ScaleDown.Canary
-	cfg := CanaryConfig{
-		Pods: 1, Window: DefaultCanaryWindow,
+	cfg := Config{
+		Pods: 1, Window: DefaultWindow,
 		OOMKill: true, Restart: true, Readiness: true, CPUThrottling: true, MemoryNearLimit: true,
-		ThrottledShare: DefaultCanaryThrottled / 100.0, MemoryMargin: DefaultCanaryMemoryMargin / 100.0,
-		BackoffInitial: DefaultCanaryBackoffInitial, BackoffMax: DefaultCanaryBackoffMax,
+		ThrottledShare: DefaultThrottled / 100.0, MemoryMargin: DefaultMemoryMargin / 100.0,
+		BackoffInitial: DefaultBackoffInitial, BackoffMax: DefaultBackoffMax,
 	}
 	if p := c.Pods; p != nil {
 		if p.Type == intstr.String {
@@ -254,18 +256,18 @@ func CanaryConfigOf(spec *v1alpha1.TailorPolicySpec) (CanaryConfig, bool) {
 }
 
 // count is how many canary pods a workload of n pods gets: at least one,
-// at most n and MaxCanaryPods.
-func (c CanaryConfig) count(n int) int {
+// at most n and MaxPods.
+func (c Config) count(n int) int {
 	want := c.Pods
 	if c.Percent > 0 {
 		want = (n*c.Percent + 99) / 100
 	}
-	return max(1, min(want, n, MaxCanaryPods))
+	return max(1, min(want, n, MaxPods))
 }
 
 // Backoff is the hold after the trips-th rollback in a row: the initial
 // hold, doubled for each earlier trip, at most the cap.
-func (c CanaryConfig) Backoff(trips int32) time.Duration {
+func (c Config) Backoff(trips int32) time.Duration {
 	d := c.BackoffInitial
 	for i := int32(1); i < trips && d < c.BackoffMax; i++ {
 		d *= 2
@@ -274,7 +276,7 @@ func (c CanaryConfig) Backoff(trips int32) time.Duration {
 }
 
 // watching names the guardrails watched, for the Canary condition.
-func (c CanaryConfig) watching() string {
+func (c Config) watching() string {
 	var on []string
 	if c.OOMKill {
 		on = append(on, "OOM kills")
@@ -300,24 +302,59 @@ func (c CanaryConfig) watching() string {
 	return strings.Join(on, ", ")
 }
 
+// Gate is a policy's canary as a lowering.Gate: it holds the lowerings the
+// canary stands for, sends its rollbacks, and reports its Outcome. A
+// policy without a canary passes everything and reports the zero Outcome;
+// in mode Off, which lowers nothing, the canary stands where it was.
+type Gate struct {
+	// State is what the canary left at the last sync (the zero value:
+	// none).
+	State State
+	// Answers are the query guardrails' answers, by name, asked for the
+	// pods LivePods names this sync; a guardrail missing here was not
+	// asked, and is unanswered.
+	Answers map[string]GuardrailAnswer
+}
+
+var _ lowering.Gate[Outcome] = Gate{}
+
+// Pass plans the canary's part of the sync (planCanary).
+func (g Gate) Pass(in fleet.PolicyInput) (fleet.PolicyInput, lowering.Settle[Outcome], error) {
+	cfg, on := ConfigOf(in.Spec)
+	switch {
+	case !on:
+		return in, func(*fleet.PolicyDecision) Outcome { return Outcome{} }, nil
+	case in.Spec.Mode() == v1alpha1.UpdateModeOff:
+		return in, func(*fleet.PolicyDecision) Outcome {
+			return Outcome{Active: true, State: g.State, Status: metav1.ConditionFalse, Reason: v1alpha1.CanaryReasonIdle,
+				Message: "updateMode is Off: nothing is lowered, so no canary runs"}
+		}, nil
+	}
+	plan, err := planCanary(in, g.State, cfg, g.Answers)
+	if err != nil {
+		return in, nil, err
+	}
+	return plan.input, plan.settle, nil
+}
+
 // canaryPlan is the canary's part of one sync, before and after
 // DecidePolicy: which pods' lowerings are taken out of its input and why,
 // which pods may be lowered as canaries, and the rollbacks sent whatever
 // DecidePolicy says.
 type canaryPlan struct {
-	cfg   CanaryConfig
+	cfg   Config
 	now   time.Time
-	input PolicyInput
-	state CanaryState
+	input fleet.PolicyInput
+	state State
 	// wish is each pod's own decision, by UID, before anything is held.
 	wish map[types.UID]podchange.Decision
 	// chosen are the pods that may be lowered as canaries this sync.
 	chosen map[types.UID]bool
 	// held are the lowerings taken out, by pod UID.
-	held      map[types.UID]Held
-	rollbacks []Action
-	refused   []Held
-	events    []CanaryEvent
+	held      map[types.UID]fleet.Held
+	rollbacks []fleet.Action
+	refused   []fleet.Held
+	events    []Event
 	retry     time.Duration
 	promoted  bool
 	// answers are the query guardrails' answers this sync, by name, and
@@ -335,19 +372,19 @@ type canaryPlan struct {
 // DecidePolicy's first pass makes it).
 //
 // The query guardrails are judged on answers, asked for by the caller for
-// the pods LiveCanaryPods names. A query without an answer neither trips
+// the pods LivePods names. A query without an answer neither trips
 // nor passes: the canary is not promoted, nor rolled back, until it
 // answers, since a guardrail that cannot see is no proof that the lowering
 // is harmless.
-func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig, answers map[string]GuardrailAnswer) (*canaryPlan, error) {
+func planCanary(in fleet.PolicyInput, st State, cfg Config, answers map[string]GuardrailAnswer) (*canaryPlan, error) {
 	// The plan changes its input's pods: not the caller's.
-	in.Pods = append([]PodInput(nil), in.Pods...)
+	in.Pods = append([]fleet.PodInput(nil), in.Pods...)
 	cp := &canaryPlan{cfg: cfg, now: in.Now, input: in, state: st, wish: map[types.UID]podchange.Decision{},
-		chosen: map[types.UID]bool{}, held: map[types.UID]Held{}, answers: answers}
-	byUID := map[types.UID]PodInput{}
+		chosen: map[types.UID]bool{}, held: map[types.UID]fleet.Held{}, answers: answers}
+	byUID := map[types.UID]fleet.PodInput{}
 	for _, p := range in.Pods {
 		byUID[p.Pod.UID] = p
-		d, err := podchange.Decide(in.podInput(p, nil))
+		d, err := in.Wish(p)
 		if err != nil {
 			return nil, err
 		}
@@ -358,11 +395,11 @@ func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig, answers map[st
 	for i, p := range in.Pods {
 		pods[i] = p.Pod
 	}
-	live := LiveCanaryPods(cp.state, pods)
+	live := LivePods(cp.state, pods)
 	cp.state.Pods = live
 	if len(live) > 0 {
 		if cp.trip(live, byUID) {
-			cp.holdAll(HoldCanaryBackoff)
+			cp.holdAll(HoldBackoff)
 			return cp, nil
 		}
 		if !cp.promote(live, byUID) {
@@ -371,8 +408,8 @@ func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig, answers map[st
 		}
 	}
 	if cp.now.Before(cp.state.HoldUntil) {
-		cp.holdAll(HoldCanaryBackoff)
-		cp.retry = soonest(cp.retry, cp.state.HoldUntil.Sub(cp.now))
+		cp.holdAll(HoldBackoff)
+		cp.retry = fleet.Soonest(cp.retry, cp.state.HoldUntil.Sub(cp.now))
 		return cp, nil
 	}
 	cp.state.HoldUntil = time.Time{}
@@ -380,16 +417,16 @@ func planCanary(in PolicyInput, st CanaryState, cfg CanaryConfig, answers map[st
 	return cp, nil
 }
 
-// LiveCanaryPods are the canary pods of st still among pods whose spec
+// LivePods are the canary pods of st still among pods whose spec
 // shows their lowering: one deleted, or whose resize was never taken, is no
 // canary. Their guardrails are judged; the query guardrails are asked about
 // them.
-func LiveCanaryPods(st CanaryState, pods []*corev1.Pod) []CanaryPod {
+func LivePods(st State, pods []*corev1.Pod) []Pod {
 	byUID := make(map[types.UID]*corev1.Pod, len(pods))
 	for _, p := range pods {
 		byUID[p.UID] = p
 	}
-	var live []CanaryPod
+	var live []Pod
 	for _, c := range st.Pods {
 		if p, ok := byUID[c.UID]; ok && below(p, c.Before) {
 			live = append(live, c)
@@ -400,8 +437,8 @@ func LiveCanaryPods(st CanaryState, pods []*corev1.Pod) []CanaryPod {
 
 // revert sends again the rollbacks whose pods' spec does not show them, and
 // forgets those that do.
-func (cp *canaryPlan) revert(byUID map[types.UID]PodInput) {
-	var keep []CanaryPod
+func (cp *canaryPlan) revert(byUID map[types.UID]fleet.PodInput) {
+	var keep []Pod
 	for _, c := range cp.state.Revert {
 		p, ok := byUID[c.UID]
 		if !ok || !below(p.Pod, c.Before) {
@@ -415,7 +452,7 @@ func (cp *canaryPlan) revert(byUID map[types.UID]PodInput) {
 
 // trip checks each canary pod's guardrails; when one trips, every canary
 // pod is rolled back, and the hold starts.
-func (cp *canaryPlan) trip(live []CanaryPod, byUID map[types.UID]PodInput) bool {
+func (cp *canaryPlan) trip(live []Pod, byUID map[types.UID]fleet.PodInput) bool {
 	var trips []tripped
 	for _, c := range live {
 		if g, what, ok := cp.cfg.guardrail(c, byUID[c.UID]); ok {
@@ -448,13 +485,13 @@ func (cp *canaryPlan) trip(live []CanaryPod, byUID map[types.UID]PodInput) bool 
 	st.HoldUntil = cp.now.Add(hold)
 	// What was learnt: below what the canary pods had, nothing is
 	// proven any more, and new pods are not sized there.
-	back := CanaryValues{}
+	back := Values{}
 	for _, c := range live {
 		back.raiseTo(c.Before)
 		cp.rollback(byUID[c.UID], c)
 	}
 	if st.Proven == nil {
-		st.Proven = CanaryValues{}
+		st.Proven = Values{}
 	}
 	st.Proven.raiseTo(back)
 	st.Revert = append(st.Revert, live...)
@@ -462,18 +499,18 @@ func (cp *canaryPlan) trip(live []CanaryPod, byUID map[types.UID]PodInput) bool 
 	first := trips[0]
 	st.LastResult = v1alpha1.CanaryReasonRolledBack
 	st.Learnt = fmt.Sprintf("canary pod %s rolled back in place at %s: %s; lowerings are held for %s, until %s (rollback %d since the last promotion), and new pods are not sized below %s",
-		first.pod.Name, stamp(cp.now), first, hold, stamp(st.HoldUntil), st.Trips, back)
+		first.pod.Name, lowering.Stamp(cp.now), first, hold, lowering.Stamp(st.HoldUntil), st.Trips, back)
 	for _, t := range trips {
-		cp.events = append(cp.events, CanaryEvent{Reason: EventCanaryRolledBack, Pod: byUID[t.pod.UID].Pod, Guardrail: t.guardrail,
+		cp.events = append(cp.events, Event{Reason: EventRolledBack, Pod: byUID[t.pod.UID].Pod, Guardrail: t.guardrail,
 			Message: fmt.Sprintf("%s: raised back in place to %s; the workload's lowerings are held for %s", t, t.pod.Before, hold)})
 	}
-	cp.retry = soonest(cp.retry, hold)
+	cp.retry = fleet.Soonest(cp.retry, hold)
 	return true
 }
 
 // tripped is a guardrail a canary pod tripped, and what it saw.
 type tripped struct {
-	pod       CanaryPod
+	pod       Pod
 	guardrail Guardrail
 	// query names the query guardrail, for GuardrailQuery.
 	query string
@@ -492,12 +529,12 @@ func (t tripped) String() string {
 // proven, and the other pods follow. False while the window runs, a
 // canary's resize is still being applied, or a query guardrail has no
 // answer.
-func (cp *canaryPlan) promote(live []CanaryPod, byUID map[types.UID]PodInput) bool {
+func (cp *canaryPlan) promote(live []Pod, byUID map[types.UID]fleet.PodInput) bool {
 	end := windowEnd(live, cp.cfg.Window)
 	if cp.now.Before(end) || len(cp.unanswered) > 0 {
 		return false
 	}
-	proven := CanaryValues{}
+	proven := Values{}
 	var names []string
 	for _, c := range live {
 		p := byUID[c.UID]
@@ -511,8 +548,8 @@ func (cp *canaryPlan) promote(live []CanaryPod, byUID map[types.UID]PodInput) bo
 	st.Proven, st.Pods, st.Trips, st.HoldUntil = proven, nil, 0, time.Time{}
 	st.LastResult = v1alpha1.CanaryReasonPromoted
 	st.Learnt = fmt.Sprintf("canary pod(s) %s held through the %s window with no guardrail tripped; promoted at %s: the other pods follow, and lowerings down to %s need no canary",
-		strings.Join(names, ", "), cp.cfg.Window, stamp(cp.now), proven)
-	cp.events = append(cp.events, CanaryEvent{Reason: EventCanaryPromoted,
+		strings.Join(names, ", "), cp.cfg.Window, lowering.Stamp(cp.now), proven)
+	cp.events = append(cp.events, Event{Reason: EventPromoted,
 		Message: fmt.Sprintf("canary pod(s) %s held through the %s window: the other pods follow, down to %s", strings.Join(names, ", "), cp.cfg.Window, proven)})
 	cp.promoted = true
 	return true
@@ -521,7 +558,7 @@ func (cp *canaryPlan) promote(live []CanaryPod, byUID map[types.UID]PodInput) bo
 // watch holds, while the canary pods are watched, every other lowering and
 // any further one of the canary pods, but lets more pods join the canary
 // until it has as many as configured.
-func (cp *canaryPlan) watch(live []CanaryPod) {
+func (cp *canaryPlan) watch(live []Pod) {
 	inCanary := map[types.UID]bool{}
 	var names []string
 	for _, c := range live {
@@ -533,13 +570,13 @@ func (cp *canaryPlan) watch(live []CanaryPod) {
 		cp.chosen[uid] = true
 	}
 	end := windowEnd(live, cp.cfg.Window)
-	msg := fmt.Sprintf("canary pod(s) %s are watched until %s; the other pods' lowerings wait for them", strings.Join(names, ", "), stamp(end))
+	msg := fmt.Sprintf("canary pod(s) %s are watched until %s; the other pods' lowerings wait for them", strings.Join(names, ", "), lowering.Stamp(end))
 	if !cp.now.Before(end) {
-		msg = fmt.Sprintf("canary pod(s) %s are held past their window (it ended %s) until every query guardrail answers; the other pods' lowerings wait for them", strings.Join(names, ", "), stamp(end))
+		msg = fmt.Sprintf("canary pod(s) %s are held past their window (it ended %s) until every query guardrail answers; the other pods' lowerings wait for them", strings.Join(names, ", "), lowering.Stamp(end))
 	}
-	cp.holdLowerings(HoldCanary, msg, func(uid types.UID) bool { return !cp.chosen[uid] })
+	cp.holdLowerings(Hold, msg, func(uid types.UID) bool { return !cp.chosen[uid] })
 	if wait := end.Sub(cp.now); wait > 0 {
-		cp.retry = soonest(cp.retry, wait)
+		cp.retry = fleet.Soonest(cp.retry, wait)
 	}
 }
 
@@ -565,7 +602,7 @@ func (cp *canaryPlan) start() {
 	for _, uid := range need[n:] {
 		waiting[uid] = true
 	}
-	cp.holdLowerings(HoldCanary, fmt.Sprintf("the lowering goes to canary pod(s) %s first", strings.Join(names, ", ")),
+	cp.holdLowerings(Hold, fmt.Sprintf("the lowering goes to canary pod(s) %s first", strings.Join(names, ", ")),
 		func(uid types.UID) bool { return waiting[uid] })
 }
 
@@ -600,24 +637,24 @@ func (cp *canaryPlan) reverting(uid types.UID) bool {
 }
 
 // holdAll holds every lowering of the workload, for the backoff.
-func (cp *canaryPlan) holdAll(reason HoldReason) {
-	msg := fmt.Sprintf("lowerings are held until %s: %s", stamp(cp.state.HoldUntil), cp.state.Learnt)
+func (cp *canaryPlan) holdAll(reason fleet.HoldReason) {
+	msg := fmt.Sprintf("lowerings are held until %s: %s", lowering.Stamp(cp.state.HoldUntil), cp.state.Learnt)
 	cp.holdLowerings(reason, msg, func(types.UID) bool { return true })
 }
 
 // holdLowerings takes the lowerings of the pods hold says out of
 // DecidePolicy's input, leaving their raises, and says why.
-func (cp *canaryPlan) holdLowerings(reason HoldReason, msg string, hold func(types.UID) bool) {
-	pods := make([]PodInput, len(cp.input.Pods))
+func (cp *canaryPlan) holdLowerings(reason fleet.HoldReason, msg string, hold func(types.UID) bool) {
+	pods := make([]fleet.PodInput, len(cp.input.Pods))
 	for i, p := range cp.input.Pods {
 		pods[i] = p
 		uid := p.Pod.UID
-		down := lowerings(cp.wish[uid])
+		down := lowering.Changes(cp.wish[uid])
 		if len(down) == 0 || !hold(uid) {
 			continue
 		}
-		pods[i] = withoutLowerings(p, down)
-		cp.held[uid] = Held{Pod: p.Pod, Reason: reason, Message: msg, Decision: cp.wish[uid]}
+		pods[i] = lowering.Without(p, down)
+		cp.held[uid] = fleet.Held{Pod: p.Pod, Reason: reason, Message: msg, Decision: cp.wish[uid]}
 	}
 	cp.input.Pods = pods
 }
@@ -625,7 +662,7 @@ func (cp *canaryPlan) holdLowerings(reason HoldReason, msg string, hold func(typ
 // rollback raises a canary pod back to what it had before its lowering,
 // whatever holds other resizes; the pod is taken out of DecidePolicy's
 // input. A resource raised since stays where it is: a rollback only raises.
-func (cp *canaryPlan) rollback(p PodInput, c CanaryPod) {
+func (cp *canaryPlan) rollback(p fleet.PodInput, c Pod) {
 	for i, q := range cp.input.Pods {
 		if q.Pod.UID == c.UID {
 			q.Targets, q.PodTarget = nil, podchange.Target{}
@@ -667,15 +704,15 @@ func (cp *canaryPlan) rollback(p PodInput, c CanaryPod) {
 	plan, err := resize.Plan(resize.Input{Pod: p.Pod, Desired: d.Desired, Node: cp.input.Nodes[p.Pod.Spec.NodeName], Server: cp.input.Server, Rules: cp.input.Rules})
 	switch {
 	case err != nil:
-		cp.refused = append(cp.refused, Held{Pod: p.Pod, Reason: HoldRefused, Decision: d, Message: fmt.Sprintf("the canary's rollback cannot be planned: %v", err)})
+		cp.refused = append(cp.refused, fleet.Held{Pod: p.Pod, Reason: fleet.HoldRefused, Decision: d, Message: fmt.Sprintf("the canary's rollback cannot be planned: %v", err)})
 	case plan.NoChange:
 	case plan.Outcome == resize.Refused:
-		cp.refused = append(cp.refused, Held{Pod: p.Pod, Reason: HoldRefused, Rule: plan.Rule, Decision: d,
+		cp.refused = append(cp.refused, fleet.Held{Pod: p.Pod, Reason: fleet.HoldRefused, Rule: plan.Rule, Decision: d,
 			Message: fmt.Sprintf("the canary's rollback: Kubernetes would refuse it (rule %s): %s", plan.Rule, plan.Message)})
 	default:
 		// Sent even when the node has no room now: the kubelet applies
 		// it as soon as it has, and nothing else would be sooner.
-		cp.rollbacks = append(cp.rollbacks, Action{Pod: p.Pod, Decision: d, Plan: plan})
+		cp.rollbacks = append(cp.rollbacks, fleet.Action{Pod: p.Pod, Decision: d, Plan: plan})
 	}
 }
 
@@ -704,7 +741,7 @@ func raiseBack(name string, r corev1.ResourceName, now, before corev1.ResourceRe
 // settle completes the plan with DecidePolicy's answer: the canary pods
 // whose lowering is sent start their window, the lowerings the canary took
 // out are reported held, and the rollbacks go first.
-func (cp *canaryPlan) settle(d *PolicyDecision) CanaryOutcome {
+func (cp *canaryPlan) settle(d *fleet.PolicyDecision) Outcome {
 	sent := map[types.UID]bool{}
 	for _, a := range cp.rollbacks {
 		sent[a.Pod.UID] = true
@@ -712,15 +749,15 @@ func (cp *canaryPlan) settle(d *PolicyDecision) CanaryOutcome {
 	for _, a := range d.Resizes {
 		uid := a.Pod.UID
 		sent[uid] = true
-		if !cp.chosen[uid] || len(lowerings(a.Decision)) == 0 {
+		if !cp.chosen[uid] || len(lowering.Changes(a.Decision)) == 0 {
 			continue
 		}
-		c := CanaryPod{UID: uid, Name: a.Pod.Name, LoweredAt: cp.now, Ready: podReady(a.Pod), Before: valuesOf(a.Pod), Restarts: restartsOf(a.Pod)}
+		c := Pod{UID: uid, Name: a.Pod.Name, LoweredAt: cp.now, Ready: podReady(a.Pod), Before: valuesOf(a.Pod), Restarts: restartsOf(a.Pod)}
 		cp.state.Pods = append(cp.state.Pods, c)
-		cp.events = append(cp.events, CanaryEvent{Reason: EventCanaryStarted, Pod: a.Pod,
+		cp.events = append(cp.events, Event{Reason: EventStarted, Pod: a.Pod,
 			Message: fmt.Sprintf("lowered first, as a canary: %s; the other pods follow if no guardrail trips by %s (%s)",
-				changesText(lowerings(a.Decision)), stamp(cp.now.Add(cp.cfg.Window)), cp.cfg.watching())})
-		cp.retry = soonest(cp.retry, cp.cfg.Window)
+				changesText(lowering.Changes(a.Decision)), lowering.Stamp(cp.now.Add(cp.cfg.Window)), cp.cfg.watching())})
+		cp.retry = fleet.Soonest(cp.retry, cp.cfg.Window)
 	}
 	already := map[types.UID]bool{}
 	for _, h := range d.Held {
@@ -735,11 +772,11 @@ func (cp *canaryPlan) settle(d *PolicyDecision) CanaryOutcome {
 	for _, a := range cp.rollbacks {
 		d.Decisions[a.Pod.Name] = a.Decision
 	}
-	d.Resizes = append(append([]Action(nil), cp.rollbacks...), d.Resizes...)
+	d.Resizes = append(append([]fleet.Action(nil), cp.rollbacks...), d.Resizes...)
 	if cp.retry > 0 && (d.RetryAfter == 0 || cp.retry < d.RetryAfter) {
 		d.RetryAfter = cp.retry
 	}
-	out := CanaryOutcome{Active: true, State: cp.state, Events: cp.events}
+	out := Outcome{Active: true, State: cp.state, Events: cp.events}
 	out.Status, out.Reason, out.Message = cp.condition(len(cp.held))
 	return out
 }
@@ -759,10 +796,10 @@ func (cp *canaryPlan) condition(waiting int) (metav1.ConditionStatus, string, st
 		}
 		if !cp.now.Before(end) && len(cp.unanswered) > 0 {
 			return metav1.ConditionTrue, v1alpha1.CanaryReasonWatching, fmt.Sprintf("canary pod(s) %s held past their window (it ended %s): no guardrail tripped, but the canary is neither promoted nor rolled back until every query guardrail answers%s; %d other pod(s)' lowerings wait",
-				strings.Join(names, ", "), stamp(end), unanswered, waiting)
+				strings.Join(names, ", "), lowering.Stamp(end), unanswered, waiting)
 		}
 		return metav1.ConditionTrue, v1alpha1.CanaryReasonWatching, fmt.Sprintf("canary pod(s) %s lowered and watched until %s for %s%s; %d other pod(s)' lowerings wait",
-			strings.Join(names, ", "), stamp(end), cp.cfg.watching(), unanswered, waiting)
+			strings.Join(names, ", "), lowering.Stamp(end), cp.cfg.watching(), unanswered, waiting)
 	}
 	if cp.now.Before(st.HoldUntil) {
 		return metav1.ConditionTrue, v1alpha1.CanaryReasonRolledBack, st.Learnt
@@ -791,7 +828,7 @@ func (cp *canaryPlan) condition(waiting int) (metav1.ConditionStatus, string, st
 
 // guardrail says which guardrail, if any, a canary pod trips now, and by
 // how much. Each is judged on what happened after its lowering.
-func (c CanaryConfig) guardrail(cp CanaryPod, pin PodInput) (Guardrail, string, bool) {
+func (c Config) guardrail(cp Pod, pin fleet.PodInput) (Guardrail, string, bool) {
 	p := pin.Pod
 	if pin.ResizeRefused != "" {
 		return GuardrailResizeRefused, "the kubelet did not apply the lowering (" + pin.ResizeRefused + ")", true
@@ -799,7 +836,7 @@ func (c CanaryConfig) guardrail(cp CanaryPod, pin PodInput) (Guardrail, string, 
 	if c.OOMKill {
 		for _, t := range metrics.Terminations(p, cp.LoweredAt) {
 			if t.OOMKilled || (t.SIGKILL && t.MemoryLimit > 0) {
-				return GuardrailOOMKill, fmt.Sprintf("container %s OOM-killed at %s under its %s memory limit", t.Container, stamp(t.FinishedAt), bytesText(t.MemoryLimit)), true
+				return GuardrailOOMKill, fmt.Sprintf("container %s OOM-killed at %s under its %s memory limit", t.Container, lowering.Stamp(t.FinishedAt), bytesText(t.MemoryLimit)), true
 			}
 		}
 	}
@@ -845,12 +882,12 @@ func (c CanaryConfig) guardrail(cp CanaryPod, pin PodInput) (Guardrail, string, 
 	return "", "", false
 }
 
-// CanaryFloor is what new pods of the workload (and its recommendation in
+// Floor is what new pods of the workload (and its recommendation in
 // status) are not sized below while the policy has a canary: what a canary
 // proved, or what a rolled-back one had (before either, what the pods have
 // now), and what the canary pods had while they are watched.
-func CanaryFloor(st CanaryState, pods []*corev1.Pod) CanaryValues {
-	floor := CanaryValues{}
+func Floor(st State, pods []*corev1.Pod) Values {
+	floor := Values{}
 	if len(st.Proven) > 0 {
 		floor.raiseTo(st.Proven)
 	} else {
@@ -866,7 +903,7 @@ func CanaryFloor(st CanaryState, pods []*corev1.Pod) CanaryValues {
 
 // FloorRecommendation is rec with each target request raised to floor; rec
 // itself is not changed.
-func FloorRecommendation(rec *v1alpha1.Recommendation, floor CanaryValues) *v1alpha1.Recommendation {
+func FloorRecommendation(rec *v1alpha1.Recommendation, floor Values) *v1alpha1.Recommendation {
 	if rec == nil || len(floor) == 0 {
 		return rec
 	}
@@ -888,7 +925,7 @@ func FloorRecommendation(rec *v1alpha1.Recommendation, floor CanaryValues) *v1al
 
 // raiseTo raises each value of v to the one of o where o's is higher, and
 // adds those v lacks.
-func (v CanaryValues) raiseTo(o CanaryValues) {
+func (v Values) raiseTo(o Values) {
 	for name, req := range o {
 		have := v[name]
 		have.Requests = higher(have.Requests, req.Requests)
@@ -915,7 +952,7 @@ func higher(a, b corev1.ResourceList) corev1.ResourceList {
 
 // String says the values for people, sorted: "app cpu 200m/400m, memory
 // 128Mi" (request/limit).
-func (v CanaryValues) String() string {
+func (v Values) String() string {
 	names := make([]string, 0, len(v))
 	for n := range v {
 		names = append(names, n)
@@ -950,8 +987,8 @@ func (v CanaryValues) String() string {
 }
 
 // valuesOf are a pod's cpu and memory requests and limits now.
-func valuesOf(p *corev1.Pod) CanaryValues {
-	out := CanaryValues{}
+func valuesOf(p *corev1.Pod) Values {
+	out := Values{}
 	keep := func(l corev1.ResourceList) corev1.ResourceList {
 		var o corev1.ResourceList
 		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
@@ -974,7 +1011,7 @@ func valuesOf(p *corev1.Pod) CanaryValues {
 }
 
 // below reports whether any of p's values is under what it had before.
-func below(p *corev1.Pod, before CanaryValues) bool {
+func below(p *corev1.Pod, before Values) bool {
 	now := valuesOf(p)
 	for name, b := range before {
 		n := now[name]
@@ -1010,7 +1047,7 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // windowEnd is when the window of the last canary pod lowered ends.
-func windowEnd(pods []CanaryPod, window time.Duration) time.Time {
+func windowEnd(pods []Pod, window time.Duration) time.Time {
 	var last time.Time
 	for _, c := range pods {
 		if c.LoweredAt.After(last) {
@@ -1020,21 +1057,10 @@ func windowEnd(pods []CanaryPod, window time.Duration) time.Time {
 	return last.Add(window)
 }
 
-// lowerings are the changes of d that lower a request or a limit.
-func lowerings(d podchange.Decision) []podchange.Change {
-	var out []podchange.Change
-	for _, ch := range d.All() {
-		if ch.RequestNow.Cmp(ch.RequestBefore) < 0 || (ch.LimitNow != nil && ch.LimitBefore != nil && ch.LimitNow.Cmp(*ch.LimitBefore) < 0) {
-			out = append(out, ch)
-		}
-	}
-	return out
-}
-
 // needsCanary reports whether d lowers anything below what a canary proved
 // (anything at all when none did).
-func needsCanary(d podchange.Decision, proven CanaryValues) bool {
-	for _, ch := range lowerings(d) {
+func needsCanary(d podchange.Decision, proven Values) bool {
+	for _, ch := range lowering.Changes(d) {
 		pv, ok := proven[ch.Container]
 		if !ok {
 			return true
@@ -1050,29 +1076,6 @@ func needsCanary(d podchange.Decision, proven CanaryValues) bool {
 		}
 	}
 	return false
-}
-
-// withoutLowerings is p with the targets of the resources d lowers taken
-// out: those are held as they are, and its raises go on.
-func withoutLowerings(p PodInput, down []podchange.Change) PodInput {
-	targets := make(map[string]podchange.Target, len(p.Targets))
-	for n, t := range p.Targets {
-		targets[n] = t
-	}
-	for _, ch := range down {
-		if ch.Container == podcontainers.PodLevelName {
-			p.PodTarget = p.PodTarget.Without(ch.Resource)
-			continue
-		}
-		t := targets[ch.Container].Without(ch.Resource)
-		if t.CPU == nil && t.Memory == nil {
-			delete(targets, ch.Container)
-		} else {
-			targets[ch.Container] = t
-		}
-	}
-	p.Targets = targets
-	return p
 }
 
 // changesText says what a canary's lowering changes: "app cpu 500m -> 200m".
@@ -1091,6 +1094,3 @@ func changesText(changes []podchange.Change) string {
 func bytesText(b float64) string {
 	return resource.NewQuantity(int64(math.Round(b/(1<<20)))*(1<<20), resource.BinarySI).String()
 }
-
-// stamp is a time in conditions and events: UTC, to the second.
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

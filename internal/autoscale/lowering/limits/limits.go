@@ -1,4 +1,4 @@
-package autoscale
+package limits
 
 import (
 	"fmt"
@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
 
@@ -29,12 +31,12 @@ const MaxBudgetPods = 1000
 // the same.
 const (
 	// HoldOutsideWindow: no change window of the policy is open.
-	HoldOutsideWindow = HoldReason(v1alpha1.LoweringsReasonOutsideWindow)
+	HoldOutsideWindow = fleet.HoldReason(v1alpha1.LoweringsReasonOutsideWindow)
 	// HoldBudget: the pods lowered within the last hour use up the budget.
-	HoldBudget = HoldReason(v1alpha1.LoweringsReasonBudgetSpent)
+	HoldBudget = fleet.HoldReason(v1alpha1.LoweringsReasonBudgetSpent)
 	// HoldNamespaceBudget: the namespace's pods lowered within the last
 	// hour, by every policy of the namespace, use up the namespace budget.
-	HoldNamespaceBudget = HoldReason(v1alpha1.LoweringsReasonNamespaceBudgetSpent)
+	HoldNamespaceBudget = fleet.HoldReason(v1alpha1.LoweringsReasonNamespaceBudgetSpent)
 )
 
 // ChangeWindow is one of behavior.scaleDown.windows, parsed.
@@ -45,9 +47,9 @@ type ChangeWindow struct {
 	text string
 }
 
-// LoweringLimits are behavior.scaleDown.windows and budget, parsed: when
+// Config are behavior.scaleDown.windows and budget, parsed: when
 // lowerings may start, and how many pods may be lowered per BudgetPeriod.
-type LoweringLimits struct {
+type Config struct {
 	Windows []ChangeWindow
 	// BudgetPods is the budget as a count, or BudgetPercent as a share of
 	// the policy's running pods (BudgetPods is then 0); both 0: no budget.
@@ -60,7 +62,7 @@ type LoweringLimits struct {
 
 // HasNamespaceBudget says whether the policy sets budget.namespacePods:
 // its lowerings then wait for the namespace's count.
-func (l LoweringLimits) HasNamespaceBudget() bool {
+func (l Config) HasNamespaceBudget() bool {
 	return l.NamespacePods > 0 || l.NamespacePercent > 0
 }
 
@@ -102,29 +104,29 @@ func ParseChangeWindow(w v1alpha1.ChangeWindow) (ChangeWindow, error) {
 		text: fmt.Sprintf("%q %s for %s", spec, zone, w.Duration.Duration)}, nil
 }
 
-// LoweringLimitsOf is the policy's change windows and lowering budget;
+// ConfigOf is the policy's change windows and lowering budget;
 // false when it has neither. The error is a window the apiserver could not
 // judge (a time zone, a cron field out of range), for InvalidPolicy.
-func LoweringLimitsOf(spec *v1alpha1.TailorPolicySpec) (LoweringLimits, bool, error) {
+func ConfigOf(spec *v1alpha1.TailorPolicySpec) (Config, bool, error) {
 	if spec.Behavior == nil || spec.Behavior.ScaleDown == nil {
-		return LoweringLimits{}, false, nil
+		return Config{}, false, nil
 	}
 	sd := spec.Behavior.ScaleDown
-	var out LoweringLimits
+	var out Config
 	for i, w := range sd.Windows {
 		cw, err := ParseChangeWindow(w)
 		if err != nil {
-			return LoweringLimits{}, false, fmt.Errorf("behavior.scaleDown.windows[%d]: %w", i, err)
+			return Config{}, false, fmt.Errorf("behavior.scaleDown.windows[%d]: %w", i, err)
 		}
 		out.Windows = append(out.Windows, cw)
 	}
 	if b := sd.Budget; b != nil {
 		var err error
 		if out.BudgetPods, out.BudgetPercent, err = parseBudget("pods", b.Pods); err != nil {
-			return LoweringLimits{}, false, err
+			return Config{}, false, err
 		}
 		if out.NamespacePods, out.NamespacePercent, err = parseBudget("namespacePods", b.NamespacePods); err != nil {
-			return LoweringLimits{}, false, err
+			return Config{}, false, err
 		}
 	}
 	return out, len(out.Windows) > 0 || out.BudgetPods > 0 || out.BudgetPercent > 0 || out.HasNamespaceBudget(), nil
@@ -150,14 +152,14 @@ func parseBudget(field string, v *intstr.IntOrString) (count, percent int, err e
 
 // Budget is how many pods may be lowered per BudgetPeriod in a policy of n
 // running pods; 0 when there is no budget.
-func (l LoweringLimits) Budget(n int) int {
+func (l Config) Budget(n int) int {
 	return budgetOf(l.BudgetPods, l.BudgetPercent, n)
 }
 
 // NamespaceBudget is how many of a namespace's n running pods the
 // policies of the namespace may lower together per BudgetPeriod, as this
 // policy's budget.namespacePods says; 0 when it sets none.
-func (l LoweringLimits) NamespaceBudget(n int) int {
+func (l Config) NamespaceBudget(n int) int {
 	return budgetOf(l.NamespacePods, l.NamespacePercent, n)
 }
 
@@ -177,7 +179,7 @@ func budgetOf(count, percent, n int) int {
 // Open reports whether lowerings may start at t: some window opened at most
 // its duration before t (or the policy has none). When none is open, next
 // is when the first one opens (zero: none ever does).
-func (l LoweringLimits) Open(t time.Time) (open bool, next time.Time, which string) {
+func (l Config) Open(t time.Time) (open bool, next time.Time, which string) {
 	if len(l.Windows) == 0 {
 		return true, time.Time{}, ""
 	}
@@ -265,7 +267,7 @@ func (b LoweredBy) Add(policy string, l Lowered) {
 // of a policy is judged by.
 type NamespaceLowerings struct {
 	// Policy is the name of the policy deciding: its own lowerings are
-	// SyncInput.Lowered, fresher than ByPolicy's entry for it.
+	// Gate.Lowered, fresher than ByPolicy's entry for it.
 	Policy string
 	// ByPolicy are the pods every policy of the namespace lowered, as
 	// their checkpoints and the lowerings the manager sent since say.
@@ -275,9 +277,9 @@ type NamespaceLowerings struct {
 	Pods int
 }
 
-// LimitsOutcome is the change windows' and the budget's part of a sync's
+// Outcome is the change windows' and the budget's part of a sync's
 // decision.
-type LimitsOutcome struct {
+type Outcome struct {
 	// Active: the policy has windows or a budget, and a LoweringsHeld
 	// condition.
 	Active bool
@@ -288,29 +290,80 @@ type LimitsOutcome struct {
 	Lowered Lowered
 	// Held counts the pods whose lowering a window or a budget held, by
 	// the reason that held each.
-	Held map[HoldReason]int
+	Held map[fleet.HoldReason]int
 	// Status, Reason and Message are the LoweringsHeld condition's.
 	Status  metav1.ConditionStatus
 	Reason  string
 	Message string
 }
 
+// Gate is a policy's change windows and lowering budgets as a
+// lowering.Gate: it holds the lowerings a closed window or a spent budget
+// holds, counts those sent, and reports its Outcome.
+type Gate struct {
+	// Lowered are the pods the policy's budget counted, as the last sync
+	// left them.
+	Lowered Lowered
+	// Namespace is what a namespace budget is judged by; the zero value
+	// when the policy sets none.
+	Namespace NamespaceLowerings
+	// CountLowerings: some policy of the namespace has a namespace budget,
+	// which counts this policy's lowerings, so Outcome.Lowered keeps them
+	// even when the policy has no budget of its own.
+	CountLowerings bool
+}
+
+var _ lowering.Gate[Outcome] = Gate{}
+
+// Pass plans the windows' and the budgets' part of the sync (planLimits).
+// A policy without windows or a budget holds nothing; in mode Off nothing
+// is lowered, so nothing waits, and nothing is counted.
+func (g Gate) Pass(in fleet.PolicyInput) (fleet.PolicyInput, lowering.Settle[Outcome], error) {
+	lim, limited, err := ConfigOf(in.Spec)
+	if err != nil {
+		return in, nil, err
+	}
+	off := in.Spec.Mode() == v1alpha1.UpdateModeOff
+	switch {
+	case limited && off:
+		return in, func(*fleet.PolicyDecision) Outcome {
+			return Outcome{Active: true, Lowered: g.Lowered.Within(in.Now), Status: metav1.ConditionFalse, Reason: v1alpha1.LoweringsReasonAllowed,
+				Message: "updateMode is Off: nothing is lowered, so nothing waits for a change window or the budget"}
+		}, nil
+	case limited:
+		plan, err := planLimits(in, g.Lowered, g.Namespace, lim)
+		if err != nil {
+			return in, nil, err
+		}
+		return plan.input, plan.settle, nil
+	case g.CountLowerings && !off:
+		// Another policy's namespace budget counts what this one lowers;
+		// nothing holds it.
+		return in, func(d *fleet.PolicyDecision) Outcome {
+			out := Outcome{Lowered: g.Lowered.Within(in.Now)}
+			countSent(out.Lowered, d, in.Pods, in.Now)
+			return out
+		}, nil
+	}
+	return in, func(*fleet.PolicyDecision) Outcome { return Outcome{} }, nil
+}
+
 // budgetRoom is one budget's part of a sync: how many pods it allows per
 // BudgetPeriod, those it counts already, and how many more it lets this
 // sync lower.
 type budgetRoom struct {
-	reason  HoldReason
+	reason  fleet.HoldReason
 	allowed int
 	counted Lowered
 	left    int
 }
 
 // limitPlan is the windows' and the budget's part of one sync, before and
-// after DecidePolicy, as canaryPlan is the canary's.
+// after DecidePolicy.
 type limitPlan struct {
-	lim     LoweringLimits
+	lim     Config
 	now     time.Time
-	input   PolicyInput
+	input   fleet.PolicyInput
 	lowered Lowered
 	budget  int
 	// ns are the namespace's lowerings, the policy's own entry lowered
@@ -323,8 +376,8 @@ type limitPlan struct {
 	open     bool
 	next     time.Time
 	which    string
-	held     map[types.UID]Held
-	reason   HoldReason
+	held     map[types.UID]fleet.Held
+	reason   fleet.HoldReason
 	retry    time.Duration
 }
 
@@ -337,10 +390,10 @@ type limitPlan struct {
 // one. A pod whose last resize is in flight is left to DecidePolicy, which
 // holds it anyway. The end of a startup boost is not a lowering here: it
 // gives back what the pod had.
-func planLimits(in PolicyInput, lowered Lowered, ns NamespaceLowerings, lim LoweringLimits) (*limitPlan, error) {
-	in.Pods = append([]PodInput(nil), in.Pods...)
+func planLimits(in fleet.PolicyInput, lowered Lowered, ns NamespaceLowerings, lim Config) (*limitPlan, error) {
+	in.Pods = append([]fleet.PodInput(nil), in.Pods...)
 	lp := &limitPlan{lim: lim, now: in.Now, input: in, lowered: lowered.Within(in.Now),
-		budget: lim.Budget(len(in.Pods)), held: map[types.UID]Held{}}
+		budget: lim.Budget(len(in.Pods)), held: map[types.UID]fleet.Held{}}
 	// The policy's own entry is what it counts itself, with what its
 	// checkpoint says besides (a policy of the name deleted and created
 	// again lowered those).
@@ -361,7 +414,7 @@ func planLimits(in PolicyInput, lowered Lowered, ns NamespaceLowerings, lim Lowe
 		if p.InFlight {
 			continue
 		}
-		d, err := podchange.Decide(in.podInput(p, nil))
+		d, err := in.Wish(p)
 		if err != nil {
 			return nil, err
 		}
@@ -369,10 +422,10 @@ func planLimits(in PolicyInput, lowered Lowered, ns NamespaceLowerings, lim Lowe
 			wants = append(wants, want{i, down, d})
 		}
 	}
-	hold := func(w want, reason HoldReason, msg string) {
+	hold := func(w want, reason fleet.HoldReason, msg string) {
 		p := in.Pods[w.i]
-		lp.input.Pods[w.i] = withoutLowerings(p, w.down)
-		lp.held[p.Pod.UID] = Held{Pod: p.Pod, Reason: reason, Message: msg, Decision: w.wish}
+		lp.input.Pods[w.i] = lowering.Without(p, w.down)
+		lp.held[p.Pod.UID] = fleet.Held{Pod: p.Pod, Reason: reason, Message: msg, Decision: w.wish}
 		if lp.reason == "" {
 			lp.reason = reason
 		}
@@ -440,7 +493,7 @@ func shortRoom(rooms []*budgetRoom, uid types.UID) *budgetRoom {
 // all but a boosted container's cpu going back down.
 func limitedLowerings(d podchange.Decision, boost map[string]bool) []podchange.Change {
 	var out []podchange.Change
-	for _, ch := range lowerings(d) {
+	for _, ch := range lowering.Changes(d) {
 		if ch.Resource == corev1.ResourceCPU && boost[ch.Container] {
 			continue
 		}
@@ -451,7 +504,7 @@ func limitedLowerings(d podchange.Decision, boost map[string]bool) []podchange.C
 
 // countSent counts each pod whose lowering d sends into lowered, at now:
 // what the budgets count for the next sync.
-func countSent(lowered Lowered, d *PolicyDecision, pods []PodInput, now time.Time) {
+func countSent(lowered Lowered, d *fleet.PolicyDecision, pods []fleet.PodInput, now time.Time) {
 	boost := map[types.UID]map[string]bool{}
 	for _, p := range pods {
 		boost[p.Pod.UID] = p.Boost
@@ -467,12 +520,12 @@ func (lp *limitPlan) closedText() string {
 	if lp.next.IsZero() {
 		return "lowerings wait for a change window (behavior.scaleDown.windows), and none of them opens in the next five years"
 	}
-	return fmt.Sprintf("lowerings wait for a change window (behavior.scaleDown.windows): none is open; the next opens at %s (%s)", stamp(lp.next), lp.which)
+	return fmt.Sprintf("lowerings wait for a change window (behavior.scaleDown.windows): none is open; the next opens at %s (%s)", lowering.Stamp(lp.next), lp.which)
 }
 
 // spentText says why a budget holds lowerings: how many pods it counts,
 // of how many, and when the first of them stops counting.
-func (lp *limitPlan) spentText(reason HoldReason) string {
+func (lp *limitPlan) spentText(reason fleet.HoldReason) string {
 	if reason == HoldNamespaceBudget {
 		all := lp.ns.All()
 		if len(all) == 0 {
@@ -480,14 +533,14 @@ func (lp *limitPlan) spentText(reason HoldReason) string {
 				lp.nsBudget, lp.ofPods())
 		}
 		return fmt.Sprintf("the namespace's lowering budget (behavior.scaleDown.budget.namespacePods) is spent: %d of the namespace's pods lowered within the last hour (%s), of %d allowed%s; the next frees at %s",
-			len(all), lp.byPolicy(), lp.nsBudget, lp.ofPods(), stamp(all.frees()))
+			len(all), lp.byPolicy(), lp.nsBudget, lp.ofPods(), lowering.Stamp(all.frees()))
 	}
 	if len(lp.lowered) == 0 {
 		return fmt.Sprintf("the lowering budget (behavior.scaleDown.budget) of %d pod(s) an hour is given to the pods that have waited longest, which wait for something else now",
 			lp.budget)
 	}
 	return fmt.Sprintf("the lowering budget (behavior.scaleDown.budget) is spent: %d pod(s) lowered within the last hour, of %d allowed; the next frees at %s",
-		len(lp.lowered), lp.budget, stamp(lp.lowered.frees()))
+		len(lp.lowered), lp.budget, lowering.Stamp(lp.lowered.frees()))
 }
 
 // ofPods says what a namespace budget given as a percent was taken of.
@@ -514,10 +567,10 @@ func (lp *limitPlan) byPolicy() string {
 // settle completes the plan with DecidePolicy's answer: each pod whose
 // lowering is sent is counted at now, and the lowerings taken out are
 // reported held.
-func (lp *limitPlan) settle(d *PolicyDecision) LimitsOutcome {
+func (lp *limitPlan) settle(d *fleet.PolicyDecision) Outcome {
 	countSent(lp.lowered, d, lp.input.Pods, lp.now)
 	lp.ns.Add(lp.policy, lp.lowered)
-	texts := map[HoldReason]string{}
+	texts := map[fleet.HoldReason]string{}
 	for uid, h := range lp.held {
 		if h.Reason != HoldBudget && h.Reason != HoldNamespaceBudget {
 			continue
@@ -532,7 +585,7 @@ func (lp *limitPlan) settle(d *PolicyDecision) LimitsOutcome {
 				frees = lp.ns.All().frees()
 			}
 			if !frees.IsZero() {
-				lp.retry = soonest(lp.retry, frees.Sub(lp.now))
+				lp.retry = fleet.Soonest(lp.retry, frees.Sub(lp.now))
 			}
 		}
 		h.Message = texts[h.Reason]
@@ -542,7 +595,7 @@ func (lp *limitPlan) settle(d *PolicyDecision) LimitsOutcome {
 	for _, h := range d.Held {
 		already[h.Pod.UID] = true
 	}
-	out := LimitsOutcome{Active: true, Lowered: lp.lowered, Held: map[HoldReason]int{}}
+	out := Outcome{Active: true, Lowered: lp.lowered, Held: map[fleet.HoldReason]int{}}
 	for _, p := range lp.input.Pods {
 		if h, ok := lp.held[p.Pod.UID]; ok {
 			out.Held[h.Reason]++
@@ -551,7 +604,7 @@ func (lp *limitPlan) settle(d *PolicyDecision) LimitsOutcome {
 			}
 		}
 	}
-	d.RetryAfter = soonest(d.RetryAfter, lp.retry)
+	d.RetryAfter = fleet.Soonest(d.RetryAfter, lp.retry)
 	out.Status, out.Reason, out.Message = lp.condition()
 	return out
 }
@@ -573,7 +626,7 @@ func (lp *limitPlan) condition() (metav1.ConditionStatus, string, string) {
 	case lp.next.IsZero():
 		parts = append(parts, "no change window opens in the next five years")
 	default:
-		parts = append(parts, fmt.Sprintf("no change window is open; the next opens at %s (%s)", stamp(lp.next), lp.which))
+		parts = append(parts, fmt.Sprintf("no change window is open; the next opens at %s (%s)", lowering.Stamp(lp.next), lp.which))
 	}
 	if lp.budget > 0 {
 		parts = append(parts, fmt.Sprintf("%d of the %d pod(s) the hourly budget allows lowered within the last hour", len(lp.lowered), lp.budget))

@@ -1,4 +1,4 @@
-package autoscale
+package placement
 
 import (
 	"testing"
@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -29,7 +30,7 @@ func TestDecideRecreate(t *testing.T) {
 	}
 	base := func(mutate func(*RecreateInput)) RecreateInput {
 		in := RecreateInput{
-			Pod: PodInput{Pod: owned, Targets: wants}, Spec: spec(), Server: v137, MemoryFloorHeadroom: 0.1,
+			Pod: fleet.PodInput{Pod: owned, Targets: wants}, Spec: spec(), Server: v137, MemoryFloorHeadroom: 0.1,
 			ShortSince: now.Add(-10 * time.Minute), RecreateAfter: 5 * time.Minute, Settle: time.Second, Nodes: bigNode, Now: now,
 			Template: template, Generation: generation,
 		}
@@ -152,7 +153,7 @@ func TestDecideRecreateKeepsTheQoSClass(t *testing.T) {
 	p := builder.Pod("web-1").Node("n1").Owner("ReplicaSet", "web", "rs-uid").
 		Container(builder.Container("app").Requests("100m", "256Mi").Limits("500m", "256Mi")).Obj()
 	d, err := DecideRecreate(RecreateInput{
-		Pod: PodInput{Pod: p, Targets: map[string]podchange.Target{"app": {CPU: q("2")}}}, Spec: spec(requestsOnly()), Server: v137,
+		Pod: fleet.PodInput{Pod: p, Targets: map[string]podchange.Target{"app": {CPU: q("2")}}}, Spec: spec(requestsOnly()), Server: v137,
 		RecreateAfter: time.Minute, ShortSince: now.Add(-time.Hour), Settle: time.Second, Now: now,
 		Nodes:    []NodePods{{Node: builder.Node("n2").Allocatable("8", "16Gi").Ready(corev1.ConditionTrue).Obj()}},
 		Template: &corev1.PodTemplateSpec{Spec: p.Spec},

@@ -1,4 +1,4 @@
-package autoscale_test
+package newpods_test
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -69,7 +69,7 @@ func TestSizeTemplate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := autoscale.SizeTemplate(autoscale.AdmitInput{Template: tc.template, Spec: &tc.spec, Targets: tc.targets, Rules: tc.rules,
+			got, err := newpods.SizeTemplate(newpods.AdmitInput{Template: tc.template, Spec: &tc.spec, Targets: tc.targets, Rules: tc.rules,
 				Boost: tc.spec.StartupBoost, Server: resize.Version{Major: 1, Minor: 37}, Now: time.Unix(0, 0)})
 			if err != nil {
 				t.Fatal(err)
@@ -85,7 +85,7 @@ func TestSizeTemplate(t *testing.T) {
 			}
 		})
 	}
-	if _, err := autoscale.SizeTemplate(autoscale.AdmitInput{Template: burstable}); err == nil {
+	if _, err := newpods.SizeTemplate(newpods.AdmitInput{Template: burstable}); err == nil {
 		t.Error("no spec: want an error")
 	}
 }

@@ -1,4 +1,4 @@
-package autoscale_test
+package canary_test
 
 import (
 	"math"
@@ -8,12 +8,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
 )
 
 // value and missing are a query's answers.
-func value(v float64) autoscale.QueryAnswer    { return autoscale.QueryAnswer{Value: v} }
-func missing(why string) autoscale.QueryAnswer { return autoscale.QueryAnswer{Missing: why} }
+func value(v float64) canary.QueryAnswer    { return canary.QueryAnswer{Value: v} }
+func missing(why string) canary.QueryAnswer { return canary.QueryAnswer{Missing: why} }
 func absolute(trips v1alpha1.CanaryQueryTrips, threshold string) v1alpha1.CanaryQuery {
 	return v1alpha1.CanaryQuery{Name: "latency", Query: "q", TripsWhen: trips, Threshold: &threshold}
 }
@@ -34,7 +34,7 @@ func TestCanaryQueryGuardrails(t *testing.T) {
 	)
 	cases := map[string]struct {
 		query          v1alpha1.CanaryQuery
-		canary, others autoscale.QueryAnswer
+		canary, others canary.QueryAnswer
 		notAsked       bool
 		want           string
 		wantSaid       string
@@ -78,7 +78,7 @@ func TestCanaryQueryGuardrails(t *testing.T) {
 			w.spec.Behavior.ScaleDown.Canary.Guardrails = &v1alpha1.CanaryGuardrails{Queries: []v1alpha1.CanaryQuery{tc.query}}
 			w.lowered(0, w.now.Add(-canaryWindow/2))
 			if !tc.notAsked {
-				w.answers = map[string]autoscale.GuardrailAnswer{"latency": {Canary: tc.canary, Siblings: tc.others}}
+				w.answers = map[string]canary.GuardrailAnswer{"latency": {Canary: tc.canary, Siblings: tc.others}}
 			}
 			d := w.decide(t)
 			got := holdsQuiet
@@ -121,12 +121,12 @@ func TestCanaryQueryUnansweredHolds(t *testing.T) {
 	w := newCanaryWorld()
 	w.spec.Behavior.ScaleDown.Canary.Guardrails = &v1alpha1.CanaryGuardrails{Queries: []v1alpha1.CanaryQuery{relative(v1alpha1.CanaryQueryAbove, 20)}}
 	w.lowered(0, w.now.Add(-2*canaryWindow))
-	w.answers = map[string]autoscale.GuardrailAnswer{"latency": {Canary: missing("Prometheus failed to answer (HTTP 503)"), Siblings: value(0.1)}}
+	w.answers = map[string]canary.GuardrailAnswer{"latency": {Canary: missing("Prometheus failed to answer (HTTP 503)"), Siblings: value(0.1)}}
 	d := w.decide(t)
 	if diff := cmp.Diff([]string{"web-1 Canary", "web-2 Canary"}, holds(d)); diff != "" {
 		t.Errorf("held without an answer (-want,+got):\n%s", diff)
 	}
-	if len(d.Sends) != 0 || len(d.Canary.Events) != 0 {
+	if len(d.Resizes) != 0 || len(d.Canary.Events) != 0 {
 		t.Errorf("sends %v, events %v without an answer; want none", sends(d), events(d))
 	}
 	if c := d.Canary; c.Reason != v1alpha1.CanaryReasonWatching || !strings.Contains(c.Message, "held past their window") ||
@@ -137,7 +137,7 @@ func TestCanaryQueryUnansweredHolds(t *testing.T) {
 		t.Errorf("canary pods (-want,+got):\n%s", diff)
 	}
 	w.state = d.Canary.State
-	w.answers["latency"] = autoscale.GuardrailAnswer{Canary: value(0.11), Siblings: value(0.1)}
+	w.answers["latency"] = canary.GuardrailAnswer{Canary: value(0.11), Siblings: value(0.1)}
 	d = w.decide(t)
 	if d.Canary.Reason != v1alpha1.CanaryReasonPromoted {
 		t.Errorf("condition %s: %q once the query answers within its bound, want Promoted", d.Canary.Reason, d.Canary.Message)

@@ -1,4 +1,4 @@
-package autoscale_test
+package placement_test
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -70,7 +70,7 @@ func TestDecideStuck(t *testing.T) {
 		"unschedulable for less than UnschedulableAfter: looked at again then": {
 			pods:      []*corev1.Pod{unschedulable(sized("a", "3"), 10*time.Second)},
 			entry:     entry("1"),
-			wantRetry: autoscale.UnschedulableAfter - 10*time.Second,
+			wantRetry: placement.UnschedulableAfter - 10*time.Second,
 		},
 		"waiting for something else than room (bound, or not yet tried)": {
 			pods:  []*corev1.Pod{sized("a", "3"), builder.Pod("b").Node("n").Container(builder.Container("app").Requests("3", "256Mi")).Obj()},
@@ -79,7 +79,7 @@ func TestDecideStuck(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			stuck, retry := autoscale.DecideStuck(autoscale.StuckInput{Pods: tc.pods, Template: tmpl, Entry: tc.entry, Now: now})
+			stuck, retry := placement.DecideStuck(placement.StuckInput{Pods: tc.pods, Template: tmpl, Entry: tc.entry, Now: now})
 			var gotList []got
 			for _, s := range stuck {
 				gotList = append(gotList, got{s.Pod.Name, s.Replace})

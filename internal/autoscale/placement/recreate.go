@@ -1,4 +1,4 @@
-package autoscale
+package placement
 
 import (
 	"fmt"
@@ -10,25 +10,17 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
-	schedhelper "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
-	"k8s.io/klog/v2"
 	qosutil "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/resize"
 )
-
-// NodePods is a node and the pods bound to it, for Placeable.
-type NodePods struct {
-	Node *corev1.Node
-	Pods []*corev1.Pod
-}
 
 // Recreatable says whether evicting p gets it recreated somewhere else: only
 // a pod whose controller makes a replacement the scheduler places anew. It
@@ -94,8 +86,8 @@ func RecreatedContainers(p *corev1.Pod, template *corev1.PodTemplateSpec, desire
 				return nil, fmt.Errorf("container %s sets other %s requests or limits than the owner's pod template: the pod was not created from it", n, r)
 			}
 			same = same && podReq.Cmp(tmplReq) == 0 && podLim.Cmp(tmplLim) == 0
-			setEntry(&rc.TemplateRequests, r, tc.Resources.Requests)
-			setEntry(&rc.TemplateLimits, r, tc.Resources.Limits)
+			newpods.SetEntry(&rc.TemplateRequests, r, tc.Resources.Requests)
+			newpods.SetEntry(&rc.TemplateLimits, r, tc.Resources.Limits)
 			if q, ok := pickQuantity(want.Requests, c.Resources.Requests, r); ok {
 				if rc.Requests == nil {
 					rc.Requests = corev1.ResourceList{}
@@ -126,110 +118,10 @@ func pickQuantity(want, have corev1.ResourceList, r corev1.ResourceName) (resour
 	return q.DeepCopy(), ok
 }
 
-// Placeable reports whether a replacement of p with the given containers
-// could be scheduled: on some Ready, schedulable node whose taints p
-// tolerates and whose labels its required node affinity and nodeSelector
-// match, the allocatable less the requests of the pods that would stay must
-// hold the replacement's requests. Pods of lower priority count as gone
-// when p may preempt them, as the scheduler's preemption would make them.
-// It returns the first such node. It is a guard against evicting a pod that
-// cannot come back, not a scheduler: ports, volumes, topology spread and
-// inter-pod affinity are not checked.
-func Placeable(p *corev1.Pod, containers []v1alpha1.RecreatedContainer, nodes []NodePods) (string, bool) {
-	replacement := p.DeepCopy()
-	for _, rc := range containers {
-		// A sidecar's too: it runs beside the others, and is counted.
-		if c := podcontainers.Named(replacement, rc.Name); c != nil {
-			c.Resources.Requests = mergeList(c.Resources.Requests, rc.Requests)
-			c.Resources.Limits = mergeList(c.Resources.Limits, rc.Limits)
-		}
-	}
-	need := resourcehelper.PodRequests(replacement, resourcehelper.PodResourcesOptions{})
-	priority := schedhelper.PodPriority(p)
-	mayPreempt := p.Spec.PreemptionPolicy == nil || *p.Spec.PreemptionPolicy != corev1.PreemptNever
-	affinity := nodeaffinity.GetRequiredNodeAffinity(p)
-	for _, np := range nodes {
-		n := np.Node
-		if !mayLand(p, affinity, n) {
-			continue
-		}
-		used := corev1.ResourceList{}
-		for _, o := range np.Pods {
-			if o.UID == p.UID || o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			if mayPreempt && schedhelper.PodPriority(o) < priority {
-				continue
-			}
-			reqs := resourcehelper.PodRequests(o, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
-			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-				q := used[r]
-				q.Add(reqs[r])
-				used[r] = q
-			}
-		}
-		fits := true
-		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			free := n.Status.Allocatable[r].DeepCopy()
-			free.Sub(used[r])
-			if n := need[r]; n.Cmp(free) > 0 {
-				fits = false
-			}
-		}
-		if fits {
-			return n.Name, true
-		}
-	}
-	return "", false
-}
-
-func mergeList(dst, src corev1.ResourceList) corev1.ResourceList {
-	if len(src) == 0 {
-		return dst
-	}
-	out := dst.DeepCopy()
-	if out == nil {
-		out = corev1.ResourceList{}
-	}
-	for k, v := range src {
-		out[k] = v.DeepCopy()
-	}
-	return out
-}
-
-// mayLand reports whether the scheduler may place p on n: n is Ready and
-// schedulable, p tolerates its NoSchedule and NoExecute taints, and n
-// matches p's node selector and required node affinity (affinity, read from
-// p once by the caller).
-func mayLand(p *corev1.Pod, affinity nodeaffinity.RequiredNodeAffinity, n *corev1.Node) bool {
-	if n == nil || n.Spec.Unschedulable || !nodeReady(n) {
-		return false
-	}
-	if _, untolerated := schedhelper.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, noScheduleTaints, false); untolerated {
-		return false
-	}
-	ok, err := affinity.Match(n)
-	return err == nil && ok
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// noScheduleTaints are the taints that keep a new pod off a node.
-func noScheduleTaints(t *corev1.Taint) bool {
-	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-}
-
 // RecreateInput is what DecideRecreate needs about a pod whose raise finds
 // no room on its node, in mode InPlaceOrRecreate.
 type RecreateInput struct {
-	Pod    PodInput
+	Pod    fleet.PodInput
 	Spec   *v1alpha1.TailorPolicySpec
 	Server resize.Version
 	// MemoryFloorHeadroom is as for PolicyInput.
@@ -357,7 +249,7 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 		return RecreateDecision{}, fmt.Errorf("planning the replacement's resources: %w", err)
 	}
 	if plan.ByNamespaceRules() {
-		return blocked(string(HoldNamespaceRules), fmt.Sprintf("the apiserver would refuse its replacement (rule %s): %s", plan.Rule, plan.Message))
+		return blocked(string(fleet.HoldNamespaceRules), fmt.Sprintf("the apiserver would refuse its replacement (rule %s): %s", plan.Rule, plan.Message))
 	}
 	if plan.Outcome == resize.Refused {
 		return blocked("NotPlannable", fmt.Sprintf("its replacement's resources break rule %s: %s", plan.Rule, plan.Message))
@@ -366,7 +258,7 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	// created with before the recreation policy sees it: a template that
 	// leaves a value to a LimitRange's default (or a request to its limit)
 	// would otherwise never match, and the pod be evicted for nothing.
-	template := admittedTemplate(in.Rules, in.Template)
+	template := newpods.AdmittedTemplate(in.Rules, in.Template)
 	containers, err := RecreatedContainers(p, template, full.Desired)
 	if err != nil {
 		return blocked("TemplateChanged", fmt.Sprintf("its replacement would not be created as it was: %v", err))
@@ -398,19 +290,6 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	}
 	d.Step = RecreateEvict
 	return d, nil
-}
-
-// admittedTemplate is template as the apiserver creates a pod from it,
-// before any admission policy: requests defaulted from limits, then the
-// LimitRanges' defaults (rules nil: none). The recreation policy compares
-// the new pod's values with the entry's template values at that point, and
-// a pod created from the template under the same LimitRanges has them.
-func admittedTemplate(rules *nsrules.Rules, template *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
-	if rules == nil {
-		rules = &nsrules.Rules{}
-	}
-	pod := rules.Admitted(&corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: template.Spec})
-	return &corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta, Spec: pod.Spec}
 }
 
 // replacementQoS is the QoS class of a pod created from template (as

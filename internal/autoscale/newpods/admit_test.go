@@ -1,4 +1,4 @@
-package autoscale_test
+package newpods_test
 
 import (
 	"fmt"
@@ -13,9 +13,10 @@ import (
 	qosutil "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/autoscaletest"
+	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/podchange"
+	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/propertytest"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -188,7 +189,7 @@ func TestAdmit(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := autoscale.Admit(autoscale.AdmitInput{Template: tc.template, Spec: &tc.spec, Targets: tc.targets,
+			got, err := newpods.Admit(newpods.AdmitInput{Template: tc.template, Spec: &tc.spec, Targets: tc.targets,
 				Server: resize.Version{Major: 1, Minor: 37}, Now: time.Unix(0, 0)})
 			if err != nil {
 				t.Fatal(err)
@@ -241,12 +242,12 @@ func runAdmitCase(seed uint64) (int, string) {
 	in := autoscaletest.Case(seed)
 	p := in.Pods[0]
 	template := &corev1.PodTemplateSpec{ObjectMeta: p.Pod.ObjectMeta, Spec: p.Pod.Spec}
-	got, err := autoscale.Admit(autoscale.AdmitInput{Template: template, Spec: in.Spec, Targets: p.Targets, Server: in.Server, Now: in.Now})
+	got, err := newpods.Admit(newpods.AdmitInput{Template: template, Spec: in.Spec, Targets: p.Targets, Server: in.Server, Now: in.Now})
 	if err != nil {
 		return 0, err.Error()
 	}
 	podLevel := template.Spec.Resources != nil && len(template.Spec.Resources.Requests)+len(template.Spec.Resources.Limits) > 0
-	if !autoscale.ApplyOnCreate(in.Spec) || podLevel {
+	if !newpods.ApplyOnCreate(in.Spec) || podLevel {
 		if len(got.Containers) > 0 || got.Held == "" {
 			return 0, fmt.Sprintf("admitted %v (held %q) where nothing may be", admittedText(got.Containers), got.Held)
 		}
@@ -325,4 +326,30 @@ func findSpecContainer(p *corev1.Pod, name string) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+func controlsLimits(pol v1alpha1.ContainerPolicy) bool {
+	return pol.ControlledValues == nil || *pol.ControlledValues == v1alpha1.ControlledValuesRequestsAndLimits
+}
+
+func podText(p *corev1.Pod) string {
+	var b strings.Builder
+	for _, c := range podcontainers.Running(&p.Spec) {
+		fmt.Fprintf(&b, "%s req=%s lim=%s rp=%v; ", c.Name, listText(c.Resources.Requests), listText(c.Resources.Limits), c.ResizePolicy)
+	}
+	if p.Spec.Resources != nil {
+		fmt.Fprintf(&b, "pod req=%s lim=%s", listText(p.Spec.Resources.Requests), listText(p.Spec.Resources.Limits))
+	}
+	return b.String()
+}
+
+// listText is a resource list's cpu and memory, readably.
+func listText(l corev1.ResourceList) string {
+	var parts []string
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := l[r]; ok {
+			parts = append(parts, string(r)+":"+q.String())
+		}
+	}
+	return "{" + strings.Join(parts, " ") + "}"
 }

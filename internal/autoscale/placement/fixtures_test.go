@@ -1,0 +1,26 @@
+package placement
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tailorhq/tailor/internal/resize"
+	"github.com/tailorhq/tailor/test/builder"
+	"github.com/tailorhq/tailor/test/builder/policyspec"
+)
+
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+var (
+	spec         = policyspec.New
+	requestsOnly = policyspec.RequestsOnly
+)
+
+func q(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
+
+func burstable() *builder.ContainerWrapper {
+	return builder.Container("app").Requests("250m", "128Mi").Limits("500m", "256Mi")
+}
+
+var v137 = resize.Version{Major: 1, Minor: 37}
