@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -57,7 +58,7 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	mode := policy.Spec.Mode()
 	if mode == v1alpha1.UpdateModeOff {
 		in.blocked = blocked
-		resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
+		policymetrics.ResizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
 		return requeue, nil
 	}
 	held := map[string]autoscale.Held{}
@@ -134,7 +135,7 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	for _, p := range in.pods {
 		state.pod(p).settleReports()
 	}
-	resizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
+	policymetrics.ResizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
 	in.blocked = blocked
 	return requeue, errors.Join(errs...)
 }
@@ -158,7 +159,7 @@ func (r *Reconciler) reportFailure(policy *v1alpha1.TailorPolicy, ps *podState, 
 	msg := fmt.Sprintf("pod %s: %v", p.Name, err)
 	blocked["Failed"+action] = msg
 	if r.reportOnce(ps, p, policy, "failed:"+action, EventResizeFailed, msg) {
-		resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "failed").Inc()
+		policymetrics.ResizesTotal.WithLabelValues(policy.Namespace, policy.Name, "failed").Inc()
 	}
 }
 
@@ -174,7 +175,7 @@ func (r *Reconciler) reportSkips(policy *v1alpha1.TailorPolicy, ps *podState, p 
 			msg := fmt.Sprintf("container %s: %s", s.Container, s.Message)
 			blocked[string(s.Reason)] = msg
 			if r.reportOnce(ps, p, policy, "nodefull:"+s.Container+string(s.Resource), EventResizeDeferred, "not sent: "+msg) {
-				resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "deferred").Inc()
+				policymetrics.ResizesTotal.WithLabelValues(policy.Namespace, policy.Name, "deferred").Inc()
 			}
 		}
 	}
@@ -194,19 +195,19 @@ func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *
 	case autoscale.HoldRefused:
 		blocked[string(h.Rule)] = h.Message
 		if r.reportOnce(ps, p, policy, "refused:"+string(h.Rule), EventResizeRefused, "not sent: "+h.Message) {
-			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
+			policymetrics.ResizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
 		}
 	case autoscale.HoldNamespaceRules:
 		msg := "not sent: " + h.Message
 		blocked[string(h.Reason)] = "pod " + p.Name + ": " + msg
 		if r.reportOnce(ps, p, policy, "nsrules", EventResizeRefused, msg) {
-			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
+			policymetrics.ResizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
 		}
 	case autoscale.HoldNoRoom:
 		msg := "not sent: " + h.Message
 		blocked[string(h.Reason)] = msg
 		if r.reportOnce(ps, p, policy, "nodefull", EventResizeDeferred, msg) {
-			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "deferred").Inc()
+			policymetrics.ResizesTotal.WithLabelValues(policy.Namespace, policy.Name, "deferred").Inc()
 		}
 	}
 }
@@ -232,7 +233,7 @@ func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, st
 		}
 		blocked["Refused"+string(refusal.Kind)] = refusal.Error()
 		if r.reportOnce(ps, p, policy, "apiserver:"+string(refusal.Kind), EventResizeRefused, refusal.Error()) {
-			resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
+			policymetrics.ResizesTotal.WithLabelValues(policy.Namespace, policy.Name, "refused").Inc()
 			r.mark(policy, observation.ResizeMark{Time: now, Pod: p.Name, Result: observation.ResultRefused, Change: describe(a.Decision) + ": " + refusal.Error()})
 		}
 		return r.SyncPeriod, nil
@@ -245,7 +246,7 @@ func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, st
 	}
 	ps.change = describe(a.Decision)
 	ps.result, ps.message = string(actuator.StateProposed), ps.change
-	resizesTotal.WithLabelValues(policy.Namespace, policy.Name, "sent").Inc()
+	policymetrics.ResizesTotal.WithLabelValues(policy.Namespace, policy.Name, "sent").Inc()
 	r.mark(policy, observation.ResizeMark{Time: now, Pod: p.Name, Generation: applied.Generation, Result: string(v1alpha1.ResizeResultInProgress), Change: ps.change,
 		Capped: len(a.Decision.Short) > 0, Restarts: restarts(a.Plan)})
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventResized, "Resize", "%s", ps.change)
@@ -273,7 +274,7 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyS
 	ps.outcome = string(obs.State)
 	r.mark(policy, observation.ResizeMark{Time: ps.lastResize, Pod: p.Name, Generation: ps.resizeGeneration, Result: string(resultOf(ps.result)), Change: ps.message})
 	if obs.State == actuator.StateDone && !ps.sentRaiseSince.IsZero() {
-		reactionSeconds.WithLabelValues(policy.Namespace, policy.Name).Observe(now.Sub(ps.sentRaiseSince).Seconds())
+		policymetrics.ReactionSeconds.WithLabelValues(policy.Namespace, policy.Name).Observe(now.Sub(ps.sentRaiseSince).Seconds())
 		ps.sentRaiseSince = time.Time{}
 	}
 	switch obs.State {
@@ -414,7 +415,7 @@ func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *policyS
 	if state.metricsErr != nil {
 		up = 0
 	}
-	metricsSourceUp.WithLabelValues(policy.Namespace, policy.Name).Set(up)
+	policymetrics.MetricsSourceUp.WithLabelValues(policy.Namespace, policy.Name).Set(up)
 	switch down := state.metricsErr != nil; {
 	case down && !wasDown:
 		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsUnavailable, "Read",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 )
 
 // reportCanary sends the events of what the policy's canary did this sync
@@ -21,7 +22,7 @@ func (r *Reconciler) reportCanary(policy *v1alpha1.TailorPolicy, c autoscale.Can
 		typ := corev1.EventTypeNormal
 		if e.Reason == autoscale.EventCanaryRolledBack {
 			typ = corev1.EventTypeWarning
-			canaryRollbacksTotal.WithLabelValues(policy.Namespace, policy.Name, string(e.Guardrail)).Inc()
+			policymetrics.CanaryRollbacksTotal.WithLabelValues(policy.Namespace, policy.Name, string(e.Guardrail)).Inc()
 		}
 		if e.Pod == nil {
 			r.Events.Eventf(policy, nil, typ, e.Reason, "Canary", "%s", e.Message)

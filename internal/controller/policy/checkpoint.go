@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/advise"
+	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 )
 
 // DefaultCheckpointInterval is how often a policy's learnt state is written
@@ -147,10 +148,10 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 		return nil
 	}
 	if err != nil {
-		checkpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "failed").Inc()
+		policymetrics.CheckpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "failed").Inc()
 		return fmt.Errorf("writing checkpoint %s/%s: %w", policy.Namespace, policy.Name, err)
 	}
-	checkpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "written").Inc()
+	policymetrics.CheckpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "written").Inc()
 	state.checkpointed, state.restoreProblem, state.canaryWritten, state.loweredWritten = now, "", canary, lowered
 	return nil
 }

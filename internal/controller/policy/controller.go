@@ -30,6 +30,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
@@ -270,7 +271,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// Its checkpoint goes with it: the apiserver collects it
 			// through its owner reference.
 			r.store.forget("", req.NamespacedName)
-			forgetMetrics(req.NamespacedName)
+			policymetrics.Forget(req.NamespacedName)
 			r.forgetObserved(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
@@ -278,7 +279,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !policy.DeletionTimestamp.IsZero() {
 		r.store.forget(policy.UID, req.NamespacedName)
-		forgetMetrics(req.NamespacedName)
+		policymetrics.Forget(req.NamespacedName)
 		r.forgetObserved(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
@@ -364,7 +365,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.fillStatus(status, policy, in, decision.Admission, now)
 	setCanaryCondition(status, decision.Canary, policy.Generation)
 	setLimitsCondition(status, policy, decision.Limits)
-	syncsTotal.WithLabelValues(policy.Namespace, policy.Name).Inc()
+	policymetrics.SyncsTotal.WithLabelValues(policy.Namespace, policy.Name).Inc()
 	if r.Observer != nil {
 		r.Observer.Observe(req.NamespacedName, observation.Of(now, in.pods, in.usage, status.Recommendation, in.state.template))
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/boost"
+	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
@@ -153,7 +154,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		return last
 	})
 	for _, p := range rejected {
-		usageRejected.WithLabelValues(r.usageSource(state).Name(), string(p.Reason)).Inc()
+		policymetrics.UsageRejected.WithLabelValues(r.usageSource(state).Name(), string(p.Reason)).Inc()
 	}
 	in.decision = autoscale.PolicyInput{
 		Spec: &policy.Spec, Server: r.Actuator.Server.Version, MemoryFloorHeadroom: MemoryFloorHeadroom, Now: now,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 )
 
 // setLimitsCondition writes the LoweringsHeld condition of a policy with
@@ -18,12 +19,12 @@ import (
 func setLimitsCondition(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, l autoscale.LimitsOutcome) {
 	if !l.Active {
 		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionLoweringsHeld)
-		loweringsHeld.DeletePartialMatch(map[string]string{"namespace": policy.Namespace, "policy": policy.Name})
+		policymetrics.LoweringsHeld.DeletePartialMatch(map[string]string{"namespace": policy.Namespace, "policy": policy.Name})
 		return
 	}
 	setCondition(status, v1alpha1.ConditionLoweringsHeld, l.Status, l.Reason, l.Message, policy.Generation)
 	for _, reason := range []autoscale.HoldReason{autoscale.HoldOutsideWindow, autoscale.HoldBudget, autoscale.HoldNamespaceBudget} {
-		loweringsHeld.WithLabelValues(policy.Namespace, policy.Name, string(reason)).Set(float64(l.Held[reason]))
+		policymetrics.LoweringsHeld.WithLabelValues(policy.Namespace, policy.Name, string(reason)).Set(float64(l.Held[reason]))
 	}
 }
 

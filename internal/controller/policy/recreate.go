@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -119,7 +120,7 @@ func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
 	}
 	if err := r.Client.SubResource("eviction").Create(ctx, p, eviction); err != nil {
-		evictionsTotal.WithLabelValues(policy.Namespace, policy.Name, "blocked").Inc()
+		policymetrics.EvictionsTotal.WithLabelValues(policy.Namespace, policy.Name, "blocked").Inc()
 		switch {
 		case apierrors.IsTooManyRequests(err):
 			return block("EvictionBlocked", "a PodDisruptionBudget does not allow it now: "+err.Error())
@@ -133,7 +134,7 @@ func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy
 	state.lastEviction = now
 	ps.lastResize, ps.result, ps.outcome = now, stateEvicted, stateEvicted
 	ps.message = fmt.Sprintf("evicted to be recreated by %s %s with %s: its node has no room in place", owner.Kind, owner.Name, text)
-	evictionsTotal.WithLabelValues(policy.Namespace, policy.Name, "evicted").Inc()
+	policymetrics.EvictionsTotal.WithLabelValues(policy.Namespace, policy.Name, "evicted").Inc()
 	r.mark(policy, observation.ResizeMark{Time: now, Pod: p.Name, Result: string(v1alpha1.ResizeResultEvicted), Change: ps.message})
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventEvicted, "Evict", "%s", ps.message)
 	log.FromContext(ctx).Info("pod evicted for recreation", "pod", klog.KObj(p), "owner", owner.Name, "resources", text)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
 
@@ -46,8 +47,8 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	}
 	for _, cr := range rec.ContainerRecommendations {
 		cpu, mem := cr.Target[corev1.ResourceCPU], cr.Target[corev1.ResourceMemory]
-		recommendationGauge.WithLabelValues(policy.Namespace, policy.Name, cr.ContainerName, "cpu").Set(float64(cpu.MilliValue()) / 1000)
-		recommendationGauge.WithLabelValues(policy.Namespace, policy.Name, cr.ContainerName, "memory").Set(float64(mem.Value()))
+		policymetrics.Recommendation.WithLabelValues(policy.Namespace, policy.Name, cr.ContainerName, "cpu").Set(float64(cpu.MilliValue()) / 1000)
+		policymetrics.Recommendation.WithLabelValues(policy.Namespace, policy.Name, cr.ContainerName, "memory").Set(float64(mem.Value()))
 	}
 	if len(rec.ContainerRecommendations) > 0 {
 		status.Recommendation = rec

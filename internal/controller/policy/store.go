@@ -14,6 +14,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/metrics"
 )
 
@@ -209,7 +210,7 @@ func (s *policyState) forgetGone(pods []*corev1.Pod, now time.Time) {
 		}
 	}
 	for _, name := range s.model.ForgetStale(now) {
-		recommendationGauge.DeletePartialMatch(prometheus.Labels{"namespace": s.key.Namespace, "policy": s.key.Name, "container": name})
+		policymetrics.Recommendation.DeletePartialMatch(prometheus.Labels{"namespace": s.key.Namespace, "policy": s.key.Name, "container": name})
 	}
 }
 
