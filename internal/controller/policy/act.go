@@ -18,6 +18,7 @@ import (
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -74,16 +75,16 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		recreate[st.Pod.Name] = st
 	}
 	for _, p := range in.pods {
-		ps := state.pod(p)
+		ps := state.Pod(p)
 		dec := d.Decisions[p.Name]
 		r.reportSkips(policy, ps, p, dec, blocked)
 		if h, ok := held[p.Name]; ok {
 			r.reportHeld(policy, ps, p, h, blocked)
 		}
 		if st, ok := settled[p.Name]; ok {
-			ps.shortSince = time.Time{}
+			ps.ShortSince = time.Time{}
 			if st.DropEntry {
-				state.dropPendingRecreation(p)
+				state.DropPendingRecreation(p)
 			}
 			continue
 		}
@@ -119,7 +120,7 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		retry, err := r.send(ctx, policy, state, a.Action, actuator.ApplyOptions{FieldManager: a.FieldManager}, now, blocked)
 		if err != nil {
 			errs = append(errs, err)
-			r.reportFailure(policy, state.pod(a.Pod), a.Pod, "Resize", err, blocked)
+			r.reportFailure(policy, state.Pod(a.Pod), a.Pod, "Resize", err, blocked)
 			continue
 		}
 		if retry == 0 {
@@ -133,7 +134,7 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		sooner(r.SyncPeriod)
 	}
 	for _, p := range in.pods {
-		state.pod(p).settleReports()
+		state.Pod(p).SettleReports()
 	}
 	policymetrics.ResizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
 	in.blocked = blocked
@@ -145,9 +146,9 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 // incomplete, and another policy or a VerticalPodAutoscaler sizing some of
 // the policy's pods.
 func (r *Reconciler) announce(policy *v1alpha1.TailorPolicy, in *syncInput) {
-	if in.state.restoreUnsaid {
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventCheckpointInvalid, "Restore", "%s", in.state.restoreProblem)
-		in.state.restoreUnsaid = false
+	if in.state.RestoreUnsaid {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventCheckpointInvalid, "Restore", "%s", in.state.RestoreProblem)
+		in.state.RestoreUnsaid = false
 	}
 	r.reportOwners(policy, in.state, in.own)
 	r.reportMetrics(policy, in.state, in.wasDown, in.wasRejecting)
@@ -155,7 +156,7 @@ func (r *Reconciler) announce(policy *v1alpha1.TailorPolicy, in *syncInput) {
 
 // reportFailure says, once per standing state, that a pod's resize or
 // eviction failed in a way a retry may fix (an apiserver error, a timeout).
-func (r *Reconciler) reportFailure(policy *v1alpha1.TailorPolicy, ps *podState, p *corev1.Pod, action string, err error, blocked map[string]string) {
+func (r *Reconciler) reportFailure(policy *v1alpha1.TailorPolicy, ps *store.PodState, p *corev1.Pod, action string, err error, blocked map[string]string) {
 	msg := fmt.Sprintf("pod %s: %v", p.Name, err)
 	blocked["Failed"+action] = msg
 	if r.reportOnce(ps, p, policy, "failed:"+action, EventResizeFailed, msg) {
@@ -165,7 +166,7 @@ func (r *Reconciler) reportFailure(policy *v1alpha1.TailorPolicy, ps *podState, 
 
 // reportSkips turns a pod's skipped changes into the ResizesBlocked reasons
 // and one event per state.
-func (r *Reconciler) reportSkips(policy *v1alpha1.TailorPolicy, ps *podState, p *corev1.Pod, dec podchange.Decision, blocked map[string]string) {
+func (r *Reconciler) reportSkips(policy *v1alpha1.TailorPolicy, ps *store.PodState, p *corev1.Pod, dec podchange.Decision, blocked map[string]string) {
 	for _, s := range dec.Skips {
 		switch s.Reason {
 		case podchange.SkipRestartNotAllowed, podchange.SkipNotRequested, podchange.SkipQoSChange, podchange.SkipPodLevelLimit:
@@ -182,7 +183,7 @@ func (r *Reconciler) reportSkips(policy *v1alpha1.TailorPolicy, ps *podState, p 
 }
 
 // reportHeld says why a pod's change waits.
-func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *corev1.Pod, h autoscale.Held, blocked map[string]string) {
+func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *store.PodState, p *corev1.Pod, h autoscale.Held, blocked map[string]string) {
 	switch h.Reason {
 	case autoscale.HoldInFlight:
 		// Its own resize is being applied: nothing to report.
@@ -214,9 +215,9 @@ func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *podState, p *
 
 // send applies one resize. It returns 0 when it was sent, else when to try
 // again.
-func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, a autoscale.Action, opts actuator.ApplyOptions, now time.Time, blocked map[string]string) (time.Duration, error) {
+func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, state *store.PolicyState, a autoscale.Action, opts actuator.ApplyOptions, now time.Time, blocked map[string]string) (time.Duration, error) {
 	p := a.Pod
-	ps := state.pod(p)
+	ps := state.Pod(p)
 	applied, err := r.Actuator.Apply(ctx, p, a.Plan.Patch, opts)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -238,44 +239,44 @@ func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, st
 		}
 		return r.SyncPeriod, nil
 	}
-	ps.lastResize, ps.resizeGeneration, ps.outcome = now, applied.Generation, ""
-	ps.sentRaiseSince = time.Time{}
+	ps.LastResize, ps.ResizeGeneration, ps.Outcome = now, applied.Generation, ""
+	ps.SentRaiseSince = time.Time{}
 	if a.Decision.Raises() {
-		ps.sentRaiseSince = ps.raiseSince
-		ps.raiseSince = time.Time{}
+		ps.SentRaiseSince = ps.RaiseSince
+		ps.RaiseSince = time.Time{}
 	}
-	ps.change = describe(a.Decision)
-	ps.result, ps.message = string(actuator.StateProposed), ps.change
+	ps.Change = describe(a.Decision)
+	ps.Result, ps.Message = string(actuator.StateProposed), ps.Change
 	policymetrics.ResizesTotal.WithLabelValues(policy.Namespace, policy.Name, "sent").Inc()
-	r.mark(policy, observation.ResizeMark{Time: now, Pod: p.Name, Generation: applied.Generation, Result: string(v1alpha1.ResizeResultInProgress), Change: ps.change,
+	r.mark(policy, observation.ResizeMark{Time: now, Pod: p.Name, Generation: applied.Generation, Result: string(v1alpha1.ResizeResultInProgress), Change: ps.Change,
 		Capped: len(a.Decision.Short) > 0, Restarts: restarts(a.Plan)})
-	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventResized, "Resize", "%s", ps.change)
-	log.FromContext(ctx).Info("resize sent", "pod", klog.KObj(p), "changes", ps.change, "generation", applied.Generation)
+	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventResized, "Resize", "%s", ps.Change)
+	log.FromContext(ctx).Info("resize sent", "pod", klog.KObj(p), "changes", ps.Change, "generation", applied.Generation)
 	return 0, nil
 }
 
 // observeResize reports, once, how tailor's last resize of p ended.
-func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *policyState, p *corev1.Pod, now time.Time) {
-	ps := state.pod(p)
-	if ps.resizeGeneration == 0 {
+func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *store.PolicyState, p *corev1.Pod, now time.Time) {
+	ps := state.Pod(p)
+	if ps.ResizeGeneration == 0 {
 		return
 	}
 	obs := observe(p)
-	if obs.Generation < ps.resizeGeneration {
+	if obs.Generation < ps.ResizeGeneration {
 		return
 	}
-	ps.result, ps.message = string(obs.State), ps.change
+	ps.Result, ps.Message = string(obs.State), ps.Change
 	if obs.State != actuator.StateDone && obs.Message != "" {
-		ps.message = ps.change + ": " + obs.Message
+		ps.Message = ps.Change + ": " + obs.Message
 	}
-	if ps.outcome == string(obs.State) {
+	if ps.Outcome == string(obs.State) {
 		return
 	}
-	ps.outcome = string(obs.State)
-	r.mark(policy, observation.ResizeMark{Time: ps.lastResize, Pod: p.Name, Generation: ps.resizeGeneration, Result: string(resultOf(ps.result)), Change: ps.message})
-	if obs.State == actuator.StateDone && !ps.sentRaiseSince.IsZero() {
-		policymetrics.ReactionSeconds.WithLabelValues(policy.Namespace, policy.Name).Observe(now.Sub(ps.sentRaiseSince).Seconds())
-		ps.sentRaiseSince = time.Time{}
+	ps.Outcome = string(obs.State)
+	r.mark(policy, observation.ResizeMark{Time: ps.LastResize, Pod: p.Name, Generation: ps.ResizeGeneration, Result: string(resultOf(ps.Result)), Change: ps.Message})
+	if obs.State == actuator.StateDone && !ps.SentRaiseSince.IsZero() {
+		policymetrics.ReactionSeconds.WithLabelValues(policy.Namespace, policy.Name).Observe(now.Sub(ps.SentRaiseSince).Seconds())
+		ps.SentRaiseSince = time.Time{}
 	}
 	switch obs.State {
 	case actuator.StateDeferred:
@@ -316,7 +317,7 @@ func (r *Reconciler) reportMemoryAtRisk(policy *v1alpha1.TailorPolicy, in *syncI
 				msg += fmt.Sprintf(", stalled on memory %.0f%% of the time", *u.MemoryPressure*100)
 			}
 			msg += "; the OOM killer may act, and tailor does not raise it: " + why
-			r.reportOnce(in.state.pod(p), p, policy, "memrisk:"+c, EventMemoryAtRisk, msg)
+			r.reportOnce(in.state.Pod(p), p, policy, "memrisk:"+c, EventMemoryAtRisk, msg)
 		}
 	}
 }
@@ -359,17 +360,6 @@ func memoryHeldBy(dec podchange.Decision, h autoscale.Held, c string) string {
 
 func bytesText(b float64) string { return fmt.Sprintf("%.0fMi", b/(1<<20)) }
 
-// settleReports forgets the reported states that no longer stand, so one
-// that comes back is reported again.
-func (ps *podState) settleReports() {
-	for k := range ps.reported {
-		if !ps.standing[k] {
-			delete(ps.reported, k)
-		}
-	}
-	ps.standing = nil
-}
-
 // shortText says which raises the node's room cut, for events and status.
 func shortText(short []podchange.Shortfall) string {
 	parts := make([]string, 0, len(short))
@@ -410,22 +400,22 @@ func describe(d podchange.Decision) string {
 // metrics source is down, and once when it starts that some containers have
 // no usable figures (missing, stale, malformed, or none a container can
 // have): the Ready condition says so on every sync, an event marks when.
-func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *policyState, wasDown, wasRejecting bool) {
+func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *store.PolicyState, wasDown, wasRejecting bool) {
 	up := 1.0
-	if state.metricsErr != nil {
+	if state.MetricsErr != nil {
 		up = 0
 	}
 	policymetrics.MetricsSourceUp.WithLabelValues(policy.Namespace, policy.Name).Set(up)
-	switch down := state.metricsErr != nil; {
+	switch down := state.MetricsErr != nil; {
 	case down && !wasDown:
 		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsUnavailable, "Read",
-			"metrics source %s: %v; nothing is lowered until usage is back, OOM kills are still answered", r.Source.Name(), state.metricsErr)
+			"metrics source %s: %v; nothing is lowered until usage is back, OOM kills are still answered", r.Source.Name(), state.MetricsErr)
 	case !down && wasDown:
 		r.Events.Eventf(policy, nil, corev1.EventTypeNormal, EventMetricsRestored, "Read", "metrics source %s answers again", r.Source.Name())
 	}
-	held := heldFor(state.problems)
-	state.rejecting = held != ""
-	if state.rejecting && !wasRejecting {
+	held := heldFor(state.Problems)
+	state.Rejecting = held != ""
+	if state.Rejecting && !wasRejecting {
 		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsIncomplete, "Read",
 			"metrics source %s: %s; those containers are held (never lowered, raised only on OOM kills) until their figures are back", r.Source.Name(), held)
 	}
@@ -434,7 +424,7 @@ func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *policyS
 // reportOwners says once, when it starts, that another policy or a
 // VerticalPodAutoscaler sizes some of the policy's pods: the Ready
 // condition says so on every sync.
-func (r *Reconciler) reportOwners(policy *v1alpha1.TailorPolicy, state *policyState, o owned) {
+func (r *Reconciler) reportOwners(policy *v1alpha1.TailorPolicy, state *store.PolicyState, o owned) {
 	var keys []string
 	if o.vpa.Name != "" {
 		keys = append(keys, "vpa:"+o.vpa.String())
@@ -447,8 +437,8 @@ func (r *Reconciler) reportOwners(policy *v1alpha1.TailorPolicy, state *policySt
 	}
 	sort.Strings(keys)
 	key := strings.Join(keys, ",")
-	was := state.othersReported
-	state.othersReported = key
+	was := state.OthersReported
+	state.OthersReported = key
 	if key == "" || key == was {
 		return
 	}

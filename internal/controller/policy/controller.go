@@ -213,7 +213,7 @@ func containerStates(p *corev1.Pod) []any {
 
 func (r *Reconciler) policiesForPod(_ context.Context, o client.Object) []reconcile.Request {
 	var out []reconcile.Request
-	for _, key := range r.store.selecting(o.GetNamespace(), labels.Set(o.GetLabels())) {
+	for _, key := range r.store.Selecting(o.GetNamespace(), labels.Set(o.GetLabels())) {
 		out = append(out, reconcile.Request{NamespacedName: key})
 	}
 	return out
@@ -270,7 +270,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			// Its checkpoint goes with it: the apiserver collects it
 			// through its owner reference.
-			r.store.forget("", req.NamespacedName)
+			r.store.Forget("", req.NamespacedName)
 			policymetrics.Forget(req.NamespacedName)
 			r.forgetObserved(req.NamespacedName)
 			return reconcile.Result{}, nil
@@ -278,7 +278,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if !policy.DeletionTimestamp.IsZero() {
-		r.store.forget(policy.UID, req.NamespacedName)
+		r.store.Forget(policy.UID, req.NamespacedName)
 		policymetrics.Forget(req.NamespacedName)
 		r.forgetObserved(req.NamespacedName)
 		return reconcile.Result{}, nil
@@ -309,13 +309,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Within the bounds the sync decides by: a container whose policy sets
 	// no maxAllowed gets the default (podchange.BoundedSpec).
 	bounded, _ := podchange.BoundedSpec(&policy.Spec, in.defaults)
-	if recs := in.state.model.Recommendation(bounded, in.pods, now); len(recs) > 0 {
+	if recs := in.state.Model.Recommendation(bounded, in.pods, now); len(recs) > 0 {
 		in.recommendation = &v1alpha1.Recommendation{ContainerRecommendations: recs}
 	}
 	if _, canary := autoscale.CanaryConfigOf(&policy.Spec); canary {
 		// What no canary has proven is not given to new pods, nor said
 		// to be the workload's size.
-		in.recommendation = autoscale.FloorRecommendation(in.recommendation, autoscale.CanaryFloor(in.state.canary, in.pods))
+		in.recommendation = autoscale.FloorRecommendation(in.recommendation, autoscale.CanaryFloor(in.state.Canary, in.pods))
 	}
 	// Without one this sync, status keeps the last it said, and new pods
 	// are planned from that.
@@ -324,17 +324,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		forNewPods = policy.Status.Recommendation
 	}
 	input := autoscale.SyncInput{
-		PolicyInput: in.decision, Unbound: in.unbound, Template: in.state.template, Entry: policy.Status.Admission,
-		NewPodRoom: in.newPodRoom, StuckSeen: in.state.stuckSeen, Settle: AdmissionSettle, BoostRaise: in.boostRaise,
+		PolicyInput: in.decision, Unbound: in.unbound, Template: in.state.Template, Entry: policy.Status.Admission,
+		NewPodRoom: in.newPodRoom, StuckSeen: in.state.StuckSeen, Settle: AdmissionSettle, BoostRaise: in.boostRaise,
 		NewPods: autoscale.EntryInput{
-			Spec: &policy.Spec, Generation: policy.Generation, Template: in.state.template, Recommendation: forNewPods,
+			Spec: &policy.Spec, Generation: policy.Generation, Template: in.state.Template, Recommendation: forNewPods,
 			HeldByVPA: in.vpa, Conflict: in.conflict, Holds: in.decision.Holds, Room: in.newPodRoom, Rules: in.decision.Rules, Replicas: len(in.pods),
 			Server: r.Actuator.Server.Version, Now: now,
 		},
 		Recreation:     r.recreationState(policy, in),
-		Canary:         in.state.canary,
+		Canary:         in.state.Canary,
 		Guardrails:     in.guardrails,
-		Lowered:        in.state.lowered,
+		Lowered:        in.state.Lowered,
 		Namespace:      in.namespace,
 		CountLowerings: in.countLowerings,
 		Largest:        in.largest,
@@ -349,29 +349,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).Error(err, "deciding policy")
 		return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
 	}
-	in.state.canary, in.state.lowered = decision.Canary.State, decision.Limits.Lowered
+	in.state.Canary, in.state.Lowered = decision.Canary.State, decision.Limits.Lowered
 	// Before act: a canary's state, and the budget's count, are on the
 	// apiserver before the resizes they stand for are sent, so a manager that stops between the
 	// two does not leave a canary lowered that its successor knows
 	// nothing of (one whose resize never went out is let go next sync).
-	if err := r.checkpoint(ctx, policy, in.state, now); err != nil {
+	if err := r.checkpoints().Write(ctx, policy, in.state, now); err != nil {
 		// Losing a checkpoint costs warm-up after a restart, never a
 		// resize (a canary's state, written again next sync, may be
 		// lost with it): say so and carry on.
 		log.FromContext(ctx).Error(err, "writing checkpoint")
 	}
 	requeue, actErr := r.act(ctx, policy, in, decision, now)
-	in.state.forgetGone(in.pods, now)
+	in.state.ForgetGone(in.pods, now)
 	r.fillStatus(status, policy, in, decision.Admission, now)
 	setCanaryCondition(status, decision.Canary, policy.Generation)
 	setLimitsCondition(status, policy, decision.Limits)
 	policymetrics.SyncsTotal.WithLabelValues(policy.Namespace, policy.Name).Inc()
 	if r.Observer != nil {
-		r.Observer.Observe(req.NamespacedName, observation.Of(now, in.pods, in.usage, status.Recommendation, in.state.template))
+		r.Observer.Observe(req.NamespacedName, observation.Of(now, in.pods, in.usage, status.Recommendation, in.state.Template))
 	}
 	writeErr := r.writeStatus(ctx, policy, status)
 	if writeErr != nil {
-		in.state.forgetRecords(in.recorded)
+		in.state.ForgetRecords(in.recorded)
 	}
 	if err := errors.Join(actErr, writeErr); err != nil {
 		// Retried with backoff; what failed is in ResizesBlocked.

@@ -27,6 +27,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
@@ -38,7 +39,7 @@ import (
 // syncInput is everything one sync of a policy works from: what gather
 // read, then what advise made of it.
 type syncInput struct {
-	state *policyState
+	state *store.PolicyState
 	pods  []*corev1.Pod
 	// own says which of the selected pods are the policy's, and which other
 	// policies or VerticalPodAutoscaler size the rest.
@@ -138,7 +139,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 		usage = metrics.Result{}
 		log.FromContext(ctx).Info("metrics source unavailable: holding all but raises from pod status", "source", r.Source.Name(), "err", err.Error())
 	}
-	if in.guardrails, err = r.guardrailAnswers(ctx, policy, state.canary, pods, now); err != nil {
+	if in.guardrails, err = r.guardrailAnswers(ctx, policy, state.Canary, pods, now); err != nil {
 		return nil, err
 	}
 	capacity, err := r.nodeCapacities(ctx, pods)
@@ -148,8 +149,8 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	var rejected []metrics.Problem
 	in.usage, rejected = metrics.Screen(usage, pods, capacity, func(p *corev1.Pod) time.Time {
 		last := lastResizeOf(p)
-		if ps, ok := state.pods[p.UID]; ok && ps.lastResize.After(last) {
-			last = ps.lastResize
+		if ps, ok := state.Pods[p.UID]; ok && ps.LastResize.After(last) {
+			last = ps.LastResize
 		}
 		return last
 	})
@@ -183,39 +184,39 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 // with the startup boost's, become the decision's pods.
 func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now time.Time) error {
 	state := in.state
-	if err := state.model.Configure(&policy.Spec, in.pods); err != nil {
+	if err := state.Model.Configure(&policy.Spec, in.pods); err != nil {
 		var invalid *advise.ConfigError
 		if errors.As(err, &invalid) {
 			return &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: invalid.Err}
 		}
 		return err
 	}
-	in.wasDown, in.wasRejecting = state.metricsErr != nil, state.rejecting
-	state.metricsErr, state.problems = in.usageErr, in.usage.Problems
+	in.wasDown, in.wasRejecting = state.MetricsErr != nil, state.Rejecting
+	state.MetricsErr, state.Problems = in.usageErr, in.usage.Problems
 	views := make([]advise.Pod, 0, len(in.pods))
 	for _, p := range in.pods {
-		ps := state.pod(p)
-		views = append(views, advise.Pod{Pod: p, Memory: &ps.memory, LastResize: ps.lastResize})
+		ps := state.Pod(p)
+		views = append(views, advise.Pod{Pod: p, Memory: &ps.Memory, LastResize: ps.LastResize})
 	}
-	state.model.Learn(&policy.Spec, views, in.usage, now)
+	state.Model.Learn(&policy.Spec, views, in.usage, now)
 	for _, p := range in.pods {
-		ps := state.pod(p)
-		if last := lastResizeOf(p); last.After(ps.lastResize) {
+		ps := state.Pod(p)
+		if last := lastResizeOf(p); last.After(ps.LastResize) {
 			// A resize this process did not send, or sent before it
 			// restarted: the pod's own record says when.
-			ps.lastResize = last
+			ps.LastResize = last
 		}
-		a := state.model.Advise(advise.Input{
-			Spec: &policy.Spec, Pod: advise.Pod{Pod: p, Memory: &ps.memory, LastResize: ps.lastResize}, Usage: in.usage,
-			Holds: in.decision.Holds, Template: state.template, FieldManager: actuator.FieldManager, Now: now,
+		a := state.Model.Advise(advise.Input{
+			Spec: &policy.Spec, Pod: advise.Pod{Pod: p, Memory: &ps.Memory, LastResize: ps.LastResize}, Usage: in.usage,
+			Holds: in.decision.Holds, Template: state.Template, FieldManager: actuator.FieldManager, Now: now,
 		})
 		// The reaction-latency clock runs from the oldest evidence for a
 		// raise not yet sent.
 		switch {
 		case a.RaiseSince.IsZero():
-			ps.raiseSince = time.Time{}
-		case ps.raiseSince.IsZero() || a.RaiseSince.Before(ps.raiseSince):
-			ps.raiseSince = a.RaiseSince
+			ps.RaiseSince = time.Time{}
+		case ps.RaiseSince.IsZero() || a.RaiseSince.Before(ps.RaiseSince):
+			ps.RaiseSince = a.RaiseSince
 		}
 		if len(a.BoostRaise) > 0 {
 			in.boostRaise[p.UID] = a.BoostRaise
@@ -226,8 +227,8 @@ func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now ti
 		in.advice[p.UID] = a
 		in.decision.Pods = append(in.decision.Pods, autoscale.PodInput{
 			Pod: p, Targets: a.Targets, PodTarget: a.PodTarget, WorkingSet: a.WorkingSet,
-			LastResize: ps.lastResize, InFlight: inFlight(p), ResizeRefused: refused(p), RaiseSince: ps.raiseSince, Boost: a.Boost,
-			Throttled: throttledSince(p, in.usage, ps.lastResize),
+			LastResize: ps.LastResize, InFlight: inFlight(p), ResizeRefused: refused(p), RaiseSince: ps.RaiseSince, Boost: a.Boost,
+			Throttled: throttledSince(p, in.usage, ps.LastResize),
 		})
 	}
 	return nil
@@ -272,7 +273,7 @@ func (r *Reconciler) candidateNodes(ctx context.Context, policy *v1alpha1.Tailor
 // prepare resolves the policy's selector and gives it its state: kept across
 // syncs, rebuilt on a spec change without losing what was learnt, and
 // restored from the checkpoint when this process has not seen the policy.
-func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy, now time.Time) (*policyState, error) {
+func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy, now time.Time) (*store.PolicyState, error) {
 	if err := policy.Spec.Validate(); err != nil {
 		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
 	}
@@ -280,7 +281,7 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 	if _, _, err := autoscale.LoweringLimitsOf(&policy.Spec); err != nil {
 		return nil, &invalidPolicyError{reason: v1alpha1.ReasonInvalidPolicy, err: err}
 	}
-	state, known := r.store.get(policy.UID)
+	state, known := r.store.Get(policy.UID)
 	sel, cached := cachedSelector(policy, state, now)
 	var template *corev1.PodTemplateSpec
 	if !cached {
@@ -290,37 +291,36 @@ func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy,
 		}
 	}
 	if !known {
-		state = &policyState{
-			key:         types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name},
-			uid:         policy.UID,
-			model:       advise.NewModel(r.Recommender),
-			pods:        map[types.UID]*podState{},
-			recreations: map[types.UID]v1alpha1.Recreation{},
+		state = &store.PolicyState{
+			Key:         types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name},
+			Model:       advise.NewModel(r.Recommender),
+			Pods:        map[types.UID]*store.PodState{},
+			Recreations: map[types.UID]v1alpha1.Recreation{},
 		}
 		// After a restart: replacements may still be on their way, and the
 		// last eviction (no earlier than its entry) still paces the next.
 		for _, rc := range policy.Status.Recreations {
-			state.recreations[types.UID(rc.OwnerUID)] = rc
-			if rc.EvictionTime.After(state.lastEviction) {
-				state.lastEviction = rc.EvictionTime.Time
+			state.Recreations[types.UID(rc.OwnerUID)] = rc
+			if rc.EvictionTime.After(state.LastEviction) {
+				state.LastEviction = rc.EvictionTime.Time
 			}
 		}
-		if err := r.restore(ctx, policy, state); err != nil {
+		if err := r.checkpoints().Restore(ctx, policy, state); err != nil {
 			return nil, err
 		}
 	}
-	if !known || state.generation != policy.Generation {
+	if !known || state.Generation != policy.Generation {
 		if err := r.prepareSource(policy, state); err != nil {
 			return nil, err
 		}
-		state.generation = policy.Generation
+		state.Generation = policy.Generation
 	}
 	if !cached {
-		state.targetRead = now
-		state.template = template
+		state.TargetRead = now
+		state.Template = template
 	}
-	state.selector = sel
-	r.store.put(policy.UID, state)
+	state.Selector = sel
+	r.store.Put(policy.UID, state)
 	return state, nil
 }
 
@@ -336,10 +336,10 @@ const targetRefresh = time.Minute
 // cachedSelector is the target's selector as last read, while it is newer
 // than targetRefresh and the policy's spec is unchanged; ok is false when
 // it must be read.
-func cachedSelector(policy *v1alpha1.TailorPolicy, state *policyState, now time.Time) (labels.Selector, bool) {
-	if state != nil && policy.Spec.Selector == nil && state.selector != nil &&
-		state.generation == policy.Generation && now.Sub(state.targetRead) < targetRefresh {
-		return state.selector, true
+func cachedSelector(policy *v1alpha1.TailorPolicy, state *store.PolicyState, now time.Time) (labels.Selector, bool) {
+	if state != nil && policy.Spec.Selector == nil && state.Selector != nil &&
+		state.Generation == policy.Generation && now.Sub(state.TargetRead) < targetRefresh {
+		return state.Selector, true
 	}
 	return nil, false
 }
@@ -420,10 +420,10 @@ func podTemplate(target *unstructured.Unstructured) *corev1.PodTemplateSpec {
 // pods lists the running pods a policy's label selector matches (the cheap
 // first filter, before their owners are: ownPods), and those not yet bound
 // to a node, each sorted by name.
-func (r *Reconciler) pods(ctx context.Context, state *policyState) (running, unbound []*corev1.Pod, err error) {
+func (r *Reconciler) pods(ctx context.Context, state *store.PolicyState) (running, unbound []*corev1.Pod, err error) {
 	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.InNamespace(state.key.Namespace), client.MatchingLabelsSelector{Selector: state.selector}); err != nil {
-		return nil, nil, fmt.Errorf("listing pods for policy %s: %w", state.key, err)
+	if err := r.Client.List(ctx, &list, client.InNamespace(state.Key.Namespace), client.MatchingLabelsSelector{Selector: state.Selector}); err != nil {
+		return nil, nil, fmt.Errorf("listing pods for policy %s: %w", state.Key, err)
 	}
 	for i := range list.Items {
 		p := &list.Items[i]
@@ -465,13 +465,13 @@ func (r *Reconciler) hpaHolds(ctx context.Context, policy *v1alpha1.TailorPolicy
 // when new pods are sized at admission: their allocatable, or their free
 // room for a DaemonSet (whose new pod must fit the node it replaces one on)
 // and while a pod tailor sized waits unschedulable.
-func (r *Reconciler) newPodRoom(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, unbound []*corev1.Pod, now time.Time) (corev1.ResourceList, error) {
+func (r *Reconciler) newPodRoom(ctx context.Context, policy *v1alpha1.TailorPolicy, state *store.PolicyState, unbound []*corev1.Pod, now time.Time) (corev1.ResourceList, error) {
 	ref := policy.Spec.TargetRef
-	if ref == nil || state.template == nil || policy.Spec.Mode() == v1alpha1.UpdateModeOff || !autoscale.ApplyOnCreate(&policy.Spec) {
+	if ref == nil || state.Template == nil || policy.Spec.Mode() == v1alpha1.UpdateModeOff || !autoscale.ApplyOnCreate(&policy.Spec) {
 		return nil, nil
 	}
-	in := autoscale.NewPodRoomInput{Template: state.template, DaemonSet: ref.Kind == "DaemonSet"}
-	stuck, _ := autoscale.DecideStuck(autoscale.StuckInput{Pods: unbound, Template: state.template, Now: now.Add(autoscale.UnschedulableAfter)})
+	in := autoscale.NewPodRoomInput{Template: state.Template, DaemonSet: ref.Kind == "DaemonSet"}
+	stuck, _ := autoscale.DecideStuck(autoscale.StuckInput{Pods: unbound, Template: state.Template, Now: now.Add(autoscale.UnschedulableAfter)})
 	in.Free = len(stuck) > 0
 	if !in.Free && !in.DaemonSet {
 		var nodes corev1.NodeList

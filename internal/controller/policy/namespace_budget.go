@@ -3,110 +3,14 @@ package policy
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 )
-
-// loweringLedger is what this process decided to lower in each namespace
-// whose lowerings a namespace budget (budget.namespacePods) counts, by
-// policy, within the budget's period.
-//
-// A namespace budget is judged on every policy's lowerings, which each
-// policy's TailorCheckpoint keeps, read from the manager's cache. That
-// alone is not safe: policies are synced several at once
-// (ConcurrentSyncs), and the cache shows a checkpoint some time after it
-// is written, so two policies of one namespace could each see room for
-// the last pod and together lower two. Hence two things, both in this
-// process, which is the only one acting on the namespace (one leader, and
-// a shard owns whole namespaces):
-//   - what a sync decides to lower is recorded here before its resizes
-//     are sent (as its checkpoint is written before them), and the
-//     namespace's count is the checkpoints the cache has joined with what
-//     is recorded here, so it never misses a lowering of this process
-//     however far the cache lags;
-//   - a policy with a namespace budget reads the count, decides and
-//     records in its namespace's turn, one policy at a time, so no two
-//     spend the same room. Only the pure decision runs in the turn (the
-//     reads are done before, but for the nodes a recreation rarely asks
-//     for; the writes and resizes after), so policies of one namespace
-//     wait for each other for milliseconds, and those of other namespaces
-//     not at all. The resizes may be sent after the turn: they are
-//     counted already.
-//
-// A policy without a namespace budget records its lowerings too (outside
-// the turn: nothing holds them), so the budgets of its namespace count
-// them. After a restart or a leader change the ledger starts empty and the
-// checkpoints, all on the apiserver before their resizes were sent, are
-// the count.
-type loweringLedger struct {
-	mu         sync.Mutex
-	namespaces map[string]*namespaceLedger
-}
-
-// namespaceLedger is one namespace's part of the ledger. It is never
-// dropped once made: a namespace's turn must stay one mutex for as long
-// as the process runs.
-type namespaceLedger struct {
-	turn sync.Mutex
-	// sent is guarded by loweringLedger.mu.
-	sent autoscale.LoweredBy
-}
-
-func (l *loweringLedger) namespace(ns string) *namespaceLedger {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.namespaces == nil {
-		l.namespaces = map[string]*namespaceLedger{}
-	}
-	n := l.namespaces[ns]
-	if n == nil {
-		n = &namespaceLedger{sent: autoscale.LoweredBy{}}
-		l.namespaces[ns] = n
-	}
-	return n
-}
-
-// take waits for the namespace's turn; release ends it.
-func (l *loweringLedger) take(ns string) (release func()) {
-	n := l.namespace(ns)
-	n.turn.Lock()
-	return n.turn.Unlock
-}
-
-// sent is a copy of what the namespace's policies were recorded to have
-// lowered within the budget's period, by policy.
-func (l *loweringLedger) sent(ns string, now time.Time) autoscale.LoweredBy {
-	n := l.namespace(ns)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := autoscale.LoweredBy{}
-	for policy, lowered := range n.sent {
-		out.Add(policy, lowered.Within(now))
-	}
-	return out
-}
-
-// record adds a policy's count after its sync (this sync's lowerings in
-// it) to the namespace's, and lets go of what the period no longer counts.
-func (l *loweringLedger) record(ns, policy string, lowered autoscale.Lowered, now time.Time) {
-	n := l.namespace(ns)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n.sent.Add(policy, lowered)
-	for p, was := range n.sent {
-		if within := was.Within(now); len(within) > 0 {
-			n.sent[p] = within
-		} else {
-			delete(n.sent, p)
-		}
-	}
-}
 
 // namespaceLowerings reads what the namespace budgets of the policy's
 // namespace need, from the manager's cache: whether any policy of the
@@ -145,7 +49,7 @@ func (r *Reconciler) namespaceLowerings(ctx context.Context, policy *v1alpha1.Ta
 	for _, cp := range checkpoints.Items {
 		// A checkpoint of a policy deleted (and not yet collected) still
 		// counts: the pods it lowered were lowered.
-		in.namespace.ByPolicy.Add(cp.Spec.PolicyName, loweredState(cp.Spec.Lowered))
+		in.namespace.ByPolicy.Add(cp.Spec.PolicyName, store.LoweredState(cp.Spec.Lowered))
 	}
 	if lim.NamespacePercent > 0 {
 		var pods corev1.PodList
@@ -171,13 +75,13 @@ func hasNamespaceBudget(p *v1alpha1.TailorPolicy) bool {
 // node when the decision asks for them. A policy with a namespace budget
 // decides in its namespace's turn, on the checkpoints joined with the
 // ledger; a policy whose lowerings a namespace budget counts records its
-// count in the ledger before anything is sent (loweringLedger).
+// count in the ledger before anything is sent (store.Ledger).
 func (r *Reconciler) decideSync(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, input autoscale.SyncInput) (autoscale.SyncDecision, error) {
 	ns, now := policy.Namespace, input.Now
 	if in.namespaceBudget {
-		release := r.ledger.take(ns)
+		release := r.ledger.Take(ns)
 		defer release()
-		for p, lowered := range r.ledger.sent(ns, now) {
+		for p, lowered := range r.ledger.Sent(ns, now) {
 			input.Namespace.ByPolicy.Add(p, lowered)
 		}
 	}
@@ -190,7 +94,7 @@ func (r *Reconciler) decideSync(ctx context.Context, policy *v1alpha1.TailorPoli
 		}
 	}
 	if err == nil && input.CountLowerings {
-		r.ledger.record(ns, policy.Name, decision.Limits.Lowered, now)
+		r.ledger.Record(ns, policy.Name, decision.Limits.Lowered, now)
 	}
 	return decision, err
 }

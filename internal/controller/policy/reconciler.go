@@ -14,6 +14,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/recommend"
@@ -39,6 +40,9 @@ const (
 	// EventMemoryAtRisk: the node agent saw a container's working set on
 	// course for its memory limit, and tailor cannot raise it.
 	EventMemoryAtRisk = "MemoryAtRisk"
+	// EventCheckpointInvalid: the policy's checkpoint could not be read
+	// back; the event says what was lost.
+	EventCheckpointInvalid = "CheckpointInvalid"
 )
 
 // GuardrailQuerier asks Prometheus a query guardrail's one value at a time
@@ -73,7 +77,7 @@ type Reconciler struct {
 	// Recommender is the configuration policies override.
 	Recommender recommend.Config
 	// CheckpointInterval is how often learnt state is written at most;
-	// 0 is DefaultCheckpointInterval.
+	// 0 is store.DefaultCheckpointInterval.
 	CheckpointInterval time.Duration
 	// ConcurrentSyncs is how many policies are synced at once (one
 	// policy is never synced twice at once); 0 is DefaultConcurrentSyncs.
@@ -102,11 +106,11 @@ type Reconciler struct {
 	// restart).
 	VerticalPodAutoscalers client.Reader
 
-	store     *store
+	store     *store.Store
 	storeOnce sync.Once
 	// ledger counts, per namespace, the lowerings this process decided
-	// for the namespace budgets (loweringLedger).
-	ledger loweringLedger
+	// for the namespace budgets (store.Ledger).
+	ledger store.Ledger
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -117,7 +121,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func (r *Reconciler) makeStore() {
 	r.storeOnce.Do(func() {
 		if r.store == nil {
-			r.store = newStore()
+			r.store = store.New()
 		}
 	})
 }
@@ -139,4 +143,9 @@ func (r *Reconciler) forgetObserved(key types.NamespacedName) {
 	if r.Observer != nil {
 		r.Observer.Forget(key)
 	}
+}
+
+// checkpoints keeps the policies' learnt state in their TailorCheckpoints.
+func (r *Reconciler) checkpoints() *store.Checkpoints {
+	return &store.Checkpoints{Client: r.Client, APIReader: r.APIReader, Interval: r.CheckpointInterval}
 }

@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +16,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -54,15 +54,15 @@ func (r *Reconciler) recreationState(policy *v1alpha1.TailorPolicy, in *syncInpu
 		after = u.RecreateAfter.Duration
 	}
 	out := autoscale.RecreationState{
-		RecreateAfter: after, LastEviction: state.lastEviction, Entries: state.recreations,
-		Template: admittedTemplate(state.template, in.decision.Rules), Generation: policy.Generation,
+		RecreateAfter: after, LastEviction: state.LastEviction, Entries: state.Recreations,
+		Template: admittedTemplate(state.Template, in.decision.Rules), Generation: policy.Generation,
 		ShortSince: map[types.UID]time.Time{}, Blocked: map[types.UID]autoscale.EvictionBlock{},
 	}
 	for _, p := range in.pods {
-		ps := state.pod(p)
-		out.ShortSince[p.UID] = ps.shortSince
-		if b := ps.evictionBlocked; b.reason != "" {
-			out.Blocked[p.UID] = autoscale.EvictionBlock{Until: b.until, Reason: b.reason, Message: b.message}
+		ps := state.Pod(p)
+		out.ShortSince[p.UID] = ps.ShortSince
+		if b := ps.EvictionBlocked; b.Reason != "" {
+			out.Blocked[p.UID] = autoscale.EvictionBlock{Until: b.Until, Reason: b.Reason, Message: b.Message}
 		}
 	}
 	return out
@@ -78,14 +78,14 @@ func (r *Reconciler) recreationState(policy *v1alpha1.TailorPolicy, in *syncInpu
 func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, step autoscale.RecreateStepOf,
 	now time.Time, blocked map[string]string) (bool, time.Duration, error) {
 	state, p, d := in.state, step.Pod, step.RecreateDecision
-	ps := state.pod(p)
-	ps.shortSince = step.ShortSince
+	ps := state.Pod(p)
+	ps.ShortSince = step.ShortSince
 	interval := podchange.MinResizeInterval(&policy.Spec)
 	block := func(reason, msg string) (bool, time.Duration, error) {
-		state.dropPendingRecreation(p)
+		state.DropPendingRecreation(p)
 		msg = "pod " + p.Name + " not evicted: " + msg
 		blocked[reason] = msg
-		ps.evictionBlocked = evictionBlock{reason: reason, message: msg, until: now.Add(interval)}
+		ps.EvictionBlocked = store.EvictionBlock{Reason: reason, Message: msg, Until: now.Add(interval)}
 		r.reportOnce(ps, p, policy, "recreate:"+reason, EventEvictionBlocked, msg)
 		return false, interval, nil
 	}
@@ -102,7 +102,7 @@ func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy
 		// they are written with this sync's status, a sync before the
 		// eviction (taken back if that write fails: recordedThisSync).
 		owner := d.Owner
-		state.recreations[owner.UID] = v1alpha1.Recreation{
+		state.Recreations[owner.UID] = v1alpha1.Recreation{
 			OwnerUID: string(owner.UID), OwnerKind: owner.Kind, OwnerName: owner.Name, EvictedPod: p.Name,
 			EvictionTime: metav1.NewTime(now), ObservedGeneration: d.Generation, Containers: d.Containers,
 		}
@@ -131,28 +131,14 @@ func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy
 		}
 		return false, 0, fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
-	state.lastEviction = now
-	ps.lastResize, ps.result, ps.outcome = now, stateEvicted, stateEvicted
-	ps.message = fmt.Sprintf("evicted to be recreated by %s %s with %s: its node has no room in place", owner.Kind, owner.Name, text)
+	state.LastEviction = now
+	ps.LastResize, ps.Result, ps.Outcome = now, store.StateEvicted, store.StateEvicted
+	ps.Message = fmt.Sprintf("evicted to be recreated by %s %s with %s: its node has no room in place", owner.Kind, owner.Name, text)
 	policymetrics.EvictionsTotal.WithLabelValues(policy.Namespace, policy.Name, "evicted").Inc()
-	r.mark(policy, observation.ResizeMark{Time: now, Pod: p.Name, Result: string(v1alpha1.ResizeResultEvicted), Change: ps.message})
-	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventEvicted, "Evict", "%s", ps.message)
+	r.mark(policy, observation.ResizeMark{Time: now, Pod: p.Name, Result: string(v1alpha1.ResizeResultEvicted), Change: ps.Message})
+	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventEvicted, "Evict", "%s", ps.Message)
 	log.FromContext(ctx).Info("pod evicted for recreation", "pod", klog.KObj(p), "owner", owner.Name, "resources", text)
 	return true, 0, nil
-}
-
-// recreationList is the unexpired recreations, sorted, for status.
-func (s *policyState) recreationList(now time.Time) []v1alpha1.Recreation {
-	var out []v1alpha1.Recreation
-	for uid, rc := range s.recreations {
-		if now.Sub(rc.EvictionTime.Time) >= RecreationTTL {
-			delete(s.recreations, uid)
-			continue
-		}
-		out = append(out, rc)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].OwnerUID < out[j].OwnerUID })
-	return out
 }
 
 // admittedTemplate is the template as the LimitRanger admits its pods (its

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 )
 
@@ -16,12 +17,12 @@ const EventMetricsOverridesIgnored = "MetricsOverridesIgnored"
 // prepareSource gives state the source the policy's usage is read through.
 // It runs once per generation, so queries are compiled, and the event saying
 // they are ignored is sent, once per spec change, not once per sync.
-func (r *Reconciler) prepareSource(policy *v1alpha1.TailorPolicy, state *policyState) error {
+func (r *Reconciler) prepareSource(policy *v1alpha1.TailorPolicy, state *store.PolicyState) error {
 	src, ignored, err := policySource(r.Source, policy.Namespace, &policy.Spec)
 	if err != nil {
 		return err
 	}
-	state.source, state.metricsIgnored = src, ignored
+	state.Source, state.MetricsIgnored = src, ignored
 	if ignored != "" {
 		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsOverridesIgnored, "Validate", "%s", ignored)
 	}
@@ -29,9 +30,9 @@ func (r *Reconciler) prepareSource(policy *v1alpha1.TailorPolicy, state *policyS
 }
 
 // usageSource is the source state's pods are read through.
-func (r *Reconciler) usageSource(state *policyState) metrics.Source {
-	if state.source != nil {
-		return state.source
+func (r *Reconciler) usageSource(state *store.PolicyState) metrics.Source {
+	if state.Source != nil {
+		return state.Source
 	}
 	return r.Source
 }

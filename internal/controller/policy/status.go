@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
 
@@ -25,15 +26,8 @@ const maxPodsInStatus = 256
 
 func setCondition(status *v1alpha1.TailorPolicyStatus, typ string, s metav1.ConditionStatus, reason, msg string, gen int64) {
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type: typ, Status: s, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: gen,
+		Type: typ, Status: s, Reason: reason, Message: store.Truncate(msg, 1024), ObservedGeneration: gen,
 	})
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // fillStatus writes the workload's recommendations, the pods' last resizes
@@ -56,20 +50,20 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		if capped := podchange.DefaultCapped(&policy.Spec, in.defaults, rec.ContainerRecommendations); capped != "" {
 			msg += "; " + capped
 		}
-		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, "Recommended", truncate(msg, 1024), gen)
+		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, "Recommended", store.Truncate(msg, 1024), gen)
 	} else {
 		msg := fmt.Sprintf("no usage from metrics source %s yet for %d selected pod(s)", r.Source.Name(), len(pods))
 		// Say why: a query Prometheus refuses or a series it lacks shows
 		// here, not only in the manager's log.
-		if n := len(state.problems); n > 0 {
-			msg += fmt.Sprintf("; %d problem(s), first: %s", n, state.problems[0].String())
+		if n := len(state.Problems); n > 0 {
+			msg += fmt.Sprintf("; %d problem(s), first: %s", n, state.Problems[0].String())
 		}
 		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, "NoUsageYet", msg, gen)
 	}
 
 	status.Admission = admission
 	if a := status.Admission; a != nil {
-		a.Message, a.Summary = truncate(a.Message, 1024), truncate(a.Summary, 1024)
+		a.Message, a.Summary = store.Truncate(a.Message, 1024), store.Truncate(a.Summary, 1024)
 	}
 	if in.hpa != "" && !in.decision.Holds.Empty() {
 		setCondition(status, v1alpha1.ConditionRequestsHeldForHPA, metav1.ConditionTrue, "HPAUtilization", in.hpa, gen)
@@ -85,12 +79,12 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	}
 
 	status.Pods = nil
-	for _, ps := range state.pods {
-		if ps.lastResize.IsZero() || ps.result == "" {
+	for _, ps := range state.Pods {
+		if ps.LastResize.IsZero() || ps.Result == "" {
 			continue
 		}
 		status.Pods = append(status.Pods, v1alpha1.PodResizeStatus{
-			PodName: ps.name, LastResizeTime: metav1.NewTime(ps.lastResize.Truncate(time.Second)), Result: resultOf(ps.result), Message: truncate(ps.message, 1024),
+			PodName: ps.Name, LastResizeTime: metav1.NewTime(ps.LastResize.Truncate(time.Second)), Result: resultOf(ps.Result), Message: store.Truncate(ps.Message, 1024),
 		})
 	}
 	// Most recent first, then by name, so the 256 kept are always the same.
@@ -119,10 +113,10 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	} else {
 		setCondition(status, v1alpha1.ConditionResizesBlocked, metav1.ConditionFalse, "NotBlocked", "nothing holds resizes back", gen)
 	}
-	status.Recreations = state.recreationList(now)
+	status.Recreations = state.RecreationList(now)
 	ready := fmt.Sprintf("%d pod(s) selected; usage from %s", len(pods), r.Source.Name())
-	if state.metricsIgnored != "" {
-		ready += "; " + state.metricsIgnored
+	if state.MetricsIgnored != "" {
+		ready += "; " + state.MetricsIgnored
 	}
 	if len(in.notBoosted) > 0 {
 		notes := make([]string, 0, len(in.notBoosted))
@@ -132,11 +126,11 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		sort.Strings(notes)
 		ready += "; startup boost: " + strings.Join(notes, "; ")
 	}
-	if held := heldFor(state.problems); held != "" {
+	if held := heldFor(state.Problems); held != "" {
 		ready += "; " + held + ": held"
 	}
-	if state.restoreProblem != "" {
-		ready += "; " + state.restoreProblem
+	if state.RestoreProblem != "" {
+		ready += "; " + state.RestoreProblem
 	}
 	switch {
 	case in.vpa != "":
@@ -146,7 +140,7 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConflict, in.conflict+"; "+ready, gen)
 		return
 	}
-	if err := state.metricsErr; err != nil {
+	if err := state.MetricsErr; err != nil {
 		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "MetricsUnavailable",
 			fmt.Sprintf("metrics source %s: %v; nothing is lowered until usage is back, OOM kills are still answered", r.Source.Name(), err), gen)
 		return
@@ -164,7 +158,7 @@ func resultOf(state string) v1alpha1.ResizeResult {
 		return v1alpha1.ResizeResultInfeasible
 	case actuator.StateError:
 		return v1alpha1.ResizeResultError
-	case stateEvicted:
+	case store.StateEvicted:
 		return v1alpha1.ResizeResultEvicted
 	}
 	return v1alpha1.ResizeResultInProgress
