@@ -20,6 +20,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -267,7 +268,7 @@ func (e *env) vpa(name, target, mode string) {
 			"targetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
 		},
 	}}
-	u.SetGroupVersionKind(policyctrl.VPAKind)
+	u.SetGroupVersionKind(gather.VPAKind)
 	if mode != "" {
 		if err := unstructured.SetNestedField(u.Object, mode, "spec", "updatePolicy", "updateMode"); err != nil {
 			e.t.Fatal(err)

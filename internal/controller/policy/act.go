@@ -17,6 +17,7 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
@@ -46,7 +47,7 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	inFlightNow := 0
 	for _, p := range in.pods {
 		r.observeResize(policy, state, p, now)
-		if inFlight(p) {
+		if gather.InFlight(p) {
 			inFlightNow++
 		}
 	}
@@ -261,7 +262,7 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *store.P
 	if ps.ResizeGeneration == 0 {
 		return
 	}
-	obs := observe(p)
+	obs := gather.Observe(p)
 	if obs.Generation < ps.ResizeGeneration {
 		return
 	}
@@ -413,7 +414,7 @@ func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *store.P
 	case !down && wasDown:
 		r.Events.Eventf(policy, nil, corev1.EventTypeNormal, EventMetricsRestored, "Read", "metrics source %s answers again", r.Source.Name())
 	}
-	held := heldFor(state.Problems)
+	held := gather.HeldFor(state.Problems)
 	state.Rejecting = held != ""
 	if state.Rejecting && !wasRejecting {
 		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsIncomplete, "Read",

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -70,7 +71,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// owner references are read from a cache of ReplicaSets' metadata
 	// (trimmed to them: internal/manager). Its informer starts with the
 	// manager, so missing RBAC stops the start instead of a sync.
-	if _, err := mgr.GetCache().GetInformer(context.Background(), ReplicaSetMeta(), cache.BlockUntilSynced(false)); err != nil {
+	if _, err := mgr.GetCache().GetInformer(context.Background(), gather.ReplicaSetMeta(), cache.BlockUntilSynced(false)); err != nil {
 		return fmt.Errorf("watching ReplicaSets' metadata: %w", err)
 	}
 	b := ctrl.NewControllerManagedBy(mgr)
@@ -81,11 +82,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.VerticalPodAutoscalers == nil {
 		// The CRD is looked for once: without it (no VPA installed) the
 		// manager starts and looks for no VerticalPodAutoscaler.
-		switch _, err := mgr.GetRESTMapper().RESTMapping(VPAKind.GroupKind(), VPAKind.Version); {
+		switch _, err := mgr.GetRESTMapper().RESTMapping(gather.VPAKind.GroupKind(), gather.VPAKind.Version); {
 		case err == nil:
 			r.VerticalPodAutoscalers = mgr.GetCache()
 			vpa := &unstructured.Unstructured{}
-			vpa.SetGroupVersionKind(VPAKind)
+			vpa.SetGroupVersionKind(gather.VPAKind)
 			// A VPA created, changed or deleted holds or frees its
 			// workload at once.
 			b = b.Watches(vpa, handler.EnqueueRequestsFromMapFunc(r.policiesOfNamespace), builder.WithPredicates(owned, predicate.GenerationChangedPredicate{}))
@@ -181,7 +182,7 @@ var podChangeMatters = predicate.Funcs{
 // precision) are not told apart, and pass.
 func ownResize(o, n *corev1.Pod) bool {
 	return o.Generation != n.Generation &&
-		!lastResizeOf(n).Equal(lastResizeOf(o)) &&
+		!gather.LastResize(n).Equal(gather.LastResize(o)) &&
 		o.Status.ObservedGeneration == n.Status.ObservedGeneration &&
 		o.Status.Phase == n.Status.Phase &&
 		n.DeletionTimestamp.IsZero() &&
@@ -287,18 +288,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	status := policy.Status.DeepCopy()
 	status.ObservedGeneration = policy.Generation
 
-	in, err := r.gather(ctx, policy, now)
+	state, err := r.prepare(ctx, policy, now)
+	var in *syncInput
 	if err == nil {
+		in, err = r.gather(ctx, policy, state, now)
+	}
+	if err == nil {
+		r.judge(policy, in, now)
 		err = r.advise(policy, in, now)
 	}
 	if err == nil {
 		err = r.candidateNodes(ctx, policy, in)
 	}
 	if err != nil {
-		var invalid *invalidPolicyError
+		var invalid *gather.InvalidPolicyError
 		if errors.As(err, &invalid) {
 			r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventInvalidPolicy, "Validate", invalid.Error())
-			setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, invalid.reason, invalid.Error(), policy.Generation)
+			setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, invalid.Reason, invalid.Error(), policy.Generation)
 			return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
 		}
 		return reconcile.Result{}, err

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/observation"
@@ -43,13 +43,12 @@ const (
 	// EventCheckpointInvalid: the policy's checkpoint could not be read
 	// back; the event says what was lost.
 	EventCheckpointInvalid = "CheckpointInvalid"
+	// EventConflict and EventVerticalPodAutoscaler say, once when it
+	// starts, that another TailorPolicy or a VerticalPodAutoscaler sizes
+	// some of the policy's pods.
+	EventConflict              = "Conflict"
+	EventVerticalPodAutoscaler = "VerticalPodAutoscaler"
 )
-
-// GuardrailQuerier asks Prometheus a query guardrail's one value at a time
-// (prometheus.Guardrails).
-type GuardrailQuerier interface {
-	Value(ctx context.Context, query string, at time.Time) (float64, error)
-}
 
 // DefaultConcurrentSyncs is how many policies are synced at once. A sync
 // mostly waits (for a node's kubelet pages, for the apiserver to take a
@@ -93,7 +92,7 @@ type Reconciler struct {
 	Shard shard.Shard
 	// Guardrails asks the canaries' query guardrails; nil: the manager has
 	// no Prometheus for them, and a policy with any is not Ready.
-	Guardrails GuardrailQuerier
+	Guardrails gather.GuardrailQuerier
 	// Wake, if set, brings pods whose policies must sync now rather than
 	// at their next sync: the node agent saw a container cross an urgent
 	// threshold. Its sender coalesces and bounds them; the work queue
@@ -125,13 +124,6 @@ func (r *Reconciler) makeStore() {
 		}
 	})
 }
-
-type invalidPolicyError struct {
-	reason string
-	err    error
-}
-
-func (e *invalidPolicyError) Error() string { return e.err.Error() }
 
 func (r *Reconciler) mark(policy *v1alpha1.TailorPolicy, m observation.ResizeMark) {
 	if r.Observer != nil {

@@ -9,7 +9,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
-	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
@@ -42,31 +40,6 @@ const (
 	// then be admitted at its template's size.
 	AdmissionSettle = time.Second
 )
-
-// recreationState is what the decision reads to recreate a pod short of
-// room: each pod's run of shortfall and last refused eviction, the
-// policy's last eviction and status.recreations, and the template and
-// generation an entry is planned for.
-func (r *Reconciler) recreationState(policy *v1alpha1.TailorPolicy, in *syncInput) autoscale.RecreationState {
-	state := in.state
-	after := DefaultRecreateAfter
-	if u := policy.Spec.UpdatePolicy; u != nil && u.RecreateAfter != nil {
-		after = u.RecreateAfter.Duration
-	}
-	out := autoscale.RecreationState{
-		RecreateAfter: after, LastEviction: state.LastEviction, Entries: state.Recreations,
-		Template: admittedTemplate(state.Template, in.decision.Rules), Generation: policy.Generation,
-		ShortSince: map[types.UID]time.Time{}, Blocked: map[types.UID]autoscale.EvictionBlock{},
-	}
-	for _, p := range in.pods {
-		ps := state.Pod(p)
-		out.ShortSince[p.UID] = ps.ShortSince
-		if b := ps.EvictionBlocked; b.Reason != "" {
-			out.Blocked[p.UID] = autoscale.EvictionBlock{Until: b.Until, Reason: b.Reason, Message: b.Message}
-		}
-	}
-	return out
-}
 
 // recreate carries out what the decision says of a pod whose raise finds no
 // room on its node, in mode InPlaceOrRecreate: once that has lasted
@@ -139,15 +112,4 @@ func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy
 	r.Events.Eventf(p, policy, corev1.EventTypeNormal, EventEvicted, "Evict", "%s", ps.Message)
 	log.FromContext(ctx).Info("pod evicted for recreation", "pod", klog.KObj(p), "owner", owner.Name, "resources", text)
 	return true, 0, nil
-}
-
-// admittedTemplate is the template as the LimitRanger admits its pods (its
-// defaults applied): what the admission policies see and compare an entry's
-// template values with.
-func admittedTemplate(t *corev1.PodTemplateSpec, rules *nsrules.Rules) *corev1.PodTemplateSpec {
-	if t == nil || rules == nil {
-		return t
-	}
-	p := rules.Admitted(&corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec})
-	return &corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}
 }

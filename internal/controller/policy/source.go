@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 )
@@ -43,7 +44,7 @@ func (r *Reconciler) usageSource(state *store.PolicyState) metrics.Source {
 // source's own data: ignored says so, for the Ready condition. The
 // queries are confined to namespace, the policy's. A template that cannot
 // be used, or could read another namespace, is the user's to fix, an
-// invalidPolicyError.
+// gather.InvalidPolicyError.
 func policySource(base metrics.Source, namespace string, spec *v1alpha1.TailorPolicySpec) (src metrics.Source, ignored string, err error) {
 	if spec.Metrics == nil || spec.Metrics.Prometheus == nil {
 		return nil, "", nil
@@ -61,8 +62,8 @@ func policySource(base metrics.Source, namespace string, spec *v1alpha1.TailorPo
 	}
 	src, err = t.WithQueries(o)
 	if err != nil {
-		return nil, "", &invalidPolicyError{reason: queryReason(err),
-			err: fmt.Errorf("spec.metrics.prometheus: %w; correct it, or leave it out to use the manager's query", err)}
+		return nil, "", &gather.InvalidPolicyError{Reason: gather.QueryReason(err),
+			Err: fmt.Errorf("spec.metrics.prometheus: %w; correct it, or leave it out to use the manager's query", err)}
 	}
 	return src, "", nil
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
@@ -133,9 +134,9 @@ func TestPolicySource(t *testing.T) {
 				if reason == "" {
 					reason = v1alpha1.ReasonInvalidPolicy
 				}
-				var invalid *invalidPolicyError
-				if !errors.As(err, &invalid) || invalid.reason != reason {
-					t.Fatalf("error = %v, want an invalidPolicyError with reason %s", err, reason)
+				var invalid *gather.InvalidPolicyError
+				if !errors.As(err, &invalid) || invalid.Reason != reason {
+					t.Fatalf("error = %v, want an InvalidPolicyError with reason %s", err, reason)
 				}
 				const hint = "; correct it, or leave it out to use the manager's query"
 				if msg := err.Error(); !strings.HasPrefix(msg, tc.wantErr) || !strings.HasSuffix(msg, hint) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -126,7 +127,7 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		sort.Strings(notes)
 		ready += "; startup boost: " + strings.Join(notes, "; ")
 	}
-	if held := heldFor(state.Problems); held != "" {
+	if held := gather.HeldFor(state.Problems); held != "" {
 		ready += "; " + held + ": held"
 	}
 	if state.RestoreProblem != "" {

@@ -1,4 +1,4 @@
-package policy
+package gather
 
 import (
 	"context"
@@ -19,29 +19,29 @@ import (
 // checkpoint keeps it, and, for a percent, how many pods run in the
 // namespace. What the cache does not show yet of this process's own
 // lowerings the ledger adds in the namespace's turn (decideSync).
-func (r *Reconciler) namespaceLowerings(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput) error {
+func (r *Reader) namespaceLowerings(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Input) error {
 	lim, _, err := autoscale.LoweringLimitsOf(&policy.Spec)
 	if err != nil {
 		return err
 	}
-	in.namespaceBudget = lim.HasNamespaceBudget()
-	in.countLowerings = in.namespaceBudget
-	if !in.countLowerings {
+	in.NamespaceBudget = lim.HasNamespaceBudget()
+	in.CountLowerings = in.NamespaceBudget
+	if !in.CountLowerings {
 		var policies v1alpha1.TailorPolicyList
 		if err := r.Client.List(ctx, &policies, client.InNamespace(policy.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return fmt.Errorf("listing the policies of namespace %s: %w", policy.Namespace, err)
 		}
 		for i := range policies.Items {
 			if hasNamespaceBudget(&policies.Items[i]) {
-				in.countLowerings = true
+				in.CountLowerings = true
 				break
 			}
 		}
 	}
-	if !in.namespaceBudget {
+	if !in.NamespaceBudget {
 		return nil
 	}
-	in.namespace = autoscale.NamespaceLowerings{Policy: policy.Name, ByPolicy: autoscale.LoweredBy{}}
+	in.Namespace = autoscale.NamespaceLowerings{Policy: policy.Name, ByPolicy: autoscale.LoweredBy{}}
 	var checkpoints v1alpha1.TailorCheckpointList
 	if err := r.Client.List(ctx, &checkpoints, client.InNamespace(policy.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing the checkpoints of namespace %s: %w", policy.Namespace, err)
@@ -49,7 +49,7 @@ func (r *Reconciler) namespaceLowerings(ctx context.Context, policy *v1alpha1.Ta
 	for _, cp := range checkpoints.Items {
 		// A checkpoint of a policy deleted (and not yet collected) still
 		// counts: the pods it lowered were lowered.
-		in.namespace.ByPolicy.Add(cp.Spec.PolicyName, store.LoweredState(cp.Spec.Lowered))
+		in.Namespace.ByPolicy.Add(cp.Spec.PolicyName, store.LoweredState(cp.Spec.Lowered))
 	}
 	if lim.NamespacePercent > 0 {
 		var pods corev1.PodList
@@ -58,7 +58,7 @@ func (r *Reconciler) namespaceLowerings(ctx context.Context, policy *v1alpha1.Ta
 		}
 		for i := range pods.Items {
 			if pods.Items[i].Status.Phase == corev1.PodRunning {
-				in.namespace.Pods++
+				in.Namespace.Pods++
 			}
 		}
 	}
@@ -69,32 +69,4 @@ func (r *Reconciler) namespaceLowerings(ctx context.Context, policy *v1alpha1.Ta
 func hasNamespaceBudget(p *v1alpha1.TailorPolicy) bool {
 	b := p.Spec.Behavior
 	return b != nil && b.ScaleDown != nil && b.ScaleDown.Budget != nil && b.ScaleDown.Budget.NamespacePods != nil
-}
-
-// decideSync decides the sync (autoscale.DecideSync), again with every
-// node when the decision asks for them. A policy with a namespace budget
-// decides in its namespace's turn, on the checkpoints joined with the
-// ledger; a policy whose lowerings a namespace budget counts records its
-// count in the ledger before anything is sent (store.Ledger).
-func (r *Reconciler) decideSync(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, input autoscale.SyncInput) (autoscale.SyncDecision, error) {
-	ns, now := policy.Namespace, input.Now
-	if in.namespaceBudget {
-		release := r.ledger.Take(ns)
-		defer release()
-		for p, lowered := range r.ledger.Sent(ns, now) {
-			input.Namespace.ByPolicy.Add(p, lowered)
-		}
-	}
-	decision, err := autoscale.DecideSync(input)
-	if err == nil && decision.NeedNodes {
-		// A pod may be recreated elsewhere: whether some node could hold
-		// it needs every node, read only now.
-		if input.Recreation.Nodes, err = r.nodesWithPods(ctx); err == nil {
-			decision, err = autoscale.DecideSync(input)
-		}
-	}
-	if err == nil && input.CountLowerings {
-		r.ledger.Record(ns, policy.Name, decision.Limits.Lowered, now)
-	}
-	return decision, err
 }

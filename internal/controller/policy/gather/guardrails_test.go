@@ -1,4 +1,4 @@
-package policy
+package gather
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestGuardrailAnswersConfined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Guardrails: prometheus.NewGuardrails(client)}
+	r := &Reader{Guardrails: prometheus.NewGuardrails(client)}
 
 	canaryPod := builder.Pod("web-0").Namespace("team-a").UID("u0").Container(builder.Container("app").Requests("100m", "64Mi")).Running().Obj()
 	canary := autoscale.CanaryState{Pods: []autoscale.CanaryPod{{UID: "u0", Name: "web-0", LoweredAt: now.Add(-time.Minute),
@@ -105,9 +105,9 @@ func TestGuardrailAnswersConfined(t *testing.T) {
 				t.Errorf("asked Prometheus (-want,+got):\n%s", diff)
 			}
 			if tc.wantReason != "" {
-				var invalid *invalidPolicyError
-				if !errors.As(err, &invalid) || invalid.reason != tc.wantReason || invalid.Error() != tc.wantSaid {
-					t.Fatalf("error %v, want an invalidPolicyError %s saying %q", err, tc.wantReason, tc.wantSaid)
+				var invalid *InvalidPolicyError
+				if !errors.As(err, &invalid) || invalid.Reason != tc.wantReason || invalid.Error() != tc.wantSaid {
+					t.Fatalf("error %v, want an InvalidPolicyError %s saying %q", err, tc.wantReason, tc.wantSaid)
 				}
 				return
 			}
