@@ -349,7 +349,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		// Malformed input the decision cannot work on: a bug, not the
 		// user's. Say so on the policy and try again next sync.
-		r.announce(policy, in)
+		r.actor().Announce(policy, actInput(in))
 		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "DecisionFailed",
 			fmt.Sprintf("deciding this policy's resizes failed: %v", err), policy.Generation)
 		log.FromContext(ctx).Error(err, "deciding policy")
@@ -366,7 +366,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// lost with it): say so and carry on.
 		log.FromContext(ctx).Error(err, "writing checkpoint")
 	}
-	requeue, actErr := r.act(ctx, policy, in, decision, now)
+	done, actErr := r.actor().Act(ctx, policy, actInput(in), r.toAct(policy, in, decision), now)
+	in.blocked = done.Blocked
 	in.state.ForgetGone(in.pods, now)
 	r.fillStatus(status, policy, in, decision.Admission, now)
 	setCanaryCondition(status, decision.Canary, policy.Generation)
@@ -377,11 +378,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	writeErr := r.writeStatus(ctx, policy, status)
 	if writeErr != nil {
-		in.state.ForgetRecords(in.recorded)
+		in.state.ForgetRecords(done.Recorded)
 	}
 	if err := errors.Join(actErr, writeErr); err != nil {
 		// Retried with backoff; what failed is in ResizesBlocked.
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: requeue}, nil
+	return reconcile.Result{RequeueAfter: done.Requeue}, nil
 }

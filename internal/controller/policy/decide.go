@@ -11,10 +11,26 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/controller/policy/act"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
+)
+
+// Defaults of InPlaceOrRecreate.
+const (
+	// DefaultRecreateAfter is how long a raise must find no room in place
+	// before the pod is evicted, as VerticalPodAutoscaler waits on a
+	// Deferred in-place resize.
+	DefaultRecreateAfter = 5 * time.Minute
+	// AdmissionSettle is how long an entry stays in status.recreations
+	// before its pod is evicted. The admission policy reads TailorPolicies
+	// from the apiserver's own informer, which trails a status write; the
+	// owner's controller can create the replacement within milliseconds of
+	// an eviction, before that informer has the entry, and the pod would
+	// then be admitted at its template's size.
+	AdmissionSettle = time.Second
 )
 
 // decideSync decides the sync (autoscale.DecideSync), again with every
@@ -148,4 +164,26 @@ func newPodRoom(policy *v1alpha1.TailorPolicy, state *store.PolicyState, unbound
 		}
 	}
 	return autoscale.NewPodRoom(in)
+}
+
+// toAct is what act carries out of the sync's decision: whether the policy
+// sizes its pods (not in mode Off), when the decision wants it synced
+// again, and the containers it leaves at risk of an OOM kill.
+func (r *Reconciler) toAct(policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.SyncDecision) act.Decision {
+	out := act.Decision{SyncDecision: d, Resize: policy.Spec.Mode() != v1alpha1.UpdateModeOff, Requeue: r.SyncPeriod}
+	sooner := func(after time.Duration) {
+		if after > 0 && after < out.Requeue {
+			out.Requeue = after
+		}
+	}
+	sooner(d.RetryAfter)
+	if d.StuckSeen != nil {
+		sooner(d.StuckRetry)
+	}
+	// A held pod is due again when a resize in flight finishes, which its
+	// pod's update event announces; the sync period is the backstop.
+	if out.Resize {
+		out.MemoryAtRisk = memoryAtRisk(policy, in, d.PolicyDecision)
+	}
+	return out
 }

@@ -121,3 +121,21 @@ func (o owned) vpaHeld() string {
 	return fmt.Sprintf("%s sets the resources of %d pod(s) this policy selects: tailor holds them (no resize, no startup boost, no sizing at admission) "+
 		"until the VerticalPodAutoscaler's updateMode is Off or it is deleted", o.vpa, o.held)
 }
+
+// others names the other policies and the VerticalPodAutoscaler that size
+// some of the policy's pods, "" when none does: the events that say so are
+// sent when it changes.
+func (o owned) others() string {
+	var keys []string
+	if o.vpa.Name != "" {
+		keys = append(keys, "vpa:"+o.vpa.String())
+	}
+	for n := range o.lost {
+		keys = append(keys, "policy:"+n)
+	}
+	if o.target != "" {
+		keys = append(keys, "target:"+o.target)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/controller/policy/act"
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
@@ -37,10 +38,6 @@ type syncInput struct {
 	decision autoscale.PolicyInput
 	// blocked is what held resizes back, by reason, for status.
 	blocked map[string]string
-	// recorded are the owners whose status.recreations entry this sync
-	// made: it is written with the sync's status, and taken back if that
-	// write fails.
-	recorded []types.UID
 	// hpa describes the HorizontalPodAutoscalers of the target, for the
 	// RequestsHeldForHPA condition; empty when there are none.
 	hpa string
@@ -112,4 +109,10 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 // reader reads what a sync works from.
 func (r *Reconciler) reader() *gather.Reader {
 	return &gather.Reader{Client: r.Client, VerticalPodAutoscalers: r.VerticalPodAutoscalers, Guardrails: r.Guardrails}
+}
+
+// actInput is what act reports on besides the decision.
+func actInput(in *syncInput) *act.Input {
+	return &act.Input{State: in.state, Pods: in.pods, WasDown: in.wasDown, WasRejecting: in.wasRejecting,
+		Owners: act.Owners{Others: in.own.others(), VPAHeld: in.vpa, Conflict: in.conflict}}
 }

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/controller/policy/act"
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
@@ -21,34 +21,9 @@ import (
 	"github.com/tailorhq/tailor/internal/shard"
 )
 
-// Event reasons, on pods and on the policy.
-const (
-	EventResized        = "Resized"
-	EventResizeDeferred = "ResizeDeferred"
-	EventResizeRefused  = "ResizeRefused"
-	EventResizeSkipped  = "ResizeSkipped"
-	EventResizeFailed   = "ResizeFailed"
-	EventInvalidPolicy  = "InvalidPolicy"
-	// The metrics source: down (no usage at all), back, or leaving some
-	// containers without usable figures (missing, stale, or none a
-	// container can have: NaN, negative, beyond its node).
-	EventMetricsUnavailable = "MetricsUnavailable"
-	EventMetricsRestored    = "MetricsRestored"
-	EventMetricsIncomplete  = "MetricsIncomplete"
-	// EventResizeCapped: a raise was cut to what the node has room for.
-	EventResizeCapped = "ResizeCapped"
-	// EventMemoryAtRisk: the node agent saw a container's working set on
-	// course for its memory limit, and tailor cannot raise it.
-	EventMemoryAtRisk = "MemoryAtRisk"
-	// EventCheckpointInvalid: the policy's checkpoint could not be read
-	// back; the event says what was lost.
-	EventCheckpointInvalid = "CheckpointInvalid"
-	// EventConflict and EventVerticalPodAutoscaler say, once when it
-	// starts, that another TailorPolicy or a VerticalPodAutoscaler sizes
-	// some of the policy's pods.
-	EventConflict              = "Conflict"
-	EventVerticalPodAutoscaler = "VerticalPodAutoscaler"
-)
+// EventInvalidPolicy: the policy cannot be synced as it stands; the
+// event, and its Ready condition, say why.
+const EventInvalidPolicy = "InvalidPolicy"
 
 // DefaultConcurrentSyncs is how many policies are synced at once. A sync
 // mostly waits (for a node's kubelet pages, for the apiserver to take a
@@ -125,12 +100,6 @@ func (r *Reconciler) makeStore() {
 	})
 }
 
-func (r *Reconciler) mark(policy *v1alpha1.TailorPolicy, m observation.ResizeMark) {
-	if r.Observer != nil {
-		r.Observer.Resized(types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name}, m)
-	}
-}
-
 func (r *Reconciler) forgetObserved(key types.NamespacedName) {
 	if r.Observer != nil {
 		r.Observer.Forget(key)
@@ -140,4 +109,9 @@ func (r *Reconciler) forgetObserved(key types.NamespacedName) {
 // checkpoints keeps the policies' learnt state in their TailorCheckpoints.
 func (r *Reconciler) checkpoints() *store.Checkpoints {
 	return &store.Checkpoints{Client: r.Client, APIReader: r.APIReader, Interval: r.CheckpointInterval}
+}
+
+// actor carries out the decisions.
+func (r *Reconciler) actor() *act.Actor {
+	return &act.Actor{Client: r.Client, Events: r.Events, Actuator: r.Actuator, Source: r.Source, SyncPeriod: r.SyncPeriod, Observer: r.Observer}
 }

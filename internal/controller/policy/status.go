@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
@@ -85,7 +84,7 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 			continue
 		}
 		status.Pods = append(status.Pods, v1alpha1.PodResizeStatus{
-			PodName: ps.Name, LastResizeTime: metav1.NewTime(ps.LastResize.Truncate(time.Second)), Result: resultOf(ps.Result), Message: store.Truncate(ps.Message, 1024),
+			PodName: ps.Name, LastResizeTime: metav1.NewTime(ps.LastResize.Truncate(time.Second)), Result: ps.ResizeResult(), Message: store.Truncate(ps.Message, 1024),
 		})
 	}
 	// Most recent first, then by name, so the 256 kept are always the same.
@@ -147,22 +146,6 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		return
 	}
 	setCondition(status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Active", ready, gen)
-}
-
-func resultOf(state string) v1alpha1.ResizeResult {
-	switch actuator.State(state) {
-	case actuator.StateDone:
-		return v1alpha1.ResizeResultDone
-	case actuator.StateDeferred:
-		return v1alpha1.ResizeResultDeferred
-	case actuator.StateInfeasible:
-		return v1alpha1.ResizeResultInfeasible
-	case actuator.StateError:
-		return v1alpha1.ResizeResultError
-	case store.StateEvicted:
-		return v1alpha1.ResizeResultEvicted
-	}
-	return v1alpha1.ResizeResultInProgress
 }
 
 // writeStatus updates the status subresource when it changed.

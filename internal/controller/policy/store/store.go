@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
@@ -299,4 +300,21 @@ func (ps *PodState) Report(key string) bool {
 	}
 	ps.reported[key] = true
 	return true
+}
+
+// ResizeResult is the pod's last resize's result as status says it.
+func (ps *PodState) ResizeResult() v1alpha1.ResizeResult {
+	switch actuator.State(ps.Result) {
+	case actuator.StateDone:
+		return v1alpha1.ResizeResultDone
+	case actuator.StateDeferred:
+		return v1alpha1.ResizeResultDeferred
+	case actuator.StateInfeasible:
+		return v1alpha1.ResizeResultInfeasible
+	case actuator.StateError:
+		return v1alpha1.ResizeResultError
+	case StateEvicted:
+		return v1alpha1.ResizeResultEvicted
+	}
+	return v1alpha1.ResizeResultInProgress
 }

@@ -1,4 +1,4 @@
-package policy
+package act
 
 import (
 	"context"
@@ -26,21 +26,6 @@ const (
 	EventEvictionBlocked = "EvictionBlocked"
 )
 
-// Defaults of InPlaceOrRecreate.
-const (
-	// DefaultRecreateAfter is how long a raise must find no room in place
-	// before the pod is evicted, as VerticalPodAutoscaler waits on a
-	// Deferred in-place resize.
-	DefaultRecreateAfter = 5 * time.Minute
-	// AdmissionSettle is how long an entry stays in status.recreations
-	// before its pod is evicted. The admission policy reads TailorPolicies
-	// from the apiserver's own informer, which trails a status write; the
-	// owner's controller can create the replacement within milliseconds of
-	// an eviction, before that informer has the entry, and the pod would
-	// then be admitted at its template's size.
-	AdmissionSettle = time.Second
-)
-
 // recreate carries out what the decision says of a pod whose raise finds no
 // room on its node, in mode InPlaceOrRecreate: once that has lasted
 // recreateAfter, its replacement's resources are recorded for
@@ -48,9 +33,9 @@ const (
 // on a sync at least AdmissionSettle later, the pod is evicted through the
 // Eviction API (PodDisruptionBudgets decide). It returns whether the pod was
 // evicted, and when to look again.
-func (r *Reconciler) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, step autoscale.RecreateStepOf,
+func (r *Actor) recreate(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Input, step autoscale.RecreateStepOf,
 	now time.Time, blocked map[string]string) (bool, time.Duration, error) {
-	state, p, d := in.state, step.Pod, step.RecreateDecision
+	state, p, d := in.State, step.Pod, step.RecreateDecision
 	ps := state.Pod(p)
 	ps.ShortSince = step.ShortSince
 	interval := podchange.MinResizeInterval(&policy.Spec)

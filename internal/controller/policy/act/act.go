@@ -1,21 +1,22 @@
-package policy
+package act
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
-	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
@@ -26,42 +27,114 @@ import (
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
-// act carries out a policy's decision (autoscale.DecideSync): it reports how
-// earlier resizes ended, replaces the unschedulable pods that are due, says
-// once per state what is held back and why, evicts in mode
-// InPlaceOrRecreate, and sends the resizes. It returns when to look again.
-func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.SyncDecision, now time.Time) (time.Duration, error) {
-	state := in.state
-	r.announce(policy, in)
+// Actor carries out a policy's decision: it resizes, evicts and deletes
+// pods, and says what it did and what it held back in events.
+type Actor struct {
+	Client   client.Client
+	Events   events.EventRecorder
+	Actuator *actuator.Actuator
+	// Source is the manager's metrics source, which the events about usage
+	// name.
+	Source metrics.Source
+	// SyncPeriod is when a refused resize is tried again.
+	SyncPeriod time.Duration
+	// Observer, if set, is told of each resize and eviction (the
+	// dashboard's history).
+	Observer observation.Observer
+}
+
+// Input is what the decision was made from that act reports on: the
+// policy's memory, its pods, and what gather and advise found standing.
+type Input struct {
+	State *store.PolicyState
+	Pods  []*corev1.Pod
+	// WasDown and WasRejecting are what the previous sync knew of the
+	// metrics source, for the events act sends when that changes.
+	WasDown, WasRejecting bool
+	// Owners is who else sizes some of the policy's pods.
+	Owners Owners
+	// recorded are the owners whose status.recreations entry this sync
+	// made (Result.Recorded).
+	recorded []types.UID
+}
+
+// Owners is who else sizes some of the policy's pods, for the events that
+// say so once when it starts.
+type Owners struct {
+	// Others names them, "" when none does: a new name is a new state.
+	Others string
+	// VPAHeld and Conflict say which VerticalPodAutoscaler and which other
+	// policies size them, "" when none does.
+	VPAHeld, Conflict string
+}
+
+// Decision is what act carries out: the sync's decision and what the
+// controller concluded from it, so that act does not judge again.
+type Decision struct {
+	autoscale.SyncDecision
+	// Resize: the policy sizes its pods. False (mode Off) replaces the
+	// stuck pods that are due and sends nothing else.
+	Resize bool
+	// Requeue is when the decision wants the policy synced again; act
+	// makes it sooner when a write asks to be retried.
+	Requeue time.Duration
+	// MemoryAtRisk are the containers the decision leaves at risk of an
+	// OOM kill, for the events that warn of it.
+	MemoryAtRisk []MemoryAtRisk
+}
+
+// MemoryAtRisk is a container whose working set is on course for its
+// memory limit and that the sync does not raise, and why, in a message.
+type MemoryAtRisk struct {
+	Pod       *corev1.Pod
+	Container string
+	Message   string
+}
+
+// Result is what act did that the rest of the sync needs.
+type Result struct {
+	// Requeue is when to look again.
+	Requeue time.Duration
+	// Blocked is what held resizes back, by reason, for status.
+	Blocked map[string]string
+	// Recorded are the owners whose status.recreations entry this sync
+	// made: it is written with the sync's status, and taken back if that
+	// write fails.
+	Recorded []types.UID
+}
+
+// Act carries out a policy's decision (autoscale.DecideSync): it reports
+// how earlier resizes ended, replaces the unschedulable pods that are due,
+// says once per state what is held back and why, evicts in mode
+// InPlaceOrRecreate, and sends the resizes.
+func (r *Actor) Act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Input, d Decision, now time.Time) (Result, error) {
+	state := in.State
+	r.Announce(policy, in)
 	blocked := map[string]string{}
 	// Errors one pod meets are collected, not returned at once: the other
 	// pods are still served and status still written.
 	var errs []error
-	requeue := r.SyncPeriod
+	requeue := d.Requeue
 	sooner := func(after time.Duration) {
 		if after > 0 && after < requeue {
 			requeue = after
 		}
 	}
-	sooner(d.RetryAfter)
 	inFlightNow := 0
-	for _, p := range in.pods {
+	for _, p := range in.Pods {
 		r.observeResize(policy, state, p, now)
 		if gather.InFlight(p) {
 			inFlightNow++
 		}
 	}
 	if d.StuckSeen != nil {
-		if err := r.replaceStuck(ctx, policy, in, d, blocked); err != nil {
+		if err := r.replaceStuck(ctx, policy, in, d.SyncDecision, blocked); err != nil {
 			errs = append(errs, err)
 		}
-		sooner(d.StuckRetry)
 	}
-	mode := policy.Spec.Mode()
-	if mode == v1alpha1.UpdateModeOff {
-		in.blocked = blocked
+	if !d.Resize {
 		policymetrics.ResizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
-		return requeue, nil
+		return Result{Requeue: requeue, Blocked: blocked, Recorded: in.recorded}, errors.Join(errs...)
 	}
 	held := map[string]autoscale.Held{}
 	for _, h := range d.Held {
@@ -75,7 +148,7 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 	for _, st := range d.Recreate {
 		recreate[st.Pod.Name] = st
 	}
-	for _, p := range in.pods {
+	for _, p := range in.Pods {
 		ps := state.Pod(p)
 		dec := d.Decisions[p.Name]
 		r.reportSkips(policy, ps, p, dec, blocked)
@@ -115,7 +188,9 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 			r.reportOnce(ps, p, policy, key, EventResizeCapped, msg)
 		}
 	}
-	r.reportMemoryAtRisk(policy, in, d.PolicyDecision, held)
+	for _, m := range d.MemoryAtRisk {
+		r.reportOnce(state.Pod(m.Pod), m.Pod, policy, "memrisk:"+m.Container, EventMemoryAtRisk, m.Message)
+	}
 	r.reportCanary(policy, d.Canary)
 	for _, a := range d.Sends {
 		retry, err := r.send(ctx, policy, state, a.Action, actuator.ApplyOptions{FieldManager: a.FieldManager}, now, blocked)
@@ -129,35 +204,29 @@ func (r *Reconciler) act(ctx context.Context, policy *v1alpha1.TailorPolicy, in 
 		}
 		sooner(retry)
 	}
-	if len(d.Held) > 0 {
-		// A held pod is due again when a resize in flight finishes, which
-		// its pod's update event announces; the sync period is the backstop.
-		sooner(r.SyncPeriod)
-	}
-	for _, p := range in.pods {
+	for _, p := range in.Pods {
 		state.Pod(p).SettleReports()
 	}
 	policymetrics.ResizesInFlight.WithLabelValues(policy.Namespace, policy.Name).Set(float64(inFlightNow))
-	in.blocked = blocked
-	return requeue, errors.Join(errs...)
+	return Result{Requeue: requeue, Blocked: blocked, Recorded: in.recorded}, errors.Join(errs...)
 }
 
-// announce sends the events of what gather and advise found standing: a
+// Announce sends the events of what gather and advise found standing: a
 // checkpoint that could not be read back, the metrics source down, back or
 // incomplete, and another policy or a VerticalPodAutoscaler sizing some of
 // the policy's pods.
-func (r *Reconciler) announce(policy *v1alpha1.TailorPolicy, in *syncInput) {
-	if in.state.RestoreUnsaid {
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventCheckpointInvalid, "Restore", "%s", in.state.RestoreProblem)
-		in.state.RestoreUnsaid = false
+func (r *Actor) Announce(policy *v1alpha1.TailorPolicy, in *Input) {
+	if in.State.RestoreUnsaid {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventCheckpointInvalid, "Restore", "%s", in.State.RestoreProblem)
+		in.State.RestoreUnsaid = false
 	}
-	r.reportOwners(policy, in.state, in.own)
-	r.reportMetrics(policy, in.state, in.wasDown, in.wasRejecting)
+	r.reportOwners(policy, in.State, in.Owners)
+	r.reportMetrics(policy, in.State, in.WasDown, in.WasRejecting)
 }
 
 // reportFailure says, once per standing state, that a pod's resize or
 // eviction failed in a way a retry may fix (an apiserver error, a timeout).
-func (r *Reconciler) reportFailure(policy *v1alpha1.TailorPolicy, ps *store.PodState, p *corev1.Pod, action string, err error, blocked map[string]string) {
+func (r *Actor) reportFailure(policy *v1alpha1.TailorPolicy, ps *store.PodState, p *corev1.Pod, action string, err error, blocked map[string]string) {
 	msg := fmt.Sprintf("pod %s: %v", p.Name, err)
 	blocked["Failed"+action] = msg
 	if r.reportOnce(ps, p, policy, "failed:"+action, EventResizeFailed, msg) {
@@ -167,7 +236,7 @@ func (r *Reconciler) reportFailure(policy *v1alpha1.TailorPolicy, ps *store.PodS
 
 // reportSkips turns a pod's skipped changes into the ResizesBlocked reasons
 // and one event per state.
-func (r *Reconciler) reportSkips(policy *v1alpha1.TailorPolicy, ps *store.PodState, p *corev1.Pod, dec podchange.Decision, blocked map[string]string) {
+func (r *Actor) reportSkips(policy *v1alpha1.TailorPolicy, ps *store.PodState, p *corev1.Pod, dec podchange.Decision, blocked map[string]string) {
 	for _, s := range dec.Skips {
 		switch s.Reason {
 		case podchange.SkipRestartNotAllowed, podchange.SkipNotRequested, podchange.SkipQoSChange, podchange.SkipPodLevelLimit:
@@ -184,7 +253,7 @@ func (r *Reconciler) reportSkips(policy *v1alpha1.TailorPolicy, ps *store.PodSta
 }
 
 // reportHeld says why a pod's change waits.
-func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *store.PodState, p *corev1.Pod, h autoscale.Held, blocked map[string]string) {
+func (r *Actor) reportHeld(policy *v1alpha1.TailorPolicy, ps *store.PodState, p *corev1.Pod, h autoscale.Held, blocked map[string]string) {
 	switch h.Reason {
 	case autoscale.HoldInFlight:
 		// Its own resize is being applied: nothing to report.
@@ -216,7 +285,7 @@ func (r *Reconciler) reportHeld(policy *v1alpha1.TailorPolicy, ps *store.PodStat
 
 // send applies one resize. It returns 0 when it was sent, else when to try
 // again.
-func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, state *store.PolicyState, a autoscale.Action, opts actuator.ApplyOptions, now time.Time, blocked map[string]string) (time.Duration, error) {
+func (r *Actor) send(ctx context.Context, policy *v1alpha1.TailorPolicy, state *store.PolicyState, a autoscale.Action, opts actuator.ApplyOptions, now time.Time, blocked map[string]string) (time.Duration, error) {
 	p := a.Pod
 	ps := state.Pod(p)
 	applied, err := r.Actuator.Apply(ctx, p, a.Plan.Patch, opts)
@@ -257,7 +326,7 @@ func (r *Reconciler) send(ctx context.Context, policy *v1alpha1.TailorPolicy, st
 }
 
 // observeResize reports, once, how tailor's last resize of p ended.
-func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *store.PolicyState, p *corev1.Pod, now time.Time) {
+func (r *Actor) observeResize(policy *v1alpha1.TailorPolicy, state *store.PolicyState, p *corev1.Pod, now time.Time) {
 	ps := state.Pod(p)
 	if ps.ResizeGeneration == 0 {
 		return
@@ -274,7 +343,7 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *store.P
 		return
 	}
 	ps.Outcome = string(obs.State)
-	r.mark(policy, observation.ResizeMark{Time: ps.LastResize, Pod: p.Name, Generation: ps.ResizeGeneration, Result: string(resultOf(ps.Result)), Change: ps.Message})
+	r.mark(policy, observation.ResizeMark{Time: ps.LastResize, Pod: p.Name, Generation: ps.ResizeGeneration, Result: string(ps.ResizeResult()), Change: ps.Message})
 	if obs.State == actuator.StateDone && !ps.SentRaiseSince.IsZero() {
 		policymetrics.ReactionSeconds.WithLabelValues(policy.Namespace, policy.Name).Observe(now.Sub(ps.SentRaiseSince).Seconds())
 		ps.SentRaiseSince = time.Time{}
@@ -286,80 +355,6 @@ func (r *Reconciler) observeResize(policy *v1alpha1.TailorPolicy, state *store.P
 		r.Events.Eventf(p, policy, corev1.EventTypeWarning, EventResizeFailed, "Resize", "%s: %s", obs.State, obs.Message)
 	}
 }
-
-// reportMemoryAtRisk warns, before the OOM killer acts, of every container
-// whose source saw its working set on course for its memory limit (the node
-// agent) and that this sync does not raise: bounds, the node's room, the
-// resize policy, a resize too recent or one in flight. A raise on its way
-// says nothing; the event names what holds the limit.
-func (r *Reconciler) reportMemoryAtRisk(policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.PolicyDecision, held map[string]autoscale.Held) {
-	for _, p := range in.pods {
-		dec := d.Decisions[p.Name]
-		for _, c := range podcontainers.Names(p) {
-			u, ok := in.usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
-			if !ok || !u.MemoryAtRisk || raisesMemory(dec, c) {
-				continue
-			}
-			if h, ok := held[p.Name]; ok && h.Reason == autoscale.HoldInFlight {
-				// Its resize is being applied; that may be the raise.
-				continue
-			}
-			why := memoryHeldBy(dec, held[p.Name], c)
-			if pol, err := policy.Spec.PolicyFor(c); err == nil {
-				if most, ok := pol.MaxAllowed[corev1.ResourceMemory]; ok && float64(most.Value()) <= advise.Requested(p, c, corev1.ResourceMemory) {
-					why = fmt.Sprintf("it already has its policy's maxAllowed memory, %s", most.String())
-				}
-			}
-			msg := fmt.Sprintf("container %s: working set %s of its %s memory limit", c, bytesText(u.Memory), bytesText(advise.Limited(p, c, corev1.ResourceMemory)))
-			if u.MemoryGrowth != nil && *u.MemoryGrowth > 0 {
-				msg += fmt.Sprintf(", growing %s/s", bytesText(*u.MemoryGrowth))
-			}
-			if u.MemoryPressure != nil && *u.MemoryPressure > 0 {
-				msg += fmt.Sprintf(", stalled on memory %.0f%% of the time", *u.MemoryPressure*100)
-			}
-			msg += "; the OOM killer may act, and tailor does not raise it: " + why
-			r.reportOnce(in.state.Pod(p), p, policy, "memrisk:"+c, EventMemoryAtRisk, msg)
-		}
-	}
-}
-
-// raisesMemory says whether dec raises container c's memory limit, or its
-// request when it has no limit.
-func raisesMemory(dec podchange.Decision, c string) bool {
-	for _, ch := range dec.Changes {
-		if ch.Container != c || ch.Resource != corev1.ResourceMemory {
-			continue
-		}
-		if ch.LimitNow != nil && ch.LimitBefore != nil {
-			return ch.LimitNow.Cmp(*ch.LimitBefore) > 0
-		}
-		return ch.RequestNow.Cmp(ch.RequestBefore) > 0
-	}
-	return false
-}
-
-// memoryHeldBy says what keeps container c's memory where it is.
-func memoryHeldBy(dec podchange.Decision, h autoscale.Held, c string) string {
-	for _, s := range dec.Skips {
-		if s.Container == c && (s.Resource == corev1.ResourceMemory || s.Resource == "") {
-			return s.Message
-		}
-	}
-	for _, sh := range dec.Short {
-		if sh.Container == c && sh.Resource == corev1.ResourceMemory {
-			return fmt.Sprintf("the node has room for %s of the %s wanted", sh.Got.String(), sh.Wanted.String())
-		}
-	}
-	if h.Message != "" {
-		return h.Message
-	}
-	if dec.RetryAfter > 0 {
-		return fmt.Sprintf("the pod was resized too recently (behavior.minResizeInterval); the next resize may come in %s", dec.RetryAfter.Round(time.Second))
-	}
-	return "the recommendation is not above what it has (its policy's maxAllowed, or the policy does not control memory)"
-}
-
-func bytesText(b float64) string { return fmt.Sprintf("%.0fMi", b/(1<<20)) }
 
 // shortText says which raises the node's room cut, for events and status.
 func shortText(short []podchange.Shortfall) string {
@@ -401,7 +396,7 @@ func describe(d podchange.Decision) string {
 // metrics source is down, and once when it starts that some containers have
 // no usable figures (missing, stale, malformed, or none a container can
 // have): the Ready condition says so on every sync, an event marks when.
-func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *store.PolicyState, wasDown, wasRejecting bool) {
+func (r *Actor) reportMetrics(policy *v1alpha1.TailorPolicy, state *store.PolicyState, wasDown, wasRejecting bool) {
 	up := 1.0
 	if state.MetricsErr != nil {
 		up = 0
@@ -425,28 +420,22 @@ func (r *Reconciler) reportMetrics(policy *v1alpha1.TailorPolicy, state *store.P
 // reportOwners says once, when it starts, that another policy or a
 // VerticalPodAutoscaler sizes some of the policy's pods: the Ready
 // condition says so on every sync.
-func (r *Reconciler) reportOwners(policy *v1alpha1.TailorPolicy, state *store.PolicyState, o owned) {
-	var keys []string
-	if o.vpa.Name != "" {
-		keys = append(keys, "vpa:"+o.vpa.String())
-	}
-	for n := range o.lost {
-		keys = append(keys, "policy:"+n)
-	}
-	if o.target != "" {
-		keys = append(keys, "target:"+o.target)
-	}
-	sort.Strings(keys)
-	key := strings.Join(keys, ",")
+func (r *Actor) reportOwners(policy *v1alpha1.TailorPolicy, state *store.PolicyState, o Owners) {
 	was := state.OthersReported
-	state.OthersReported = key
-	if key == "" || key == was {
+	state.OthersReported = o.Others
+	if o.Others == "" || o.Others == was {
 		return
 	}
-	if o.vpa.Name != "" {
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventVerticalPodAutoscaler, "Hold", "%s", o.vpaHeld())
+	if o.VPAHeld != "" {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventVerticalPodAutoscaler, "Hold", "%s", o.VPAHeld)
 	}
-	if c := o.conflict(); c != "" {
-		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventConflict, "Hold", "%s", c)
+	if o.Conflict != "" {
+		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventConflict, "Hold", "%s", o.Conflict)
+	}
+}
+
+func (r *Actor) mark(policy *v1alpha1.TailorPolicy, m observation.ResizeMark) {
+	if r.Observer != nil {
+		r.Observer.Resized(types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name}, m)
 	}
 }

@@ -1,4 +1,4 @@
-package policy
+package act
 
 import (
 	"context"
@@ -32,8 +32,8 @@ const EventUnschedulable = "Unschedulable"
 // at least AdmissionSettle so the admission policy's informer has it), so
 // their controller creates ones that fit. A pod not yet due is said in
 // status; nothing else is touched.
-func (r *Reconciler) replaceStuck(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.SyncDecision, blocked map[string]string) error {
-	state := in.state
+func (r *Actor) replaceStuck(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Input, d autoscale.SyncDecision, blocked map[string]string) error {
+	state := in.State
 	state.StuckSeen = d.StuckSeen
 	var errs []error
 	for _, s := range d.Stuck {
