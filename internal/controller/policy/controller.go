@@ -32,6 +32,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
+	"github.com/tailorhq/tailor/internal/controller/policy/policystatus"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
@@ -304,8 +305,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		var invalid *gather.InvalidPolicyError
 		if errors.As(err, &invalid) {
 			r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventInvalidPolicy, "Validate", invalid.Error())
-			setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, invalid.Reason, invalid.Error(), policy.Generation)
-			return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
+			policystatus.SetCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, invalid.Reason, invalid.Error(), policy.Generation)
+			return reconcile.Result{RequeueAfter: r.SyncPeriod}, policystatus.Write(ctx, r.Client, policy, status)
 		}
 		return reconcile.Result{}, err
 	}
@@ -350,10 +351,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Malformed input the decision cannot work on: a bug, not the
 		// user's. Say so on the policy and try again next sync.
 		r.actor().Announce(policy, actInput(in))
-		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "DecisionFailed",
+		policystatus.SetCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "DecisionFailed",
 			fmt.Sprintf("deciding this policy's resizes failed: %v", err), policy.Generation)
 		log.FromContext(ctx).Error(err, "deciding policy")
-		return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
+		return reconcile.Result{RequeueAfter: r.SyncPeriod}, policystatus.Write(ctx, r.Client, policy, status)
 	}
 	in.state.Canary, in.state.Lowered = decision.Canary.State, decision.Limits.Lowered
 	// Before act: a canary's state, and the budget's count, are on the
@@ -369,14 +370,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	done, actErr := r.actor().Act(ctx, policy, actInput(in), r.toAct(policy, in, decision), now)
 	in.blocked = done.Blocked
 	in.state.ForgetGone(in.pods, now)
-	r.fillStatus(status, policy, in, decision.Admission, now)
-	setCanaryCondition(status, decision.Canary, policy.Generation)
-	setLimitsCondition(status, policy, decision.Limits)
+	policystatus.Fill(status, policy, statusInput(in, r.Source.Name(), decision.Admission), now)
+	policystatus.SetCanary(status, decision.Canary, policy.Generation)
+	policystatus.SetLimits(status, policy, decision.Limits)
 	policymetrics.SyncsTotal.WithLabelValues(policy.Namespace, policy.Name).Inc()
 	if r.Observer != nil {
 		r.Observer.Observe(req.NamespacedName, observation.Of(now, in.pods, in.usage, status.Recommendation, in.state.Template))
 	}
-	writeErr := r.writeStatus(ctx, policy, status)
+	writeErr := policystatus.Write(ctx, r.Client, policy, status)
 	if writeErr != nil {
 		in.state.ForgetRecords(done.Recorded)
 	}

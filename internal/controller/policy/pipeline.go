@@ -12,6 +12,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/controller/policy/act"
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
+	"github.com/tailorhq/tailor/internal/controller/policy/policystatus"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -115,4 +116,10 @@ func (r *Reconciler) reader() *gather.Reader {
 func actInput(in *syncInput) *act.Input {
 	return &act.Input{State: in.state, Pods: in.pods, WasDown: in.wasDown, WasRejecting: in.wasRejecting,
 		Owners: act.Owners{Others: in.own.others(), VPAHeld: in.vpa, Conflict: in.conflict}}
+}
+
+// statusInput is what status says of the sync.
+func statusInput(in *syncInput, source string, admission *v1alpha1.Admission) policystatus.Input {
+	return policystatus.Input{State: in.state, Pods: in.pods, Source: source, Recommendation: in.recommendation, Defaults: in.defaults,
+		Admission: admission, HPA: in.hpa, Holds: in.decision.Holds, Blocked: in.blocked, NotBoosted: in.notBoosted, VPAHeld: in.vpa, Conflict: in.conflict}
 }

@@ -1,4 +1,4 @@
-package policy
+package policystatus
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -7,13 +7,13 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 )
 
-// setCanaryCondition writes the Canary condition of a policy with a canary,
+// SetCanary writes the Canary condition of a policy with a canary,
 // and takes it away from one without: a policy that never had one shows
 // no such condition.
-func setCanaryCondition(status *v1alpha1.TailorPolicyStatus, c autoscale.CanaryOutcome, gen int64) {
+func SetCanary(status *v1alpha1.TailorPolicyStatus, c autoscale.CanaryOutcome, gen int64) {
 	if !c.Active {
 		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionCanary)
 		return
 	}
-	setCondition(status, v1alpha1.ConditionCanary, c.Status, c.Reason, c.Message, gen)
+	SetCondition(status, v1alpha1.ConditionCanary, c.Status, c.Reason, c.Message, gen)
 }

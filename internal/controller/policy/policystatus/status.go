@@ -1,4 +1,4 @@
-package policy
+package policystatus
 
 import (
 	"context"
@@ -18,24 +18,54 @@ import (
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
+	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
 
 // maxPodsInStatus bounds status.pods (the CRD allows 256).
 const maxPodsInStatus = 256
 
-func setCondition(status *v1alpha1.TailorPolicyStatus, typ string, s metav1.ConditionStatus, reason, msg string, gen int64) {
+// SetCondition sets one condition, its message bounded as the CRD bounds
+// it.
+func SetCondition(status *v1alpha1.TailorPolicyStatus, typ string, s metav1.ConditionStatus, reason, msg string, gen int64) {
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 		Type: typ, Status: s, Reason: reason, Message: store.Truncate(msg, 1024), ObservedGeneration: gen,
 	})
 }
 
-// fillStatus writes the workload's recommendations, the pods' last resizes
-// and the conditions. Everything is sorted and bounded, so an unchanged
-// state writes an unchanged status, which writeStatus then skips.
-func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, in *syncInput, admission *v1alpha1.Admission, now time.Time) {
-	gen, state, pods := policy.Generation, in.state, in.pods
-	rec := in.recommendation
+// Input is what a sync found and did, for the policy's status.
+type Input struct {
+	State *store.PolicyState
+	Pods  []*corev1.Pod
+	// Source names the metrics source usage is read from.
+	Source string
+	// Recommendation is the workload's as the model advises it this sync
+	// (nil: none yet), and Defaults the maxAllowed a container whose
+	// policy sets none gets.
+	Recommendation *v1alpha1.Recommendation
+	Defaults       map[corev1.ResourceName]podchange.DefaultBound
+	// Admission is the entry new pods are sized by.
+	Admission *v1alpha1.Admission
+	// HPA describes the HorizontalPodAutoscalers of the target, "" when
+	// there are none, and Holds the requests they hold.
+	HPA   string
+	Holds ownership.Holds
+	// Blocked is what held resizes back, by reason.
+	Blocked map[string]string
+	// NotBoosted says which containers the startup boost leaves alone, and
+	// why.
+	NotBoosted map[string]bool
+	// VPAHeld and Conflict say which VerticalPodAutoscaler and which other
+	// policies size some of the policy's pods, "" when none does.
+	VPAHeld, Conflict string
+}
+
+// Fill writes the workload's recommendations, the pods' last resizes and
+// the conditions. Everything is sorted and bounded, so an unchanged state
+// writes an unchanged status, which Write then skips.
+func Fill(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, in Input, now time.Time) {
+	gen, state, pods := policy.Generation, in.State, in.Pods
+	rec := in.Recommendation
 	if rec == nil {
 		rec = &v1alpha1.Recommendation{}
 	}
@@ -47,35 +77,35 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 	if len(rec.ContainerRecommendations) > 0 {
 		status.Recommendation = rec
 		msg := fmt.Sprintf("recommendations for %d container(s) of %d pod(s)", len(rec.ContainerRecommendations), len(pods))
-		if capped := podchange.DefaultCapped(&policy.Spec, in.defaults, rec.ContainerRecommendations); capped != "" {
+		if capped := podchange.DefaultCapped(&policy.Spec, in.Defaults, rec.ContainerRecommendations); capped != "" {
 			msg += "; " + capped
 		}
-		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, "Recommended", store.Truncate(msg, 1024), gen)
+		SetCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionTrue, "Recommended", store.Truncate(msg, 1024), gen)
 	} else {
-		msg := fmt.Sprintf("no usage from metrics source %s yet for %d selected pod(s)", r.Source.Name(), len(pods))
+		msg := fmt.Sprintf("no usage from metrics source %s yet for %d selected pod(s)", in.Source, len(pods))
 		// Say why: a query Prometheus refuses or a series it lacks shows
 		// here, not only in the manager's log.
 		if n := len(state.Problems); n > 0 {
 			msg += fmt.Sprintf("; %d problem(s), first: %s", n, state.Problems[0].String())
 		}
-		setCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, "NoUsageYet", msg, gen)
+		SetCondition(status, v1alpha1.ConditionRecommendationProvided, metav1.ConditionFalse, "NoUsageYet", msg, gen)
 	}
 
-	status.Admission = admission
+	status.Admission = in.Admission
 	if a := status.Admission; a != nil {
 		a.Message, a.Summary = store.Truncate(a.Message, 1024), store.Truncate(a.Summary, 1024)
 	}
-	if in.hpa != "" && !in.decision.Holds.Empty() {
-		setCondition(status, v1alpha1.ConditionRequestsHeldForHPA, metav1.ConditionTrue, "HPAUtilization", in.hpa, gen)
+	if in.HPA != "" && !in.Holds.Empty() {
+		SetCondition(status, v1alpha1.ConditionRequestsHeldForHPA, metav1.ConditionTrue, "HPAUtilization", in.HPA, gen)
 	} else {
 		msg := "no HorizontalPodAutoscaler scales the target"
 		if policy.Spec.TargetRef == nil {
 			msg = "no HorizontalPodAutoscaler scales the workloads of the selected pods"
 		}
-		if in.hpa != "" {
-			msg = in.hpa
+		if in.HPA != "" {
+			msg = in.HPA
 		}
-		setCondition(status, v1alpha1.ConditionRequestsHeldForHPA, metav1.ConditionFalse, "NoUtilizationHPA", msg, gen)
+		SetCondition(status, v1alpha1.ConditionRequestsHeldForHPA, metav1.ConditionFalse, "NoUtilizationHPA", msg, gen)
 	}
 
 	status.Pods = nil
@@ -99,7 +129,7 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		status.Pods = status.Pods[:maxPodsInStatus]
 	}
 
-	if blocked := in.blocked; len(blocked) > 0 {
+	if blocked := in.Blocked; len(blocked) > 0 {
 		reasons := make([]string, 0, len(blocked))
 		for k := range blocked {
 			reasons = append(reasons, k)
@@ -109,18 +139,18 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		for _, k := range reasons {
 			msgs = append(msgs, k+": "+blocked[k])
 		}
-		setCondition(status, v1alpha1.ConditionResizesBlocked, metav1.ConditionTrue, reasons[0], strings.Join(msgs, "; "), gen)
+		SetCondition(status, v1alpha1.ConditionResizesBlocked, metav1.ConditionTrue, reasons[0], strings.Join(msgs, "; "), gen)
 	} else {
-		setCondition(status, v1alpha1.ConditionResizesBlocked, metav1.ConditionFalse, "NotBlocked", "nothing holds resizes back", gen)
+		SetCondition(status, v1alpha1.ConditionResizesBlocked, metav1.ConditionFalse, "NotBlocked", "nothing holds resizes back", gen)
 	}
 	status.Recreations = state.RecreationList(now)
-	ready := fmt.Sprintf("%d pod(s) selected; usage from %s", len(pods), r.Source.Name())
+	ready := fmt.Sprintf("%d pod(s) selected; usage from %s", len(pods), in.Source)
 	if state.MetricsIgnored != "" {
 		ready += "; " + state.MetricsIgnored
 	}
-	if len(in.notBoosted) > 0 {
-		notes := make([]string, 0, len(in.notBoosted))
-		for n := range in.notBoosted {
+	if len(in.NotBoosted) > 0 {
+		notes := make([]string, 0, len(in.NotBoosted))
+		for n := range in.NotBoosted {
 			notes = append(notes, n)
 		}
 		sort.Strings(notes)
@@ -133,29 +163,29 @@ func (r *Reconciler) fillStatus(status *v1alpha1.TailorPolicyStatus, policy *v1a
 		ready += "; " + state.RestoreProblem
 	}
 	switch {
-	case in.vpa != "":
-		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonVerticalPodAutoscaler, in.vpa, gen)
+	case in.VPAHeld != "":
+		SetCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonVerticalPodAutoscaler, in.VPAHeld, gen)
 		return
-	case in.conflict != "":
-		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConflict, in.conflict+"; "+ready, gen)
+	case in.Conflict != "":
+		SetCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConflict, in.Conflict+"; "+ready, gen)
 		return
 	}
 	if err := state.MetricsErr; err != nil {
-		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "MetricsUnavailable",
-			fmt.Sprintf("metrics source %s: %v; nothing is lowered until usage is back, OOM kills are still answered", r.Source.Name(), err), gen)
+		SetCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "MetricsUnavailable",
+			fmt.Sprintf("metrics source %s: %v; nothing is lowered until usage is back, OOM kills are still answered", in.Source, err), gen)
 		return
 	}
-	setCondition(status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Active", ready, gen)
+	SetCondition(status, v1alpha1.ConditionReady, metav1.ConditionTrue, "Active", ready, gen)
 }
 
-// writeStatus updates the status subresource when it changed.
-func (r *Reconciler) writeStatus(ctx context.Context, policy *v1alpha1.TailorPolicy, status *v1alpha1.TailorPolicyStatus) error {
+// Write updates the status subresource when it changed.
+func Write(ctx context.Context, c client.Client, policy *v1alpha1.TailorPolicy, status *v1alpha1.TailorPolicyStatus) error {
 	if equality.Semantic.DeepEqual(&policy.Status, status) {
 		return nil
 	}
 	patch := client.MergeFrom(policy.DeepCopy())
 	policy.Status = *status
-	if err := r.Client.Status().Patch(ctx, policy, patch); err != nil {
+	if err := c.Status().Patch(ctx, policy, patch); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Deleted during the sync: its delete event forgets it.
 			return nil

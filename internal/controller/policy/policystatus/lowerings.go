@@ -1,4 +1,4 @@
-package policy
+package policystatus
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -8,16 +8,16 @@ import (
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 )
 
-// setLimitsCondition writes the LoweringsHeld condition of a policy with
+// SetLimits writes the LoweringsHeld condition of a policy with
 // change windows or a lowering budget, and the tailor_lowerings_held gauge;
 // a policy with neither has no such condition, and no series.
-func setLimitsCondition(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, l autoscale.LimitsOutcome) {
+func SetLimits(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, l autoscale.LimitsOutcome) {
 	if !l.Active {
 		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionLoweringsHeld)
 		policymetrics.LoweringsHeld.DeletePartialMatch(map[string]string{"namespace": policy.Namespace, "policy": policy.Name})
 		return
 	}
-	setCondition(status, v1alpha1.ConditionLoweringsHeld, l.Status, l.Reason, l.Message, policy.Generation)
+	SetCondition(status, v1alpha1.ConditionLoweringsHeld, l.Status, l.Reason, l.Message, policy.Generation)
 	for _, reason := range []autoscale.HoldReason{autoscale.HoldOutsideWindow, autoscale.HoldBudget, autoscale.HoldNamespaceBudget} {
 		policymetrics.LoweringsHeld.WithLabelValues(policy.Namespace, policy.Name, string(reason)).Set(float64(l.Held[reason]))
 	}
