@@ -33,6 +33,7 @@ import (
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/controller/policy/policystatus"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
@@ -289,10 +290,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	status := policy.Status.DeepCopy()
 	status.ObservedGeneration = policy.Generation
 
-	state, err := r.prepare(ctx, policy, now)
+	spec, err := gather.ParseSpec(policy)
+	var state *store.PolicyState
+	if err == nil {
+		state, err = r.prepare(ctx, policy, spec, now)
+	}
 	var in *syncInput
 	if err == nil {
-		in, err = r.gather(ctx, policy, state, now)
+		in, err = r.gather(ctx, policy, spec, state, now)
 	}
 	if err == nil {
 		r.judge(policy, in, now)
@@ -319,7 +324,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if recs := in.state.Model.Recommendation(bounded, in.pods, now); len(recs) > 0 {
 		in.recommendation = &v1alpha1.Recommendation{ContainerRecommendations: recs}
 	}
-	if _, canary := autoscale.CanaryConfigOf(&policy.Spec); canary {
+	if in.spec.HasCanary {
 		// What no canary has proven is not given to new pods, nor said
 		// to be the workload's size.
 		in.recommendation = autoscale.FloorRecommendation(in.recommendation, autoscale.CanaryFloor(in.state.Canary, in.pods))

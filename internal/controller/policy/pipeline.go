@@ -21,6 +21,8 @@ import (
 // syncInput is everything one sync of a policy works from: what gather
 // read, then what advise made of it.
 type syncInput struct {
+	// spec is the policy's spec, parsed once for the sync.
+	spec  gather.Spec
 	state *store.PolicyState
 	pods  []*corev1.Pod
 	// own says which of the selected pods are the policy's, and which other
@@ -87,9 +89,9 @@ type syncInput struct {
 // budgets of its namespace count. What these facts hold back is judged
 // next (judge); the nodes the pods run on are read once the advice says
 // which pods may be resized (candidateNodes).
-func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, state *store.PolicyState, now time.Time) (*syncInput, error) {
+func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, spec gather.Spec, state *store.PolicyState, now time.Time) (*syncInput, error) {
 	reader := r.reader()
-	sel, err := reader.Select(ctx, policy, state)
+	sel, err := reader.Select(ctx, policy, spec, state)
 	if err != nil {
 		return nil, err
 	}
@@ -97,11 +99,11 @@ func (r *Reconciler) gather(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	// A pod waiting for a node is the policy's by the same owner chain: a
 	// canary's unschedulable pod is not its stable's to replace.
 	unbound := owners(sel, sel.Unbound).pods
-	read, err := reader.Read(ctx, policy, state, r.usageSource(state), own.pods, unbound, now)
+	read, err := reader.Read(ctx, policy, spec, state, r.usageSource(state), own.pods, unbound, now)
 	if err != nil {
 		return nil, err
 	}
-	return &syncInput{state: state, pods: own.pods, unbound: unbound, own: own, conflict: own.conflict(), vpa: own.vpaHeld(),
+	return &syncInput{spec: spec, state: state, pods: own.pods, unbound: unbound, own: own, conflict: own.conflict(), vpa: own.vpaHeld(),
 		usage: read.Usage, usageErr: read.UsageErr, guardrails: read.Guardrails, read: read, largest: read.Largest,
 		namespaceBudget: read.NamespaceBudget, countLowerings: read.CountLowerings, namespace: read.Namespace,
 		advice: map[types.UID]advise.Advice{}, notBoosted: map[string]bool{}, boostRaise: map[types.UID]map[string]bool{}}, nil

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/advise"
-	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
 )
@@ -18,20 +17,13 @@ import (
 // prepare resolves the policy's selector and gives it its state: kept across
 // syncs, rebuilt on a spec change without losing what was learnt, and
 // restored from the checkpoint when this process has not seen the policy.
-func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy, now time.Time) (*store.PolicyState, error) {
-	if err := policy.Spec.Validate(); err != nil {
-		return nil, &gather.InvalidPolicyError{Reason: v1alpha1.ReasonInvalidPolicy, Err: err}
-	}
-	// A time zone or a cron field the CRD's rules cannot judge.
-	if _, _, err := autoscale.LoweringLimitsOf(&policy.Spec); err != nil {
-		return nil, &gather.InvalidPolicyError{Reason: v1alpha1.ReasonInvalidPolicy, Err: err}
-	}
+func (r *Reconciler) prepare(ctx context.Context, policy *v1alpha1.TailorPolicy, spec gather.Spec, now time.Time) (*store.PolicyState, error) {
 	state, known := r.store.Get(policy.UID)
 	sel, cached := cachedSelector(policy, state, now)
 	var template *corev1.PodTemplateSpec
 	if !cached {
 		var err error
-		if sel, template, err = r.reader().Selector(ctx, policy); err != nil {
+		if sel, template, err = r.reader().Selector(ctx, policy, spec); err != nil {
 			return nil, err
 		}
 	}

@@ -64,13 +64,13 @@ type Selection struct {
 
 // Select reads the pods state's selector matches, their controller
 // chains, the namespace's policies and VerticalPodAutoscalers.
-func (r *Reader) Select(ctx context.Context, policy *v1alpha1.TailorPolicy, state *store.PolicyState) (Selection, error) {
+func (r *Reader) Select(ctx context.Context, policy *v1alpha1.TailorPolicy, spec Spec, state *store.PolicyState) (Selection, error) {
 	var sel Selection
 	var err error
 	if sel.Running, sel.Unbound, err = r.pods(ctx, state); err != nil {
 		return Selection{}, err
 	}
-	if sel.Self, sel.Claims = claimant(policy); !sel.Claims {
+	if sel.Self, sel.Claims = claimant(policy, spec.Selector); !sel.Claims {
 		// Validated before: a selector that parses, or a targetRef.
 		return sel, nil
 	}
@@ -121,7 +121,7 @@ type Input struct {
 // requests, the nodes a new pod could land on, and what the lowering
 // budgets of the namespace count (namespaceLowerings). The nodes the pods
 // run on are read (Nodes) once the advice says which pods may be resized.
-func (r *Reader) Read(ctx context.Context, policy *v1alpha1.TailorPolicy, state *store.PolicyState, src metrics.Source,
+func (r *Reader) Read(ctx context.Context, policy *v1alpha1.TailorPolicy, spec Spec, state *store.PolicyState, src metrics.Source,
 	pods, unbound []*corev1.Pod, now time.Time) (*Input, error) {
 	in := &Input{}
 	usage, err := src.Usage(ctx, pods)
@@ -132,7 +132,7 @@ func (r *Reader) Read(ctx context.Context, policy *v1alpha1.TailorPolicy, state 
 		usage = metrics.Result{}
 		log.FromContext(ctx).Info("metrics source unavailable: holding all but raises from pod status", "source", src.Name(), "err", err.Error())
 	}
-	if in.Guardrails, err = r.guardrailAnswers(ctx, policy, state.Canary, pods, now); err != nil {
+	if in.Guardrails, err = r.guardrailAnswers(ctx, policy, spec, state.Canary, pods, now); err != nil {
 		return nil, err
 	}
 	capacity, err := r.nodeCapacities(ctx, pods)
@@ -162,7 +162,7 @@ func (r *Reader) Read(ctx context.Context, policy *v1alpha1.TailorPolicy, state 
 	if in.RoomNodes, err = r.roomNodes(ctx, policy, state, unbound); err != nil {
 		return nil, err
 	}
-	if err := r.namespaceLowerings(ctx, policy, in); err != nil {
+	if err := r.namespaceLowerings(ctx, policy, spec.Limits, in); err != nil {
 		return nil, err
 	}
 	return in, nil

@@ -38,32 +38,20 @@ func QueryReason(err error) string {
 // one sync.
 const GuardrailsTimeout = 15 * time.Second
 
-// guardrailAnswers asks the policy's query guardrails about its canary pods
-// (and, for a relative one, about its other pods), for the decision to
-// judge: part of gather, it only reads. Nothing is asked while no canary
-// pod is watched. A template that does not parse, a query that could read
-// another namespace than the policy's, or a manager with no Prometheus to
-// ask, is an InvalidPolicyError, checked at every sync so that it shows
-// before the first canary: such a policy is left alone rather than
-// promoting canaries no query watched.
+// guardrailAnswers asks the policy's query guardrails (spec.Guardrails)
+// about its canary pods (and, for a relative one, about its other pods),
+// for the decision to judge: part of gather, it only reads. Nothing is
+// asked while no canary pod is watched. A manager with no Prometheus to
+// ask is an InvalidPolicyError, checked at every sync so that it shows
+// before the first canary, as ParseSpec's are.
 //
 // What is asked is bounded: at most MaxCanaryQueries guardrails (Validate
 // refuses a spec with more), each asked at most twice a sync.
-func (r *Reader) guardrailAnswers(ctx context.Context, policy *v1alpha1.TailorPolicy, canary autoscale.CanaryState, pods []*corev1.Pod, now time.Time) (map[string]autoscale.GuardrailAnswer, error) {
-	cfg, ok := autoscale.CanaryConfigOf(&policy.Spec)
-	if !ok || len(cfg.Queries) == 0 {
+func (r *Reader) guardrailAnswers(ctx context.Context, policy *v1alpha1.TailorPolicy, spec Spec, canary autoscale.CanaryState, pods []*corev1.Pod, now time.Time) (map[string]autoscale.GuardrailAnswer, error) {
+	if len(spec.Guardrails) == 0 {
 		return nil, nil
 	}
-	queries := policy.Spec.Behavior.ScaleDown.Canary.Guardrails.Queries
-	parsed := make([]*prometheus.GuardrailQuery, len(queries))
-	for i, q := range queries {
-		g, err := prometheus.ParseGuardrail(q.Name, q.Query, policy.Namespace)
-		if err != nil {
-			return nil, &InvalidPolicyError{Reason: QueryReason(err),
-				Err: fmt.Errorf("behavior.scaleDown.canary.guardrails.queries: %w", err)}
-		}
-		parsed[i] = g
-	}
+	queries, parsed := policy.Spec.Behavior.ScaleDown.Canary.Guardrails.Queries, spec.Guardrails
 	if r.Guardrails == nil {
 		return nil, &InvalidPolicyError{Reason: v1alpha1.ReasonGuardrailsNeedPrometheus,
 			Err: fmt.Errorf("behavior.scaleDown.canary.guardrails.queries need a Prometheus to ask, and the manager has none: start it with --prometheus-url, or take the queries out")}

@@ -98,7 +98,11 @@ func TestGuardrailAnswersConfined(t *testing.T) {
 			asked = nil
 			mu.Unlock()
 			policy := policyWith(v1alpha1.CanaryQuery{Name: "latency", Query: tc.query, Threshold: &threshold})
-			got, err := r.guardrailAnswers(context.Background(), policy, canary, []*corev1.Pod{canaryPod}, now)
+			spec, err := ParseSpec(policy)
+			var got map[string]autoscale.GuardrailAnswer
+			if err == nil {
+				got, err = r.guardrailAnswers(context.Background(), policy, spec, canary, []*corev1.Pod{canaryPod}, now)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if diff := cmp.Diff(tc.wantAsked, asked); diff != "" {

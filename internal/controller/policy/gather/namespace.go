@@ -19,11 +19,7 @@ import (
 // checkpoint keeps it, and, for a percent, how many pods run in the
 // namespace. What the cache does not show yet of this process's own
 // lowerings the ledger adds in the namespace's turn (decideSync).
-func (r *Reader) namespaceLowerings(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Input) error {
-	lim, _, err := autoscale.LoweringLimitsOf(&policy.Spec)
-	if err != nil {
-		return err
-	}
+func (r *Reader) namespaceLowerings(ctx context.Context, policy *v1alpha1.TailorPolicy, lim autoscale.LoweringLimits, in *Input) error {
 	in.NamespaceBudget = lim.HasNamespaceBudget()
 	in.CountLowerings = in.NamespaceBudget
 	if !in.CountLowerings {

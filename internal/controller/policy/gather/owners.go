@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,10 +31,11 @@ func ReplicaSetMeta() *metav1.PartialObjectMetadata {
 // installed; it is read as unstructured (no dependency on its module).
 var VPAKind = schema.GroupVersionKind{Group: "autoscaling.k8s.io", Version: "v1", Kind: "VerticalPodAutoscaler"}
 
-// claimant is a policy as ownership.ClaimedBy sees it; ok is false for a
-// policy that claims nothing (being deleted, or a selector that does not
+// claimant is a policy as ownership.ClaimedBy sees it, sel its selector
+// parsed (nil for a targetRef policy); ok is false for a policy that claims
+// nothing (being deleted, or a selector policy whose selector does not
 // parse: its own sync says so).
-func claimant(p *v1alpha1.TailorPolicy) (ownership.Claimant, bool) {
+func claimant(p *v1alpha1.TailorPolicy, sel labels.Selector) (ownership.Claimant, bool) {
 	if !p.DeletionTimestamp.IsZero() {
 		return ownership.Claimant{}, false
 	}
@@ -43,11 +45,7 @@ func claimant(p *v1alpha1.TailorPolicy) (ownership.Claimant, bool) {
 		c.Target = &w
 		return c, true
 	}
-	if p.Spec.Selector == nil {
-		return ownership.Claimant{}, false
-	}
-	sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
-	if err != nil {
+	if sel == nil {
 		return ownership.Claimant{}, false
 	}
 	c.Selector = sel
@@ -64,7 +62,16 @@ func (r *Reader) claimants(ctx context.Context, namespace string) ([]ownership.C
 	}
 	out := make([]ownership.Claimant, 0, len(list.Items))
 	for i := range list.Items {
-		if c, ok := claimant(&list.Items[i]); ok {
+		p := &list.Items[i]
+		var sel labels.Selector
+		if p.Spec.TargetRef == nil && p.Spec.Selector != nil {
+			var err error
+			if sel, err = metav1.LabelSelectorAsSelector(p.Spec.Selector); err != nil {
+				// It claims nothing: its own sync says so.
+				continue
+			}
+		}
+		if c, ok := claimant(p, sel); ok {
 			out = append(out, c)
 		}
 	}

@@ -24,15 +24,12 @@ import (
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
-// Selector is the policy's own selector or its target's, with the target's
-// pod template when it has one (what new pods are sized from at admission).
-func (r *Reader) Selector(ctx context.Context, policy *v1alpha1.TailorPolicy) (labels.Selector, *corev1.PodTemplateSpec, error) {
-	if policy.Spec.Selector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(policy.Spec.Selector)
-		if err != nil {
-			return nil, nil, &InvalidPolicyError{Reason: v1alpha1.ReasonInvalidSelector, Err: fmt.Errorf("selector: %w", err)}
-		}
-		return sel, nil, nil
+// Selector is the policy's own selector (spec.Selector) or its target's,
+// with the target's pod template when it has one (what new pods are sized
+// from at admission).
+func (r *Reader) Selector(ctx context.Context, policy *v1alpha1.TailorPolicy, spec Spec) (labels.Selector, *corev1.PodTemplateSpec, error) {
+	if spec.Selector != nil {
+		return spec.Selector, nil, nil
 	}
 	ref := policy.Spec.TargetRef
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
