@@ -257,10 +257,10 @@ func (r *Reconciler) policiesOfNamespace(ctx context.Context, o client.Object) [
 	return out
 }
 
-// Reconcile syncs one policy: gather reads, advise learns and advises,
-// autoscale.DecideSync decides everything the sync asks Kubernetes for, over
-// all its pods at once, and act carries the decision out; status is written
-// once, at the end.
+// Reconcile syncs one policy: gather reads (the spec parsed once), the
+// facts are judged, advise learns and advises, autoscale.DecideSync decides
+// everything the sync asks Kubernetes for, over all its pods at once, and
+// act carries the decision out; status is written once, at the end.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.makeStore()
 	if !r.Shard.Owns(req.Namespace) {
