@@ -32,8 +32,8 @@ type Store struct {
 }
 
 type policySelector struct {
-	Key      types.NamespacedName
-	Selector labels.Selector
+	key      types.NamespacedName
+	selector labels.Selector
 }
 
 func New() *Store {
@@ -149,13 +149,13 @@ func (s *Store) Put(uid types.UID, p *PolicyState) {
 	// A policy deleted and created again under its name before the delete
 	// was seen leaves a state under its old UID: the name has one owner.
 	for u, sel := range s.selectors {
-		if u != uid && sel.Key == p.Key {
+		if u != uid && sel.key == p.Key {
 			delete(s.policies, u)
 			delete(s.selectors, u)
 		}
 	}
 	s.policies[uid] = p
-	s.selectors[uid] = policySelector{Key: p.Key, Selector: p.Selector}
+	s.selectors[uid] = policySelector{key: p.Key, selector: p.Selector}
 }
 
 // forget drops a deleted policy's memory, by UID or, when only its name is
@@ -164,7 +164,7 @@ func (s *Store) Forget(uid types.UID, key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for u, sel := range s.selectors {
-		if u == uid || sel.Key == key {
+		if u == uid || sel.key == key {
 			delete(s.policies, u)
 			delete(s.selectors, u)
 		}
@@ -178,8 +178,8 @@ func (s *Store) Selecting(namespace string, podLabels labels.Set) []types.Namesp
 	defer s.mu.Unlock()
 	var out []types.NamespacedName
 	for _, p := range s.selectors {
-		if p.Key.Namespace == namespace && p.Selector != nil && p.Selector.Matches(podLabels) {
-			out = append(out, p.Key)
+		if p.key.Namespace == namespace && p.selector != nil && p.selector.Matches(podLabels) {
+			out = append(out, p.key)
 		}
 	}
 	return out
