@@ -19,7 +19,8 @@ import (
 )
 
 // syncInput is everything one sync of a policy works from: what gather
-// read, then what advise made of it.
+// read, what was judged of it (judge), what advise made of it, and what
+// act did, for status.
 type syncInput struct {
 	// spec is the policy's spec, parsed once for the sync.
 	spec  gather.Spec
@@ -39,7 +40,8 @@ type syncInput struct {
 	advice map[types.UID]advise.Advice
 	// decision is the input of the pure decision.
 	decision autoscale.PolicyInput
-	// blocked is what held resizes back, by reason, for status.
+	// blocked is what held resizes back, by reason, for status (act's
+	// Result).
 	blocked map[string]string
 	// hpa describes the HorizontalPodAutoscalers of the target, for the
 	// RequestsHeldForHPA condition; empty when there are none.
