@@ -29,6 +29,7 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/agentcert"
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/dashboard"
 	"github.com/tailorhq/tailor/internal/metrics"
 	agentsource "github.com/tailorhq/tailor/internal/metrics/agent"
@@ -418,7 +419,7 @@ const SourceTimeout = 10 * time.Second
 // newGuardrails is what the canaries' query guardrails ask: the Prometheus
 // usage comes from, or the one PrometheusGuardrails names; nil when there is
 // none, and a policy with query guardrails then says so.
-func newGuardrails(o Options) (policyctrl.GuardrailQuerier, error) {
+func newGuardrails(o Options) (gather.GuardrailQuerier, error) {
 	fromPrometheus := o.MetricsSource == "prometheus" || (o.MetricsSource == "agent" && o.AgentFallback == "prometheus")
 	if !fromPrometheus && !o.PrometheusGuardrails {
 		return nil, nil

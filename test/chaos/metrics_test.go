@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/controller/policy/act"
 	"github.com/tailorhq/tailor/test/builder"
 	"github.com/tailorhq/tailor/test/cluster"
 )
@@ -80,7 +80,7 @@ func TestMetricsOutage(t *testing.T) {
 			breakIt:   func(t *testing.T) { signalComponent(t, "kubelet", syscall.SIGSTOP) },
 			fixIt:     func(t *testing.T) { signalComponent(t, "kubelet", syscall.SIGCONT) },
 			held:      unavailable,
-			wantEvent: policyctrl.EventMetricsUnavailable,
+			wantEvent: act.EventMetricsUnavailable,
 		},
 	}, {
 		name: "metrics-server down",
@@ -89,7 +89,7 @@ func TestMetricsOutage(t *testing.T) {
 			breakIt:   func(t *testing.T) { killAddon(t, "metrics-server") },
 			fixIt:     func(t *testing.T) { hack(t, "addons/metrics-server.sh", "up") },
 			held:      unavailable,
-			wantEvent: policyctrl.EventMetricsUnavailable,
+			wantEvent: act.EventMetricsUnavailable,
 		},
 	}, {
 		name: "prometheus down",
@@ -99,7 +99,7 @@ func TestMetricsOutage(t *testing.T) {
 			breakIt:   func(t *testing.T) { killAddon(t, "prometheus") },
 			fixIt:     func(t *testing.T) { hack(t, "addons/prometheus.sh", "up") },
 			held:      unavailable,
-			wantEvent: policyctrl.EventMetricsUnavailable,
+			wantEvent: act.EventMetricsUnavailable,
 		},
 	}, {
 		// Prometheus answering, through a proxy that spoils its answers:
@@ -111,7 +111,7 @@ func TestMetricsOutage(t *testing.T) {
 			phases:    []string{"nan", "negative", "huge", "stale", "missing"},
 			fixIt:     func(*testing.T) { fake.set("") },
 			held:      incomplete,
-			wantEvent: policyctrl.EventMetricsIncomplete,
+			wantEvent: act.EventMetricsIncomplete,
 		},
 	}}
 	// The Prometheus cases' pods start first: a new container's CPU is
@@ -243,8 +243,8 @@ func holdsThrough(t *testing.T, o outage, fake *fakePrometheus, w idlePod) {
 		return p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue() < idleRequest
 	})
 	t.Logf("lowered to %s once the source was back", lowered.Spec.Containers[0].Resources.Requests.Cpu())
-	if o.wantEvent == policyctrl.EventMetricsUnavailable {
-		waitEvent(t, ns, "idle", policyctrl.EventMetricsRestored, 30*time.Second)
+	if o.wantEvent == act.EventMetricsUnavailable {
+		waitEvent(t, ns, "idle", act.EventMetricsRestored, 30*time.Second)
 	}
 	waitCondition(t, ns, "idle", v1alpha1.ConditionReady, time.Minute, "True with nothing held", func(c *metav1Condition) bool {
 		return c.Status == metav1.ConditionTrue && !strings.Contains(c.Message, "without usable figures")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tailorhq/tailor/internal/actuator"
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
@@ -83,7 +84,7 @@ func newController(t testing.TB, d deps, opts controllerOptions) *policyctrl.Rec
 	if opts.Resizer != nil {
 		resizer = opts.Resizer
 	}
-	var guardrails policyctrl.GuardrailQuerier
+	var guardrails gather.GuardrailQuerier
 	if opts.Prometheus != "" {
 		pc, err := prometheus.NewClient(opts.Prometheus, nil, manager.SourceTimeout)
 		if err != nil {

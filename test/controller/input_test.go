@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/controller/policy/act"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -33,7 +33,7 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 		"source unreachable": {
 			feed:          func(e *env) { e.source.Fail(errors.New("connection refused")) },
 			wantCondition: v1alpha1.ConditionReady, wantReason: "MetricsUnavailable", wantMessage: "connection refused",
-			wantEvent: policyctrl.EventMetricsUnavailable,
+			wantEvent: act.EventMetricsUnavailable,
 		},
 		"invalid values reported as a problem": {
 			feed: func(e *env) {
@@ -41,7 +41,7 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 				e.source.Problems(metrics.Problem{Key: key(e), Metric: metrics.MetricCPU, Reason: metrics.ReasonInvalid, Detail: "NaN"})
 			},
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "Invalid",
-			wantEvent: policyctrl.EventMetricsIncomplete,
+			wantEvent: act.EventMetricsIncomplete,
 		},
 		"stale samples reported as a problem": {
 			feed: func(e *env) {
@@ -49,36 +49,36 @@ func TestBadMetricsHoldAndShowInStatus(t *testing.T) {
 				e.source.Problems(metrics.Problem{Key: key(e), Metric: metrics.MetricMemory, Reason: metrics.ReasonStale, Detail: "10m old"})
 			},
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "Stale",
-			wantEvent: policyctrl.EventMetricsIncomplete,
+			wantEvent: act.EventMetricsIncomplete,
 		},
 		// A source that breaks its contract and passes garbage through as
 		// usage: the controller must still not act on it.
 		"NaN cpu and memory passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", math.NaN(), math.NaN()) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
-			wantEvent: policyctrl.EventMetricsIncomplete,
+			wantEvent: act.EventMetricsIncomplete,
 		},
 		"negative cpu and memory passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", -1, -1) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
-			wantEvent: policyctrl.EventMetricsIncomplete,
+			wantEvent: act.EventMetricsIncomplete,
 		},
 		"infinite cpu passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", math.Inf(1), 200*mi) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet",
-			wantEvent: policyctrl.EventMetricsIncomplete,
+			wantEvent: act.EventMetricsIncomplete,
 		},
 		// More than the pod's node has (the harness's node: 8 cores,
 		// 32Gi): a counter that wrapped, or a unit mistake.
 		"cpu beyond the node passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", 1e6, 200*mi) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "more than its node's capacity",
-			wantEvent: policyctrl.EventMetricsIncomplete,
+			wantEvent: act.EventMetricsIncomplete,
 		},
 		"memory beyond the node passed as usage": {
 			feed:          func(e *env) { e.source.Set(e.ns, "web-0", "app", 0.2, 1<<50) },
 			wantCondition: v1alpha1.ConditionRecommendationProvided, wantReason: "NoUsageYet", wantMessage: "more than its node's capacity",
-			wantEvent: policyctrl.EventMetricsIncomplete,
+			wantEvent: act.EventMetricsIncomplete,
 		},
 	}
 	for name, tc := range cases {
@@ -178,7 +178,7 @@ func TestOOMKillAnsweredDuringAMetricsOutage(t *testing.T) {
 	if c := condition(e.getPolicy("db"), v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready = %+v after the source answered again, want True", c)
 	}
-	for _, reason := range []string{policyctrl.EventMetricsUnavailable, policyctrl.EventMetricsRestored} {
+	for _, reason := range []string{act.EventMetricsUnavailable, act.EventMetricsRestored} {
 		if n := e.events.count("db", reason); n != 1 {
 			t.Errorf("%d %s event(s), want 1; events:%s", n, reason, e.events)
 		}

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/controller/policy/act"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -66,7 +66,7 @@ func TestLimitRangeMaxCapsBoostAndRaise(t *testing.T) {
 	}
 	resized := false
 	for _, ev := range e.events.all() {
-		if ev.object == "web-0" && ev.reason == policyctrl.EventResized {
+		if ev.object == "web-0" && ev.reason == act.EventResized {
 			resized = true
 			if !strings.Contains(ev.note, "LimitRange caps") {
 				t.Errorf("the resize event does not say which LimitRange capped it: %q", ev.note)

@@ -19,7 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/controller/policy/act"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -163,7 +164,7 @@ func TestTwoPoliciesOnOnePod(t *testing.T) {
 	if r := condition(e.getPolicy("web"), v1alpha1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue {
 		t.Errorf("targetRef policy Ready = %+v, want True", r)
 	}
-	if n := e.events.count("web-sel", policyctrl.EventConflict); n != 1 {
+	if n := e.events.count("web-sel", act.EventConflict); n != 1 {
 		t.Errorf("%d Conflict events on web-sel, want 1:%s", n, e.events)
 	}
 }
@@ -194,7 +195,7 @@ func TestTwoPoliciesNameOneWorkload(t *testing.T) {
 	if r == nil || r.Status != metav1.ConditionFalse || r.Reason != v1alpha1.ReasonConflict || !strings.Contains(r.Message, "TailorPolicy web names the same workload") {
 		t.Errorf("the younger policy's Ready = %+v, want False %s naming TailorPolicy web", r, v1alpha1.ReasonConflict)
 	}
-	if n := e.events.count("web-boost", policyctrl.EventConflict); n != 1 {
+	if n := e.events.count("web-boost", act.EventConflict); n != 1 {
 		t.Errorf("%d Conflict events on web-boost, want 1:%s", n, e.events)
 	}
 }
@@ -267,7 +268,7 @@ func (e *env) vpa(name, target, mode string) {
 			"targetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
 		},
 	}}
-	u.SetGroupVersionKind(policyctrl.VPAKind)
+	u.SetGroupVersionKind(gather.VPAKind)
 	if mode != "" {
 		if err := unstructured.SetNestedField(u.Object, mode, "spec", "updatePolicy", "updateMode"); err != nil {
 			e.t.Fatal(err)
@@ -321,7 +322,7 @@ func TestVPAHoldsWorkload(t *testing.T) {
 			if a := pol.Status.Admission; a == nil || a.TargetKind != "" || len(a.Containers) != 0 || a.Boost != "" {
 				t.Errorf("admission = %+v, want no target for the admission policy to match", a)
 			}
-			if n := e.events.count("web", policyctrl.EventVerticalPodAutoscaler); n != 1 {
+			if n := e.events.count("web", act.EventVerticalPodAutoscaler); n != 1 {
 				t.Errorf("%d VerticalPodAutoscaler events, want 1:%s", n, e.events)
 			}
 		})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/controller/policy/act"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -122,8 +123,8 @@ func TestUnschedulablePodTailorSizedIsReplaced(t *testing.T) {
 	e.unschedulablePod(e.ownedDeployment("canary", map[string]string{"app": "web", "track": "canary"}), "web", "canary-big", "3", time.Minute)
 
 	e.sync("web")
-	if got := e.getPolicy("web"); condition(got, v1alpha1.ConditionResizesBlocked).Reason != policyctrl.EventUnschedulable {
-		t.Errorf("ResizesBlocked %+v, want reason %s", condition(got, v1alpha1.ConditionResizesBlocked), policyctrl.EventUnschedulable)
+	if got := e.getPolicy("web"); condition(got, v1alpha1.ConditionResizesBlocked).Reason != act.EventUnschedulable {
+		t.Errorf("ResizesBlocked %+v, want reason %s", condition(got, v1alpha1.ConditionResizesBlocked), act.EventUnschedulable)
 	}
 	// The replacement waits for the entry to settle in the admission
 	// policy's informer: not deleted on the sync that finds it due.
@@ -136,8 +137,8 @@ func TestUnschedulablePodTailorSizedIsReplaced(t *testing.T) {
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("web-big, sized above its template and unschedulable, was not replaced: %v; events:%s", err, e.events)
 	}
-	if n := e.events.count("web-big", policyctrl.EventUnschedulable); n != 1 {
-		t.Errorf("%d %s events on web-big, want 1:%s", n, policyctrl.EventUnschedulable, e.events)
+	if n := e.events.count("web-big", act.EventUnschedulable); n != 1 {
+		t.Errorf("%d %s events on web-big, want 1:%s", n, act.EventUnschedulable, e.events)
 	}
 	if err := apiClient.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "web-plain"}, &corev1.Pod{}); err != nil {
 		t.Errorf("web-plain, at its template's size, was deleted: %v", err)

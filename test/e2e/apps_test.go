@@ -55,7 +55,7 @@ while true; do pgbench -h "$SERVER" -U postgres -c 8 -j 2 -T 30 postgres | grep 
 	name: "jvm", image: "tailor.local/jvm:17",
 	command:  []string{"/opt/java/bin/java", "-Xmx96m", "-XX:+UseG1GC", "-jar", "/app/service.jar"},
 	requests: [2]string{"100m", "160Mi"}, limits: [2]string{"200m", "480Mi"},
-	client:   `exec /opt/java/bin/java -Xmx32m -cp /app/service.jar Load "http://$SERVER:8080/work?ms=20&kb=256" 8`,
+	client: `exec /opt/java/bin/java -Xmx32m -cp /app/service.jar Load "http://$SERVER:8080/work?ms=20&kb=256" 8`,
 }}
 
 // TestAppsRaisedAndLoweredInPlace runs each real application under a

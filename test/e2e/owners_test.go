@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/test/cluster"
 )
 
@@ -122,7 +122,7 @@ func TestVPAOnTheSameDeployment(t *testing.T) {
 			"updatePolicy": map[string]any{"updateMode": "Auto"},
 		},
 	}}
-	vpa.SetGroupVersionKind(policyctrl.VPAKind)
+	vpa.SetGroupVersionKind(gather.VPAKind)
 	if err := c.Create(context.Background(), vpa); err != nil {
 		t.Fatalf("create VerticalPodAutoscaler: %v", err)
 	}

@@ -32,6 +32,10 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
 	"github.com/tailorhq/tailor/internal/autoscale/newpods"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
+	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
+	"github.com/tailorhq/tailor/internal/controller/policy/policystatus"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
@@ -71,7 +75,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// owner references are read from a cache of ReplicaSets' metadata
 	// (trimmed to them: internal/manager). Its informer starts with the
 	// manager, so missing RBAC stops the start instead of a sync.
-	if _, err := mgr.GetCache().GetInformer(context.Background(), ReplicaSetMeta(), cache.BlockUntilSynced(false)); err != nil {
+	if _, err := mgr.GetCache().GetInformer(context.Background(), gather.ReplicaSetMeta(), cache.BlockUntilSynced(false)); err != nil {
 		return fmt.Errorf("watching ReplicaSets' metadata: %w", err)
 	}
 	b := ctrl.NewControllerManagedBy(mgr)
@@ -82,11 +86,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.VerticalPodAutoscalers == nil {
 		// The CRD is looked for once: without it (no VPA installed) the
 		// manager starts and looks for no VerticalPodAutoscaler.
-		switch _, err := mgr.GetRESTMapper().RESTMapping(VPAKind.GroupKind(), VPAKind.Version); {
+		switch _, err := mgr.GetRESTMapper().RESTMapping(gather.VPAKind.GroupKind(), gather.VPAKind.Version); {
 		case err == nil:
 			r.VerticalPodAutoscalers = mgr.GetCache()
 			vpa := &unstructured.Unstructured{}
-			vpa.SetGroupVersionKind(VPAKind)
+			vpa.SetGroupVersionKind(gather.VPAKind)
 			// A VPA created, changed or deleted holds or frees its
 			// workload at once.
 			b = b.Watches(vpa, handler.EnqueueRequestsFromMapFunc(r.policiesOfNamespace), builder.WithPredicates(owned, predicate.GenerationChangedPredicate{}))
@@ -182,7 +186,7 @@ var podChangeMatters = predicate.Funcs{
 // precision) are not told apart, and pass.
 func ownResize(o, n *corev1.Pod) bool {
 	return o.Generation != n.Generation &&
-		!lastResizeOf(n).Equal(lastResizeOf(o)) &&
+		!gather.LastResize(n).Equal(gather.LastResize(o)) &&
 		o.Status.ObservedGeneration == n.Status.ObservedGeneration &&
 		o.Status.Phase == n.Status.Phase &&
 		n.DeletionTimestamp.IsZero() &&
@@ -214,7 +218,7 @@ func containerStates(p *corev1.Pod) []any {
 
 func (r *Reconciler) policiesForPod(_ context.Context, o client.Object) []reconcile.Request {
 	var out []reconcile.Request
-	for _, key := range r.store.selecting(o.GetNamespace(), labels.Set(o.GetLabels())) {
+	for _, key := range r.store.Selecting(o.GetNamespace(), labels.Set(o.GetLabels())) {
 		out = append(out, reconcile.Request{NamespacedName: key})
 	}
 	return out
@@ -255,10 +259,10 @@ func (r *Reconciler) policiesOfNamespace(ctx context.Context, o client.Object) [
 	return out
 }
 
-// Reconcile syncs one policy: gather reads, advise learns and advises,
-// autoscale.DecideSync decides everything the sync asks Kubernetes for, over
-// all its pods at once, and act carries the decision out; status is written
-// once, at the end.
+// Reconcile syncs one policy: gather reads (the spec parsed once), the
+// facts are judged, advise learns and advises, autoscale.DecideSync decides
+// everything the sync asks Kubernetes for, over all its pods at once, and
+// act carries the decision out; status is written once, at the end.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.makeStore()
 	if !r.Shard.Owns(req.Namespace) {
@@ -271,16 +275,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			// Its checkpoint goes with it: the apiserver collects it
 			// through its owner reference.
-			r.store.forget("", req.NamespacedName)
-			forgetMetrics(req.NamespacedName)
+			r.store.Forget("", req.NamespacedName)
+			policymetrics.Forget(req.NamespacedName)
 			r.forgetObserved(req.NamespacedName)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	if !policy.DeletionTimestamp.IsZero() {
-		r.store.forget(policy.UID, req.NamespacedName)
-		forgetMetrics(req.NamespacedName)
+		r.store.Forget(policy.UID, req.NamespacedName)
+		policymetrics.Forget(req.NamespacedName)
 		r.forgetObserved(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
@@ -288,19 +292,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	status := policy.Status.DeepCopy()
 	status.ObservedGeneration = policy.Generation
 
-	in, err := r.gather(ctx, policy, now)
+	spec, err := gather.ParseSpec(policy)
+	var state *store.PolicyState
 	if err == nil {
+		state, err = r.prepare(ctx, policy, spec, now)
+	}
+	var in *syncInput
+	if err == nil {
+		in, err = r.gather(ctx, policy, spec, state, now)
+	}
+	if err == nil {
+		r.judge(policy, in, now)
 		err = r.advise(policy, in, now)
 	}
 	if err == nil {
 		err = r.candidateNodes(ctx, policy, in)
 	}
 	if err != nil {
-		var invalid *invalidPolicyError
+		var invalid *gather.InvalidPolicyError
 		if errors.As(err, &invalid) {
 			r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventInvalidPolicy, "Validate", invalid.Error())
-			setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, invalid.reason, invalid.Error(), policy.Generation)
-			return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
+			policystatus.SetCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, invalid.Reason, invalid.Error(), policy.Generation)
+			return reconcile.Result{RequeueAfter: r.SyncPeriod}, policystatus.Write(ctx, r.Client, policy, status)
 		}
 		return reconcile.Result{}, err
 	}
@@ -310,13 +323,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Within the bounds the sync decides by: a container whose policy sets
 	// no maxAllowed gets the default (podchange.BoundedSpec).
 	bounded, _ := podchange.BoundedSpec(&policy.Spec, in.defaults)
-	if recs := in.state.model.Recommendation(bounded, in.pods, now); len(recs) > 0 {
+	if recs := in.state.Model.Recommendation(bounded, in.pods, now); len(recs) > 0 {
 		in.recommendation = &v1alpha1.Recommendation{ContainerRecommendations: recs}
 	}
-	if _, on := canary.ConfigOf(&policy.Spec); on {
+	if in.spec.HasCanary {
 		// What no canary has proven is not given to new pods, nor said
 		// to be the workload's size.
-		in.recommendation = canary.FloorRecommendation(in.recommendation, canary.Floor(in.state.canary, in.pods))
+		in.recommendation = canary.FloorRecommendation(in.recommendation, canary.Floor(in.state.Canary, in.pods))
 	}
 	// Without one this sync, status keeps the last it said, and new pods
 	// are planned from that.
@@ -325,17 +338,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		forNewPods = policy.Status.Recommendation
 	}
 	input := autoscale.SyncInput{
-		PolicyInput: in.decision, Unbound: in.unbound, Template: in.state.template, Entry: policy.Status.Admission,
-		NewPodRoom: in.newPodRoom, StuckSeen: in.state.stuckSeen, Settle: AdmissionSettle, BoostRaise: in.boostRaise,
+		PolicyInput: in.decision, Unbound: in.unbound, Template: in.state.Template, Entry: policy.Status.Admission,
+		NewPodRoom: in.newPodRoom, StuckSeen: in.state.StuckSeen, Settle: AdmissionSettle, BoostRaise: in.boostRaise,
 		NewPods: newpods.EntryInput{
-			Spec: &policy.Spec, Generation: policy.Generation, Template: in.state.template, Recommendation: forNewPods,
+			Spec: &policy.Spec, Generation: policy.Generation, Template: in.state.Template, Recommendation: forNewPods,
 			HeldByVPA: in.vpa, Conflict: in.conflict, Holds: in.decision.Holds, Room: in.newPodRoom, Rules: in.decision.Rules, Replicas: len(in.pods),
 			Server: r.Actuator.Server.Version, Now: now,
 		},
 		Recreation:     r.recreationState(policy, in),
-		Canary:         in.state.canary,
+		Canary:         in.state.Canary,
 		Guardrails:     in.guardrails,
-		Lowered:        in.state.lowered,
+		Lowered:        in.state.Lowered,
 		Namespace:      in.namespace,
 		CountLowerings: in.countLowerings,
 		Largest:        in.largest,
@@ -344,39 +357,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		// Malformed input the decision cannot work on: a bug, not the
 		// user's. Say so on the policy and try again next sync.
-		r.announce(policy, in)
-		setCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "DecisionFailed",
+		r.actor().Announce(policy, actInput(in))
+		policystatus.SetCondition(status, v1alpha1.ConditionReady, metav1.ConditionFalse, "DecisionFailed",
 			fmt.Sprintf("deciding this policy's resizes failed: %v", err), policy.Generation)
 		log.FromContext(ctx).Error(err, "deciding policy")
-		return reconcile.Result{RequeueAfter: r.SyncPeriod}, r.writeStatus(ctx, policy, status)
+		return reconcile.Result{RequeueAfter: r.SyncPeriod}, policystatus.Write(ctx, r.Client, policy, status)
 	}
-	in.state.canary, in.state.lowered = decision.Canary.State, decision.Limits.Lowered
+	in.state.Canary, in.state.Lowered = decision.Canary.State, decision.Limits.Lowered
 	// Before act: a canary's state, and the budget's count, are on the
 	// apiserver before the resizes they stand for are sent, so a manager that stops between the
 	// two does not leave a canary lowered that its successor knows
 	// nothing of (one whose resize never went out is let go next sync).
-	if err := r.checkpoint(ctx, policy, in.state, now); err != nil {
+	if err := r.checkpoints().Write(ctx, policy, in.state, now); err != nil {
 		// Losing a checkpoint costs warm-up after a restart, never a
 		// resize (a canary's state, written again next sync, may be
 		// lost with it): say so and carry on.
 		log.FromContext(ctx).Error(err, "writing checkpoint")
 	}
-	requeue, actErr := r.act(ctx, policy, in, decision, now)
-	in.state.forgetGone(in.pods, now)
-	r.fillStatus(status, policy, in, decision.Admission, now)
-	setCanaryCondition(status, decision.Canary, policy.Generation)
-	setLimitsCondition(status, policy, decision.Limits)
-	syncsTotal.WithLabelValues(policy.Namespace, policy.Name).Inc()
+	done, actErr := r.actor().Act(ctx, policy, actInput(in), r.toAct(policy, in, decision), now)
+	in.blocked = done.Blocked
+	in.state.ForgetGone(in.pods, now)
+	policystatus.Fill(status, policy, statusInput(in, r.Source.Name(), decision.Admission), now)
+	policystatus.SetCanary(status, decision.Canary, policy.Generation)
+	policystatus.SetLimits(status, policy, decision.Limits)
+	policymetrics.SyncsTotal.WithLabelValues(policy.Namespace, policy.Name).Inc()
 	if r.Observer != nil {
-		r.Observer.Observe(req.NamespacedName, observation.Of(now, in.pods, in.usage, status.Recommendation, in.state.template))
+		r.Observer.Observe(req.NamespacedName, observation.Of(now, in.pods, in.usage, status.Recommendation, in.state.Template))
 	}
-	writeErr := r.writeStatus(ctx, policy, status)
+	writeErr := policystatus.Write(ctx, r.Client, policy, status)
 	if writeErr != nil {
-		in.state.forgetRecords(in.recorded)
+		in.state.ForgetRecords(done.Recorded)
 	}
 	if err := errors.Join(actErr, writeErr); err != nil {
 		// Retried with backoff; what failed is in ResizesBlocked.
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: requeue}, nil
+	return reconcile.Result{RequeueAfter: done.Requeue}, nil
 }

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -12,40 +11,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/actuator"
+	"github.com/tailorhq/tailor/internal/controller/policy/act"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/shard"
 )
 
-// Event reasons, on pods and on the policy.
-const (
-	EventResized        = "Resized"
-	EventResizeDeferred = "ResizeDeferred"
-	EventResizeRefused  = "ResizeRefused"
-	EventResizeSkipped  = "ResizeSkipped"
-	EventResizeFailed   = "ResizeFailed"
-	EventInvalidPolicy  = "InvalidPolicy"
-	// The metrics source: down (no usage at all), back, or leaving some
-	// containers without usable figures (missing, stale, or none a
-	// container can have: NaN, negative, beyond its node).
-	EventMetricsUnavailable = "MetricsUnavailable"
-	EventMetricsRestored    = "MetricsRestored"
-	EventMetricsIncomplete  = "MetricsIncomplete"
-	// EventResizeCapped: a raise was cut to what the node has room for.
-	EventResizeCapped = "ResizeCapped"
-	// EventMemoryAtRisk: the node agent saw a container's working set on
-	// course for its memory limit, and tailor cannot raise it.
-	EventMemoryAtRisk = "MemoryAtRisk"
-)
-
-// GuardrailQuerier asks Prometheus a query guardrail's one value at a time
-// (prometheus.Guardrails).
-type GuardrailQuerier interface {
-	Value(ctx context.Context, query string, at time.Time) (float64, error)
-}
+// EventInvalidPolicy: the policy cannot be synced as it stands; the
+// event, and its Ready condition, say why.
+const EventInvalidPolicy = "InvalidPolicy"
 
 // DefaultConcurrentSyncs is how many policies are synced at once. A sync
 // mostly waits (for a node's kubelet pages, for the apiserver to take a
@@ -73,7 +51,7 @@ type Reconciler struct {
 	// Recommender is the configuration policies override.
 	Recommender recommend.Config
 	// CheckpointInterval is how often learnt state is written at most;
-	// 0 is DefaultCheckpointInterval.
+	// 0 is store.DefaultCheckpointInterval.
 	CheckpointInterval time.Duration
 	// ConcurrentSyncs is how many policies are synced at once (one
 	// policy is never synced twice at once); 0 is DefaultConcurrentSyncs.
@@ -89,7 +67,7 @@ type Reconciler struct {
 	Shard shard.Shard
 	// Guardrails asks the canaries' query guardrails; nil: the manager has
 	// no Prometheus for them, and a policy with any is not Ready.
-	Guardrails GuardrailQuerier
+	Guardrails gather.GuardrailQuerier
 	// Wake, if set, brings pods whose policies must sync now rather than
 	// at their next sync: the node agent saw a container cross an urgent
 	// threshold. Its sender coalesces and bounds them; the work queue
@@ -102,11 +80,11 @@ type Reconciler struct {
 	// restart).
 	VerticalPodAutoscalers client.Reader
 
-	store     *store
+	store     *store.Store
 	storeOnce sync.Once
 	// ledger counts, per namespace, the lowerings this process decided
-	// for the namespace budgets (loweringLedger).
-	ledger loweringLedger
+	// for the namespace budgets (store.Ledger).
+	ledger store.Ledger
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -117,26 +95,23 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func (r *Reconciler) makeStore() {
 	r.storeOnce.Do(func() {
 		if r.store == nil {
-			r.store = newStore()
+			r.store = store.New()
 		}
 	})
-}
-
-type invalidPolicyError struct {
-	reason string
-	err    error
-}
-
-func (e *invalidPolicyError) Error() string { return e.err.Error() }
-
-func (r *Reconciler) mark(policy *v1alpha1.TailorPolicy, m observation.ResizeMark) {
-	if r.Observer != nil {
-		r.Observer.Resized(types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name}, m)
-	}
 }
 
 func (r *Reconciler) forgetObserved(key types.NamespacedName) {
 	if r.Observer != nil {
 		r.Observer.Forget(key)
 	}
+}
+
+// checkpoints keeps the policies' learnt state in their TailorCheckpoints.
+func (r *Reconciler) checkpoints() *store.Checkpoints {
+	return &store.Checkpoints{Client: r.Client, APIReader: r.APIReader, Interval: r.CheckpointInterval}
+}
+
+// actor carries out the decisions.
+func (r *Reconciler) actor() *act.Actor {
+	return &act.Actor{Client: r.Client, Events: r.Events, Actuator: r.Actuator, Source: r.Source, SyncPeriod: r.SyncPeriod, Observer: r.Observer}
 }

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 )
 
@@ -16,12 +18,12 @@ const EventMetricsOverridesIgnored = "MetricsOverridesIgnored"
 // prepareSource gives state the source the policy's usage is read through.
 // It runs once per generation, so queries are compiled, and the event saying
 // they are ignored is sent, once per spec change, not once per sync.
-func (r *Reconciler) prepareSource(policy *v1alpha1.TailorPolicy, state *policyState) error {
+func (r *Reconciler) prepareSource(policy *v1alpha1.TailorPolicy, state *store.PolicyState) error {
 	src, ignored, err := policySource(r.Source, policy.Namespace, &policy.Spec)
 	if err != nil {
 		return err
 	}
-	state.source, state.metricsIgnored = src, ignored
+	state.Source, state.MetricsIgnored = src, ignored
 	if ignored != "" {
 		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventMetricsOverridesIgnored, "Validate", "%s", ignored)
 	}
@@ -29,9 +31,9 @@ func (r *Reconciler) prepareSource(policy *v1alpha1.TailorPolicy, state *policyS
 }
 
 // usageSource is the source state's pods are read through.
-func (r *Reconciler) usageSource(state *policyState) metrics.Source {
-	if state.source != nil {
-		return state.source
+func (r *Reconciler) usageSource(state *store.PolicyState) metrics.Source {
+	if state.Source != nil {
+		return state.Source
 	}
 	return r.Source
 }
@@ -42,7 +44,7 @@ func (r *Reconciler) usageSource(state *policyState) metrics.Source {
 // source's own data: ignored says so, for the Ready condition. The
 // queries are confined to namespace, the policy's. A template that cannot
 // be used, or could read another namespace, is the user's to fix, an
-// invalidPolicyError.
+// gather.InvalidPolicyError.
 func policySource(base metrics.Source, namespace string, spec *v1alpha1.TailorPolicySpec) (src metrics.Source, ignored string, err error) {
 	if spec.Metrics == nil || spec.Metrics.Prometheus == nil {
 		return nil, "", nil
@@ -60,8 +62,8 @@ func policySource(base metrics.Source, namespace string, spec *v1alpha1.TailorPo
 	}
 	src, err = t.WithQueries(o)
 	if err != nil {
-		return nil, "", &invalidPolicyError{reason: queryReason(err),
-			err: fmt.Errorf("spec.metrics.prometheus: %w; correct it, or leave it out to use the manager's query", err)}
+		return nil, "", &gather.InvalidPolicyError{Reason: gather.QueryReason(err),
+			Err: fmt.Errorf("spec.metrics.prometheus: %w; correct it, or leave it out to use the manager's query", err)}
 	}
 	return src, "", nil
 }

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/controller/policy/gather"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
 )
@@ -132,9 +134,9 @@ func TestPolicySource(t *testing.T) {
 				if reason == "" {
 					reason = v1alpha1.ReasonInvalidPolicy
 				}
-				var invalid *invalidPolicyError
-				if !errors.As(err, &invalid) || invalid.reason != reason {
-					t.Fatalf("error = %v, want an invalidPolicyError with reason %s", err, reason)
+				var invalid *gather.InvalidPolicyError
+				if !errors.As(err, &invalid) || invalid.Reason != reason {
+					t.Fatalf("error = %v, want an InvalidPolicyError with reason %s", err, reason)
 				}
 				const hint = "; correct it, or leave it out to use the manager's query"
 				if msg := err.Error(); !strings.HasPrefix(msg, tc.wantErr) || !strings.HasSuffix(msg, hint) {
@@ -191,7 +193,7 @@ func TestPrepareSourceReportsIgnoredOverrides(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rec := events.NewFakeRecorder(10)
 			r := &Reconciler{Source: tc.base, Events: rec}
-			state := &policyState{}
+			state := &store.PolicyState{}
 			if err := r.prepareSource(&v1alpha1.TailorPolicy{Spec: v1alpha1.TailorPolicySpec{Metrics: tc.metrics}}, state); err != nil {
 				t.Fatalf("prepareSource: %v", err)
 			}
@@ -203,7 +205,7 @@ func TestPrepareSourceReportsIgnoredOverrides(t *testing.T) {
 			if diff := cmp.Diff(tc.wantEvents, got); diff != "" {
 				t.Errorf("events (-want,+got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantIgnored, state.metricsIgnored); diff != "" {
+			if diff := cmp.Diff(tc.wantIgnored, state.MetricsIgnored); diff != "" {
 				t.Errorf("Ready note (-want,+got):\n%s", diff)
 			}
 			_, derived := r.usageSource(state).(derivedSource)

@@ -1,4 +1,4 @@
-package policy
+package store
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func TestLoweredCheckpointRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
 	}
-	got := loweredState(back.Lowered)
+	got := LoweredState(back.Lowered)
 	want := limits.Lowered{"u1": at, "u0": at.Add(-30*time.Minute + time.Second)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("restored count (-want,+got):\n%s", diff)
@@ -38,7 +38,7 @@ func TestLoweredCheckpointRoundTrip(t *testing.T) {
 	if back.Lowered[0].UID != "u0" {
 		t.Errorf("entries %+v, want them sorted by uid: status is deterministic", back.Lowered)
 	}
-	if loweredCheckpoint(nil) != nil || loweredState(nil) != nil {
+	if loweredCheckpoint(nil) != nil || LoweredState(nil) != nil {
 		t.Error("an empty count must be kept as nothing")
 	}
 }

@@ -1,4 +1,4 @@
-package policy
+package gather
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestGuardrailAnswersConfined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Guardrails: prometheus.NewGuardrails(client)}
+	r := &Reader{Guardrails: prometheus.NewGuardrails(client)}
 
 	canaryPod := builder.Pod("web-0").Namespace("team-a").UID("u0").Container(builder.Container("app").Requests("100m", "64Mi")).Running().Obj()
 	state := canary.State{Pods: []canary.Pod{{UID: "u0", Name: "web-0", LoweredAt: now.Add(-time.Minute),
@@ -98,16 +98,20 @@ func TestGuardrailAnswersConfined(t *testing.T) {
 			asked = nil
 			mu.Unlock()
 			policy := policyWith(v1alpha1.CanaryQuery{Name: "latency", Query: tc.query, Threshold: &threshold})
-			got, err := r.guardrailAnswers(context.Background(), policy, state, []*corev1.Pod{canaryPod}, now)
+			spec, err := ParseSpec(policy)
+			var got map[string]canary.GuardrailAnswer
+			if err == nil {
+				got, err = r.guardrailAnswers(context.Background(), policy, spec, state, []*corev1.Pod{canaryPod}, now)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if diff := cmp.Diff(tc.wantAsked, asked); diff != "" {
 				t.Errorf("asked Prometheus (-want,+got):\n%s", diff)
 			}
 			if tc.wantReason != "" {
-				var invalid *invalidPolicyError
-				if !errors.As(err, &invalid) || invalid.reason != tc.wantReason || invalid.Error() != tc.wantSaid {
-					t.Fatalf("error %v, want an invalidPolicyError %s saying %q", err, tc.wantReason, tc.wantSaid)
+				var invalid *InvalidPolicyError
+				if !errors.As(err, &invalid) || invalid.Reason != tc.wantReason || invalid.Error() != tc.wantSaid {
+					t.Fatalf("error %v, want an InvalidPolicyError %s saying %q", err, tc.wantReason, tc.wantSaid)
 				}
 				return
 			}

@@ -1,32 +1,15 @@
-package policy
+package store
 
 import (
 	"sort"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 )
-
-// setLimitsCondition writes the LoweringsHeld condition of a policy with
-// change windows or a lowering budget, and the tailor_lowerings_held gauge;
-// a policy with neither has no such condition, and no series.
-func setLimitsCondition(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, l limits.Outcome) {
-	if !l.Active {
-		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionLoweringsHeld)
-		loweringsHeld.DeletePartialMatch(map[string]string{"namespace": policy.Namespace, "policy": policy.Name})
-		return
-	}
-	setCondition(status, v1alpha1.ConditionLoweringsHeld, l.Status, l.Reason, l.Message, policy.Generation)
-	for _, reason := range []fleet.HoldReason{limits.HoldOutsideWindow, limits.HoldBudget, limits.HoldNamespaceBudget} {
-		loweringsHeld.WithLabelValues(policy.Namespace, policy.Name, string(reason)).Set(float64(l.Held[reason]))
-	}
-}
 
 // loweredCheckpoint is the budget's count as the TailorCheckpoint keeps it,
 // sorted by uid; nil when it counts nothing. Times are rounded up to the
@@ -49,9 +32,9 @@ func loweredCheckpoint(l limits.Lowered) []v1alpha1.LoweredPod {
 	return out
 }
 
-// loweredState is the budget's count restored from a checkpoint; one
+// LoweredState is the budget's count restored from a checkpoint; one
 // written before budgets existed has none.
-func loweredState(l []v1alpha1.LoweredPod) limits.Lowered {
+func LoweredState(l []v1alpha1.LoweredPod) limits.Lowered {
 	if len(l) == 0 {
 		return nil
 	}

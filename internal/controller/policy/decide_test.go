@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -84,7 +83,7 @@ func TestNamespaceBudgetDecidedInTurn(t *testing.T) {
 	if budgeted > budget || budgeted < budget-3 {
 		t.Errorf("the policies with a namespace budget lowered %d pods (%v), want %d less what the free policy lowered before them, at most %d", budgeted, lowered, budget, budget)
 	}
-	sent := r.ledger.sent("team", now)
+	sent := r.ledger.Sent("team", now)
 	if n := len(sent.All()); n != budgeted+3 {
 		t.Errorf("the ledger counts %d pods (%v), want the %d lowered", n, sent, budgeted+3)
 	}
@@ -123,27 +122,4 @@ func idlePolicy(name string, withBudget bool, budget int, now time.Time) (*v1alp
 		Lowered: limits.Lowered{}, Namespace: in.namespace, CountLowerings: true,
 	}
 	return policy, in, input
-}
-
-// TestLedgerForgetsTheHour: what the ledger recorded counts for the
-// budget's period, each pod at its latest lowering, and no longer.
-func TestLedgerForgetsTheHour(t *testing.T) {
-	var l loweringLedger
-	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	l.record("team", "web", limits.Lowered{"a": at, "b": at.Add(10 * time.Minute)}, at.Add(10*time.Minute))
-	l.record("team", "web", limits.Lowered{"a": at.Add(20 * time.Minute)}, at.Add(20*time.Minute))
-	l.record("team", "api", limits.Lowered{"c": at.Add(5 * time.Minute)}, at.Add(20*time.Minute))
-	got := l.sent("team", at.Add(65*time.Minute))
-	want := limits.LoweredBy{"web": {"a": at.Add(20 * time.Minute), "b": at.Add(10 * time.Minute)}}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("sent at +65m: %v, want %v: c is an hour old, a counts from its second lowering", got, want)
-	}
-	if got := l.sent("other", at); len(got) != 0 {
-		t.Errorf("another namespace: %v, want nothing", got)
-	}
-	var none map[types.UID]time.Time
-	l.record("team", "web", none, at.Add(2*time.Hour))
-	if got := l.sent("team", at.Add(2*time.Hour)); len(got) != 0 {
-		t.Errorf("two hours on: %v, want nothing", got)
-	}
 }

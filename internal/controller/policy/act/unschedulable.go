@@ -1,4 +1,4 @@
-package policy
+package act
 
 import (
 	"context"
@@ -32,9 +32,9 @@ const EventUnschedulable = "Unschedulable"
 // at least AdmissionSettle so the admission policy's informer has it), so
 // their controller creates ones that fit. A pod not yet due is said in
 // status; nothing else is touched.
-func (r *Reconciler) replaceStuck(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.SyncDecision, blocked map[string]string) error {
-	state := in.state
-	state.stuckSeen = d.StuckSeen
+func (r *Actor) replaceStuck(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Input, d autoscale.SyncDecision, blocked map[string]string) error {
+	state := in.State
+	state.StuckSeen = d.StuckSeen
 	var errs []error
 	for _, s := range d.Stuck {
 		blocked[EventUnschedulable] = s.Message
@@ -50,11 +50,11 @@ func (r *Reconciler) replaceStuck(ctx context.Context, policy *v1alpha1.TailorPo
 			errs = append(errs, fmt.Errorf("deleting unschedulable pod %s/%s: %w", s.Pod.Namespace, s.Pod.Name, err))
 			continue
 		}
-		delete(state.stuckSeen, uid)
+		delete(state.StuckSeen, uid)
 		// A replacement of a pod tailor evicted would otherwise come back
 		// at the size that did not fit.
 		if owner := metav1.GetControllerOf(s.Pod); owner != nil {
-			delete(state.recreations, owner.UID)
+			delete(state.Recreations, owner.UID)
 		}
 		r.Events.Eventf(s.Pod, policy, corev1.EventTypeWarning, EventUnschedulable, "Replace", "%s", s.Message)
 		r.Events.Eventf(policy, nil, corev1.EventTypeWarning, EventUnschedulable, "Replace", "%s", s.Message)

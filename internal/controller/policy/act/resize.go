@@ -1,4 +1,4 @@
-package policy
+package act
 
 import "github.com/tailorhq/tailor/internal/resize"
 

@@ -1,4 +1,4 @@
-package policy
+package store
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/advise"
+	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 )
 
 // DefaultCheckpointInterval is how often a policy's learnt state is written
@@ -24,24 +25,33 @@ import (
 // samples mostly make up: a peak is seen again, a raise is never delayed.
 const DefaultCheckpointInterval = time.Minute
 
-// EventCheckpointInvalid is sent on a policy whose checkpoint could not be
-// read back, with what was lost.
-const EventCheckpointInvalid = "CheckpointInvalid"
+// Checkpoints keeps a policy's learnt state in its TailorCheckpoint and
+// reads it back.
+type Checkpoints struct {
+	Client client.Client
+	// APIReader reads from the apiserver, past the cache, where the cache
+	// may be behind (a checkpoint the cache has not seen yet); nil reads
+	// only through Client.
+	APIReader client.Reader
+	// Interval is how often learnt state is written at most; 0 is
+	// DefaultCheckpointInterval.
+	Interval time.Duration
+}
 
-// restore fills a new policy state from the policy's TailorCheckpoint. A
+// Restore fills a new policy state from the policy's TailorCheckpoint. A
 // checkpoint of another policy of the same name (deleted and recreated) is
 // ignored; an entry that does not decode is dropped and said, the others
 // are kept.
-func (r *Reconciler) restore(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState) error {
+func (k *Checkpoints) Restore(ctx context.Context, policy *v1alpha1.TailorPolicy, state *PolicyState) error {
 	cp := &v1alpha1.TailorCheckpoint{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: policy.Namespace, Name: policy.Name}, cp); err != nil {
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: policy.Namespace, Name: policy.Name}, cp); err != nil {
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil
 		case meta.IsNoMatchError(err):
 			// Resizing does not depend on checkpoints: without the CRD
 			// tailor works, and forgets at a restart, which Ready says.
-			state.restoreProblem = noCheckpointCRD
+			state.RestoreProblem = noCheckpointCRD
 			return nil
 		}
 		return fmt.Errorf("reading checkpoint of policy %s/%s: %w", policy.Namespace, policy.Name, err)
@@ -51,7 +61,7 @@ func (r *Reconciler) restore(ctx context.Context, policy *v1alpha1.TailorPolicy,
 	}
 	var bad []string
 	for _, c := range cp.Spec.Containers {
-		switch err := state.model.Restore(&policy.Spec, c.Name, c.State, c.UpdateTime.Time); {
+		switch err := state.Model.Restore(&policy.Spec, c.Name, c.State, c.UpdateTime.Time); {
 		case errors.Is(err, advise.ErrUnusable):
 			// The policy itself is invalid: configure reports it.
 		case err != nil:
@@ -59,38 +69,38 @@ func (r *Reconciler) restore(ctx context.Context, policy *v1alpha1.TailorPolicy,
 		}
 	}
 	state.checkpointed = cp.Spec.WriteTime.Time
-	state.canary, state.canaryWritten = canaryState(cp.Spec.Canary), cp.Spec.Canary
-	state.lowered, state.loweredWritten = loweredState(cp.Spec.Lowered), cp.Spec.Lowered
+	state.Canary, state.canaryWritten = canaryState(cp.Spec.Canary), cp.Spec.Canary
+	state.Lowered, state.loweredWritten = LoweredState(cp.Spec.Lowered), cp.Spec.Lowered
 	if len(bad) > 0 {
-		state.restoreProblem = fmt.Sprintf("checkpoint %s: %d container state(s) could not be read and start afresh (%s)", cp.Name, len(bad), bad[0])
+		state.RestoreProblem = fmt.Sprintf("checkpoint %s: %d container state(s) could not be read and start afresh (%s)", cp.Name, len(bad), bad[0])
 		// An event says so when the sync acts (announce).
-		state.restoreUnsaid = true
+		state.RestoreUnsaid = true
 	}
 	log.FromContext(ctx).V(1).Info("restored checkpoint", "containers", len(cp.Spec.Containers)-len(bad), "written", cp.Spec.WriteTime)
 	return nil
 }
 
-// checkpoint writes the policy's learnt state when it changed since the last
+// Write writes the policy's learnt state when it changed since the last
 // write and that was at least the checkpoint interval ago, and its canary's
 // state whenever that changed: a restart must not forget a canary being
 // watched or a rollback's hold; and the pods the lowering budget counts
 // whenever they changed, so a restart does not grant the hour again. The
 // checkpoint is owned by the policy, so
 // the apiserver deletes it with the policy.
-func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPolicy, state *policyState, now time.Time) error {
-	interval := r.CheckpointInterval
+func (k *Checkpoints) Write(ctx context.Context, policy *v1alpha1.TailorPolicy, state *PolicyState, now time.Time) error {
+	interval := k.Interval
 	if interval == 0 {
 		interval = DefaultCheckpointInterval
 	}
-	canary := canaryCheckpoint(state.canary)
-	lowered := loweredCheckpoint(state.lowered)
+	canary := canaryCheckpoint(state.Canary)
+	lowered := loweredCheckpoint(state.Lowered)
 	stateChanged := !equality.Semantic.DeepEqual(canary, state.canaryWritten) || !equality.Semantic.DeepEqual(lowered, state.loweredWritten)
 	if !stateChanged && !state.checkpointed.IsZero() && now.Sub(state.checkpointed) < interval {
 		return nil
 	}
-	names := make([]string, 0, len(state.model.Containers))
+	names := make([]string, 0, len(state.Model.Containers))
 	changed := false
-	for n, wc := range state.model.Containers {
+	for n, wc := range state.Model.Containers {
 		if wc.Fed.IsZero() {
 			continue
 		}
@@ -108,7 +118,7 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 	}
 	spec := v1alpha1.TailorCheckpointSpec{PolicyName: policy.Name, PolicyUID: string(policy.UID), WriteTime: metav1.NewTime(now.Truncate(time.Second)), Canary: canary, Lowered: lowered}
 	for _, n := range names {
-		wc := state.model.Containers[n]
+		wc := state.Model.Containers[n]
 		b, err := wc.State.MarshalBinary()
 		if err != nil {
 			return fmt.Errorf("encoding %s of policy %s/%s: %w", n, policy.Namespace, policy.Name, err)
@@ -116,18 +126,18 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 		spec.Containers = append(spec.Containers, v1alpha1.ContainerCheckpoint{Name: n, State: b, UpdateTime: metav1.NewTime(wc.Fed.Truncate(time.Second))})
 	}
 	cp := &v1alpha1.TailorCheckpoint{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: policy.Namespace, Name: policy.Name}, cp)
+	err := k.Client.Get(ctx, client.ObjectKey{Namespace: policy.Namespace, Name: policy.Name}, cp)
 	switch {
 	case apierrors.IsNotFound(err):
 		cp = &v1alpha1.TailorCheckpoint{ObjectMeta: metav1.ObjectMeta{Namespace: policy.Namespace, Name: policy.Name}, Spec: spec}
 		cp.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(policy, v1alpha1.GroupVersion.WithKind("TailorPolicy"))}
-		err = r.Client.Create(ctx, cp)
-		if apierrors.IsAlreadyExists(err) && r.APIReader != nil {
+		err = k.Client.Create(ctx, cp)
+		if apierrors.IsAlreadyExists(err) && k.APIReader != nil {
 			// The cache is behind the apiserver (its watch is catching up
 			// after an outage): update what the apiserver has.
-			if err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(cp), cp); err == nil {
+			if err = k.APIReader.Get(ctx, client.ObjectKeyFromObject(cp), cp); err == nil {
 				cp.Spec = spec
-				err = r.Client.Update(ctx, cp)
+				err = k.Client.Update(ctx, cp)
 			}
 		}
 	case err == nil:
@@ -138,20 +148,20 @@ func (r *Reconciler) checkpoint(ctx context.Context, policy *v1alpha1.TailorPoli
 		}
 		cp.Spec = spec
 		cp.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(policy, v1alpha1.GroupVersion.WithKind("TailorPolicy"))}
-		err = r.Client.Update(ctx, cp)
+		err = k.Client.Update(ctx, cp)
 	}
 	if meta.IsNoMatchError(err) {
 		// Without the CRD nothing is kept: not tried again before the
 		// interval, nor for the same canary state.
-		state.checkpointed, state.restoreProblem, state.canaryWritten, state.loweredWritten = now, noCheckpointCRD, canary, lowered
+		state.checkpointed, state.RestoreProblem, state.canaryWritten, state.loweredWritten = now, noCheckpointCRD, canary, lowered
 		return nil
 	}
 	if err != nil {
-		checkpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "failed").Inc()
+		policymetrics.CheckpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "failed").Inc()
 		return fmt.Errorf("writing checkpoint %s/%s: %w", policy.Namespace, policy.Name, err)
 	}
-	checkpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "written").Inc()
-	state.checkpointed, state.restoreProblem, state.canaryWritten, state.loweredWritten = now, "", canary, lowered
+	policymetrics.CheckpointWritesTotal.WithLabelValues(policy.Namespace, policy.Name, "written").Inc()
+	state.checkpointed, state.RestoreProblem, state.canaryWritten, state.loweredWritten = now, "", canary, lowered
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package policy
+package gather
 
 import (
 	"context"
@@ -17,11 +17,17 @@ import (
 	"github.com/tailorhq/tailor/internal/tenantquery"
 )
 
-// queryReason is the Ready condition's reason for a policy's PromQL
+// GuardrailQuerier asks Prometheus a query guardrail's one value at a time
+// (prometheus.Guardrails).
+type GuardrailQuerier interface {
+	Value(ctx context.Context, query string, at time.Time) (float64, error)
+}
+
+// QueryReason is the Ready condition's reason for a policy's PromQL
 // template that cannot be run: QueryOutsideNamespace for one that could
 // read another namespace than the policy's, InvalidPolicy for any other
 // fault (a template that does not parse, a query that is not PromQL).
-func queryReason(err error) string {
+func QueryReason(err error) string {
 	if errors.Is(err, tenantquery.ErrOutsideNamespace) {
 		return v1alpha1.ReasonQueryOutsideNamespace
 	}
@@ -32,35 +38,23 @@ func queryReason(err error) string {
 // one sync.
 const GuardrailsTimeout = 15 * time.Second
 
-// guardrailAnswers asks the policy's query guardrails about its canary pods
-// (and, for a relative one, about its other pods), for the decision to
-// judge: part of gather, it only reads. Nothing is asked while no canary
-// pod is watched. A template that does not parse, a query that could read
-// another namespace than the policy's, or a manager with no Prometheus to
-// ask, is an invalidPolicyError, checked at every sync so that it shows
-// before the first canary: such a policy is left alone rather than
-// promoting canaries no query watched.
+// guardrailAnswers asks the policy's query guardrails (spec.Guardrails)
+// about its canary pods (and, for a relative one, about its other pods),
+// for the decision to judge: part of gather, it only reads. Nothing is
+// asked while no canary pod is watched. A manager with no Prometheus to
+// ask is an InvalidPolicyError, checked at every sync so that it shows
+// before the first canary, as ParseSpec's are.
 //
 // What is asked is bounded: at most MaxCanaryQueries guardrails (Validate
 // refuses a spec with more), each asked at most twice a sync.
-func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.TailorPolicy, state canary.State, pods []*corev1.Pod, now time.Time) (map[string]canary.GuardrailAnswer, error) {
-	cfg, ok := canary.ConfigOf(&policy.Spec)
-	if !ok || len(cfg.Queries) == 0 {
+func (r *Reader) guardrailAnswers(ctx context.Context, policy *v1alpha1.TailorPolicy, spec Spec, state canary.State, pods []*corev1.Pod, now time.Time) (map[string]canary.GuardrailAnswer, error) {
+	if len(spec.Guardrails) == 0 {
 		return nil, nil
 	}
-	queries := policy.Spec.Behavior.ScaleDown.Canary.Guardrails.Queries
-	parsed := make([]*prometheus.GuardrailQuery, len(queries))
-	for i, q := range queries {
-		g, err := prometheus.ParseGuardrail(q.Name, q.Query, policy.Namespace)
-		if err != nil {
-			return nil, &invalidPolicyError{reason: queryReason(err),
-				err: fmt.Errorf("behavior.scaleDown.canary.guardrails.queries: %w", err)}
-		}
-		parsed[i] = g
-	}
+	queries, parsed := policy.Spec.Behavior.ScaleDown.Canary.Guardrails.Queries, spec.Guardrails
 	if r.Guardrails == nil {
-		return nil, &invalidPolicyError{reason: v1alpha1.ReasonGuardrailsNeedPrometheus,
-			err: fmt.Errorf("behavior.scaleDown.canary.guardrails.queries need a Prometheus to ask, and the manager has none: start it with --prometheus-url, or take the queries out")}
+		return nil, &InvalidPolicyError{Reason: v1alpha1.ReasonGuardrailsNeedPrometheus,
+			Err: fmt.Errorf("behavior.scaleDown.canary.guardrails.queries need a Prometheus to ask, and the manager has none: start it with --prometheus-url, or take the queries out")}
 	}
 	live := canary.LivePods(state, pods)
 	if len(live) == 0 || policy.Spec.Mode() == v1alpha1.UpdateModeOff {
@@ -106,7 +100,7 @@ func (r *Reconciler) guardrailAnswers(ctx context.Context, policy *v1alpha1.Tail
 // askGuardrail is one query's answer for pods, or why there is none, in
 // tailor's words (a *prometheus.Failure for what Prometheus did not
 // answer).
-func (r *Reconciler) askGuardrail(ctx context.Context, name string, g *prometheus.GuardrailQuery, pods []string, since time.Duration, now time.Time) canary.QueryAnswer {
+func (r *Reader) askGuardrail(ctx context.Context, name string, g *prometheus.GuardrailQuery, pods []string, since time.Duration, now time.Time) canary.QueryAnswer {
 	q, err := g.Render(pods, since)
 	if err != nil {
 		// ParseGuardrail rendered it once: only a template that fails on

@@ -1,46 +1,16 @@
-package policy
+package store
 
 import (
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
 )
-
-// reportCanary sends the events of what the policy's canary did this sync
-// (autoscale.DecideSync decided it) and counts its rollbacks. Each is about
-// the policy, where people look for a workload's story, and names the pod.
-func (r *Reconciler) reportCanary(policy *v1alpha1.TailorPolicy, c canary.Outcome) {
-	for _, e := range c.Events {
-		typ := corev1.EventTypeNormal
-		if e.Reason == canary.EventRolledBack {
-			typ = corev1.EventTypeWarning
-			canaryRollbacksTotal.WithLabelValues(policy.Namespace, policy.Name, string(e.Guardrail)).Inc()
-		}
-		if e.Pod == nil {
-			r.Events.Eventf(policy, nil, typ, e.Reason, "Canary", "%s", e.Message)
-			continue
-		}
-		r.Events.Eventf(policy, e.Pod, typ, e.Reason, "Canary", "pod %s: %s", e.Pod.Name, e.Message)
-	}
-}
-
-// setCanaryCondition writes the Canary condition of a policy with a canary,
-// and takes it away from one without: a policy that never had one shows
-// no such condition.
-func setCanaryCondition(status *v1alpha1.TailorPolicyStatus, c canary.Outcome, gen int64) {
-	if !c.Active {
-		meta.RemoveStatusCondition(&status.Conditions, v1alpha1.ConditionCanary)
-		return
-	}
-	setCondition(status, v1alpha1.ConditionCanary, c.Status, c.Reason, c.Message, gen)
-}
 
 // canaryCheckpoint is the canary's state as the TailorCheckpoint keeps it,
 // nil when there is nothing to keep. Times are kept to the second.
@@ -51,7 +21,7 @@ func canaryCheckpoint(s canary.State) *v1alpha1.CanaryCheckpoint {
 	out := &v1alpha1.CanaryCheckpoint{
 		Pods: canaryPodsCheckpoint(s.Pods), Revert: canaryPodsCheckpoint(s.Revert),
 		Proven: canaryValuesCheckpoint(s.Proven),
-		Trips:  s.Trips, LastResult: s.LastResult, Learnt: truncate(s.Learnt, 1024),
+		Trips:  s.Trips, LastResult: s.LastResult, Learnt: Truncate(s.Learnt, 1024),
 	}
 	if !s.HoldUntil.IsZero() {
 		// Rounded up: a hold is never cut short by a restart.
