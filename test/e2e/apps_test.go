@@ -19,102 +19,48 @@ import (
 	"github.com/tailorhq/tailor/test/cluster"
 )
 
-// realApp is a real application as hack/apps.sh packs it, and the client
-// that loads it from a pod of its own.
-type realApp struct {
-	name, image string
-	// server is the application's container: its command (empty: the
-	// image's), the user it runs as, and what it requests at first.
-	command  []string
-	user     int64
-	requests [2]string
-	limits   [2]string
-	client   string
-}
-
-// The applications: each starts small (100m of cpu, limited at 200m, as a
-// workload sized for its quiet hours is) and is driven past it.
-var realApps = []realApp{{
-	// Redis, its dataset growing under SETs of 512-byte values over 200,000
-	// keys (about 100 MiB) while GETs read it.
-	name: "redis", image: "tailor.local/redis:7",
-	requests: [2]string{"100m", "64Mi"}, limits: [2]string{"200m", "320Mi"},
-	client: `while true; do redis-benchmark -h "$SERVER" -q -t set,get -n 200000 -c 16 -P 4 -d 512 -r 200000; done`,
-}, {
-	// PostgreSQL 15 under pgbench's TPC-B-like transactions, scale 5.
-	name: "postgres", image: "tailor.local/postgres:15", user: 999,
-	requests: [2]string{"100m", "128Mi"}, limits: [2]string{"200m", "512Mi"},
-	client: `export PATH=/usr/lib/postgresql/15/bin:$PATH
-until pg_isready -q -h "$SERVER" -U postgres; do sleep 1; done
-pgbench -q -h "$SERVER" -U postgres -i -s 5 postgres
-while true; do pgbench -h "$SERVER" -U postgres -c 8 -j 2 -T 30 postgres | grep -E 'tps|latency average'; done`,
-}, {
-	// A JVM service with a fixed heap (G1, -Xmx96m) serving requests of
-	// 20 ms of CPU that allocate as they go, 8 at a time (test/images/jvm
-	// Load, which reports its latency every 10 s).
-	name: "jvm", image: "tailor.local/jvm:17",
-	command:  []string{"/opt/java/bin/java", "-Xmx96m", "-XX:+UseG1GC", "-jar", "/app/service.jar"},
-	requests: [2]string{"100m", "160Mi"}, limits: [2]string{"200m", "480Mi"},
-	client: `exec /opt/java/bin/java -Xmx32m -cp /app/service.jar Load "http://$SERVER:8080/work?ms=20&kb=256" 8`,
-}}
-
 // TestAppsRaisedAndLoweredInPlace runs each real application under a
 // TailorPolicy through idle, load and idle again: tailor raises its cpu in
 // place under load and lowers it in place once the load is gone, and the
 // application is never restarted nor OOM-killed on the way (issue #36's
-// mechanism check; the latency benchmark is apart from it).
+// mechanism check; the latency benchmark, make bench-e2e, is apart from
+// it). The applications run side by side as -parallel allows: the gate
+// runs Redis, PostgreSQL and the JVM at once, make e2e-apps each alone.
 func TestAppsRaisedAndLoweredInPlace(t *testing.T) {
 	cluster.Apps(t)
-	for _, a := range realApps {
-		t.Run(a.name, func(t *testing.T) { runRealApp(t, a) })
+	t.Parallel()
+	for _, a := range cluster.RealApps {
+		t.Run(a.Name, func(t *testing.T) {
+			t.Parallel()
+			runRealApp(t, a)
+		})
 	}
 }
 
-func runRealApp(t *testing.T, a realApp) {
+func runRealApp(t *testing.T, a cluster.App) {
 	ns := newNamespace(t)
 	c := startManager(t, ns)
-	server := builder.Container("app").Image(a.image).
-		Requests(a.requests[0], a.requests[1]).Limits(a.limits[0], a.limits[1]).
-		ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)
-	if len(a.command) > 0 {
-		server.Command(a.command...)
-	}
-	pod := labelled(ns, a.name, server)
-	if a.user != 0 {
-		pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &a.user, RunAsGroup: &a.user}
-	}
+	pod := labelled(ns, a.Name, a.Server())
+	a.RunAs(pod)
 	pod = createRunningPod(t, pod)
 	before := *containerStatus(pod, "app")
 
-	const window = 30 * time.Second
-	applyPolicy(t, c, ns, a.name, func(s *v1alpha1.TailorPolicySpec) {
-		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
-			ContainerName: "*",
-			MaxAllowed:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("700m")},
-			Recommender:   &v1alpha1.RecommenderOverrides{CPUWindow: &metav1.Duration{Duration: time.Minute}},
-		}}}
-		s.Behavior.ScaleDown = &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: window}}
-	})
+	applyPolicy(t, c, ns, a.Name, cluster.AppPolicy)
 
-	// The load, from a pod tailor does not manage (no app label), sized
-	// to leave the server the rest of the node.
-	load := loadgenPod(ns, a.name+"-load", builder.Container("load").Image(a.image).
-		Command("/bin/sh", "-c", a.client).Requests("300m", "64Mi").Limits("500m", "256Mi"))
-	load.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "SERVER", Value: pod.Status.PodIP}}
-	if a.user != 0 {
-		load.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &a.user, RunAsGroup: &a.user}
-	}
+	// The load, from a pod tailor does not manage, at its peak until it
+	// is deleted.
+	load := a.Client(ns, a.Name+"-load", pod.Status.PodIP, cluster.Stage{Name: "peak", Clients: a.Peak, Seconds: 3600})
 	load = createRunningPod(t, load)
 	start := time.Now()
-	raised := waitPod(t, pod, 4*time.Minute, a.name+": cpu raised in place under load", func(p *corev1.Pod) bool { return cpuLimitMillis(p) > 200 })
+	raised := waitPod(t, pod, 4*time.Minute, a.Name+": cpu raised in place under load", func(p *corev1.Pod) bool { return cpuLimitMillis(p) > 200 })
 	t.Logf("%s: cpu request %dm, limit %dm %s after the load started; memory request %s",
-		a.name, cpuRequestMillis(raised), cpuLimitMillis(raised), time.Since(start).Round(time.Second), raised.Spec.Containers[0].Resources.Requests.Memory())
+		a.Name, cpuRequestMillis(raised), cpuLimitMillis(raised), time.Since(start).Round(time.Second), raised.Spec.Containers[0].Resources.Requests.Memory())
 	waitCgroupFollowsSpec(t, raised, "app", "cpu", "cpu.cfs_quota_us", cfsQuota)
 	// A minute more of load: the raises that follow, and what the client
 	// measured at its peak.
 	time.Sleep(time.Minute)
 	peak := reread(t, raised)
-	t.Logf("%s: at the peak cpu request %dm, limit %dm; memory request %s, limit %s; the client said:\n%s", a.name,
+	t.Logf("%s: at the peak cpu request %dm, limit %dm; memory request %s, limit %s; the client said:\n%s", a.Name,
 		cpuRequestMillis(peak), cpuLimitMillis(peak), peak.Spec.Containers[0].Resources.Requests.Memory(),
 		peak.Spec.Containers[0].Resources.Limits.Memory(), logTail(t, load, 4))
 
@@ -123,21 +69,21 @@ func runRealApp(t *testing.T, a realApp) {
 	}
 	stopped := time.Now()
 	top := cpuLimitMillis(peak)
-	lowered := waitPod(t, pod, 5*time.Minute, a.name+": cpu lowered in place once idle", func(p *corev1.Pod) bool { return cpuLimitMillis(p) < top })
-	t.Logf("%s: lowered to cpu request %dm, limit %dm %s after the load stopped", a.name,
+	lowered := waitPod(t, pod, 5*time.Minute, a.Name+": cpu lowered in place once idle", func(p *corev1.Pod) bool { return cpuLimitMillis(p) < top })
+	t.Logf("%s: lowered to cpu request %dm, limit %dm %s after the load stopped", a.Name,
 		cpuRequestMillis(lowered), cpuLimitMillis(lowered), time.Since(stopped).Round(time.Second))
 	waitCgroupFollowsSpec(t, lowered, "app", "cpu", "cpu.cfs_quota_us", cfsQuota)
 
 	final := reread(t, lowered)
 	st := containerStatus(final, "app")
 	if st.RestartCount != 0 || st.ContainerID != before.ContainerID {
-		t.Errorf("%s restarted: restarts %d, container %s -> %s (last state %s)", a.name, st.RestartCount, before.ContainerID, st.ContainerID, mustJSON(st.LastTerminationState))
+		t.Errorf("%s restarted: restarts %d, container %s -> %s (last state %s)", a.Name, st.RestartCount, before.ContainerID, st.ContainerID, mustJSON(st.LastTerminationState))
 	}
 	if term := st.LastTerminationState.Terminated; term != nil && term.Reason == "OOMKilled" {
-		t.Errorf("%s was OOM-killed at %s", a.name, term.FinishedAt)
+		t.Errorf("%s was OOM-killed at %s", a.Name, term.FinishedAt)
 	}
 	if final.UID != pod.UID {
-		t.Errorf("%s was recreated", a.name)
+		t.Errorf("%s was recreated", a.Name)
 	}
 }
 
@@ -161,6 +107,7 @@ func logTail(t *testing.T, p *corev1.Pod, n int) string {
 // killed, and tailor raises it as it grows.
 func TestAppsJVMLimitKeptAtItsHeapReach(t *testing.T) {
 	cluster.Apps(t)
+	t.Parallel()
 	ns := newNamespace(t)
 	c := startManager(t, ns)
 	pod := createRunningPod(t, labelled(ns, "heap", builder.Container("app").Image("tailor.local/jvm:17").
