@@ -228,14 +228,17 @@ $(GOTESTSUM):
 	mv $(TOOLS_BIN)/gotestsum $(GOTESTSUM)
 
 ## e2e: brings the cluster up (building what is missing), runs the cluster
-## suites in phases (shared, quiet, chaos; E2E_PHASES picks some), tears down.
+## suites in phases (shared, quiet, apps-check, chaos; E2E_PHASES picks
+## some), tears down.
 e2e: $(HELM) $(GOTESTSUM)
 	TAILOR_HELM=$(HELM) TAILOR_GOTESTSUM=$(GOTESTSUM) TAILOR_E2E_BINARY=$(abspath $(BIN)/tailor) hack/e2e.sh
 
 ## e2e-apps: PostgreSQL, Redis and a JVM service (packed from Debian's
 ## packages by hack/apps.sh) each under a TailorPolicy on the local cluster,
 ## through idle, load and idle again: raised and lowered in place, never
-## restarted or OOM-killed. Minutes of load each: not part of make test.
+## restarted or OOM-killed. Minutes of load each, one at a time; make test's
+## apps-check phase runs one trial of Redis, PostgreSQL and the JVM side by
+## side.
 .PHONY: e2e-apps
 e2e-apps: $(HELM) $(GOTESTSUM)
 	E2E_PHASES=apps TAILOR_HELM=$(HELM) TAILOR_GOTESTSUM=$(GOTESTSUM) TAILOR_E2E_BINARY=$(abspath $(BIN)/tailor) hack/e2e.sh
@@ -298,10 +301,14 @@ clean:
 ## the agent's own cost beside 100 containers; a slow starter's time to
 ## Ready with and without a startup boost; an HPA's replica changes alone and
 ## beside tailor; and a leader's takeover after a SIGKILL and a SIGTERM (two
-## managers run from bin/tailor; BENCH_E2E_TRIALS trials). Checks the medians
-## and percentiles against test/perf/reaction/ranges.json.
+## managers run from bin/tailor; BENCH_E2E_TRIALS trials); and the real
+## applications (hack/apps.sh: Redis, PostgreSQL, a JVM three ways) through a
+## day in minutes at a fixed generous size and under tailor (about 40
+## minutes). Checks the medians, percentiles and the applications' peak
+## latency and throughput against test/perf/reaction/ranges.json.
 BENCH_E2E_TRIALS ?= 5
 bench-e2e: build
 	hack/cluster.sh up
+	hack/apps.sh import
 	$(GO) run ./test/perf/reaction --trials $(BENCH_E2E_TRIALS) --takeover-trials $(BENCH_E2E_TRIALS) \
 		--tailor-bin $(BIN)/tailor --ranges test/perf/reaction/ranges.json

@@ -12,6 +12,8 @@
 # these.
 #
 #   hack/apps.sh build    install the packages if missing, (re)build what changed
+#   hack/apps.sh import   build, then import the images into the local
+#                         cluster's containerd (the apps phase, bench-e2e)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "${ROOT}/hack/images.sh" lib
@@ -147,7 +149,17 @@ build() {
   log "application images in ${IMAGES_APPS_DIR}"
 }
 
+import_images() {
+  local img
+  build
+  for img in "${IMAGES_APPS_DIR}"/*.tar; do
+    log "importing image $(cat "${img%.tar}.name")"
+    ctr -n k8s.io images import "$img" >/dev/null
+  done
+}
+
 case "${1:-}" in
   build) build ;;
-  *) echo "usage: $0 build" >&2; exit 2 ;;
+  import) import_images ;;
+  *) echo "usage: $0 build|import" >&2; exit 2 ;;
 esac

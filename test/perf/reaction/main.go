@@ -53,6 +53,10 @@ type options struct {
 	// processes of the tailor binary.
 	takeoverTrials int
 	tailorBin      string
+	// apps and appTrials: the real applications' day, at a fixed size and
+	// under tailor.
+	apps      string
+	appTrials int
 }
 
 func main() {
@@ -65,6 +69,8 @@ func main() {
 	flag.IntVar(&o.hpaTrials, "hpa-trials", 3, "HPA ramps (3m20s each) alone and with a TailorPolicy, one pair per trial (0: none)")
 	flag.IntVar(&o.takeoverTrials, "takeover-trials", 5, "leader takeovers, one after a SIGKILL and one after a SIGTERM per trial, by two managers run as processes of --tailor-bin (0: none)")
 	flag.StringVar(&o.tailorBin, "tailor-bin", "bin/tailor", "the tailor binary the takeover trials run their managers from (make build)")
+	flag.StringVar(&o.apps, "apps", "redis,postgres,jvm,jvm-maxram,jvm-zgc", "real applications run through a day in minutes at a fixed size and under tailor (hack/apps.sh build; the images must be imported)")
+	flag.IntVar(&o.appTrials, "app-trials", 1, "days per application and arm (0: none; about 8 minutes per application and trial)")
 	flag.IntVar(&o.costPods, "agent-cost-pods", 25, "pods of 4 containers each the agent's cost is measured beside (0: not measured)")
 	flag.DurationVar(&o.agentSync, "agent-sync-period", 10*time.Second, "the manager's sync period with the agent source: the manager's default, so its reaction comes from the agent's wake-ups")
 	flag.DurationVar(&o.syncPeriod, "sync-period", 2*time.Second, "the manager's sync period, the same for every source")
@@ -121,7 +127,7 @@ func run(o options) error {
 		if src == "" {
 			continue
 		}
-		m, err := startManager(cfg, cs, o, src)
+		m, err := startManager(cfg, cs, o, src, thinMemoryMargin())
 		if err != nil {
 			return fmt.Errorf("source %s: %w", src, err)
 		}
@@ -140,8 +146,9 @@ func run(o options) error {
 	}
 	var boost *boostResult
 	var hpa *hpaResult
-	if o.boostTrials > 0 || o.hpaTrials > 0 {
-		m, err := startManager(cfg, cs, o, "kubelet")
+	var apps []appResult
+	if o.boostTrials > 0 || o.hpaTrials > 0 || o.appTrials > 0 && o.apps != "" {
+		m, err := startManager(cfg, cs, o, "kubelet", recommend.DefaultConfig())
 		if err != nil {
 			return fmt.Errorf("startup boost and HPA: %w", err)
 		}
@@ -153,6 +160,9 @@ func run(o options) error {
 		if o.hpaTrials > 0 {
 			h := measureHPA(m, cs, dyn, o)
 			hpa = &h
+		}
+		if o.appTrials > 0 && o.apps != "" {
+			apps = measureApps(m, cs, o)
 		}
 		m.stop()
 	}
@@ -217,10 +227,13 @@ func run(o options) error {
 				percentile(seconds(k.runs, exitTime), 100), k.failures)
 		}
 	}
+	if len(apps) > 0 {
+		printApps(apps)
+	}
 	if o.ranges == "" {
 		return nil
 	}
-	return check(o.ranges, results, ramps, cost, boost, hpa, takeover)
+	return check(o.ranges, results, ramps, cost, boost, hpa, takeover, apps)
 }
 
 // uncachedClient reads and writes tailor's types straight from the
@@ -242,11 +255,16 @@ type running struct {
 	agent *cluster.Agent
 }
 
-func startManager(cfg *rest.Config, cs *kubernetes.Clientset, o options, source string) (*running, error) {
+// thinMemoryMargin is the recommender of the sources' trials: a thin
+// memory margin for every source, so the memory ramp starts with its limit
+// untouched and only the ramp can raise it.
+func thinMemoryMargin() recommend.Config {
 	rec := recommend.DefaultConfig()
-	// A thin memory margin for every source, so the memory ramp starts
-	// with its limit untouched and only the ramp can raise it.
 	rec.MemoryMinMargin, rec.MemoryJitterMargin = 16<<20, 0
+	return rec
+}
+
+func startManager(cfg *rest.Config, cs *kubernetes.Clientset, o options, source string, rec recommend.Config) (*running, error) {
 	mo := manager.Options{
 		MetricsSource: source, PrometheusURL: o.prometheusURL, KubeletThrottling: true, SyncPeriod: o.syncPeriod,
 		MetricsAddr: "0", ProbeAddr: "0", SkipNameValidation: true, Recommender: &rec,
@@ -527,7 +545,7 @@ type boostBounds struct {
 	RatioMax float64 `json:"ratioMax"`
 }
 
-func check(path string, results []result, ramps []rampResult, cost *agentCost, boost *boostResult, hpa *hpaResult, takeover *takeoverResult) error {
+func check(path string, results []result, ramps []rampResult, cost *agentCost, boost *boostResult, hpa *hpaResult, takeover *takeoverResult, apps []appResult) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -610,6 +628,13 @@ func check(path string, results []result, ramps []rampResult, cost *agentCost, b
 					k.signal, lease, b.LeaseMedianMax, resize, b.ResizeMedianMax, k.failures))
 			}
 		}
+	}
+	if raw, ok := ranges["apps"]; ok && len(apps) > 0 {
+		more, err := checkApps(raw, apps)
+		if err != nil {
+			return fmt.Errorf("%s: apps: %w", path, err)
+		}
+		bad = append(bad, more...)
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("outside the recorded ranges in %s: %s", path, strings.Join(bad, "; "))

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tailorhq/tailor/test/cluster"
 )
 
 // TestCheckTakeover checks the medians of the takeover trials against the
@@ -42,12 +44,38 @@ func TestCheckTakeover(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := check("ranges.json", nil, nil, nil, nil, nil, &tc.takeover)
+			err := check("ranges.json", nil, nil, nil, nil, nil, &tc.takeover, nil)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Errorf("check: %v, want nil", err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Errorf("check: %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestCheckApps(t *testing.T) {
+	bounds := []byte(`{"redis": {"latencyRatioMax": 1.5, "throughputRatioMin": 0.7}}`)
+	fixed := []appRun{{perSecond: 1000, latencyMs: 2}}
+	for _, tc := range []struct {
+		name   string
+		tailor appRun
+		bad    bool
+	}{
+		{"within", appRun{perSecond: 800, latencyMs: 2.8}, false},
+		{"slower", appRun{perSecond: 800, latencyMs: 3.2}, true},
+		{"fewer", appRun{perSecond: 600, latencyMs: 2}, true},
+		{"killed", appRun{perSecond: 1000, latencyMs: 2, oomKills: 1}, true},
+		{"restarted", appRun{perSecond: 1000, latencyMs: 2, restarts: 1}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad, err := checkApps(bounds, []appResult{{app: cluster.App{Name: "redis"}, fixed: fixed, tailor: []appRun{tc.tailor}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (len(bad) > 0) != tc.bad {
+				t.Errorf("outside the ranges: %v, want %v", bad, tc.bad)
 			}
 		})
 	}
