@@ -2,9 +2,9 @@
 # Brings the local cluster up (building what is missing), runs the cluster
 # suites against it in phases and tears it down again, whatever the result.
 #
-#   hack/e2e.sh                        every phase: shared, quiet, chaos
+#   hack/e2e.sh                        the gate's phases: shared, quiet, apps-check, chaos
 #   E2E_PHASES="shared" hack/e2e.sh    some of them
-#   E2E_PHASES="apps" hack/e2e.sh      the real applications (make e2e-apps)
+#   E2E_PHASES="apps" hack/e2e.sh      every real application, one at a time (make e2e-apps)
 #   KEEP_CLUSTER=1 hack/e2e.sh         leave the cluster running afterwards
 #   E2E_RUN='TestCPU.*' hack/e2e.sh    a subset (each test still runs only in its phase)
 #
@@ -13,6 +13,9 @@
 #           (each one's manager is scoped to its namespace), and the suites
 #           that only ask the apiserver; packages in parallel too
 #   quiet   the tests that need the node to themselves, one at a time
+#   apps-check  one trial of Redis, PostgreSQL and a JVM under tailor, side
+#           by side, and the JVM heap's test: the gate's check of what
+#           make e2e-apps and make bench-e2e run at length
 #   chaos   test/chaos, last and alone: it stops and starts the cluster's
 #           components, so a cluster it leaves degraded harms no other test
 # A failed test is run once more: one that then passes is a flake, printed
@@ -20,7 +23,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 HACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "${HACK_DIR}/.." && pwd)"
-PHASES="${E2E_PHASES:-shared quiet chaos}"
+PHASES="${E2E_PHASES:-shared quiet apps-check chaos}"
 GOTESTSUM="${TAILOR_GOTESTSUM:-gotestsum}"
 # go test's JSON of each phase, kept after the cluster (and LOG_DIR) is gone.
 E2E_OUT="${E2E_OUT:-${ROOT}/bin/e2e}"
@@ -123,20 +126,19 @@ for phase in $PHASES; do
         cat "${E2E_OUT}/beside-chaos.log"
       fi
       ;;
-    # The real applications (make e2e-apps), never in the gate: their
-    # images are built and imported here, not at every cluster start.
-    apps)
-      "${HACK_DIR}/apps.sh" build || die "hack/apps.sh build failed"
-      for img in "${IMAGES_APPS_DIR}"/*.tar; do
-        log "importing image $(cat "${img%.tar}.name")"
-        ctr -n k8s.io images import "$img" >/dev/null
-      done
-      # Its tests only (E2E_RUN, when set, names some of them).
-      only=(-run '^TestApps')
+    # The real applications: their images are built and imported by the
+    # phases that run them, not at every cluster start. apps (make
+    # e2e-apps) runs each alone; apps-check, the gate's, one trial of each
+    # kind of application, side by side (E2E_RUN, when set, names tests of
+    # either).
+    apps | apps-check)
+      "${HACK_DIR}/apps.sh" import || die "hack/apps.sh import failed"
+      only=(-run '^TestApps' -parallel 1)
+      [[ "$phase" == apps-check ]] && only=(-run '^TestApps(RaisedAndLoweredInPlace|JVMLimitKeptAtItsHeapReach)$/^(redis|postgres|jvm)$' -parallel 4)
       [[ -n "${E2E_RUN:-}" ]] && only=()
-      run_phase apps 40m apps -p 1 "${only[@]}" -- ./test/e2e || rc=1
+      run_phase "$phase" 40m apps -p 1 "${only[@]}" -- ./test/e2e || rc=1
       ;;
-    *) die "unknown phase ${phase}: choose from shared quiet chaos apps" ;;
+    *) die "unknown phase ${phase}: choose from shared quiet apps-check chaos apps" ;;
   esac
 done
 go run ./hack/flakes "${E2E_OUT}"/*.json
