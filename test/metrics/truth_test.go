@@ -30,7 +30,11 @@ type truthPoint struct {
 	periods, throttled int64
 }
 
-// sampleTruth reads pod's "app" container counters every 250ms until the test ends.
+// truthTick is how often sampleTruth reads the cgroup: the truth over a
+// window starts and ends up to a tick away from the window's own ends.
+const truthTick = 250 * time.Millisecond
+
+// sampleTruth reads pod's "app" container counters every truthTick until the test ends.
 func sampleTruth(t *testing.T, pod *corev1.Pod) *truth {
 	t.Helper()
 	cpuacct := cgroupDir(t, pod, "cpuacct")
@@ -39,7 +43,7 @@ func sampleTruth(t *testing.T, pod *corev1.Pod) *truth {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() {
-		tick := time.NewTicker(250 * time.Millisecond)
+		tick := time.NewTicker(truthTick)
 		defer tick.Stop()
 		for {
 			usage, err1 := readInt(filepath.Join(cpuacct, "cpuacct.usage"))
