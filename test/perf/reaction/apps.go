@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -21,9 +22,12 @@ import (
 // day in minutes, once at a fixed generous size and once under tailor,
 // starting small; what its own client measured at the peak, side by side.
 //
-// generous is the fixed size: the cpu tailor may raise the application to
-// (the policy's maxAllowed), requested and limited, and the memory limit
-// the application starts under, requested too.
+// generous is the fixed size: the most cpu tailor may raise the
+// application's request to (the policy's maxAllowed), its limit at the
+// ratio the application's spec has (tailor keeps that ratio as it
+// raises: 2x for every application here, so a fixed size limited at its
+// request would be the one held back), and the memory limit the
+// application starts under, requested too.
 const generous = cluster.AppMaxCPU
 
 // day is the load's shape: the peak's clients are the e2e mechanism
@@ -39,7 +43,9 @@ type appRun struct {
 	// cpuReserved and memReservedMiB are the server's mean requests over
 	// the run, polled every 5 s.
 	cpuReserved, memReservedMiB float64
-	restarts, oomKills          int
+	// cpuLimit is the highest cpu limit the server had, in cores.
+	cpuLimit           float64
+	restarts, oomKills int
 	// raised and lowered: seconds from the load's start to tailor's first
 	// cpu raise, and from the load's end to its first lowering (-1: none).
 	raised, lowered float64
@@ -97,7 +103,9 @@ func appTrial(ctx context.Context, c client.Client, cs *kubernetes.Clientset, a 
 
 	server := a.Server()
 	if !underTailor {
-		server.Requests(generous, a.Limits[1]).Limits(generous, a.Limits[1])
+		req, lim0, req0 := resource.MustParse(generous), resource.MustParse(a.Limits[0]), resource.MustParse(a.Requests[0])
+		limit := resource.NewMilliQuantity(req.MilliValue()*lim0.MilliValue()/req0.MilliValue(), resource.DecimalSI)
+		server.Requests(generous, a.Limits[1]).Limits(limit.String(), a.Limits[1])
 	}
 	pod := cluster.LoadgenPod(ns, a.Name, server)
 	pod.Labels = map[string]string{"app": a.Name}
@@ -185,7 +193,7 @@ func appTrial(ctx context.Context, c client.Client, cs *kubernetes.Clientset, a 
 	if run.samples == 0 {
 		return appRun{}, fmt.Errorf("%s: the client reported nothing at its peak; its log ends:\n%s", arm, tail(log, 8))
 	}
-	run.cpuReserved, run.memReservedMiB = mean(cpu), mean(mem)
+	run.cpuReserved, run.memReservedMiB, run.cpuLimit = mean(cpu), mean(mem), float64(peakLimit)/1000
 	if !raisedAt.IsZero() {
 		run.raised = raisedAt.Sub(start).Seconds()
 	}
@@ -204,8 +212,8 @@ func appTrial(ctx context.Context, c client.Client, cs *kubernetes.Clientset, a 
 	if t := st.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" {
 		run.oomKills++
 	}
-	fmt.Printf("  %s %s trial %d: peak %.1f/s, %.2f ms (%d samples); cpu reserved %.2f, memory %.0f MiB; raised %.0fs, lowered %.0fs; restarts %d, OOM kills %d\n",
-		a.Name, arm, i+1, run.perSecond, run.latencyMs, run.samples, run.cpuReserved, run.memReservedMiB, run.raised, run.lowered, run.restarts, run.oomKills)
+	fmt.Printf("  %s %s trial %d: peak %.1f/s, %.2f ms (%d samples); cpu reserved %.2f (limit at most %.2f), memory %.0f MiB; raised %.0fs, lowered %.0fs; restarts %d, OOM kills %d\n",
+		a.Name, arm, i+1, run.perSecond, run.latencyMs, run.samples, run.cpuReserved, run.cpuLimit, run.memReservedMiB, run.raised, run.lowered, run.restarts, run.oomKills)
 	return run, nil
 }
 
@@ -296,16 +304,17 @@ func sum(runs []appRun, f func(appRun) int) int {
 }
 
 func printApps(apps []appResult) {
-	fmt.Printf("\nreal applications: a day in minutes (idle 30s, ramp 60s at a quarter of the peak's clients, peak 120s), at a fixed %s of cpu and under tailor from 100m/200m; medians over the trials of the peak's figures\n", generous)
-	fmt.Printf("%-11s %6s %-9s %12s %12s %10s %10s %10s %10s %9s %5s %9s\n", "app", "trials", "arm", "per second", "latency ms", "cpu resv", "mem MiB", "raised s", "lowered s", "restarts", "OOM", "failures")
+	fmt.Printf("\nreal applications: a day in minutes (idle 30s, ramp 60s at a quarter of the peak's clients, peak 120s), at a fixed %s of cpu (limited at the spec's ratio) and under tailor from 100m/200m; medians over the trials of the peak's figures, and of the cpu and memory requested over the day\n", generous)
+	fmt.Printf("%-11s %6s %-9s %12s %12s %10s %10s %10s %10s %10s %9s %5s %9s\n", "app", "trials", "arm", "per second", "latency ms", "cpu resv", "cpu limit", "mem MiB", "raised s", "lowered s", "restarts", "OOM", "failures")
 	for _, r := range apps {
 		for _, arm := range []struct {
 			name string
 			runs []appRun
 		}{{"fixed", r.fixed}, {"tailor", r.tailor}} {
-			fmt.Printf("%-11s %6d %-9s %12.1f %12.2f %10.2f %10.0f %10.0f %10.0f %9d %5d %9d\n", r.app.Name, len(arm.runs), arm.name,
+			fmt.Printf("%-11s %6d %-9s %12.1f %12.2f %10.2f %10.2f %10.0f %10.0f %10.0f %9d %5d %9d\n", r.app.Name, len(arm.runs), arm.name,
 				medianRun(arm.runs, func(a appRun) float64 { return a.perSecond }), medianRun(arm.runs, func(a appRun) float64 { return a.latencyMs }),
-				medianRun(arm.runs, func(a appRun) float64 { return a.cpuReserved }), medianRun(arm.runs, func(a appRun) float64 { return a.memReservedMiB }),
+				medianRun(arm.runs, func(a appRun) float64 { return a.cpuReserved }), medianRun(arm.runs, func(a appRun) float64 { return a.cpuLimit }),
+				medianRun(arm.runs, func(a appRun) float64 { return a.memReservedMiB }),
 				medianRun(arm.runs, func(a appRun) float64 { return a.raised }), medianRun(arm.runs, func(a appRun) float64 { return a.lowered }),
 				sum(arm.runs, func(a appRun) int { return a.restarts }), sum(arm.runs, func(a appRun) int { return a.oomKills }), r.failures)
 		}
