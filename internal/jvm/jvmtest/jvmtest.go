@@ -2,10 +2,12 @@ package jvmtest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,9 +50,9 @@ func Java(t testing.TB) string {
 	return java
 }
 
-// compile builds Churn once per test binary, in a directory removed at
-// exit by the OS's temp cleaning (a test's TempDir would go with the first
-// test that compiled it).
+// compile builds Churn once per test binary, into the user's cache rather
+// than /tmp: a JVM in a mount namespace of its own gets a /tmp of its own
+// (Namespaced), and must still find its class.
 func compile(t testing.TB) string {
 	t.Helper()
 	compileOnce.Do(func() {
@@ -59,8 +61,13 @@ func compile(t testing.TB) string {
 			compileErr = errors.New("javac is not installed (hack/apps.sh installs openjdk-17-jdk-headless)")
 			return
 		}
-		classDir, compileErr = os.MkdirTemp("", "tailor-jvmtest-")
-		if compileErr != nil {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			compileErr = err
+			return
+		}
+		classDir = filepath.Join(cache, "tailor", "jvmtest")
+		if compileErr = os.MkdirAll(classDir, 0o755); compileErr != nil {
 			return
 		}
 		src := filepath.Join(classDir, "Churn.java")
@@ -92,11 +99,11 @@ type Options struct {
 	// LiveMiB is kept reachable; RateMiB is allocated, as garbage, each
 	// second.
 	LiveMiB, RateMiB int
-	// Wrap, if set, runs java through it (e.g. unshare, for a JVM in
-	// namespaces of its own); PID then finds the JVM's pid on the node
-	// from the wrapper's.
-	Wrap []string
-	PID  func(t testing.TB, wrapper int) int
+	// Namespaced runs the JVM as a container's would: pid 1 of a pid
+	// namespace of its own, with a mount namespace whose /tmp is a tmpfs
+	// of its own, so its perfdata and attach files are reachable from
+	// here only through /proc/<pid>/root. It needs root (unshare).
+	Namespaced bool
 }
 
 // Start runs Churn on a real JVM until the test ends, and waits until its
@@ -108,7 +115,13 @@ func Start(t testing.TB, o Options) *JVM {
 	args := []string{java, "-XX:ActiveProcessorCount=1", "-XX:TieredStopAtLevel=1", "-Xss256k"}
 	args = append(args, o.Flags...)
 	args = append(args, "-cp", dir, "Churn", strconv.Itoa(max(o.LiveMiB, 0)), strconv.Itoa(max(o.RateMiB, 0)))
-	args = append(append([]string(nil), o.Wrap...), args...)
+	if o.Namespaced {
+		if os.Geteuid() != 0 {
+			t.Skip("a JVM in namespaces of its own needs root (unshare)")
+		}
+		args = append([]string{"unshare", "--pid", "--fork", "--mount", "--kill-child", "--",
+			"sh", "-c", `mount -t tmpfs tmpfs /tmp && exec "$0" "$@"`}, args...)
+	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -123,9 +136,12 @@ func Start(t testing.TB, o Options) *JVM {
 	var last error
 	for time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
-		if o.PID != nil {
-			pid = o.PID(t, cmd.Process.Pid)
-			if pid == 0 {
+		if o.Namespaced {
+			// unshare's one child, which execs java.
+			b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "task", strconv.Itoa(cmd.Process.Pid), "children"))
+			var err error
+			if pid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+				last = fmt.Errorf("unshare's child: %q", b)
 				continue
 			}
 		}

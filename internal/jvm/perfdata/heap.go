@@ -48,6 +48,9 @@ type JVM struct {
 	Threads int64
 	// VMArgs is the JVM's options as it was started (java.rt.vmArgs).
 	VMArgs string
+	// Attachable says the JVM takes attach commands (not started with
+	// -XX:+DisableAttachMechanism): the first of sun.rt.jvmCapabilities.
+	Attachable bool
 }
 
 // NonHeap is the JVM's memory outside the heap that its counters show:
@@ -68,6 +71,7 @@ func Summarize(c Counters) (JVM, error) {
 		CodeSize:            c.Longs["sun.ci.nmethodCodeSize"],
 		Threads:             c.Longs["java.threads.live"],
 		VMArgs:              c.Strings["java.rt.vmArgs"],
+		Attachable:          strings.HasPrefix(c.Strings["sun.rt.jvmCapabilities"], "1"),
 	}
 	generations := 0
 	for g := 0; ; g++ {
