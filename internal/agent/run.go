@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tailorhq/tailor/internal/agent/cgroup"
+	"github.com/tailorhq/tailor/internal/agent/javaheap"
 	"github.com/tailorhq/tailor/internal/agent/report"
 )
 
@@ -55,6 +56,9 @@ type Options struct {
 	// Ticked, if set, is told when each read of the cgroups succeeded
 	// (the health probe).
 	Ticked func(time.Time)
+	// JVM, if set, reads the containers' JVMs into each report before it
+	// is pushed, and moves their soft heap bounds (--jvm).
+	JVM *javaheap.Watcher
 }
 
 // Run samples and pushes until ctx ends. A tick that overruns its interval
@@ -98,6 +102,9 @@ func Run(ctx context.Context, o Options) error {
 			continue
 		}
 		r := col.Report()
+		if o.JVM != nil {
+			o.JVM.Observe(ctx, start, &r, rd.containers)
+		}
 		if r.Urgent {
 			o.Metrics.urgent.Inc()
 			for _, c := range r.Containers {
@@ -128,11 +135,13 @@ const maxUrgentRetries = 3
 type reader struct {
 	tree    cgroup.Tree
 	handles map[string]*cgroup.Handle // by container ID
-	buf     []byte
+	// containers are the containers the last sample read, by ID.
+	containers map[string]cgroup.Container
+	buf        []byte
 }
 
 func newReader(tree cgroup.Tree) *reader {
-	return &reader{tree: tree, handles: map[string]*cgroup.Handle{}, buf: cgroup.NewBuffer()}
+	return &reader{tree: tree, handles: map[string]*cgroup.Handle{}, containers: map[string]cgroup.Container{}, buf: cgroup.NewBuffer()}
 }
 
 // sample reads every container's cgroup once. A container whose cgroup
@@ -168,6 +177,10 @@ func (rd *reader) sample(col *Collector, now time.Time) (bool, error) {
 			h.Close()
 			delete(rd.handles, id)
 		}
+	}
+	clear(rd.containers)
+	for _, c := range containers {
+		rd.containers[c.ID] = c
 	}
 	return col.Observe(now, containers, samples), nil
 }

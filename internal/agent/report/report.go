@@ -66,6 +66,39 @@ type Container struct {
 	// soon, or memory stalls are high: the OOM killer may act before the
 	// next sync.
 	MemoryAtRisk bool `json:"memoryAtRisk,omitempty"`
+	// JVM is what the agent read of the JVM the container runs, with
+	// --jvm (off by default, and then never set): an agent or a manager
+	// from before it sends and takes reports without it.
+	JVM *JVM `json:"jvm,omitempty"`
+}
+
+// JVM is one container's JVM as the agent reads it from the process (its
+// hsperfdata counters), in bytes.
+type JVM struct {
+	// Collector is G1, Parallel, Serial, ZGC or Shenandoah ("" unknown).
+	Collector string `json:"collector,omitempty"`
+	// HeapMax is the heap's maximum, as the JVM sized it (from -Xmx or
+	// MaxRAMPercentage): what a pod's spec does not always say.
+	HeapMax       uint64 `json:"heapMax"`
+	HeapCommitted uint64 `json:"heapCommitted"`
+	HeapUsed      uint64 `json:"heapUsed"`
+	// NonHeap is what the container holds outside the heap, measured: the
+	// larger of its working set less the committed heap and the JVM's own
+	// non-heap counters (metaspace, compiled code).
+	NonHeap   uint64 `json:"nonHeap"`
+	Metaspace uint64 `json:"metaspace,omitempty"`
+	Threads   uint64 `json:"threads,omitempty"`
+	// Processes counts the JVMs in the container; the figures are the one
+	// with the largest heap's.
+	Processes int `json:"processes,omitempty"`
+	// SoftMax is the SoftMaxHeapSize the agent last set (0: none), and
+	// SoftMaxLimit the memory limit it set it for.
+	SoftMax      uint64 `json:"softMax,omitempty"`
+	SoftMaxLimit uint64 `json:"softMaxLimit,omitempty"`
+	// SoftMaxNote says why the agent does not move the bound, where it
+	// does not (a collector that ignores it, the mode off, an attach
+	// that failed).
+	SoftMaxNote string `json:"softMaxNote,omitempty"`
 }
 
 // Seconds is a duration in seconds on the wire.
@@ -96,6 +129,9 @@ func (r *Report) Validate() error {
 			if p != nil && (math.IsNaN(*p) || *p < 0 || *p > 1) {
 				errs = append(errs, fmt.Errorf("containers[%d] %s: %v is not a share", i, name, *p))
 			}
+		}
+		if j := c.JVM; j != nil && (j.HeapMax == 0 || j.HeapCommitted > 2*j.HeapMax || j.Processes < 0) {
+			errs = append(errs, fmt.Errorf("containers[%d] jvm: heap max %d, committed %d: not a JVM's", i, j.HeapMax, j.HeapCommitted))
 		}
 		if c.Time.IsZero() {
 			errs = append(errs, fmt.Errorf("containers[%d]: no time", i))
