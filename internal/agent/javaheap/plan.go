@@ -36,6 +36,28 @@ func ParseMode(s string) (Mode, error) {
 // next push's too, and each try may wait seconds for its listener.
 const retryAfter = time.Minute
 
+// prepareFor is how long a manager's prepare holds: its resize follows
+// within a sync or two, and one that never comes must not hold a JVM's
+// bound under its limit for ever.
+const prepareFor = 2 * time.Minute
+
+// prepared is a limit a manager said it is about to set.
+type prepared struct {
+	limit uint64
+	at    time.Time
+}
+
+// limitFor is the limit a container's bound is placed for: its cgroup's,
+// or, while a manager's prepare for a lower one holds, that one. A
+// prepare no lower than the cgroup's limit is done (the kubelet applied
+// it, or it was not a lowering).
+func limitFor(cgroupLimit uint64, p prepared, now time.Time) (uint64, bool) {
+	if p.limit == 0 || now.Sub(p.at) >= prepareFor || cgroupLimit != 0 && p.limit >= cgroupLimit {
+		return cgroupLimit, false
+	}
+	return p.limit, true
+}
+
 // state is what the Watcher keeps of one container's JVM.
 type state struct {
 	// pid is the JVM's pid on the node: another (a restart inside the
@@ -80,14 +102,19 @@ type step struct {
 	// set: move the bound to softMax (for limit).
 	set     bool
 	softMax int64
+	// fits says the bound, moved or kept, fits the limit it was placed
+	// for (softmax's target is not 0): what the report's softMaxLimit
+	// tells the manager.
+	fits bool
 	// note replaces the state's note ("" clears it).
 	note   string
 	reason string
 }
 
 // plan decides, in mode, whether to move the bound of JVM j in a
-// container whose report is rc, with st the Watcher's state of it.
-func plan(mode Mode, now time.Time, j perfdata.JVM, processes int, rc *report.Container, st *state) step {
+// container whose report is rc, for limit (limitFor's), with st the
+// Watcher's state of it.
+func plan(mode Mode, now time.Time, j perfdata.JVM, processes int, rc *report.Container, limit uint64, st *state) step {
 	switch {
 	case mode != SoftMax:
 		return step{note: "the agent runs with --jvm=" + string(mode) + ": it does not move SoftMaxHeapSize"}
@@ -105,10 +132,10 @@ func plan(mode Mode, now time.Time, j perfdata.JVM, processes int, rc *report.Co
 		return step{note: st.note}
 	}
 	d := softmax.Decide(softmax.Input{
-		Limit:   int64(rc.MemoryLimit),
+		Limit:   int64(limit),
 		HeapMax: j.HeapMax,
 		NonHeap: nonHeap(j, rc.WorkingSet),
 		Current: st.softMax,
 	})
-	return step{set: d.Set, softMax: d.SoftMax, reason: d.Reason}
+	return step{set: d.Set, softMax: d.SoftMax, fits: d.Target > 0, reason: d.Reason}
 }

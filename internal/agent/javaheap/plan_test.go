@@ -49,7 +49,7 @@ func TestPlan(t *testing.T) {
 				c.MemoryLimit = 0
 			}
 			st := tc.st
-			s := plan(tc.mode, now, tc.jvm, max(tc.processes, 1), &c, &st)
+			s := plan(tc.mode, now, tc.jvm, max(tc.processes, 1), &c, c.MemoryLimit, &st)
 			got := want{Set: s.set, SoftMax: s.softMax, Note: tc.want.Note}
 			if tc.want.Note != "" && !strings.Contains(s.note, tc.want.Note) {
 				got.Note = s.note
@@ -83,5 +83,53 @@ func TestParseMode(t *testing.T) {
 	}
 	if _, err := ParseMode("on"); err == nil {
 		t.Errorf("on taken")
+	}
+}
+
+// A manager's prepare places the bound for its lower limit until the
+// cgroup's limit comes down to it, or it expires; one for a higher limit
+// is no prepare.
+func TestLimitFor(t *testing.T) {
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		cgroup    uint64
+		p         prepared
+		now       time.Time
+		want      uint64
+		preparing bool
+	}{
+		"none":              {cgroup: 1024 * mi, now: at, want: 1024 * mi},
+		"a lowering coming": {cgroup: 1024 * mi, p: prepared{limit: 400 * mi, at: at}, now: at.Add(time.Second), want: 400 * mi, preparing: true},
+		"the kubelet applied it": {cgroup: 400 * mi, p: prepared{limit: 400 * mi, at: at}, now: at.Add(5 * time.Second),
+			want: 400 * mi},
+		"a raise":    {cgroup: 400 * mi, p: prepared{limit: 1024 * mi, at: at}, now: at, want: 400 * mi},
+		"expired":    {cgroup: 1024 * mi, p: prepared{limit: 400 * mi, at: at}, now: at.Add(prepareFor), want: 1024 * mi},
+		"no limit":   {p: prepared{limit: 400 * mi, at: at}, now: at, want: 400 * mi, preparing: true},
+		"zero asked": {cgroup: 1024 * mi, p: prepared{at: at}, now: at, want: 1024 * mi},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, preparing := limitFor(tc.cgroup, tc.p, tc.now)
+			if got != tc.want || preparing != tc.preparing {
+				t.Errorf("limitFor = %dMi, %v; want %dMi, %v", got/mi, preparing, tc.want/mi, tc.preparing)
+			}
+		})
+	}
+}
+
+// A prepare is news once: asked again with the same limit, it is not.
+func TestPrepareNews(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	w := &Watcher{}
+	if !w.Prepare(now, []report.Prepare{{ID: "a", MemoryLimit: 500 * mi}, {ID: "a", MemoryLimit: 400 * mi}}) {
+		t.Errorf("a first prepare is not news")
+	}
+	if w.prepares["a"].limit != 400*mi {
+		t.Errorf("prepared for %d, want the lower 400Mi", w.prepares["a"].limit)
+	}
+	if w.Prepare(now.Add(time.Second), []report.Prepare{{ID: "a", MemoryLimit: 400 * mi}}) {
+		t.Errorf("the same prepare again is news")
+	}
+	if !w.Prepare(now.Add(2*time.Second), []report.Prepare{{ID: "a", MemoryLimit: 300 * mi}}) {
+		t.Errorf("a new limit is not news")
 	}
 }

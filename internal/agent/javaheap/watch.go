@@ -28,6 +28,33 @@ type Watcher struct {
 	Log           logr.Logger
 
 	states map[string]*state // by container ID
+	// prepares are the managers' coming limits, by container ID.
+	prepares map[string]prepared
+}
+
+// Prepare records limits the managers are about to set, for the next
+// Observe to place the JVMs' bounds for, and says whether any is news (a
+// new container, or a new limit): the agent then reports at once. The
+// lowest limit asked for a container wins.
+func (w *Watcher) Prepare(now time.Time, ps []report.Prepare) bool {
+	if w.prepares == nil {
+		w.prepares = map[string]prepared{}
+	}
+	asked := map[string]uint64{}
+	for _, p := range ps {
+		if l, ok := asked[p.ID]; !ok || p.MemoryLimit < l {
+			asked[p.ID] = p.MemoryLimit
+		}
+	}
+	news := false
+	for id, limit := range asked {
+		old, ok := w.prepares[id]
+		if !ok || old.limit != limit {
+			news = true
+			w.prepares[id] = prepared{limit: limit, at: now}
+		}
+	}
+	return news
 }
 
 // found is one JVM process of a container.
@@ -76,27 +103,46 @@ func (w *Watcher) Observe(ctx context.Context, now time.Time, r *report.Report, 
 			w.states[rc.ID] = st
 		}
 		rc.JVM = figures(main.jvm, len(jvms), rc.WorkingSet)
-		w.act(ctx, now, main, len(jvms), rc, st)
+		limit, preparing := limitFor(rc.MemoryLimit, w.prepares[rc.ID], now)
+		if !preparing {
+			delete(w.prepares, rc.ID)
+		}
+		w.act(ctx, now, main, len(jvms), rc, limit, st)
 		rc.JVM.SoftMax, rc.JVM.SoftMaxLimit, rc.JVM.SoftMaxNote = uint64(st.softMax), st.limit, st.note
+		if st.softMax == 0 {
+			rc.JVM.SoftMaxLimit = 0
+		}
 	}
 	for id := range w.states {
 		if !seen[id] {
 			delete(w.states, id)
 		}
 	}
+	for id, p := range w.prepares {
+		if now.Sub(p.at) >= prepareFor {
+			delete(w.prepares, id)
+		}
+	}
 }
 
 // act carries out plan's step for one JVM.
-func (w *Watcher) act(ctx context.Context, now time.Time, f found, processes int, rc *report.Container, st *state) {
-	s := plan(w.Mode, now, f.jvm, processes, rc, st)
+func (w *Watcher) act(ctx context.Context, now time.Time, f found, processes int, rc *report.Container, limit uint64, st *state) {
+	s := plan(w.Mode, now, f.jvm, processes, rc, limit, st)
+	fitted := uint64(0)
+	if s.fits {
+		fitted = limit
+	}
 	if !s.set {
 		st.note = s.note
+		if st.softMax > 0 && s.note == "" {
+			st.limit = fitted
+		}
 		return
 	}
 	actx, cancel := context.WithTimeout(ctx, w.AttachTimeout)
 	defer cancel()
 	got, err := attach.SetSoftMax(actx, f.p, f.jvm, s.softMax)
-	log := w.Log.WithValues("pod", rc.PodUID, "container", rc.ID, "pid", f.p.PID, "memoryLimit", rc.MemoryLimit)
+	log := w.Log.WithValues("pod", rc.PodUID, "container", rc.ID, "pid", f.p.PID, "memoryLimit", rc.MemoryLimit, "placedFor", limit)
 	if err != nil {
 		st.failedAt, st.note = now, "setting SoftMaxHeapSize failed: "+err.Error()
 		var unsupported *attach.UnsupportedError
@@ -107,7 +153,7 @@ func (w *Watcher) act(ctx context.Context, now time.Time, f found, processes int
 		return
 	}
 	log.Info("moved the JVM's soft heap bound", "from", st.softMax, "to", got, "why", s.reason)
-	st.softMax, st.limit, st.note, st.failedAt = got, rc.MemoryLimit, "", time.Time{}
+	st.softMax, st.limit, st.note, st.failedAt = got, fitted, "", time.Time{}
 }
 
 // find lists the container's JVMs: its processes with a perfdata file
