@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,6 +105,9 @@ type Options struct {
 	// of its own, so its perfdata and attach files are reachable from
 	// here only through /proc/<pid>/root. It needs root (unshare).
 	Namespaced bool
+	// UID, if not 0, runs the JVM as that user (and group): another user's
+	// JVM, as a container's usually is. It needs root.
+	UID int
 }
 
 // Start runs Churn on a real JVM until the test ends, and waits until its
@@ -124,6 +128,36 @@ func Start(t testing.TB, o Options) *JVM {
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if o.UID != 0 {
+		if os.Geteuid() != 0 {
+			t.Skip("a JVM of another user needs root")
+		}
+		// The user's cache is not another user's to read: the class goes
+		// to a directory anyone may read.
+		// (t.TempDir's parent is its user's alone.)
+		shared, err := os.MkdirTemp("", "tailor-jvmtest-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(shared) })
+		b, err := os.ReadFile(filepath.Join(dir, "Churn.class"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(shared, "Churn.class"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(shared, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range cmd.Args {
+			if a == dir {
+				cmd.Args[i] = shared
+			}
+		}
+		cmd.Dir = "/"
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(o.UID), Gid: uint32(o.UID)}}
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +194,6 @@ func Start(t testing.TB, o Options) *JVM {
 		}
 		return &JVM{Cmd: cmd, Process: p}
 	}
-	t.Fatalf("the JVM %v did not write its perfdata within 20s: %v", args, last)
+	t.Fatalf("the JVM %v did not write its perfdata within 20s: %v", cmd.Args, last)
 	return nil
 }
