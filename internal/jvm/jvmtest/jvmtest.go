@@ -161,9 +161,24 @@ func Start(t testing.TB, o Options) *JVM {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// SIGTERM to the JVM first: one that exits removes its perfdata file
+	// and attach socket, which a killed one leaves in /tmp. (In
+	// namespaces, unshare exits with it.)
+	jvmPID := 0
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		if jvmPID != 0 {
+			_ = syscall.Kill(jvmPID, syscall.SIGTERM)
+		} else {
+			_ = cmd.Process.Kill()
+		}
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
 	})
 	pid := cmd.Process.Pid
 	deadline := time.Now().Add(20 * time.Second)
@@ -192,6 +207,7 @@ func Start(t testing.TB, o Options) *JVM {
 			last = err
 			continue
 		}
+		jvmPID = p.PID
 		return &JVM{Cmd: cmd, Process: p}
 	}
 	t.Fatalf("the JVM %v did not write its perfdata within 20s: %v", cmd.Args, last)
