@@ -3,6 +3,7 @@ package javaheap
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -103,6 +104,14 @@ func (w *Watcher) Observe(ctx context.Context, now time.Time, r *report.Report, 
 			w.states[rc.ID] = st
 		}
 		rc.JVM = figures(main.jvm, len(jvms), rc.WorkingSet)
+		if err := rc.JVM.Validate(); err != nil {
+			// The figures come from a file the container writes: ones no
+			// JVM has are left out, not sent to have the node's report
+			// refused, and no bound is moved on them.
+			w.Log.V(1).Info("a JVM's counters make no sense; not reported", "pod", rc.PodUID, "container", rc.ID, "error", err.Error())
+			rc.JVM = nil
+			continue
+		}
 		limit, preparing := limitFor(rc.MemoryLimit, w.prepares[rc.ID], now)
 		if !preparing {
 			delete(w.prepares, rc.ID)
@@ -156,12 +165,24 @@ func (w *Watcher) act(ctx context.Context, now time.Time, f found, processes int
 	st.softMax, st.limit, st.note, st.failedAt = got, fitted, "", time.Time{}
 }
 
+// maxProcesses is how many of a container's processes are looked at for a
+// JVM at each push.
+const maxProcesses = 16
+
 // find lists the container's JVMs: its processes with a perfdata file
 // that parses. A process that is not a JVM, or has gone, is skipped.
 func (w *Watcher) find(c cgroup.Container) ([]found, error) {
 	pids, err := w.Tree.Procs(c)
 	if err != nil {
 		return nil, err
+	}
+	if len(pids) > maxProcesses {
+		// A container's processes are its own to multiply, and each may
+		// hold a perfdata file of up to perfdata.MaxSize: the first few
+		// (lowest pids; a container's JVM is usually its first process)
+		// are read, not all.
+		slices.Sort(pids)
+		pids = pids[:maxProcesses]
 	}
 	var out []found
 	for _, pid := range pids {

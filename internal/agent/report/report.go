@@ -138,6 +138,26 @@ func (r *Reply) Validate() error {
 	return errors.Join(errs...)
 }
 
+// Validate refuses figures no JVM has. The agent reads them from a file
+// the container writes, so it checks them with this before it reports
+// them: a container cannot get its node's report refused.
+func (j *JVM) Validate() error {
+	switch {
+	case j.HeapMax == 0 || j.HeapMax > MaxJVMBytes:
+		return fmt.Errorf("heap max %d: not a JVM's", j.HeapMax)
+	case j.HeapCommitted > 2*j.HeapMax || j.HeapUsed > 2*j.HeapMax:
+		return fmt.Errorf("heap committed %d, used %d, over twice its max %d", j.HeapCommitted, j.HeapUsed, j.HeapMax)
+	case j.NonHeap > MaxJVMBytes || j.Metaspace > MaxJVMBytes || j.SoftMax > j.HeapMax:
+		return fmt.Errorf("non-heap %d, metaspace %d, soft max %d (heap max %d): not a JVM's", j.NonHeap, j.Metaspace, j.SoftMax, j.HeapMax)
+	case j.Processes < 0:
+		return fmt.Errorf("%d processes", j.Processes)
+	}
+	return nil
+}
+
+// MaxJVMBytes bounds a JVM's sizes: 64TiB, past any heap HotSpot takes.
+const MaxJVMBytes = 64 << 40
+
 // Seconds is a duration in seconds on the wire.
 type Seconds float64
 
@@ -167,8 +187,10 @@ func (r *Report) Validate() error {
 				errs = append(errs, fmt.Errorf("containers[%d] %s: %v is not a share", i, name, *p))
 			}
 		}
-		if j := c.JVM; j != nil && (j.HeapMax == 0 || j.HeapCommitted > 2*j.HeapMax || j.Processes < 0) {
-			errs = append(errs, fmt.Errorf("containers[%d] jvm: heap max %d, committed %d: not a JVM's", i, j.HeapMax, j.HeapCommitted))
+		if c.JVM != nil {
+			if err := c.JVM.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("containers[%d] jvm: %w", i, err))
+			}
 		}
 		if c.Time.IsZero() {
 			errs = append(errs, fmt.Errorf("containers[%d]: no time", i))
