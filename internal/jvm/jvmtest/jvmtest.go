@@ -179,6 +179,16 @@ func Start(t testing.TB, o Options) *JVM {
 			_ = cmd.Process.Kill()
 			<-done
 		}
+		// A JVM that does not handle SIGTERM (-Xrs) dies without removing
+		// its files; here (not in namespaces), they are in this /tmp.
+		if jvmPID != 0 && !o.Namespaced {
+			_ = os.Remove(filepath.Join("/tmp", ".java_pid"+strconv.Itoa(jvmPID)))
+			if stale, _ := filepath.Glob(filepath.Join("/tmp", "hsperfdata_*", strconv.Itoa(jvmPID))); len(stale) > 0 {
+				for _, f := range stale {
+					_ = os.Remove(f)
+				}
+			}
+		}
 	})
 	pid := cmd.Process.Pid
 	deadline := time.Now().Add(20 * time.Second)
