@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/tailorhq/tailor/internal/agent/cgroup"
+	"github.com/tailorhq/tailor/internal/agent/javaheap"
 	"github.com/tailorhq/tailor/internal/agent/report"
 )
 
@@ -55,6 +56,9 @@ type Options struct {
 	// Ticked, if set, is told when each read of the cgroups succeeded
 	// (the health probe).
 	Ticked func(time.Time)
+	// JVM, if set, reads the containers' JVMs into each report before it
+	// is pushed, and moves their soft heap bounds (--jvm).
+	JVM *javaheap.Watcher
 }
 
 // Run samples and pushes until ctx ends. A tick that overruns its interval
@@ -94,10 +98,13 @@ func Run(ctx context.Context, o Options) error {
 		if o.Ticked != nil {
 			o.Ticked(start)
 		}
-		if !urgent && start.Sub(lastPush) < o.ReportEvery {
+		if !urgent && !lastPush.IsZero() && start.Sub(lastPush) < o.ReportEvery {
 			continue
 		}
 		r := col.Report()
+		if o.JVM != nil {
+			o.JVM.Observe(ctx, start, &r, rd.containers)
+		}
 		if r.Urgent {
 			o.Metrics.urgent.Inc()
 			for _, c := range r.Containers {
@@ -107,7 +114,14 @@ func Run(ctx context.Context, o Options) error {
 			}
 		}
 		lastPush = start
-		switch failed := push(ctx, o, &r); {
+		failed, prepare := push(ctx, o, &r)
+		if len(prepare) > 0 && o.JVM != nil && o.JVM.Prepare(start, prepare) {
+			// The manager waits on a new one: the next sample reports on
+			// it, not the next report interval's. One asked again is not
+			// news, and waits as usual.
+			lastPush = time.Time{}
+		}
+		switch {
 		case failed && r.Urgent && retries < maxUrgentRetries:
 			col.Unsent(&r)
 			retries++
@@ -128,11 +142,13 @@ const maxUrgentRetries = 3
 type reader struct {
 	tree    cgroup.Tree
 	handles map[string]*cgroup.Handle // by container ID
-	buf     []byte
+	// containers are the containers the last sample read, by ID.
+	containers map[string]cgroup.Container
+	buf        []byte
 }
 
 func newReader(tree cgroup.Tree) *reader {
-	return &reader{tree: tree, handles: map[string]*cgroup.Handle{}, buf: cgroup.NewBuffer()}
+	return &reader{tree: tree, handles: map[string]*cgroup.Handle{}, containers: map[string]cgroup.Container{}, buf: cgroup.NewBuffer()}
 }
 
 // sample reads every container's cgroup once. A container whose cgroup
@@ -169,6 +185,10 @@ func (rd *reader) sample(col *Collector, now time.Time) (bool, error) {
 			delete(rd.handles, id)
 		}
 	}
+	clear(rd.containers)
+	for _, c := range containers {
+		rd.containers[c.ID] = c
+	}
 	return col.Observe(now, containers, samples), nil
 }
 
@@ -180,73 +200,101 @@ func (rd *reader) close() {
 }
 
 // push sends r to every manager at once and says whether any did not take
-// it. A manager that missed it gets the next (each report holds every
+// it, and what the managers asked in their replies. A manager that missed it gets the next (each report holds every
 // container's newest figures, so figures need no resending; only an urgent
 // report's wake-up does, which Run sees to).
-func push(ctx context.Context, o Options, r *report.Report) bool {
+func push(ctx context.Context, o Options, r *report.Report) (bool, []report.Prepare) {
 	body, err := json.Marshal(r)
 	if err != nil {
 		o.Log.Error(err, "encoding a report")
-		return true
+		return true, nil
 	}
 	client, err := o.Trust.Client()
 	if err != nil {
 		o.Metrics.pushes.WithLabelValues("no-ca").Inc()
 		o.Log.Info("no report sent: waiting for the managers' CA bundle (their ConfigMap not published or not listed yet)", "why", err.Error())
-		return true
+		return true, nil
 	}
 	token, err := os.ReadFile(o.TokenFile)
 	if err != nil {
 		o.Metrics.pushes.WithLabelValues("no-token").Inc()
 		o.Log.Error(err, "reading the service-account token; no report sent")
-		return true
+		return true, nil
 	}
 	urls := o.Managers.URLs()
 	if len(urls) == 0 {
 		o.Metrics.pushes.WithLabelValues("no-manager").Inc()
 		o.Log.Info("no manager to report to yet (none ready behind the Service, or its endpoints not listed yet)", "managers", o.Managers)
-		return true
+		return true, nil
 	}
 	var wg sync.WaitGroup
 	var failed atomic.Bool
+	var mu sync.Mutex
+	var prepare []report.Prepare
 	for _, base := range urls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := pushTo(ctx, client, base, strings.TrimSpace(string(token)), body); err != nil {
+			reply, err := pushTo(ctx, client, base, strings.TrimSpace(string(token)), body)
+			if err != nil {
 				failed.Store(true)
 				o.Metrics.pushes.WithLabelValues("error").Inc()
 				o.Log.V(1).Info("push failed", "manager", base, "urgent", r.Urgent, "error", err.Error())
 				return
 			}
 			o.Metrics.pushes.WithLabelValues("ok").Inc()
+			mu.Lock()
+			prepare = append(prepare, reply.Prepare...)
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	return failed.Load()
+	return failed.Load(), prepare
 }
 
-// pushTo sends the report, with the token, to base: an https URL only.
-func pushTo(ctx context.Context, c *http.Client, base, token string, body []byte) error {
+// pushTo sends the report, with the token, to base: an https URL only,
+// and returns the manager's reply (empty for a 204).
+func pushTo(ctx context.Context, c *http.Client, base, token string, body []byte) (report.Reply, error) {
+	var reply report.Reply
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+report.Path, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return reply, err
 	}
 	if req.URL.Scheme != "https" {
-		return fmt.Errorf("refusing to send the token to %s: not https", base)
+		return reply, fmt.Errorf("refusing to send the token to %s: not https", base)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return reply, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	switch resp.StatusCode {
+	case http.StatusNoContent:
+		return reply, nil
+	case http.StatusOK:
+		b, err := io.ReadAll(io.LimitReader(resp.Body, report.MaxReplyBytes+1))
+		switch {
+		case err != nil:
+			return reply, fmt.Errorf("reading the reply: %w", err)
+		case len(bytes.TrimSpace(b)) == 0:
+			return reply, nil
+		case len(b) > report.MaxReplyBytes:
+			return reply, fmt.Errorf("a reply over %d bytes", report.MaxReplyBytes)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&reply); err != nil {
+			return report.Reply{}, fmt.Errorf("the reply: %w", err)
+		}
+		if err := reply.Validate(); err != nil {
+			return report.Reply{}, fmt.Errorf("the reply: %w", err)
+		}
+		return reply, nil
 	}
-	return nil
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	return reply, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
 }
 
 // Metrics are the agent's own Prometheus metrics.

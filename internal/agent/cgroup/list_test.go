@@ -184,3 +184,25 @@ func TestHandle(t *testing.T) {
 		t.Errorf("a container directory linked out of the tree was read")
 	}
 }
+
+// A container's processes are listed; a pid of another namespace (0) is
+// not, and a directory that is not a container's is refused.
+func TestProcs(t *testing.T) {
+	files := v1Files()
+	files["memory/kubepods/burstable/pod"+uid+"/"+cid+"/cgroup.procs"] = "12\n0\n345\n"
+	tr := Tree{Root: tree(t, files), Version: V1}
+	list, err := tr.List()
+	if err != nil || len(list) != 1 {
+		t.Fatalf("List: %v, %v", list, err)
+	}
+	got, err := tr.Procs(list[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{12, 345}, got); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+	if _, err := tr.Procs(Container{Dir: "kubepods/../../etc"}); err == nil {
+		t.Errorf("a directory that is not a container's was read")
+	}
+}

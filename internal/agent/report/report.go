@@ -66,7 +66,97 @@ type Container struct {
 	// soon, or memory stalls are high: the OOM killer may act before the
 	// next sync.
 	MemoryAtRisk bool `json:"memoryAtRisk,omitempty"`
+	// JVM is what the agent read of the JVM the container runs, with
+	// --jvm (off by default, and then never set): an agent or a manager
+	// from before it sends and takes reports without it.
+	JVM *JVM `json:"jvm,omitempty"`
 }
+
+// JVM is one container's JVM as the agent reads it from the process (its
+// hsperfdata counters), in bytes.
+type JVM struct {
+	// Collector is G1, Parallel, Serial, ZGC or Shenandoah ("" unknown).
+	Collector string `json:"collector,omitempty"`
+	// HeapMax is the heap's maximum, as the JVM sized it (from -Xmx or
+	// MaxRAMPercentage): what a pod's spec does not always say.
+	HeapMax       uint64 `json:"heapMax"`
+	HeapCommitted uint64 `json:"heapCommitted"`
+	HeapUsed      uint64 `json:"heapUsed"`
+	// NonHeap is what the container holds outside the heap, measured: the
+	// larger of its working set less the committed heap and the JVM's own
+	// non-heap counters (metaspace, compiled code).
+	NonHeap   uint64 `json:"nonHeap"`
+	Metaspace uint64 `json:"metaspace,omitempty"`
+	Threads   uint64 `json:"threads,omitempty"`
+	// Processes counts the JVMs in the container; the figures are the one
+	// with the largest heap's.
+	Processes int `json:"processes,omitempty"`
+	// SoftMax is the SoftMaxHeapSize the agent last set (0: none), and
+	// SoftMaxLimit the memory limit it fits beside the non-heap and the
+	// headroom: the container's, or a lower one a manager asked the agent
+	// to prepare for (Reply.Prepare); 0 when no bound fits.
+	SoftMax      uint64 `json:"softMax,omitempty"`
+	SoftMaxLimit uint64 `json:"softMaxLimit,omitempty"`
+	// SoftMaxNote says why the agent does not move the bound, where it
+	// does not (a collector that ignores it, the mode off, an attach
+	// that failed).
+	SoftMaxNote string `json:"softMaxNote,omitempty"`
+}
+
+// Reply is what a manager may answer a push with (200, JSON, at most
+// MaxReplyBytes); a manager with nothing to ask answers 204, as every
+// manager did before replies existed, and an agent from before them reads
+// no body.
+type Reply struct {
+	// Prepare asks the agent to ready these containers for the memory
+	// limits the manager is about to set: to lower their JVMs' soft heap
+	// bounds for them now, before the limit comes down (agent --jvm=softmax;
+	// other agents do nothing). The agent says it did in the container's
+	// jvm.softMaxLimit: the manager lowers the limit once that is at or
+	// under the limit it will set, and the working set fits it.
+	Prepare []Prepare `json:"prepare,omitempty"`
+}
+
+// Prepare is one container's coming memory limit.
+type Prepare struct {
+	ID          string `json:"id"`
+	MemoryLimit uint64 `json:"memoryLimit"`
+}
+
+// MaxReplyBytes bounds a reply's body: a prepare is under 120 bytes, and a
+// node holds a few hundred containers.
+const MaxReplyBytes = 1 << 20
+
+// Validate refuses a reply no manager makes.
+func (r *Reply) Validate() error {
+	var errs []error
+	for i, p := range r.Prepare {
+		if p.ID == "" || p.MemoryLimit == 0 {
+			errs = append(errs, fmt.Errorf("prepare[%d]: no container ID or no memory limit", i))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate refuses figures no JVM has. The agent reads them from a file
+// the container writes, so it checks them with this before it reports
+// them: a container cannot get its node's report refused.
+func (j *JVM) Validate() error {
+	switch {
+	case j.HeapMax == 0 || j.HeapMax > MaxJVMBytes:
+		return fmt.Errorf("heap max %d: not a JVM's", j.HeapMax)
+	case j.HeapCommitted > 2*j.HeapMax || j.HeapUsed > 2*j.HeapMax:
+		return fmt.Errorf("heap committed %d, used %d, over twice its max %d", j.HeapCommitted, j.HeapUsed, j.HeapMax)
+	case j.NonHeap > MaxJVMBytes || j.Metaspace > MaxJVMBytes || j.SoftMax > j.HeapMax:
+		return fmt.Errorf("non-heap %d, metaspace %d, soft max %d (heap max %d): not a JVM's", j.NonHeap, j.Metaspace, j.SoftMax, j.HeapMax)
+	case j.Processes < 0:
+		return fmt.Errorf("%d processes", j.Processes)
+	}
+	return nil
+}
+
+// MaxJVMBytes bounds a JVM's sizes: 64TiB, past any heap HotSpot takes.
+const MaxJVMBytes = 64 << 40
 
 // Seconds is a duration in seconds on the wire.
 type Seconds float64
@@ -95,6 +185,11 @@ func (r *Report) Validate() error {
 		for name, p := range map[string]*float64{"throttled": c.Throttled, "cpuPressure": c.CPUPressure, "memoryPressure": c.MemoryPressure} {
 			if p != nil && (math.IsNaN(*p) || *p < 0 || *p > 1) {
 				errs = append(errs, fmt.Errorf("containers[%d] %s: %v is not a share", i, name, *p))
+			}
+		}
+		if c.JVM != nil {
+			if err := c.JVM.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("containers[%d] jvm: %w", i, err))
 			}
 		}
 		if c.Time.IsZero() {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/tailorhq/tailor/internal/agent"
 	"github.com/tailorhq/tailor/internal/agent/cgroup"
+	"github.com/tailorhq/tailor/internal/agent/javaheap"
 	"github.com/tailorhq/tailor/internal/agent/report"
 	"github.com/tailorhq/tailor/internal/cli/buildinfo"
 	"github.com/tailorhq/tailor/internal/cli/exit"
@@ -51,6 +52,10 @@ type AgentOptions struct {
 	Thresholds         agent.Thresholds
 	MetricsAddr        string
 	ProbeAddr          string
+	// JVM is --jvm: off, read or softmax (javaheap.Mode); Proc is where
+	// the node's processes are (the agent's /proc, with hostPID).
+	JVM  string
+	Proc string
 
 	logs    logFlags
 	streams genericiooptions.IOStreams
@@ -93,6 +98,8 @@ func (o *AgentOptions) command() *cobra.Command {
 	f.DurationVar(&th.Cooldown, "wake-cooldown", th.Cooldown, "how long a container that woke the manager waits before it may wake it again")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of the agent's Prometheus metrics ("0" disables)`)
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz: ok while the cgroups were read within three intervals")
+	f.StringVar(&o.JVM, "jvm", string(javaheap.Off), "what the agent does with the JVMs in the pods' containers: off; read (report each JVM's heap maximum and measured non-heap, from its hsperfdata: needs hostPID, root, CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH); softmax (also move ZGC's and Shenandoah's SoftMaxHeapSize with the container's memory limit, through the JVM's attach socket: adds CAP_KILL and CAP_DAC_OVERRIDE). docs/agent.md, \"JVM mode\"")
+	f.StringVar(&o.Proc, "proc", "/proc", "the node's proc filesystem, with --jvm: the agent's own, with hostPID")
 	o.logs.bind(f)
 	return cmd
 }
@@ -121,6 +128,9 @@ func (o *AgentOptions) Validate() error {
 		if o.ManagerCAFile == "" {
 			return exit.Usagef("--manager-url needs --manager-ca-file: the CAs the managers' certificates are checked against")
 		}
+	}
+	if _, err := javaheap.ParseMode(o.JVM); err != nil {
+		return exit.Usagef("%s", err.Error())
 	}
 	th := o.Thresholds
 	for name, v := range map[string]float64{"--urgent-throttled": th.Throttled, "--urgent-cpu-pressure": th.CPUPressure,
@@ -196,12 +206,19 @@ func (o *AgentOptions) Run(ctx context.Context) error {
 		go func() { errs <- serve(ctx, o.ProbeAddr, "/healthz", healthy) }()
 	}
 	log.Info("tailor agent started", "cgroupRoot", tree.Root, "cgroupVersion", tree.Version, "interval", o.Interval, "reportInterval", o.ReportInterval)
+	mode, _ := javaheap.ParseMode(o.JVM)
+	var jvms *javaheap.Watcher
+	if mode != javaheap.Off {
+		jvms = &javaheap.Watcher{Mode: mode, Tree: tree, Proc: o.Proc, AttachTimeout: 3 * time.Second, Log: log.WithName("jvm")}
+		log.Info("JVM mode", "jvm", mode, "proc", o.Proc)
+	}
 	runErr := make(chan error, 1)
 	go func() {
 		runErr <- agent.Run(ctx, agent.Options{
 			Tree: tree, Interval: o.Interval, ReportEvery: o.ReportInterval, Thresholds: o.Thresholds,
 			TokenFile: o.TokenFile, Managers: managers, Trust: trust,
 			Log: log, Metrics: m, Ticked: func(t time.Time) { lastTick.Store(t.UnixNano()) },
+			JVM: jvms,
 		})
 	}()
 	select {
