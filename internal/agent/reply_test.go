@@ -125,18 +125,7 @@ func TestRunPushesAgainForAPrepare(t *testing.T) {
 	}
 	tick := func(want int) {
 		t.Helper()
-		for !clk.HasWaiters() {
-			time.Sleep(time.Millisecond)
-		}
-		clk.Step(time.Second)
-		deadline := time.Now().Add(5 * time.Second)
-		for count() < want && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(20 * time.Millisecond)
-		if n := count(); n != want {
-			t.Fatalf("at %s: %d pushes, want %d", clk.Now().Sub(t0), n, want)
-		}
+		stepSecond(t, clk, t0, count, want)
 	}
 	tick(1) // the first report; its reply asks to prepare
 	tick(2) // at once, for the prepare

@@ -101,18 +101,7 @@ func TestRunPushesUrgentReportsAtOnce(t *testing.T) {
 	}
 	tick := func(want int) {
 		t.Helper()
-		for !clk.HasWaiters() {
-			time.Sleep(time.Millisecond)
-		}
-		clk.Step(time.Second)
-		deadline := time.Now().Add(5 * time.Second)
-		for count() < want && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(20 * time.Millisecond)
-		if n := count(); n != want {
-			t.Fatalf("at %s: %d pushes, want %d", clk.Now().Sub(t0), n, want)
-		}
+		stepSecond(t, clk, t0, count, want)
 	}
 	tick(1) // the first tick reports at once: nothing was pushed yet
 	for range 4 {
