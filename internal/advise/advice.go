@@ -10,6 +10,7 @@ import (
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/amount"
 	"github.com/tailorhq/tailor/internal/boost"
+	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -41,6 +42,9 @@ type Advice struct {
 	PodTarget podchange.Target
 	// WorkingSet is each container's memory in use, from fresh usage.
 	WorkingSet map[string]resource.Quantity
+	// JVM is each container's JVM as the node agent measured it, from
+	// fresh usage (podchange.Input.JVM).
+	JVM map[string]jvm.Measured
 	// Recs are the recommendations against this pod's values, by
 	// container name (podcontainers.PodLevelName for the pod's own).
 	Recs map[string]recommend.Recommendation
@@ -68,7 +72,7 @@ func (m *Model) Advise(in Input) Advice {
 // recommend is the recommenders' targets for one pod.
 func (m *Model) recommend(in Input) Advice {
 	p, spec, now := in.Pod.Pod, in.Spec, in.Now
-	a := Advice{Targets: map[string]podchange.Target{}, WorkingSet: map[string]resource.Quantity{}, Recs: map[string]recommend.Recommendation{}}
+	a := Advice{Targets: map[string]podchange.Target{}, WorkingSet: map[string]resource.Quantity{}, JVM: map[string]jvm.Measured{}, Recs: map[string]recommend.Recommendation{}}
 	allFresh := true
 	consider := func(name string, cur recommend.Resources, fresh bool, at time.Time) *podchange.Target {
 		states := m.statesFor(in.Pod, name)
@@ -158,6 +162,9 @@ func (m *Model) recommend(in Input) Advice {
 		u, fresh := in.Usage.Usage[metrics.Key{Namespace: p.Namespace, Pod: p.Name, Container: c}]
 		if fresh {
 			a.WorkingSet[c] = *resource.NewQuantity(int64(u.Memory), resource.BinarySI)
+			if u.JVM != nil {
+				a.JVM[c] = *u.JVM
+			}
 		} else {
 			allFresh = false
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 	"github.com/tailorhq/tailor/internal/recommend"
@@ -161,6 +162,12 @@ func TestAdviseBounds(t *testing.T) {
 			u := metrics.Result{}
 			if tc.fresh {
 				u = usageOf(t0, map[string][2]float64{"a": {0.05, 40 * mi}})
+				// The node agent read the container's JVM: the decision
+				// gets it beside the working set (podchange.Input.JVM).
+				key := metrics.Key{Namespace: "ns", Pod: "a", Container: "app"}
+				fig := u.Usage[key]
+				fig.JVM = &jvm.Measured{HeapMax: 96 << 20, NonHeap: 30 << 20}
+				u.Usage[key] = fig
 			}
 			a := m.Advise(Input{Spec: s, Pod: views(p)[0], Usage: u, Now: t0})
 			got := a.Targets["app"]
@@ -178,6 +185,9 @@ func TestAdviseBounds(t *testing.T) {
 			}
 			if _, ok := a.WorkingSet["app"]; ok != tc.fresh {
 				t.Errorf("working set known %v, want %v", ok, tc.fresh)
+			}
+			if j, ok := a.JVM["app"]; ok != tc.fresh || ok && j.HeapMax != 96<<20 {
+				t.Errorf("JVM measured %+v (%v), want it with fresh usage only", j, ok)
 			}
 		})
 	}

@@ -1,11 +1,14 @@
 package jvm
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/tailorhq/tailor/internal/jvm/softmax"
 )
 
 // Heap is what a container's spec says of the JVM it runs.
@@ -145,6 +148,25 @@ func Reach(max resource.Quantity) resource.Quantity {
 	reach := *resource.NewQuantity(max.Value()+max.Value()/4, resource.BinarySI)
 	reach.Add(NonHeap)
 	return reach
+}
+
+// Measured is what the node agent read of a container's running JVM
+// (agent --jvm; internal/jvm/perfdata), in bytes: the heap's maximum as
+// the JVM sized it, and what the container holds outside the heap. The
+// container writes the file these come from, so they are claims: the
+// decision lets them keep a limit up, never raise one.
+type Measured struct {
+	HeapMax, NonHeap int64
+}
+
+// MeasuredReach is the memory limit a JVM needs for its whole heap beside
+// the non-heap measured: the least under which the agent's soft bound
+// (internal/jvm/softmax) would be the heap's maximum, the same headroom
+// left free.
+func MeasuredReach(m Measured) resource.Quantity {
+	need := m.HeapMax + max(m.NonHeap, 0)
+	limit := max(need+softmax.MinHeadroom, int64(math.Ceil(float64(need)/(1-softmax.HeadroomShare))))
+	return *resource.NewQuantity(limit, resource.BinarySI)
 }
 
 // Slim is the part of c's command and environment HeapOf reads, for a

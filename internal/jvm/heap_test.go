@@ -1,9 +1,12 @@
 package jvm
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tailorhq/tailor/internal/jvm/softmax"
+	"github.com/tailorhq/tailor/internal/propertytest"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -99,5 +102,26 @@ func TestHeapOf(t *testing.T) {
 				t.Errorf("HeapOf the slim container (-full,+slim):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMeasuredReachFitsTheWholeHeap: at the measured reach, the agent's soft
+// heap bound (internal/jvm/softmax) is the heap's whole maximum, and a
+// megabyte less would cut it: the decision and the agent agree on what
+// "the heap fits" means. Over generated heaps and non-heaps.
+func TestMeasuredReachFitsTheWholeHeap(t *testing.T) {
+	r := rand.New(rand.NewPCG(propertytest.DefaultSeed, 41))
+	for range 10000 {
+		// Heaps in whole granules, as the JVM sizes them.
+		m := Measured{HeapMax: int64(1+r.IntN(8192)) * softmax.Granule, NonHeap: int64(r.IntN(2048)) << 20}
+		reach := MeasuredReach(m)
+		at := softmax.Decide(softmax.Input{Limit: reach.Value(), HeapMax: m.HeapMax, NonHeap: m.NonHeap})
+		if at.Target != m.HeapMax {
+			t.Fatalf("%+v: at the reach %d the soft bound is %d, not the heap's maximum", m, reach.Value(), at.Target)
+		}
+		under := softmax.Decide(softmax.Input{Limit: reach.Value() - 1<<20, HeapMax: m.HeapMax, NonHeap: m.NonHeap})
+		if under.Target >= m.HeapMax {
+			t.Fatalf("%+v: 1Mi under the reach %d the soft bound is still %d: the reach is not the least", m, reach.Value(), under.Target)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
 
@@ -43,6 +44,9 @@ type Reading struct {
 	// MemoryAtRisk: the source saw the working set on course for its
 	// limit before the next sync (the node agent).
 	MemoryAtRisk bool
+	// JVM is the container's JVM as the node agent read it (agent --jvm);
+	// nil from every other source.
+	JVM *jvm.Measured
 }
 
 // Assemble judges an adapter's readings for the asked pods: every running
@@ -91,6 +95,7 @@ func Assemble(pods []*corev1.Pod, readings map[Key]Reading, now time.Time, maxAg
 				u.MemoryPressure = &v
 			}
 			u.MemoryAtRisk = r.MemoryAtRisk
+			u.JVM = r.JVM
 			res.Usage[key] = u
 		}
 	}

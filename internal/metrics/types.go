@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tailorhq/tailor/internal/jvm"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -47,6 +48,9 @@ type Usage struct {
 	// MemoryAtRisk says the source saw the working set on course to reach
 	// its limit before the next sync: the OOM killer may act first.
 	MemoryAtRisk bool
+	// JVM is what the node agent read of the container's JVM (agent
+	// --jvm); nil when no source read one.
+	JVM *jvm.Measured
 }
 
 // Metric names the figure a Problem is about.

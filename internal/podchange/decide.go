@@ -68,6 +68,10 @@ type Input struct {
 	// WorkingSet is each container's current memory working set; a container
 	// missing here has no memory floor known, so its memory is never lowered.
 	WorkingSet map[string]resource.Quantity
+	// JVM is each container's JVM as the node agent measured it (agent
+	// --jvm), by container name; a container missing here is judged by its
+	// spec alone.
+	JVM map[string]jvm.Measured
 	// MemoryFloorHeadroom is the share above the working set a memory limit
 	// must keep (0.1 = 10%).
 	MemoryFloorHeadroom float64
@@ -576,7 +580,11 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 		}
 	}
 	if r == corev1.ResourceMemory {
-		keepHeapReach(c, ch)
+		var measured *jvm.Measured
+		if m, ok := in.JVM[c.Name]; ok {
+			measured = &m
+		}
+		keepHeapReach(c, ch, measured)
 	}
 	in.clamp(ch, pol, lim == nil || !controlsLimits(pol))
 	if ch.RequestNow.Cmp(req) == 0 && (lim == nil || ch.LimitNow.Cmp(*lim) == 0) {
@@ -589,24 +597,43 @@ func (in Input) decideResource(c *corev1.Container, pol v1alpha1.ContainerPolicy
 }
 
 // keepHeapReach stops a lowering of a JVM's memory limit where its heap
-// could no longer fill (jvm.Reach of the heap's maximum): its working set
-// may be small today, and the heap grows to its maximum when the load
-// comes, whatever the limit. Where the JVM sized its heap from the limit it
-// saw at start, which the spec no longer tells, or its options come from an
-// object the spec does not hold, the limit is not lowered at all. It never
-// raises a limit: what a JVM cannot use is not given to it. A Guaranteed
-// pod's request stays its limit.
-func keepHeapReach(c *corev1.Container, ch *Change) {
+// could no longer fill: its working set may be small today, and the heap
+// grows to its maximum when the load comes, whatever the limit. The reach
+// is the one measured by the node agent where it read the JVM (the heap's
+// maximum as the JVM sized it, the non-heap as it is: jvm.MeasuredReach),
+// else the spec's estimate (jvm.Reach of -Xmx). Without a measurement,
+// where the JVM sized its heap from the limit it saw at start, which the
+// spec no longer tells, or its options come from an object the spec does
+// not hold, the limit is not lowered at all. It never raises a limit:
+// what a JVM cannot use is not given to it, and a measurement, which the
+// container itself writes, can only keep its own limit where it is. A
+// Guaranteed pod's request stays its limit.
+func keepHeapReach(c *corev1.Container, ch *Change, measured *jvm.Measured) {
 	if ch.LimitBefore == nil || ch.LimitNow == nil || ch.LimitNow.Cmp(*ch.LimitBefore) >= 0 {
 		return
 	}
 	h := jvm.HeapOf(c)
-	if !h.JVM {
+	if !h.JVM && measured == nil {
 		return
 	}
 	floor := ch.LimitBefore.DeepCopy()
 	var note string
 	switch {
+	case measured != nil:
+		reach := jvm.MeasuredReach(*measured)
+		how := fmt.Sprintf("measured: a heap of %dMi at most, %dMi outside it", measured.HeapMax>>20, measured.NonHeap>>20)
+		// A spec whose -Xmx says more than the JVM measured (a container
+		// running more than one JVM, the agent reading the smaller): the
+		// larger reach holds.
+		if h.Max != nil {
+			if spec := jvm.Reach(*h.Max); spec.Cmp(reach) > 0 {
+				reach, how = spec, h.Option+" in the spec, more than measured"
+			}
+		}
+		if reach.Cmp(floor) < 0 {
+			floor = reach
+		}
+		note = fmt.Sprintf("limit kept at the JVM's reach %s (%s)", floor.String(), how)
 	case h.Unknown != "":
 		note = fmt.Sprintf("limit not lowered: the JVM's options come from %s, which the pod's spec does not hold", h.Unknown)
 	case h.Max == nil:

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
@@ -40,6 +41,7 @@ func TestDecideWorkloadShapes(t *testing.T) {
 		targets    map[string]Target
 		podTarget  Target
 		workingSet map[string]resource.Quantity
+		measured   map[string]jvm.Measured
 		room       corev1.ResourceList
 		want       map[string]string
 		wantPod    string
@@ -134,6 +136,49 @@ func TestDecideWorkloadShapes(t *testing.T) {
 			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
 			want:       map[string]string{"app": "req.memory=128Mi,lim.memory=1Gi"},
 			wantNote:   "limit not lowered: the JVM sized its heap from the limit it saw at start (-XX:MaxRAMPercentage=75.0)",
+		},
+		// 256Mi of heap and 104Mi outside it measured: 360Mi, which the
+		// agent's headroom (a tenth of the limit) brings to 400Mi.
+		"a JVM's memory limit is lowered no further than the reach the agent measured": {
+			pod: builder.Pod("p").Container(builder.Container("app").Command("java", "-Xmx256m", "-jar", "app.jar").
+				Requests("250m", "512Mi").Limits("500m", "1Gi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("128Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
+			measured:   map[string]jvm.Measured{"app": {HeapMax: 256 << 20, NonHeap: 104 << 20}},
+			want:       map[string]string{"app": "req.memory=128Mi,lim.memory=400Mi"},
+			wantNote:   "limit kept at the JVM's reach 400Mi (measured: a heap of 256Mi at most, 104Mi outside it)",
+		},
+		"a JVM whose heap was sized from its limit is lowered to the reach the agent measured": {
+			pod: builder.Pod("p").Container(builder.Container("app").Command("java", "-XX:MaxRAMPercentage=75.0", "-jar", "app.jar").
+				Requests("250m", "512Mi").Limits("500m", "1Gi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("128Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
+			measured:   map[string]jvm.Measured{"app": {HeapMax: 480 << 20, NonHeap: 60 << 20}},
+			want:       map[string]string{"app": "req.memory=128Mi,lim.memory=600Mi"},
+			wantNote:   "limit kept at the JVM's reach 600Mi (measured: a heap of 480Mi at most, 60Mi outside it)",
+		},
+		"a JVM's -Xmx above what the agent measured holds its limit": {
+			pod: builder.Pod("p").Container(builder.Container("app").Command("java", "-Xmx1g", "-jar", "app.jar").
+				Requests("250m", "512Mi").Limits("500m", "1Gi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("128Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
+			measured:   map[string]jvm.Measured{"app": {HeapMax: 256 << 20, NonHeap: 104 << 20}},
+			want:       map[string]string{"app": "req.memory=128Mi,lim.memory=1Gi"},
+			wantNote:   "limit kept at the JVM's reach 1Gi (-Xmx1g in the spec, more than measured)",
+		},
+		// The container writes the file the agent reads: a claim of a
+		// huge heap keeps its own limit where it is, and raises nothing.
+		"a JVM claiming a huge heap keeps its limit and is not raised": {
+			pod: builder.Pod("p").Container(builder.Container("app").Command("/app/start.sh").
+				Requests("250m", "512Mi").Limits("500m", "1Gi")).Obj(),
+			spec:       spec(),
+			targets:    map[string]Target{"app": {Memory: q("128Mi")}},
+			workingSet: map[string]resource.Quantity{"app": resource.MustParse("100Mi")},
+			measured:   map[string]jvm.Measured{"app": {HeapMax: 64 << 30, NonHeap: 1 << 30}},
+			want:       map[string]string{"app": "req.memory=128Mi,lim.memory=1Gi"},
 		},
 		"a Guaranteed JVM keeps its request at its limit": {
 			pod: builder.Pod("p").Container(builder.Container("app").Command("java", "-Xmx256m", "-jar", "app.jar").
@@ -232,7 +277,7 @@ func TestDecideWorkloadShapes(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			d, err := Decide(Input{Pod: tc.pod, Spec: tc.spec, Targets: tc.targets, PodTarget: tc.podTarget, WorkingSet: tc.workingSet,
-				MemoryFloorHeadroom: 0.1, Room: tc.room, Now: now})
+				JVM: tc.measured, MemoryFloorHeadroom: 0.1, Room: tc.room, Now: now})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -22,6 +23,8 @@ type PodInput struct {
 	Targets    map[string]podchange.Target
 	PodTarget  podchange.Target
 	WorkingSet map[string]resource.Quantity
+	// JVM is each container's JVM as the node agent measured it.
+	JVM map[string]jvm.Measured
 	// LastResize is when the pod was last resized (zero: never).
 	LastResize time.Time
 	// InFlight is true while a resize of the pod is not finished: the
@@ -274,7 +277,7 @@ func (in PolicyInput) Wish(p PodInput) (podchange.Decision, error) {
 
 func (in PolicyInput) podInput(p PodInput, room corev1.ResourceList) podchange.Input {
 	return podchange.Input{
-		Pod: p.Pod, Spec: in.Spec, Targets: p.Targets, PodTarget: p.PodTarget, WorkingSet: p.WorkingSet,
+		Pod: p.Pod, Spec: in.Spec, Targets: p.Targets, PodTarget: p.PodTarget, WorkingSet: p.WorkingSet, JVM: p.JVM,
 		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Room: room, LastResize: p.LastResize, Now: in.Now, Holds: in.Holds, Boost: p.Boost,
 		LimitRatio: in.LimitRatio,
 	}

@@ -239,7 +239,7 @@ func DecideRecreate(in RecreateInput) (RecreateDecision, error) {
 	// The replacement gets the whole recommendation, not what fits here,
 	// shaped by the same rules as an in-place resize and checked by the
 	// planner, so it is never admitted in another QoS class.
-	full, err := podchange.Decide(podchange.Input{Pod: p, Spec: in.Spec, Targets: in.Pod.Targets, WorkingSet: in.Pod.WorkingSet,
+	full, err := podchange.Decide(podchange.Input{Pod: p, Spec: in.Spec, Targets: in.Pod.Targets, WorkingSet: in.Pod.WorkingSet, JVM: in.Pod.JVM,
 		MemoryFloorHeadroom: in.MemoryFloorHeadroom, Now: in.Now, Holds: in.Holds, Rules: in.Rules, LimitRatio: podchange.MemoryLimitRatios(in.Template)})
 	if err != nil {
 		return RecreateDecision{}, fmt.Errorf("deciding the replacement's resources: %w", err)

@@ -20,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/tailorhq/tailor/internal/agent/report"
+	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/metrics"
 )
 
@@ -338,5 +339,30 @@ func TestAgentReportsOnlyItsOwnNodesPods(t *testing.T) {
 	}
 	if u, ok := res.Usage[key]; !ok || u.CPU != 0.1 || u.Memory != 10<<20 {
 		t.Errorf("node-b's pod: %+v, %v, want node-b's own report (0.1 cores, 10Mi)", u, ok)
+	}
+}
+
+// What an agent in its JVM mode read of a container's JVM reaches the
+// usage the decision reads (podchange.Input.JVM, through advise); a
+// container it read no JVM of has none.
+func TestSourceCarriesTheJVMsFigures(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	r, _ := newTestReceiver(clk)
+	rep := good(t0)
+	rep.Containers[0].JVM = &report.JVM{Collector: "ZGC", HeapMax: 256 << 20, HeapCommitted: 64 << 20, HeapUsed: 40 << 20, NonHeap: 36 << 20}
+	if w := post(t, r, "agent-a", rep); w.Code != http.StatusNoContent {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	s := &Source{Receiver: r, Fallback: &fallback{}, Clock: clk}
+	res, err := s.Usage(context.Background(), []*corev1.Pod{pod("a", "node-a", podUID, cid), pod("b", "node-a", podUID2, cid2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.Usage[metrics.Key{Namespace: "ns", Pod: "a", Container: "app"}]
+	if a.JVM == nil || *a.JVM != (jvm.Measured{HeapMax: 256 << 20, NonHeap: 36 << 20}) {
+		t.Errorf("a's JVM: %+v", a.JVM)
+	}
+	if b, ok := res.Usage[metrics.Key{Namespace: "ns", Pod: "b", Container: "app"}]; !ok || b.JVM != nil {
+		t.Errorf("b (no JVM read): %+v, %v", b.JVM, ok)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
@@ -132,6 +133,10 @@ func reading(nr *nodeReport, p *corev1.Pod, st corev1.ContainerStatus) (metrics.
 		r.MemoryPressure = metrics.Value(*c.MemoryPressure, c.Time)
 	}
 	r.MemoryAtRisk = c.MemoryAtRisk
+	if j := c.JVM; j != nil && j.HeapMax > 0 {
+		// Validate held the figures to a JVM's range when the report came.
+		r.JVM = &jvm.Measured{HeapMax: int64(j.HeapMax), NonHeap: int64(j.NonHeap)}
+	}
 	return r, true
 }
 
