@@ -46,9 +46,10 @@ type Agent struct {
 // manager in the test's process takes reports, over TLS: give that
 // manager Agent.Service, and it makes its certificate for that Service and
 // publishes its CA in namespace, where the agent reads it. It waits for the
-// agent to run.
-func DeployAgent(ctx context.Context, cs kubernetes.Interface, namespace string, managerPort int) (*Agent, error) {
-	objs, err := renderAgent(namespace)
+// agent to run. Components are the agent's own kustomize components to add
+// (config/components/agent-jvm-softmax: its JVM mode).
+func DeployAgent(ctx context.Context, cs kubernetes.Interface, namespace string, managerPort int, components ...string) (*Agent, error) {
+	objs, err := renderAgent(namespace, components)
 	if err != nil {
 		return nil, err
 	}
@@ -105,15 +106,18 @@ func DeployAgent(ctx context.Context, cs kubernetes.Interface, namespace string,
 
 // renderAgent builds config/default with the agent component (the managers'
 // side: the Service for reports, the agent's Role and binding) and
-// config/agent (the agent's ServiceAccount and DaemonSet), both moved into
-// namespace, and returns their objects, typed, each pointed at the other
-// in that one namespace as docs/agent.md says.
-func renderAgent(namespace string) ([]any, error) {
+// config/agent (the agent's ServiceAccount and DaemonSet) with components,
+// both moved into namespace, and returns their objects, typed, each pointed
+// at the other in that one namespace as docs/agent.md says.
+func renderAgent(namespace string, components []string) ([]any, error) {
 	_, this, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(this), "..", "..")
 	var out []any
-	for _, build := range []struct{ resource, component string }{{"config/default", "config/components/agent"}, {"config/agent", ""}} {
-		objs, err := kustomizeInto(root, namespace, build.resource, build.component)
+	for _, build := range []struct {
+		resource   string
+		components []string
+	}{{"config/default", []string{"config/components/agent"}}, {"config/agent", components}} {
+		objs, err := kustomizeInto(root, namespace, build.resource, build.components)
 		if err != nil {
 			return nil, err
 		}
@@ -122,10 +126,10 @@ func renderAgent(namespace string) ([]any, error) {
 	return out, nil
 }
 
-// kustomizeInto builds resource, with component if not empty, moved into
-// namespace, and returns its ServiceAccounts, the agent's Role and
-// RoleBinding, its DaemonSets and Services, typed.
-func kustomizeInto(root, namespace, resource, component string) ([]any, error) {
+// kustomizeInto builds resource, with components, moved into namespace, and
+// returns its ServiceAccounts, the agent's Role and RoleBinding, its
+// DaemonSets and Services, typed.
+func kustomizeInto(root, namespace, resource string, components []string) ([]any, error) {
 	overlay, err := os.MkdirTemp("", "tailor-agent-")
 	if err != nil {
 		return nil, err
@@ -139,8 +143,12 @@ func kustomizeInto(root, namespace, resource, component string) ([]any, error) {
 		"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": namespace,
 		"resources": []string{rel(resource)},
 	}
-	if component != "" {
-		kust["components"] = []string{rel(component)}
+	if len(components) > 0 {
+		var rels []string
+		for _, c := range components {
+			rels = append(rels, rel(c))
+		}
+		kust["components"] = rels
 	}
 	k, err := yaml.Marshal(kust)
 	if err != nil {
@@ -151,7 +159,7 @@ func kustomizeInto(root, namespace, resource, component string) ([]any, error) {
 	}
 	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build of %s with %q: %w", resource, component, err)
+		return nil, fmt.Errorf("kustomize build of %s with %q: %w", resource, components, err)
 	}
 	var out []any
 	for _, r := range rm.Resources() {

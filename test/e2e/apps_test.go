@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/test/builder"
 	"github.com/tailorhq/tailor/test/cluster"
 )
@@ -154,4 +158,117 @@ func TestAppsJVMLimitKeptAtItsHeapReach(t *testing.T) {
 		t.Errorf("the JVM restarted once its heap filled: restarts %d, last state %s", st.RestartCount, mustJSON(st.LastTerminationState))
 	}
 	t.Logf("with its heap full: memory request %s, limit %s", final.Spec.Containers[0].Resources.Requests.Memory(), final.Spec.Containers[0].Resources.Limits.Memory())
+}
+
+// TestAppsAgentMovesZGCSoftHeapBound: the node agent in its JVM mode
+// (config/components/agent-jvm-softmax) moves a ZGC JVM's soft heap bound
+// with its container's memory limit, on the real JVM image, without
+// pods/exec (this test reads the JVM's flags with jcmd in the container, the
+// agent does not): under a limit below its -Xmx the bound is set under the
+// limit, beside the measured non-heap and the headroom; once tailor raises
+// the limit (the policy's minAllowed), the bound rises with it, up to the
+// -Xmx. A G1 JVM beside it, whose collector ignores the bound, is left at
+// the JVM's own.
+func TestAppsAgentMovesZGCSoftHeapBound(t *testing.T) {
+	cluster.Apps(t)
+	ns := newNamespace(t)
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err := cluster.DeployAgent(context.Background(), clientset, ns, port, "config/components/agent-jvm-softmax")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startManagerWith(t, manager.Options{Namespaces: []string{ns},
+		MetricsSource: "agent", AgentAddr: ":" + itoa(port), AgentServiceAccount: ag.ServiceAccount, AgentService: ag.Service,
+		AgentFallback: "kubelet", SyncPeriod: 10 * time.Second,
+	})
+	jvmPod := func(name, collector string) *corev1.Pod {
+		return createRunningPod(t, labelled(ns, name, builder.Container("app").Image("tailor.local/jvm:17").
+			Command("/opt/java/bin/java", "-Xmx512m", collector, "-jar", "/app/service.jar").
+			Requests("100m", "256Mi").Limits("400m", "384Mi").
+			ResizePolicy(corev1.ResourceCPU, corev1.NotRequired).ResizePolicy(corev1.ResourceMemory, corev1.NotRequired)))
+	}
+	zgc, g1 := jvmPod("zgc", "-XX:+UseZGC"), jvmPod("g1", "-XX:+UseG1GC")
+	const mi = int64(1 << 20)
+
+	// Under 384Mi, the bound comes down from the -Xmx's 512Mi to what the
+	// limit leaves.
+	var first int64
+	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+		first = softMaxHeapSize(t, zgc)
+		return first < 384*mi, nil
+	}); err != nil {
+		t.Fatalf("the ZGC JVM's SoftMaxHeapSize is %dMi under a 384Mi limit: the agent did not set it (agent's log:\n%s)", first/mi, agentLog(ag))
+	}
+	t.Logf("under a 384Mi limit the agent set the ZGC JVM's SoftMaxHeapSize to %dMi", first/mi)
+
+	// tailor raises the request to the policy's floor, 768Mi, and the
+	// limit with it at the pod's 1.5x ratio; the bound follows, up to the
+	// -Xmx.
+	applyPolicy(t, c, ns, "zgc", func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
+			MinAllowed: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("768Mi")},
+		}}}
+	})
+	raised := waitPod(t, zgc, 3*time.Minute, "memory raised to the policy's floor", func(p *corev1.Pod) bool {
+		return p.Spec.Containers[0].Resources.Limits.Memory().Value() > 384*mi
+	})
+	waitCgroupFollowsSpec(t, raised, "app", "memory", "memory.limit_in_bytes", memoryLimit)
+	var after int64
+	if err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+		after = softMaxHeapSize(t, zgc)
+		return after > first, nil
+	}); err != nil {
+		t.Fatalf("the limit rose to %s and the ZGC JVM's SoftMaxHeapSize stayed %dMi (agent's log:\n%s)", raised.Spec.Containers[0].Resources.Limits.Memory(), after/mi, agentLog(ag))
+	}
+	if after > 512*mi {
+		t.Errorf("SoftMaxHeapSize %dMi, above the -Xmx 512Mi", after/mi)
+	}
+	t.Logf("with the limit raised to %s, SoftMaxHeapSize %dMi -> %dMi", raised.Spec.Containers[0].Resources.Limits.Memory(), first/mi, after/mi)
+
+	// G1 ignores the bound: the agent leaves the JVM's own (its -Xmx).
+	if got := softMaxHeapSize(t, g1); got != 512*mi {
+		t.Errorf("the G1 JVM's SoftMaxHeapSize is %dMi, want its own 512Mi", got/mi)
+	}
+	for _, p := range []*corev1.Pod{zgc, g1} {
+		if st := containerStatus(reread(t, p), "app"); st.RestartCount != 0 {
+			t.Errorf("%s restarted: %s", p.Name, mustJSON(st.LastTerminationState))
+		}
+	}
+}
+
+// softMaxHeapSize is the JVM's SoftMaxHeapSize as jcmd reads it in the
+// container, the JVM being its pid 1.
+func softMaxHeapSize(t *testing.T, p *corev1.Pod) int64 {
+	t.Helper()
+	out, err := exec.Command("kubectl", "--kubeconfig", cluster.Kubeconfig(), "-n", p.Namespace, "exec", p.Name, "-c", "app", "--",
+		"/opt/java/bin/jcmd", "-J-Xmx16m", "1", "VM.flags", "-all").CombinedOutput()
+	if err != nil {
+		t.Fatalf("jcmd in %s: %v: %s", p.Name, err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		// "size_t SoftMaxHeapSize = 536870912 {manageable} {default}"
+		if len(f) >= 4 && f[1] == "SoftMaxHeapSize" {
+			v, err := strconv.ParseInt(f[3], 10, 64)
+			if err != nil {
+				t.Fatalf("jcmd in %s: %q", p.Name, line)
+			}
+			return v
+		}
+	}
+	t.Fatalf("jcmd in %s printed no SoftMaxHeapSize:\n%s", p.Name, out)
+	return 0
+}
+
+// agentLog is the agent's last lines, for a failure.
+func agentLog(a *cluster.Agent) string {
+	s, err := a.Logs(context.Background(), 30)
+	if err != nil {
+		return err.Error()
+	}
+	return s
 }
