@@ -71,6 +71,10 @@ func run(m *testing.M) (int, error) {
 		CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases"), filepath.Join("..", "testdata", "vpa"),
 			filepath.Join("..", "testdata", "prometheus-operator")},
 		ErrorIfCRDPathMissing: true,
+		// envtest's 20s default: a CI run beside the -race unit tests on
+		// two cores saw kube-apiserver 1.37 not ready within it five times
+		// in a row. Readiness is waited for, not timed.
+		ControlPlaneStartTimeout: 3 * time.Minute,
 	}
 	cfg, err := env.Start()
 	if err != nil {

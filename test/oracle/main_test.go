@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -27,7 +28,9 @@ func run(m *testing.M) int {
 	if os.Getenv("TAILOR_KUBECONFIG") != "" || os.Getenv("TEST_ASSET_KUBE_APISERVER") == "" || os.Getenv("TEST_ASSET_ETCD") == "" {
 		return m.Run()
 	}
-	env := &envtest.Environment{}
+	// envtest's 20s default start timeout is too short on a loaded 2-core
+	// machine (test/controller's main_test.go says when).
+	env := &envtest.Environment{ControlPlaneStartTimeout: 3 * time.Minute}
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "oracle: starting kube-apiserver and etcd (envtest): %v\n", err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -38,6 +39,9 @@ func startCluster(repo, workDir string) (*cluster, error) {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(repo, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		// envtest's 20s default start timeout is too short on a loaded
+		// 2-core machine (test/controller's main_test.go says when).
+		ControlPlaneStartTimeout: 3 * time.Minute,
 	}
 	api := env.ControlPlane.GetAPIServer().Configure()
 	// The manager and the simulated fleet are the apiserver's only
