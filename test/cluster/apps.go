@@ -138,15 +138,22 @@ func RealApp(name string) (App, bool) {
 // AppMaxCPU is the most cpu AppPolicy lets tailor give an application.
 const AppMaxCPU = "700m"
 
-// AppPolicy is the applications' policy: cpu up to AppMaxCPU, read over a
-// minute, lowered after 30 s of quiet, so that a day fits in minutes.
-func AppPolicy(s *v1alpha1.TailorPolicySpec) {
-	s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
-		ContainerName: "*",
-		MaxAllowed:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(AppMaxCPU)},
-		Recommender:   &v1alpha1.RecommenderOverrides{CPUWindow: &metav1.Duration{Duration: time.Minute}},
-	}}}
-	s.Behavior.ScaleDown = &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: 30 * time.Second}}
+// AppPolicy is the benchmark's policy of the applications: cpu up to
+// AppMaxCPU, read over a minute, lowered after 30 s of quiet, so that a day
+// fits in minutes.
+var AppPolicy = AppPolicyOver(time.Minute, 30*time.Second)
+
+// AppPolicyOver is AppPolicy with cpu read over window and lowered after
+// quiet: the gate's check takes half of each, its day being a few minutes.
+func AppPolicyOver(window, quiet time.Duration) func(*v1alpha1.TailorPolicySpec) {
+	return func(s *v1alpha1.TailorPolicySpec) {
+		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
+			ContainerName: "*",
+			MaxAllowed:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(AppMaxCPU)},
+			Recommender:   &v1alpha1.RecommenderOverrides{CPUWindow: &metav1.Duration{Duration: window}},
+		}}}
+		s.Behavior.ScaleDown = &v1alpha1.ScaleDownRules{StabilizationWindow: &metav1.Duration{Duration: quiet}}
+	}
 }
 
 // Server is the application's container "app", resized without restarts.

@@ -49,7 +49,8 @@ func runRealApp(t *testing.T, a cluster.App) {
 	pod = createRunningPod(t, pod)
 	before := *containerStatus(pod, "app")
 
-	applyPolicy(t, c, ns, a.Name, cluster.AppPolicy)
+	// Half the benchmark's window and quiet: the check's idle comes sooner.
+	applyPolicy(t, c, ns, a.Name, cluster.AppPolicyOver(30*time.Second, 15*time.Second))
 
 	// The load, from a pod tailor does not manage, at its peak until it
 	// is deleted.
@@ -60,10 +61,10 @@ func runRealApp(t *testing.T, a cluster.App) {
 	t.Logf("%s: cpu request %dm, limit %dm %s after the load started; memory request %s",
 		a.Name, cpuRequestMillis(raised), cpuLimitMillis(raised), time.Since(start).Round(time.Second), raised.Spec.Containers[0].Resources.Requests.Memory())
 	waitCgroupFollowsSpec(t, raised, "app", "cpu", "cpu.cfs_quota_us", cfsQuota)
-	// A little more load: a raise that follows, and a line or two of what
-	// the client measured (its figures against a fixed size are the
+	// A little more load: a raise that follows, and a line of what the
+	// client measured (its figures against a fixed size are the
 	// benchmark's, make bench-e2e).
-	time.Sleep(20 * time.Second)
+	time.Sleep(10 * time.Second)
 	peak := reread(t, raised)
 	t.Logf("%s: at the peak cpu request %dm, limit %dm; memory request %s, limit %s; the client said:\n%s", a.Name,
 		cpuRequestMillis(peak), cpuLimitMillis(peak), peak.Spec.Containers[0].Resources.Requests.Memory(),
