@@ -144,7 +144,8 @@ const AppMaxCPU = "700m"
 var AppPolicy = AppPolicyOver(time.Minute, 30*time.Second)
 
 // AppPolicyOver is AppPolicy with cpu read over window and lowered after
-// quiet: the gate's check takes half of each, its day being a few minutes.
+// quiet: the gate's check takes half the quiet, its day being a few
+// minutes (a minute is the least window a policy takes).
 func AppPolicyOver(window, quiet time.Duration) func(*v1alpha1.TailorPolicySpec) {
 	return func(s *v1alpha1.TailorPolicySpec) {
 		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
