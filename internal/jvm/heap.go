@@ -1,7 +1,6 @@
 package jvm
 
 import (
-	"math"
 	"strconv"
 	"strings"
 
@@ -164,9 +163,7 @@ type Measured struct {
 // (internal/jvm/softmax) would be the heap's maximum, the same headroom
 // left free.
 func MeasuredReach(m Measured) resource.Quantity {
-	need := m.HeapMax + max(m.NonHeap, 0)
-	limit := max(need+softmax.MinHeadroom, int64(math.Ceil(float64(need)/(1-softmax.HeadroomShare))))
-	return *resource.NewQuantity(limit, resource.BinarySI)
+	return *resource.NewQuantity(softmax.LimitFor(m.HeapMax, m.NonHeap), resource.BinarySI)
 }
 
 // Slim is the part of c's command and environment HeapOf reads, for a

@@ -1,6 +1,9 @@
 package softmax
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 const (
 	// Granule is what a soft bound is rounded down to: ZGC's heap granule
@@ -61,6 +64,14 @@ type Decision struct {
 // the non-heap.
 func Headroom(limit int64) int64 {
 	return max(MinHeadroom, int64(float64(limit)*HeadroomShare))
+}
+
+// LimitFor is the least limit under which Decide leaves the whole heap of
+// heapMax beside nonHeap: Headroom's inverse, kept beside it so the two
+// read one rule.
+func LimitFor(heapMax, nonHeap int64) int64 {
+	need := heapMax + max(nonHeap, 0)
+	return max(need+MinHeadroom, int64(math.Ceil(float64(need)/(1-HeadroomShare))))
 }
 
 // Decide places the bound. It never sets one above HeapMax, nor one that,
