@@ -277,18 +277,9 @@ func mean(xs []float64) float64 {
 	return sum / float64(len(xs))
 }
 
-// medianRun is the median of f over the runs.
-func medianRun(runs []appRun, f func(appRun) float64) float64 {
-	xs := make([]float64, len(runs))
-	for i, r := range runs {
-		xs[i] = f(r)
-	}
-	return percentile(xs, 50)
-}
-
 func (r appResult) ratios() (latency, throughput float64) {
-	fl, tl := medianRun(r.fixed, func(a appRun) float64 { return a.latencyMs }), medianRun(r.tailor, func(a appRun) float64 { return a.latencyMs })
-	fp, tp := medianRun(r.fixed, func(a appRun) float64 { return a.perSecond }), medianRun(r.tailor, func(a appRun) float64 { return a.perSecond })
+	fl, tl := medianOf(r.fixed, func(a appRun) float64 { return a.latencyMs }), medianOf(r.tailor, func(a appRun) float64 { return a.latencyMs })
+	fp, tp := medianOf(r.fixed, func(a appRun) float64 { return a.perSecond }), medianOf(r.tailor, func(a appRun) float64 { return a.perSecond })
 	if fl == 0 || fp == 0 {
 		return 0, 0
 	}
@@ -312,10 +303,10 @@ func printApps(apps []appResult) {
 			runs []appRun
 		}{{"fixed", r.fixed}, {"tailor", r.tailor}} {
 			fmt.Printf("%-11s %6d %-9s %12.1f %12.2f %10.2f %10.2f %10.0f %10.0f %10.0f %9d %5d %9d\n", r.app.Name, len(arm.runs), arm.name,
-				medianRun(arm.runs, func(a appRun) float64 { return a.perSecond }), medianRun(arm.runs, func(a appRun) float64 { return a.latencyMs }),
-				medianRun(arm.runs, func(a appRun) float64 { return a.cpuReserved }), medianRun(arm.runs, func(a appRun) float64 { return a.cpuLimit }),
-				medianRun(arm.runs, func(a appRun) float64 { return a.memReservedMiB }),
-				medianRun(arm.runs, func(a appRun) float64 { return a.raised }), medianRun(arm.runs, func(a appRun) float64 { return a.lowered }),
+				medianOf(arm.runs, func(a appRun) float64 { return a.perSecond }), medianOf(arm.runs, func(a appRun) float64 { return a.latencyMs }),
+				medianOf(arm.runs, func(a appRun) float64 { return a.cpuReserved }), medianOf(arm.runs, func(a appRun) float64 { return a.cpuLimit }),
+				medianOf(arm.runs, func(a appRun) float64 { return a.memReservedMiB }),
+				medianOf(arm.runs, func(a appRun) float64 { return a.raised }), medianOf(arm.runs, func(a appRun) float64 { return a.lowered }),
 				sum(arm.runs, func(a appRun) int { return a.restarts }), sum(arm.runs, func(a appRun) int { return a.oomKills }), r.failures)
 		}
 		lat, per := r.ratios()

@@ -22,7 +22,8 @@ type hpaResult struct {
 	failures    int
 }
 
-func medianOf(runs []cluster.HPARun, f func(cluster.HPARun) float64) float64 {
+// medianOf is the median (nearest rank) of f over the runs.
+func medianOf[R any](runs []R, f func(R) float64) float64 {
 	xs := make([]float64, len(runs))
 	for i, r := range runs {
 		xs[i] = f(r)
