@@ -3,6 +3,7 @@ package replay
 import (
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -75,14 +76,16 @@ type podState struct {
 // request fits there: lowering always fits, and a raise that fits is
 // resized in place, as the kubelet admits it. A raise that does not fit is
 // placed again by first fit, as a new pod (a recreation) would be; no
-// other pod moves. A node that fits no pod is added: one of nodeMemory
+// other pod moves. Another salt is another order, the same for every
+// policy: a fleet's evictions are a handful a month, and which pods share
+// a node moves them as much as the requests do. A node that fits no pod is added: one of nodeMemory
 // bytes, or, for a request larger than that, the smallest size doubling
 // from it that holds the request, as a node pool of one instance family
 // (whose sizes double) would add; the other pods may fill it. The result
 // is deterministic.
-func pack(pods []pod, nodeMemory float64, split time.Time) packResult {
+func pack(pods []pod, nodeMemory float64, split time.Time, salt int) packResult {
 	res := packResult{evictions: make([][2]int, len(pods))}
-	order := packOrder(pods)
+	order := packOrder(pods, salt)
 	var origin, end time.Time
 	for _, p := range pods {
 		if len(p.plan) == 0 {
@@ -268,13 +271,17 @@ func nodeSize(nodeMemory, request float64) float64 {
 }
 
 // packOrder is the order pods are placed and looked at in: by a hash of
-// their names, ties by index.
-func packOrder(pods []pod) []int {
+// their names (after the salt, unless it is 0), ties by index.
+func packOrder(pods []pod, salt int) []int {
 	keys := make([]uint64, len(pods))
 	order := make([]int, len(pods))
 	for i, p := range pods {
 		h := fnv.New64a()
-		_, _ = h.Write([]byte(p.series.Name)) // a hash's Write never fails
+		// A hash's Write never fails.
+		if salt != 0 {
+			_, _ = h.Write([]byte(strconv.Itoa(salt) + "/"))
+		}
+		_, _ = h.Write([]byte(p.series.Name))
 		keys[i] = h.Sum64()
 		order[i] = i
 	}

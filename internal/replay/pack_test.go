@@ -148,7 +148,7 @@ func TestPackEvictions(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			res := pack(tc.pods, 4*gib, tc.split)
+			res := pack(tc.pods, 4*gib, tc.split, 0)
 			if diff := cmp.Diff(tc.wantEvictions, res.evictions); diff != "" {
 				t.Errorf("evictions (-want,+got):\n%s", diff)
 			}
@@ -175,7 +175,7 @@ func TestPackCarriesUsageThroughShortGaps(t *testing.T) {
 			a := stepSeries("a", 20, func(int) float64 { return 3 })
 			a.Samples = append(a.Samples[:4], a.Samples[15:]...)
 			b := stepSeries("b", 20, func(i int) float64 { return map[bool]float64{true: 2, false: 1}[i == spike] })
-			res := pack([]pod{{a, []plan{gibPlan(0, 3, 4)}}, {b, []plan{gibPlan(0, 1, 4)}}}, 4*gib, t0.Add(time.Hour))
+			res := pack([]pod{{a, []plan{gibPlan(0, 3, 4)}}, {b, []plan{gibPlan(0, 1, 4)}}}, 4*gib, t0.Add(time.Hour), 0)
 			if diff := cmp.Diff([][2]int{{0, 0}, {want, 0}}, res.evictions); diff != "" {
 				t.Errorf("evictions (-want,+got):\n%s", diff)
 			}
@@ -222,9 +222,10 @@ func TestPackProperties(t *testing.T) {
 		ratio := 1 + float64(rng.IntN(3))
 		pods := randomPods(rng, 1+rng.IntN(30), ratio)
 		split := t0.Add(time.Duration(rng.IntN(150)) * packStep)
-		got := pack(pods, 4*gib, split)
+		salt := rng.IntN(3)
+		got := pack(pods, 4*gib, split, salt)
 		// Deterministic, and the same whatever order the pods come in.
-		if again := pack(pods, 4*gib, split); !cmp.Equal(got, again, cmp.AllowUnexported(packResult{}, nodeTally{})) {
+		if again := pack(pods, 4*gib, split, salt); !cmp.Equal(got, again, cmp.AllowUnexported(packResult{}, nodeTally{})) {
 			t.Fatalf("seed %d: two packings differ", seed)
 		}
 		perm := rng.Perm(len(pods))
@@ -232,7 +233,7 @@ func TestPackProperties(t *testing.T) {
 		for i, j := range perm {
 			shuffled[i] = pods[j]
 		}
-		other := pack(shuffled, 4*gib, split)
+		other := pack(shuffled, 4*gib, split, salt)
 		for i, j := range perm {
 			if other.evictions[i] != got.evictions[j] {
 				t.Fatalf("seed %d: pod %s evicted %v in one order, %v in another", seed, pods[j].series.Name, got.evictions[j], other.evictions[i])
@@ -240,6 +241,11 @@ func TestPackProperties(t *testing.T) {
 		}
 		if other.nodes != got.nodes {
 			t.Fatalf("seed %d: nodes %v in one order, %v in another", seed, got.nodes, other.nodes)
+		}
+		// Another salt places the same pods in another order: the same
+		// steps are counted, whatever the nodes.
+		if salted := pack(pods, 4*gib, split, salt+1); salted.nodes[0].steps != got.nodes[0].steps || salted.nodes[1].steps != got.nodes[1].steps {
+			t.Fatalf("seed %d: salt %d counts %v steps, salt %d %v", seed, salt+1, salted.nodes, salt, got.nodes)
 		}
 		// With limits equal to requests no node can come under pressure:
 		// that holds only if no node is ever given more requests than
