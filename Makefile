@@ -255,10 +255,10 @@ soak: build
 ## bench: replay a month of real VM usage (../shared/traces beside the clone)
 ## through tailor, the upstream VPA recommender, the seeds' rule, an oracle and
 ## hindsight bounds; prints the comparison, memory as Kubernetes charges it
-## (requests, OOM kills at the limit, evictions on packed nodes) and each
+## (requests, OOM kills at the limit, evictions on packed nodes of 64 and 32 GiB) and each
 ## learning policy on held-out halves, writes charts to bench/out, checks
-## bench/ranges.json. BENCH_FLAGS=--curve adds the trade-off sweep behind
-## docs/benchmark-tradeoff.svg, --validate the memory ideas picked on tuning
+## bench/ranges.json. BENCH_FLAGS=--curve adds the trade-off sweeps behind
+## docs/benchmark-tradeoff.svg and docs/benchmark-evictions-tradeoff.svg, --validate the memory ideas picked on tuning
 ## halves and scored on held-out ones (docs/benchmark-heldout.svg);
 ## BENCH_TRACES is relative to bench/ (or absolute).
 BENCH_TRACES ?= ../../shared/traces/bitbrains-rnd/2013-7

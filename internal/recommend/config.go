@@ -109,6 +109,11 @@ type Config struct {
 	MemoryRequestHold time.Duration
 	// MemoryRequestHeadroom is the fraction added above that peak.
 	MemoryRequestHeadroom float64
+	// MemoryRequestTailShare, with MemorySplit, keeps the request at least
+	// this share of the limit's needed value (the tail): a workload whose
+	// tail is far above its typical peak has the most to push onto its
+	// node's neighbours when the tail comes back. 0 is off.
+	MemoryRequestTailShare float64
 
 	// Stabilization is how long a lower recommendation must hold, without
 	// interruption, before it is applied.
@@ -273,6 +278,7 @@ func (c Config) Validate() error {
 	if c.MemorySplit {
 		positive("memoryRequestHold", c.MemoryRequestHold)
 		fraction("memoryRequestHeadroom", c.MemoryRequestHeadroom, 0, 10)
+		fraction("memoryRequestTailShare", c.MemoryRequestTailShare, 0, 1)
 	}
 	fraction("hysteresis", c.Hysteresis, 0, 0.99)
 	fraction("maxStepDown", c.MaxStepDown, 0.01, 1)

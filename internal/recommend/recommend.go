@@ -464,6 +464,9 @@ func (s *State) resources(current Resources, now time.Time) (cpu, mem, lim resou
 		// The request: the typical peak, the last hold's, no margin.
 		mem.peak, mem.window, mem.profiled = s.mem.recent(now, s.r.memBucket, s.r.requestBuckets), cfg.MemoryRequestHold, false
 		mem.headroom, mem.margin, mem.minMargin = cfg.MemoryRequestHeadroom, 0, 0
+		if cfg.MemoryRequestTailShare > 0 && !mem.empty {
+			mem.peak = max(mem.peak, cfg.MemoryRequestTailShare*lim.needed())
+		}
 		if !mem.empty {
 			lim.atLeast = mem.needed()
 		}

@@ -214,7 +214,67 @@ func TestSplitValidate(t *testing.T) {
 		t.Errorf("negative request headroom: want an error")
 	}
 	cfg.MemoryRequestHeadroom = 0
+	for _, share := range []float64{-0.1, 1.1, math.NaN()} {
+		cfg.MemoryRequestTailShare = share
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("request tail share %g: want an error", share)
+		}
+	}
+	cfg.MemoryRequestTailShare = 0.5
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("valid split config: %v", err)
+	}
+}
+
+// MemoryRequestTailShare keeps the request at least its share of what the
+// limit needs: a workload whose tail is far above its typical peak
+// reserves part of it. Off, the request is the typical peak alone.
+func TestSplitRequestTailShare(t *testing.T) {
+	run := func(share float64) (req, lim float64) {
+		s := newState(t, func(c *Config) {
+			c.MemoryRequestHold = 8 * time.Hour
+			c.MemoryRequestTailShare = share
+		})
+		// Two days at 500 MiB with one hour at 3000 MiB 20 hours before
+		// the end: past the request's 8 hours, inside the limit's 48.
+		now, p := t0, &pod{}
+		feedSplit(s, &now, p, 12*27, 500)
+		feedSplit(s, &now, p, 12, 3000)
+		rec := feedSplit(s, &now, p, 12*20, 500)
+		return rec.Memory.Lower, rec.MemoryLimit.Lower
+	}
+	req, lim := run(0)
+	if req != 500*mib || lim < 3000*mib {
+		t.Fatalf("off: request needs %v MiB, limit %v MiB; want 500 and at least 3000", req/mib, lim/mib)
+	}
+	for _, share := range []float64{0.1, 0.5, 1} {
+		gotReq, gotLim := run(share)
+		want := max(500*mib, share*lim)
+		if math.Abs(gotReq-want) > 1e-6*want || gotLim != lim {
+			t.Errorf("share %g: request needs %v MiB, limit %v MiB; want %v and %v", share, gotReq/mib, gotLim/mib, want/mib, lim/mib)
+		}
+	}
+}
+
+// Whatever the usage and the share, the request needs at least its share
+// of what the limit needs, and never more than the limit.
+func TestSplitRequestTailShareProperty(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 4))
+		share := rng.Float64()
+		s := newState(t, func(c *Config) {
+			splitConfig(c)
+			c.MemoryRequestTailShare = share
+			c.MemoryRequestHold = time.Duration(1+rng.IntN(48)) * time.Hour
+			c.MemoryProfile = rng.IntN(2) == 0
+		})
+		now, p := t0, &pod{}
+		for range 2000 {
+			mem := 50 + 4000*math.Pow(rng.Float64(), 4)
+			rec := feedSplit(s, &now, p, 1, mem)
+			if rec.Memory.Lower < share*rec.MemoryLimit.Lower*(1-1e-9) || rec.Memory.Lower > rec.MemoryLimit.Lower {
+				t.Fatalf("seed %d, share %g: request needs %v, limit %v", seed, share, rec.Memory.Lower, rec.MemoryLimit.Lower)
+			}
+		}
 	}
 }

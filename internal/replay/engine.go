@@ -72,10 +72,18 @@ type Options struct {
 	// CPU and single-value memory figures come from the first shape's
 	// replay, which should be LimitEqualsRequest to stay comparable.
 	Shapes []Shape
-	// NodeMemory, when positive, packs each policy's containers onto
-	// simulated nodes of this many bytes by their memory requests, under
-	// each shape, and counts node-pressure evictions (see pack).
-	NodeMemory float64
+	// NodeMemory packs each policy's containers, under each shape, onto
+	// simulated nodes of each of these many bytes by their memory requests,
+	// one packing per size, and counts node-pressure evictions (see pack):
+	// how safe a request is depends on the node it shares (Subset.Node
+	// picks the size a figure is for). Empty: no packing.
+	NodeMemory []float64
+	// Packings is how many times each size is packed, each time with the
+	// pods placed in another order (the same for every policy); evictions
+	// and nodes are the mean over the packings. Which pods share a node
+	// moves a month's handful of evictions as much as the requests do, so
+	// a comparison of policies needs more than one draw. 0 means 1.
+	Packings int
 	// Split divides the first half of the trace from the second for
 	// validation on held-out time; zero is the middle of the span of the
 	// usable series.
@@ -104,8 +112,10 @@ func Run(series []Series, policies []Policy, opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	if opts.NodeMemory < 0 || math.IsNaN(opts.NodeMemory) {
-		return nil, fmt.Errorf("node memory %g must not be negative", opts.NodeMemory)
+	for _, m := range opts.NodeMemory {
+		if !(m > 0) || math.IsInf(m, 0) {
+			return nil, fmt.Errorf("node memory %g must be a positive number of bytes", m)
+		}
 	}
 	chart := map[string]bool{}
 	for _, c := range opts.Chart {
@@ -135,6 +145,8 @@ func Run(series []Series, policies []Policy, opts Options) (*Report, error) {
 		shapes = []Shape{LimitEqualsRequest}
 	}
 	rep.Shapes = opts.Shapes
+	rep.NodeMemory = opts.NodeMemory
+	rep.Packings = max(opts.Packings, 1)
 	rep.Split = opts.Split
 	if rep.Split.IsZero() {
 		rep.Split = midpoint(usable)
@@ -154,9 +166,9 @@ func Run(series []Series, policies []Policy, opts Options) (*Report, error) {
 		}
 	}
 	rep.Policies = make([]PolicyResult, len(policies))
-	rep.nodes = make([][][2]nodeTally, len(policies))
+	rep.nodes = make([][][][2]nodeTally, len(policies))
 	for pi, p := range policies {
-		rep.nodes[pi] = make([][2]nodeTally, len(opts.Shapes))
+		rep.nodes[pi] = make([][][2]nodeTally, len(opts.Shapes))
 		// One policy at a time, its series side by side: the plans the
 		// packing needs are held for one policy only.
 		plans := make([][][]plan, len(usable))
@@ -167,18 +179,35 @@ func Run(series []Series, policies []Policy, opts Options) (*Report, error) {
 			}
 			rep.Series[i].Policies[pi], plans[i] = replaySeries(usable[i], p, shapes, opts, rep.Split, tr)
 		})
-		if opts.NodeMemory > 0 && len(opts.Shapes) > 0 {
-			forEach(len(opts.Shapes), opts.Workers, func(si int) {
+		if len(opts.NodeMemory) > 0 && len(opts.Shapes) > 0 {
+			for si := range opts.Shapes {
+				rep.nodes[pi][si] = make([][2]nodeTally, len(opts.NodeMemory))
+				for i := range usable {
+					rep.Series[i].Policies[pi].Shapes[si].Evictions = make([][2]int, len(opts.NodeMemory))
+				}
+			}
+			// Every (shape, node size) packs apart, its packings in turn;
+			// each writes only its own entries.
+			nm := len(opts.NodeMemory)
+			forEach(len(opts.Shapes)*nm, opts.Workers, func(k int) {
+				si, ni := k/nm, k%nm
 				pods := make([]pod, len(usable))
 				for i, s := range usable {
 					pods[i] = pod{series: s, plan: plans[i][si]}
 				}
-				res := pack(pods, opts.NodeMemory, rep.Split)
-				for i := range usable {
-					h := &rep.Series[i].Policies[pi].Shapes[si].Halves
-					h[0].Evictions, h[1].Evictions = res.evictions[i][0], res.evictions[i][1]
+				for salt := range rep.Packings {
+					res := pack(pods, opts.NodeMemory[ni], rep.Split, salt)
+					for i := range usable {
+						e := &rep.Series[i].Policies[pi].Shapes[si].Evictions[ni]
+						e[0] += res.evictions[i][0]
+						e[1] += res.evictions[i][1]
+					}
+					for h, t := range res.nodes {
+						n := &rep.nodes[pi][si][ni][h]
+						n.steps += t.steps
+						n.nodeSteps += t.nodeSteps
+					}
 				}
-				rep.nodes[pi][si] = res.nodes
 			})
 		}
 		rep.Policies[pi] = summarize(p.Name(), rep, pi)

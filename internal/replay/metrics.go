@@ -19,8 +19,13 @@ type Report struct {
 	Shapes []Shape
 	// Split divides the first half of the trace from the second.
 	Split time.Time
-	// nodes holds each policy's nodes in use under each shape, by half.
-	nodes [][][2]nodeTally
+	// NodeMemory are the node sizes packed (Options.NodeMemory), each
+	// Packings times.
+	NodeMemory []float64
+	Packings   int
+	// nodes holds each policy's nodes in use under each shape on each
+	// node size, by half.
+	nodes [][][][2]nodeTally
 }
 
 // PolicyResult is one policy's fleet figures.
@@ -55,9 +60,11 @@ type MemoryFigures struct {
 	OOMKills      int     `json:"oomKills"`
 	OOMKillPct    float64 `json:"oomKillPct"`
 	OOMKillPctP90 float64 `json:"oomKillPctP90"`
-	// Evictions counts node-samples whose summed usage passed the node's
-	// memory (0 when not packed).
-	Evictions int `json:"evictions"`
+	// Evictions counts the pods the kubelet evicted from nodes whose
+	// summed usage passed their memory (0 when not packed), on the node
+	// size the figures are for: the mean over the packings
+	// (Options.Packings).
+	Evictions float64 `json:"evictions"`
 	// Nodes is the mean number of nodes in use (0 when not packed, or for
 	// a subset of the series, which shares its nodes with the rest).
 	Nodes float64 `json:"nodes"`
@@ -106,6 +113,11 @@ type SeriesPolicy struct {
 // Options.Split.
 type ShapeTally struct {
 	Halves [2]MemoryTally
+	// Evictions counts the node-pressure evictions the packings charged
+	// to this series (the pods the kubelet picked), summed over the
+	// packings, by node size (Options.NodeMemory), then half; empty when
+	// not packed.
+	Evictions [][2]int
 }
 
 // Total is both halves together.
@@ -114,7 +126,7 @@ func (t ShapeTally) Total() MemoryTally {
 	return MemoryTally{
 		Samples: a.Samples + b.Samples, SumRequest: a.SumRequest + b.SumRequest, SumLimit: a.SumLimit + b.SumLimit,
 		SumUsed: a.SumUsed + b.SumUsed, OverRequest: a.OverRequest + b.OverRequest, Kills: a.Kills + b.Kills,
-		Changes: a.Changes + b.Changes, Days: a.Days + b.Days, Evictions: a.Evictions + b.Evictions,
+		Changes: a.Changes + b.Changes, Days: a.Days + b.Days,
 	}
 }
 
@@ -130,9 +142,6 @@ type MemoryTally struct {
 	Kills   int
 	Changes int
 	Days    float64
-	// Evictions counts the node-pressure evictions the packing charged to
-	// this series (the pod the kubelet would pick).
-	Evictions int
 }
 
 func (t *MemoryTally) add(used, request, limit float64) {
@@ -222,6 +231,9 @@ type Subset struct {
 	Half int
 	// Series keeps the series it returns true for; nil keeps all.
 	Series func(name string) bool
+	// Node picks the node size evictions and nodes are counted on, an
+	// index into Report.NodeMemory.
+	Node int
 }
 
 // Memory is policy pi's memory figures under shape si over sub.
@@ -239,7 +251,13 @@ func (rep *Report) Memory(pi, si int, sub Subset) MemoryFigures {
 		if sub.Half > 0 {
 			t = st.Halves[sub.Half-1]
 		}
-		f.Evictions += t.Evictions
+		if sub.Node < len(st.Evictions) {
+			for h, e := range st.Evictions[sub.Node] {
+				if sub.Half == 0 || sub.Half == h+1 {
+					f.Evictions += float64(e) / float64(max(rep.Packings, 1))
+				}
+			}
+		}
 		if t.Samples == 0 {
 			continue
 		}
@@ -265,9 +283,9 @@ func (rep *Report) Memory(pi, si int, sub Subset) MemoryFigures {
 		f.ChangesPerDay = float64(changes) / days
 	}
 	f.OOMKillPctP90 = percentile(pcts, 0.9)
-	if sub.Series == nil && pi < len(rep.nodes) && si < len(rep.nodes[pi]) {
+	if sub.Series == nil && pi < len(rep.nodes) && si < len(rep.nodes[pi]) && sub.Node < len(rep.nodes[pi][si]) {
 		var nt nodeTally
-		for h, t := range rep.nodes[pi][si] {
+		for h, t := range rep.nodes[pi][si][sub.Node] {
 			if sub.Half == 0 || sub.Half == h+1 {
 				nt.steps += t.steps
 				nt.nodeSteps += t.nodeSteps

@@ -3,6 +3,7 @@ package replay
 import (
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -58,11 +59,16 @@ type podState struct {
 }
 
 // pack places the pods onto nodes of nodeMemory bytes by their memory
-// requests, as a scheduler would, and counts node-pressure evictions: each
-// step in which a node's pods use more than its memory, each pod counted
-// up to its limit (the kernel kills a container at its limit before it
-// uses more), is one eviction, charged to the pod the kubelet evicts first
-// (the one furthest above its request).
+// requests, as a scheduler would, and counts node-pressure evictions as a
+// kubelet makes them: in each step in which a node's pods use more than
+// its memory, each pod counted up to its limit (the kernel kills a
+// container at its limit before it uses more), the kubelet evicts pods in
+// its order until the rest fit: first the pods using more than their
+// requests, then (all pods being of one priority here) the one furthest
+// above its request. Each is one eviction, charged to that pod. An evicted
+// pod is recreated by its controller and placed again by first fit, on
+// another node than the one under pressure (the kubelet taints it
+// NoSchedule while it is), with the request its policy has in force.
 //
 // Placement is first fit, the pods taken in an order fixed by a hash of
 // their names (not their numbering, which groups like workloads), each
@@ -70,11 +76,16 @@ type podState struct {
 // request fits there: lowering always fits, and a raise that fits is
 // resized in place, as the kubelet admits it. A raise that does not fit is
 // placed again by first fit, as a new pod (a recreation) would be; no
-// other pod moves. A node that fits no pod is added; one for a request
-// larger than nodeMemory is sized to it. The result is deterministic.
-func pack(pods []pod, nodeMemory float64, split time.Time) packResult {
+// other pod moves. Another salt is another order, the same for every
+// policy: a fleet's evictions are a handful a month, and which pods share
+// a node moves them as much as the requests do. A node that fits no pod is added: one of nodeMemory
+// bytes, or, for a request larger than that, the smallest size doubling
+// from it that holds the request, as a node pool of one instance family
+// (whose sizes double) would add; the other pods may fill it. The result
+// is deterministic.
+func pack(pods []pod, nodeMemory float64, split time.Time, salt int) packResult {
 	res := packResult{evictions: make([][2]int, len(pods))}
-	order := packOrder(pods)
+	order := packOrder(pods, salt)
 	var origin, end time.Time
 	for _, p := range pods {
 		if len(p.plan) == 0 {
@@ -102,17 +113,19 @@ func pack(pods []pod, nodeMemory float64, split time.Time) packResult {
 	}
 	var nodes []node
 	carry := int(usageCarry / packStep)
-	place := func(i int) {
+	// place puts pod i on the first node other than avoid (-1: none)
+	// where its request fits.
+	place := func(i, avoid int) {
 		ps := &st[i]
 		for n := range nodes {
-			if nodes[n].requested+ps.req <= nodes[n].capacity {
+			if n != avoid && nodes[n].requested+ps.req <= nodes[n].capacity {
 				ps.node, ps.placed = n, true
 				nodes[n].requested += ps.req
 				nodes[n].pods++
 				return
 			}
 		}
-		nodes = append(nodes, node{capacity: max(nodeMemory, ps.req), requested: ps.req, pods: 1})
+		nodes = append(nodes, node{capacity: nodeSize(nodeMemory, ps.req), requested: ps.req, pods: 1})
 		ps.node, ps.placed = len(nodes)-1, true
 	}
 	unplace := func(i int) {
@@ -123,8 +136,8 @@ func pack(pods []pod, nodeMemory float64, split time.Time) packResult {
 	}
 	steps := int(end.Sub(origin)/packStep) + 1
 	var used []float64
-	var worst []int
-	var worstBy []float64
+	var members [][]int
+	var evicted [][2]int
 	for k := range steps {
 		stepEnd := origin.Add(time.Duration(k+1) * packStep)
 		for _, i := range order {
@@ -142,14 +155,14 @@ func pack(pods []pod, nodeMemory float64, split time.Time) packResult {
 					switch {
 					case !ps.placed:
 						ps.req, ps.lim = req, lim
-						place(i)
+						place(i, -1)
 					case nodes[ps.node].requested-ps.req+req <= nodes[ps.node].capacity:
 						nodes[ps.node].requested += req - ps.req
 						ps.req, ps.lim = req, lim
 					default:
 						unplace(i)
 						ps.req, ps.lim = req, lim
-						place(i)
+						place(i, -1)
 					}
 				}
 				if samples[j].HasMemory() {
@@ -164,13 +177,14 @@ func pack(pods []pod, nodeMemory float64, split time.Time) packResult {
 				ps.done = true
 			}
 		}
-		// Each node's usage, and the pod its kubelet would evict first.
+		// Each node's usage, and the pods counted in it.
 		used = slices.Grow(used[:0], len(nodes))[:len(nodes)]
-		worst = slices.Grow(worst[:0], len(nodes))[:len(nodes)]
-		worstBy = slices.Grow(worstBy[:0], len(nodes))[:len(nodes)]
+		for len(members) < len(nodes) {
+			members = append(members, nil)
+		}
 		inUse := 0
 		for n := range nodes {
-			used[n], worst[n] = 0, -1
+			used[n], members[n] = 0, members[n][:0]
 			if nodes[n].pods > 0 {
 				inUse++
 			}
@@ -183,11 +197,8 @@ func pack(pods []pod, nodeMemory float64, split time.Time) packResult {
 			if !ps.placed || k-ps.seen > carry {
 				continue
 			}
-			u := min(ps.usage, ps.lim)
-			used[ps.node] += u
-			if by := u - ps.req; worst[ps.node] < 0 || by > worstBy[ps.node] {
-				worst[ps.node], worstBy[ps.node] = i, by
-			}
+			used[ps.node] += ps.used()
+			members[ps.node] = append(members[ps.node], i)
 		}
 		half := 0
 		if !origin.Add(time.Duration(k) * packStep).Before(split) {
@@ -195,23 +206,82 @@ func pack(pods []pod, nodeMemory float64, split time.Time) packResult {
 		}
 		res.nodes[half].steps++
 		res.nodes[half].nodeSteps += float64(inUse)
+		evicted = evicted[:0]
 		for n := range nodes {
-			if used[n] > nodes[n].capacity && worst[n] >= 0 {
-				res.evictions[worst[n]][half]++
+			if used[n] <= nodes[n].capacity {
+				continue
 			}
+			// The kubelet's order; the sort is stable, so ties keep the
+			// packing's order.
+			slices.SortStableFunc(members[n], func(a, b int) int { return evictionOrder(&st[a], &st[b]) })
+			for _, i := range members[n] {
+				if used[n] <= nodes[n].capacity {
+					break
+				}
+				used[n] -= st[i].used()
+				unplace(i)
+				res.evictions[i][half]++
+				evicted = append(evicted, [2]int{i, n})
+			}
+		}
+		// Recreated after every node is relieved, so that a replacement
+		// is not counted twice in one step.
+		for _, e := range evicted {
+			place(e[0], e[1])
 		}
 	}
 	return res
 }
 
+// used is what the pod counts for in its node's memory: its usage, up to
+// its limit.
+func (ps *podState) used() float64 { return min(ps.usage, ps.lim) }
+
+// evictionOrder orders two pods on a node under memory pressure as the
+// kubelet ranks them for eviction (its eviction docs: whether usage exceeds
+// the request, then priority, then usage above the request): a pod over its
+// request before one that is not, then the one furthest above its request.
+// Every pod here has the same priority.
+func evictionOrder(a, b *podState) int {
+	overA, overB := a.used() > a.req, b.used() > b.req
+	switch {
+	case overA && !overB:
+		return -1
+	case overB && !overA:
+		return 1
+	}
+	byA, byB := a.used()-a.req, b.used()-b.req
+	switch {
+	case byA > byB:
+		return -1
+	case byA < byB:
+		return 1
+	}
+	return 0
+}
+
+// nodeSize is the memory of a node added for a request: nodeMemory, or
+// the smallest doubling of it that holds the request.
+func nodeSize(nodeMemory, request float64) float64 {
+	size := nodeMemory
+	for size < request {
+		size *= 2
+	}
+	return size
+}
+
 // packOrder is the order pods are placed and looked at in: by a hash of
-// their names, ties by index.
-func packOrder(pods []pod) []int {
+// their names (after the salt, unless it is 0), ties by index.
+func packOrder(pods []pod, salt int) []int {
 	keys := make([]uint64, len(pods))
 	order := make([]int, len(pods))
 	for i, p := range pods {
 		h := fnv.New64a()
-		_, _ = h.Write([]byte(p.series.Name)) // a hash's Write never fails
+		// A hash's Write never fails.
+		if salt != 0 {
+			_, _ = h.Write([]byte(strconv.Itoa(salt) + "/"))
+		}
+		_, _ = h.Write([]byte(p.series.Name))
 		keys[i] = h.Sum64()
 		order[i] = i
 	}

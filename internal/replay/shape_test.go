@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -160,5 +161,71 @@ func TestPolicyToldTheLimitOfItsShape(t *testing.T) {
 	}
 	if len(told) != n {
 		t.Errorf("a shape-blind policy replayed %d samples, want one replay of %d", len(told), n)
+	}
+}
+
+func TestRunPacksEachNodeSize(t *testing.T) {
+	// Two VMs of 1 GiB under 1 GiB requests, both at 2 GiB at one sample
+	// after the split, under RequestsOnly (no limit of their own): on a
+	// 2 GiB node they share it and one is evicted; on 4 GiB nodes 4 GiB
+	// fits.
+	var series []Series
+	for _, name := range []string{"1", "2"} {
+		s := Series{Name: name}
+		for i := range 8 * 288 {
+			mem := 1.0 * gib
+			if i == 7*288 {
+				mem = 2 * gib
+			}
+			s.Samples = append(s.Samples, Sample{Time: t0.Add(time.Duration(i) * 5 * time.Minute), CPU: 1, Memory: mem})
+		}
+		series = append(series, s)
+	}
+	opts := Options{
+		Warmup: 24 * time.Hour, MinSpan: 7 * 24 * time.Hour,
+		Shapes:     []Shape{RequestsOnly},
+		NodeMemory: []float64{4 * gib, 2 * gib},
+		Split:      t0.Add(5 * 24 * time.Hour),
+	}
+	rep, err := Run(series, []Policy{fixed{"fixed", Resources{CPU: 1, Memory: 1 * gib}}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]int{}
+	for ni, m := range rep.NodeMemory {
+		for half := range 3 {
+			f := rep.Memory(0, 0, Subset{Half: half, Node: ni})
+			got[fmt.Sprintf("%g GiB, half %d", m/gib, half)] = [2]int{int(f.Evictions), int(f.Nodes * 10)}
+		}
+	}
+	// Evictions, and mean nodes x10 (truncated): one node of 4 GiB
+	// throughout; on 2 GiB nodes one until the eviction at step 2016 and
+	// two for the 287 steps after it (the evicted VM is recreated on
+	// another node): of the 1728 steps after the warm-up, and of the 864
+	// after the split.
+	want := map[string][2]int{
+		"4 GiB, half 0": {0, 10}, "4 GiB, half 1": {0, 10}, "4 GiB, half 2": {0, 10},
+		"2 GiB, half 0": {1, 10 * (1728 + 287) / 1728}, "2 GiB, half 1": {0, 10}, "2 GiB, half 2": {1, 10 * (864 + 287) / 864},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("evictions and nodes by node size and half (-want,+got):\n%s", diff)
+	}
+	// In any order the pods are placed one of the two is evicted: the
+	// mean over three packings is the same.
+	opts.Packings = 3
+	again, err := Run(series, []Policy{fixed{"fixed", Resources{CPU: 1, Memory: 1 * gib}}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ni := range again.NodeMemory {
+		for half := range 3 {
+			sub := Subset{Half: half, Node: ni}
+			if diff := cmp.Diff(rep.Memory(0, 0, sub), again.Memory(0, 0, sub), cmpopts.EquateApprox(1e-12, 0)); diff != "" {
+				t.Errorf("node size %d, half %d: three packings (-one,+three):\n%s", ni, half, diff)
+			}
+		}
+	}
+	if _, err := Run(series, []Policy{fixed{"fixed", Resources{CPU: 1, Memory: 1 * gib}}}, Options{NodeMemory: []float64{0}}); err == nil {
+		t.Errorf("a node of 0 bytes was accepted")
 	}
 }

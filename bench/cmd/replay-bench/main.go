@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/tailorhq/tailor/bench/vpa"
@@ -36,12 +37,13 @@ func run() error {
 	ranges := flag.String("ranges", "ranges.json", "recorded figure ranges to check; empty to skip the check")
 	out := flag.String("out", "out", "directory for charts and the JSON report")
 	charts := flag.String("chart-series", "60,253,231", "comma-separated series to chart: 60 runs batch jobs, 253 is steady, 231 peaks every day at 20:00 UTC")
-	curve := flag.Bool("curve", false, "also sweep tailor's look-back windows and VPA's safety margin and chart the trade-off (about 3x the run time)")
+	curve := flag.Bool("curve", false, "also sweep tailor's look-back windows and VPA's safety margin and chart the trade-off, and sweep the memory request's share of the tail against VPA's margin and chart requests against evictions (about 5x the run time)")
+	packings := flag.Int("packings", 4, "how many times each node size is packed, the pods placed in another order each time; evictions and nodes are the mean")
 	output := flag.String("o", "table", "output format on stdout: table or json")
 	seriesTable := flag.Bool("series-table", false, "also print every series under every policy")
 	vpaOOM := flag.Bool("vpa-oom", false, "also replay VPA fed with an OOM kill whenever memory went over its target")
 	vms := flag.String("vms", "all", "which VMs to replay by the parity of their number: all, odd or even (tune on one half, score on the other)")
-	nodeGiB := flag.Float64("node-memory", 64, "memory of each simulated node, GiB: the containers are packed onto nodes by their requests and a node whose summed usage passes it evicts")
+	nodeGiB := flag.String("node-memory", "64,32", "comma-separated memory of the simulated nodes, GiB: the containers are packed onto nodes of each size by their requests, one packing per size, and a node whose summed usage passes its memory evicts; the first size is the one the main tables show")
 	limitRatio := flag.Float64("limit-ratio", 2, "the limit-to-request ratio of the second RequestsAndLimits shape, scored beside RequestsAndLimits 1x (limit = request) and RequestsOnly (the VM's memory as the limit)")
 	validateIdeas := flag.Bool("validate", false, "also sweep each memory idea's knob, pick on the tuning half of each split and print the held-out figures (about 2 minutes of CPU)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
@@ -80,7 +82,15 @@ func run() error {
 	}
 	opts := replay.DefaultOptions()
 	opts.Shapes = []replay.Shape{replay.LimitEqualsRequest, replay.LimitRatioShape(*limitRatio), replay.RequestsOnly}
-	opts.NodeMemory = *nodeGiB * (1 << 30)
+	nodeSizes, err := parseNodeSizes(*nodeGiB)
+	if err != nil {
+		return err
+	}
+	opts.NodeMemory = nodeSizes
+	if *packings < 1 {
+		return fmt.Errorf("--packings %d: pack at least once", *packings)
+	}
+	opts.Packings = *packings
 	opts.Chart = splitList(*charts)
 	if *vms != "all" {
 		// A half holds only some of the charted series.
@@ -122,12 +132,17 @@ func run() error {
 	} else {
 		fmt.Println("memory as one value, the request (over: samples above it; for tailor, whose limit is sized apart, not OOM kills):")
 		err = render.WriteTable(os.Stdout, rep)
-		if err == nil {
-			fmt.Printf("\nmemory as Kubernetes charges it (requests reserved, OOM kills at the limit, evictions on %g GiB nodes):\n", *nodeGiB)
-			err = render.WriteMemoryTable(os.Stdout, rep)
+		for ni, m := range rep.NodeMemory {
+			if err == nil {
+				fmt.Printf("\nmemory as Kubernetes charges it (requests reserved, OOM kills at the limit, evictions on %g GiB nodes):\n", m/(1<<30))
+				err = render.WriteMemoryTable(os.Stdout, rep, ni)
+			}
 		}
 		if err == nil {
 			err = writeValidation(os.Stdout, rep)
+		}
+		if err == nil {
+			err = writeEvictions(os.Stdout, rep)
 		}
 		if err == nil && *seriesTable {
 			fmt.Println()
@@ -158,6 +173,9 @@ func run() error {
 			w = os.Stderr
 		}
 		if err := tradeoff(series, *out, w); err != nil {
+			return err
+		}
+		if err := evictionTradeoff(series, opts, *out, w); err != nil {
 			return err
 		}
 	}
@@ -320,6 +338,82 @@ func tradeoff(series []replay.Series, out string, w io.Writer) error {
 	})
 }
 
+// evictionTradeoff sweeps how much of its tail tailor's memory request
+// reserves (MemoryRequestTailShare, 0 being the default) against VPA's
+// safety margin, and charts requests against node-pressure evictions under
+// every shape on every node size: where tailor's default has more
+// evictions than VPA, how much request it would take to have no more.
+func evictionTradeoff(series []replay.Series, opts replay.Options, out string, w io.Writer) error {
+	opts.Chart = nil
+	shares := []float64{0, 0.2, 0.4, 0.6, 0.8, 1}
+	tailorCurve := render.Curve{Name: fmt.Sprintf("tailor: request at least %v of the limit's tail (ringed: default)", shares)}
+	var policies []replay.Policy
+	for _, sh := range shares {
+		cfg := recommend.DefaultConfig()
+		cfg.MemoryRequestTailShare = sh
+		p, err := replay.NewTailor(fmt.Sprintf("tailor tail share %g", sh), cfg)
+		if err != nil {
+			return err
+		}
+		policies = append(policies, p)
+		tailorCurve.Points = append(tailorCurve.Points, render.CurvePoint{Label: fmt.Sprintf("%g", sh), Highlight: sh == 0})
+	}
+	margins := []float64{0, 0.15, 0.3, 0.6, 1}
+	vpaCurve := render.Curve{Name: "vpa: safety margin (ringed: default 0.15)"}
+	for _, m := range margins {
+		policies = append(policies, vpa.NewWithMargin(m))
+		vpaCurve.Points = append(vpaCurve.Points, render.CurvePoint{Label: fmt.Sprintf("%g", m), Highlight: m == 0.15})
+	}
+	rep, err := replay.Run(series, policies, opts)
+	if err != nil {
+		return err
+	}
+	ref := len(shares) + slices.Index(margins, 0.15)
+	fmt.Fprintf(w, "\neviction trade-off (requests and OOM kills are the whole month's; evictions the mean over %d packings; requests relative to vpa at its default margin):\n", rep.Packings)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "shape\tpolicy\trequests/vpa\tOOM kills")
+	for _, m := range rep.NodeMemory {
+		fmt.Fprintf(tw, "\tevictions %gGi", m/(1<<30))
+	}
+	fmt.Fprintf(tw, "\t\n")
+	for si, sh := range rep.Shapes {
+		v := rep.Memory(ref, si, replay.Subset{})
+		for pi, p := range rep.Policies {
+			f := rep.Memory(pi, si, replay.Subset{})
+			fmt.Fprintf(tw, "%s\t%s\t%.3f\t%d", sh.Name, p.Policy, f.RequestsOverUsed/v.RequestsOverUsed, f.OOMKills)
+			for ni := range rep.NodeMemory {
+				fmt.Fprintf(tw, "\t%s", render.EvictionsText(rep.Memory(pi, si, replay.Subset{Node: ni}).Evictions))
+			}
+			fmt.Fprintf(tw, "\t\n")
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var panels []render.TradeoffPanel
+	for ni, m := range rep.NodeMemory {
+		for si, sh := range rep.Shapes {
+			panels = append(panels, render.TradeoffPanel{
+				Title: fmt.Sprintf("%s, %g GiB nodes", sh.Name, m/(1<<30)),
+				Point: func(ci, pi int) (float64, float64, bool) {
+					if ci == 1 {
+						pi += len(shares)
+					}
+					f := rep.Memory(pi, si, replay.Subset{Node: ni})
+					return f.Evictions, f.RequestsOverUsed, true
+				},
+			})
+		}
+	}
+	return writeFile(filepath.Join(out, "evictions-tradeoff.svg"), func(f *os.File) error {
+		return render.WriteTradeoffChart(f, render.TradeoffChart{
+			Title:  fmt.Sprintf("Memory requests against node-pressure evictions, the month (mean of %d packings; lower left is better)", rep.Packings),
+			XLabel: "evictions", YLabel: "requests / used", XCount: true,
+			Curves: []render.Curve{tailorCurve, vpaCurve}, Panels: panels,
+		})
+	})
+}
+
 // writeValidation prints each learning policy's memory on each half of the
 // trace, by time (before and after the split) and by VM (odd and even
 // numbers), under each shape: what a setting tuned on one half does on the
@@ -340,17 +434,85 @@ func writeValidation(w io.Writer, rep *replay.Report) error {
 	return render.WriteMemoryRows(w, [2]string{"shape, half", "policy"}, rows)
 }
 
+// writeEvictions prints each learning policy's node-pressure evictions on
+// every node size, on the month and on each validation half: whether a
+// request is eviction-safe depends on the nodes it shares.
+func writeEvictions(w io.Writer, rep *replay.Report) error {
+	if len(rep.NodeMemory) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nnode-pressure evictions by node size (the kubelet's order, evicted pods recreated elsewhere):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "shape\tpart")
+	var pis []int
+	for pi, p := range rep.Policies {
+		if learns(p.Policy) {
+			pis = append(pis, pi)
+		}
+	}
+	for _, m := range rep.NodeMemory {
+		for _, pi := range pis {
+			fmt.Fprintf(tw, "\t%s %gGi", rep.Policies[pi].Policy, m/(1<<30))
+		}
+	}
+	fmt.Fprintf(tw, "\t\n")
+	for si, sh := range rep.Shapes {
+		for _, part := range append([]half{{"whole", replay.Subset{}}}, halves...) {
+			fmt.Fprintf(tw, "%s\t%s", sh.Name, part.name)
+			for ni := range rep.NodeMemory {
+				for _, pi := range pis {
+					sub := part.sub
+					sub.Node = ni
+					fmt.Fprintf(tw, "\t%s", render.EvictionsText(rep.Memory(pi, si, sub).Evictions))
+				}
+			}
+			fmt.Fprintf(tw, "\t\n")
+		}
+	}
+	return tw.Flush()
+}
+
+// parseNodeSizes reads --node-memory: GiB, comma-separated, into bytes.
+func parseNodeSizes(list string) ([]float64, error) {
+	var sizes []float64
+	for _, f := range splitList(list) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("--node-memory %q: %q is not a positive number of GiB", list, f)
+		}
+		sizes = append(sizes, v*(1<<30))
+	}
+	if len(sizes) == 0 {
+		return nil, fmt.Errorf("--node-memory %q: give at least one node size in GiB, e.g. 64,32", list)
+	}
+	return sizes, nil
+}
+
+// partName is how memory.json and ranges.json name a part of the trace on
+// a node size: the part's own name on the first size, and with the size
+// after it on the others ("whole on 32 GiB nodes").
+func partName(part string, rep *replay.Report, node int) string {
+	if node == 0 {
+		return part
+	}
+	return fmt.Sprintf("%s on %g GiB nodes", part, rep.NodeMemory[node]/(1<<30))
+}
+
 // writeMemoryJSON writes every policy's memory figures by shape and part
-// of the trace ("whole" and the validation halves), in the layout of the
-// shapes in ranges.json.
+// of the trace ("whole" and the validation halves, on each node size), in
+// the layout of the shapes in ranges.json.
 func writeMemoryJSON(w io.Writer, rep *replay.Report) error {
 	out := map[string]map[string]map[string]replay.MemoryFigures{}
 	for pi, p := range rep.Policies {
 		out[p.Policy] = map[string]map[string]replay.MemoryFigures{}
 		for si, sh := range rep.Shapes {
-			parts := map[string]replay.MemoryFigures{"whole": rep.Memory(pi, si, replay.Subset{})}
-			for _, h := range halves {
-				parts[h.name] = rep.Memory(pi, si, h.sub)
+			parts := map[string]replay.MemoryFigures{}
+			for ni := range max(len(rep.NodeMemory), 1) {
+				for _, h := range append([]half{{"whole", replay.Subset{}}}, halves...) {
+					sub := h.sub
+					sub.Node = ni
+					parts[partName(h.name, rep, ni)] = rep.Memory(pi, si, sub)
+				}
 			}
 			for k, f := range parts {
 				if math.IsInf(f.LimitsOverUsed, 0) {

@@ -57,23 +57,35 @@ func TestRangeCheckShapes(t *testing.T) {
 	}
 	opts := replay.DefaultOptions()
 	opts.Shapes = []replay.Shape{replay.LimitEqualsRequest}
+	// Packed on 4 GiB nodes, and on 1 GiB nodes, where the 2 GiB request
+	// gets a node of 2 GiB of its own.
+	opts.NodeMemory = []float64{4 << 30, 1 << 30}
 	rep, err := replay.Run([]replay.Series{s}, []replay.Policy{fixed(2 << 30)}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec := &rangeSpec{Policies: map[string]policyRanges{"fixed": {Shapes: map[string]map[string]map[string]figureRange{
 		"RequestsAndLimits 1x": {
-			"whole":    {"oomKills": {Min: 1, Max: 1}, "requestsOverUsed": {Min: 1.9, Max: 2.1}},
-			"1st half": {"oomKills": {Min: 1, Max: 1}},
-			"even VMs": {"oomKills": {Min: 0, Max: 0}, "bogus": {}},
-			"3rd half": {"oomKills": {}},
+			"whole":                      {"oomKills": {Min: 1, Max: 1}, "requestsOverUsed": {Min: 1.9, Max: 2.1}, "nodes": {Min: 1, Max: 1}},
+			"1st half":                   {"oomKills": {Min: 1, Max: 1}},
+			"even VMs":                   {"oomKills": {Min: 0, Max: 0}, "bogus": {}},
+			"3rd half":                   {"oomKills": {}},
+			"whole on 1 GiB nodes":       {"nodes": {Min: 1, Max: 1}, "evictions": {Min: 0, Max: 0}},
+			"2nd half on 1 GiB nodes":    {"oomKills": {Min: 1, Max: 1}},
+			"whole on 4 GiB nodes":       {"nodes": {}},
+			"whole on 8 GiB nodes":       {"nodes": {}},
+			"whole on lots of GiB nodes": {"nodes": {}},
 		},
 		"RequestsOnly": {"whole": {"oomKills": {}}},
 	}}}}
+	noPart := `: no such part (whole, or one of the validation halves, on the first node size or "on N GiB nodes" of another replayed)`
 	want := []string{
 		"fixed RequestsAndLimits 1x 1st half oomKills = 0, recorded range [1, 1]",
-		"fixed RequestsAndLimits 1x 3rd half: no such part (whole, or one of the validation halves)",
+		"fixed RequestsAndLimits 1x 3rd half" + noPart,
 		"fixed RequestsAndLimits 1x even VMs bogus: no such figure",
+		"fixed RequestsAndLimits 1x whole on 4 GiB nodes" + noPart,
+		"fixed RequestsAndLimits 1x whole on 8 GiB nodes" + noPart,
+		"fixed RequestsAndLimits 1x whole on lots of GiB nodes" + noPart,
 		"fixed RequestsOnly: shape not in the report",
 	}
 	if diff := cmp.Diff(want, spec.check(rep)); diff != "" {
@@ -146,5 +158,33 @@ func TestPickOnTuningHalf(t *testing.T) {
 	if f := rep.Memory(1, 0, second); meetsGoal(replay.MemoryFigures{RequestsOverUsed: f.RequestsOverUsed, OOMKills: ref.OOMKills + 1}, ref) ||
 		meetsGoal(replay.MemoryFigures{RequestsOverUsed: f.RequestsOverUsed, OOMKills: ref.OOMKills, Evictions: ref.Evictions + 1}, ref) {
 		t.Errorf("goal met with a kill or an eviction more than the reference")
+	}
+}
+
+func TestParseNodeSizes(t *testing.T) {
+	cases := map[string]struct {
+		list    string
+		want    []float64
+		wantErr bool
+	}{
+		"both":       {list: "64,32", want: []float64{64 << 30, 32 << 30}},
+		"spaces":     {list: " 64 , 32.5 ", want: []float64{64 << 30, 32.5 * (1 << 30)}},
+		"one":        {list: "128", want: []float64{128 << 30}},
+		"none":       {list: " , ", wantErr: true},
+		"zero":       {list: "64,0", wantErr: true},
+		"negative":   {list: "-32", wantErr: true},
+		"not a size": {list: "64GiB", wantErr: true},
+		"infinite":   {list: "Inf", wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := parseNodeSizes(tc.list)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("parseNodeSizes(%q) error = %v, want error %v", tc.list, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("parseNodeSizes(%q) (-want,+got):\n%s", tc.list, diff)
+			}
+		})
 	}
 }

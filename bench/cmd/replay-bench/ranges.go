@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/tailorhq/tailor/internal/replay"
 )
@@ -26,7 +28,9 @@ type policyRanges struct {
 	Memory map[string]figureRange `json:"memory"`
 	// Shapes holds memory as Kubernetes charges it: by shape name, then
 	// by part of the trace ("whole" or a validation half: "1st half",
-	// "2nd half", "odd VMs", "even VMs"), then by figure.
+	// "2nd half", "odd VMs", "even VMs"; on the first node size, or on
+	// another with its size after it: "whole on 32 GiB nodes"), then by
+	// figure.
 	Shapes map[string]map[string]map[string]figureRange `json:"shapes,omitempty"`
 }
 
@@ -85,9 +89,9 @@ func checkShapes(rep *replay.Report, policy string, want map[string]map[string]m
 			continue
 		}
 		for _, part := range sortedKeys(want[shape]) {
-			sub, ok := subsetNamed(part)
+			sub, ok := subsetNamed(part, rep.NodeMemory)
 			if !ok {
-				errs = append(errs, fmt.Sprintf("%s %s %s: no such part (whole, or one of the validation halves)", policy, shape, part))
+				errs = append(errs, fmt.Sprintf("%s %s %s: no such part (whole, or one of the validation halves, on the first node size or \"on N GiB nodes\" of another replayed)", policy, shape, part))
 				continue
 			}
 			f := rep.Memory(pi, si, sub)
@@ -97,7 +101,7 @@ func checkShapes(rep *replay.Report, policy string, want map[string]map[string]m
 				"oomKills":         float64(f.OOMKills),
 				"oomKillPct":       f.OOMKillPct,
 				"oomKillPctP90":    f.OOMKillPctP90,
-				"evictions":        float64(f.Evictions),
+				"evictions":        f.Evictions,
 				"nodes":            f.Nodes,
 				"changesPerDay":    f.ChangesPerDay,
 			}
@@ -107,14 +111,31 @@ func checkShapes(rep *replay.Report, policy string, want map[string]map[string]m
 	return errs
 }
 
-// subsetNamed is the part of the trace a range names.
-func subsetNamed(name string) (replay.Subset, bool) {
+// subsetNamed is the part of the trace a range names (see partName), on
+// the node sizes replayed.
+func subsetNamed(name string, nodeMemory []float64) (replay.Subset, bool) {
+	node := 0
+	if part, size, ok := strings.Cut(name, " on "); ok {
+		gib, found := strings.CutSuffix(size, " GiB nodes")
+		v, err := strconv.ParseFloat(gib, 64)
+		if !found || err != nil {
+			return replay.Subset{}, false
+		}
+		node = slices.Index(nodeMemory, v*(1<<30))
+		if node <= 0 {
+			// Not replayed, or the first size, which is named bare.
+			return replay.Subset{}, false
+		}
+		name = part
+	}
 	if name == "whole" {
-		return replay.Subset{}, true
+		return replay.Subset{Node: node}, true
 	}
 	for _, h := range halves {
 		if h.name == name {
-			return h.sub, true
+			sub := h.sub
+			sub.Node = node
+			return sub, true
 		}
 	}
 	return replay.Subset{}, false

@@ -153,7 +153,7 @@ func validate(series []replay.Series, opts replay.Options, w io.Writer, out stri
 				if goal == "no" && meetsGoal(ph, vh) {
 					goal = "yes"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%d (%d)\t%d (%d)\t%.3f\t%d (%d)\t%d (%d)\t%.2f%% (%.2f%%)\t%s\t\n",
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%d (%d)\t%.2f (%.2f)\t%.3f\t%d (%d)\t%.2f (%.2f)\t%.2f%% (%.2f%%)\t%s\t\n",
 					sh.Name, d.name, f.name, label,
 					pt.RequestsOverUsed/vt.RequestsOverUsed, pt.OOMKills, vt.OOMKills, pt.Evictions, vt.Evictions,
 					ph.RequestsOverUsed/vh.RequestsOverUsed, ph.OOMKills, vh.OOMKills, ph.Evictions, vh.Evictions, ph.OOMKillPctP90, vh.OOMKillPctP90, goal)

@@ -272,14 +272,17 @@ func WriteTradeoff(w io.Writer, curves []Curve) error {
 // curve it has points for, under one legend.
 type TradeoffChart struct {
 	Title, XLabel, YLabel string
-	Curves                []Curve
-	Panels                []TradeoffPanel
+	// XCount says x is a count (evictions), not a percentage.
+	XCount bool
+	Curves []Curve
+	Panels []TradeoffPanel
 }
 
 // TradeoffPanel is one panel of a TradeoffChart.
 type TradeoffPanel struct {
 	Title string
-	// Point is where point pi of curve ci goes: x in percent, y a ratio;
+	// Point is where point pi of curve ci goes: x in percent (a count
+	// with TradeoffChart.XCount), y a ratio;
 	// false leaves the curve out of the panel.
 	Point func(ci, pi int) (x, y float64, ok bool)
 	// Ring, when set, says which points to ring in this panel instead of
@@ -335,7 +338,11 @@ func WriteTradeoffChart(w io.Writer, ch TradeoffChart) error {
 		}
 		for vx := 0.0; vx <= xmax*(1+1e-9); vx += xstep {
 			fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#e5e5e5"/>`+"\n", sx(vx), top, sx(vx), top+ph)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s%%</text>`+"\n", sx(vx), top+ph+16, fmtTick(vx))
+			unit := "%"
+			if ch.XCount {
+				unit = ""
+			}
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s%s</text>`+"\n", sx(vx), top+ph+16, fmtTick(vx), unit)
 		}
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, top, pw, ph)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#555">%s</text>`+"\n", x0+pw/2, top+ph+34, html.EscapeString(ch.XLabel))

@@ -24,13 +24,14 @@ func WriteTable(w io.Writer, rep *replay.Report) error {
 }
 
 // WriteMemoryTable prints memory as Kubernetes charges it: for each shape
-// replayed, one row per policy.
-func WriteMemoryTable(w io.Writer, rep *replay.Report) error {
+// replayed, one row per policy, with evictions and nodes on the node size
+// indexed node in Report.NodeMemory.
+func WriteMemoryTable(w io.Writer, rep *replay.Report, node int) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "shape\tpolicy\tmem requests/used\tlimits/used\tover request%%\tOOM kills\tkill%%\tkill%% p90\tevictions\tnodes\tchanges/day\t\n")
 	for si := range rep.Shapes {
 		for pi, p := range rep.Policies {
-			writeMemoryRow(tw, rep.Shapes[si].Name, p.Policy, rep.Memory(pi, si, replay.Subset{}))
+			writeMemoryRow(tw, rep.Shapes[si].Name, p.Policy, rep.Memory(pi, si, replay.Subset{Node: node}))
 		}
 	}
 	return tw.Flush()
@@ -42,8 +43,8 @@ func writeMemoryRow(w io.Writer, a, b string, f replay.MemoryFigures) {
 	if f.Nodes > 0 {
 		nodes = fmt.Sprintf("%.1f", f.Nodes)
 	}
-	fmt.Fprintf(w, "%s\t%s\t%.2fx\t%s\t%.3f%%\t%d\t%.3f%%\t%.2f%%\t%d\t%s\t%.2f\t\n",
-		a, b, f.RequestsOverUsed, ratioText(f.LimitsOverUsed), f.OverRequestPct, f.OOMKills, f.OOMKillPct, f.OOMKillPctP90, f.Evictions, nodes, f.ChangesPerDay)
+	fmt.Fprintf(w, "%s\t%s\t%.2fx\t%s\t%.3f%%\t%d\t%.3f%%\t%.2f%%\t%s\t%s\t%.2f\t\n",
+		a, b, f.RequestsOverUsed, ratioText(f.LimitsOverUsed), f.OverRequestPct, f.OOMKills, f.OOMKillPct, f.OOMKillPctP90, EvictionsText(f.Evictions), nodes, f.ChangesPerDay)
 }
 
 // WriteMemoryRows prints labelled rows of memory figures under the
@@ -61,6 +62,15 @@ func WriteMemoryRows(w io.Writer, heads [2]string, rows []MemoryRow) error {
 type MemoryRow struct {
 	Labels  [2]string
 	Figures replay.MemoryFigures
+}
+
+// EvictionsText prints a mean number of evictions: whole when it is
+// (one packing), else to two decimals.
+func EvictionsText(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
 }
 
 func ratioText(v float64) string {

@@ -202,12 +202,12 @@ func TestNiceAxis(t *testing.T) {
 func TestWriteMemoryTable(t *testing.T) {
 	s := makeSeries("7", 8*24*time.Hour, constant(1), constant(1e9))
 	rep, err := replay.Run([]replay.Series{s}, []replay.Policy{lastSeen{}, replay.Oracle{}}, replay.Options{Warmup: 24 * time.Hour, MinSpan: 7 * 24 * time.Hour,
-		Shapes: []replay.Shape{replay.LimitEqualsRequest, replay.RequestsOnly}, NodeMemory: 4e9})
+		Shapes: []replay.Shape{replay.LimitEqualsRequest, replay.RequestsOnly}, NodeMemory: []float64{4e9}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := WriteMemoryTable(&b, rep); err != nil {
+	if err := WriteMemoryTable(&b, rep, 0); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
