@@ -618,36 +618,21 @@ func keepHeapReach(c *corev1.Container, ch *Change, measured *jvm.Measured) {
 	}
 	floor := ch.LimitBefore.DeepCopy()
 	var note string
+	reach, _, how, known := jvm.ReachOf(h, measured)
 	switch {
-	case measured != nil:
-		reach := jvm.MeasuredReach(*measured)
-		how := fmt.Sprintf("measured: a heap of %dMi at most, %dMi outside it", measured.HeapMax>>20, measured.NonHeap>>20)
-		// A spec whose -Xmx says more than the JVM measured (a container
-		// running more than one JVM, the agent reading the smaller): the
-		// larger reach holds.
-		if h.Max != nil {
-			if spec := jvm.Reach(*h.Max); spec.Cmp(reach) > 0 {
-				reach, how = spec, h.Option+" in the spec, more than measured"
-			}
-		}
+	case known:
 		if reach.Cmp(floor) < 0 {
 			floor = reach
 		}
 		note = fmt.Sprintf("limit kept at the JVM's reach %s (%s)", floor.String(), how)
 	case h.Unknown != "":
 		note = fmt.Sprintf("limit not lowered: the JVM's options come from %s, which the pod's spec does not hold", h.Unknown)
-	case h.Max == nil:
+	default:
 		how := h.Option
 		if how == "" {
 			how = "its default MaxRAMPercentage of 25%"
 		}
 		note = fmt.Sprintf("limit not lowered: the JVM sized its heap from the limit it saw at start (%s), and lowering it in place does not shrink the heap", how)
-	default:
-		reach := jvm.Reach(*h.Max)
-		if reach.Cmp(floor) < 0 {
-			floor = reach
-		}
-		note = fmt.Sprintf("limit kept at the JVM's reach %s (%s, a quarter more and %s outside the heap)", floor.String(), h.Option, jvm.NonHeap.String())
 	}
 	if ch.LimitNow.Cmp(floor) >= 0 {
 		return
