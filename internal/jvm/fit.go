@@ -111,6 +111,13 @@ type FitInput struct {
 	// Needed is the memory limit the recommendation asks for; zero when
 	// there is none.
 	Needed resource.Quantity
+	// Lowers: tailor lowers this limit in place towards Needed
+	// (RequestsAndLimits, in a mode that resizes), stopping at the heap's
+	// reach where it knows it without the limit at start (ReachOf, as
+	// keepHeapReach does). The limit judged is then the one it is heading
+	// for, the larger of Needed and the reach, so that a lowering still
+	// waiting out its stabilization is not advised against.
+	Lowers bool
 }
 
 // Fit is what a JVM's heap makes of its memory limit, and the heap option
@@ -154,6 +161,10 @@ func JudgeFit(in FitInput) Fit {
 		return Fit{}
 	}
 	reach, heapMax, how, ok := ReachOf(h, m)
+	limit := in.Limit.Value()
+	if ok && in.Lowers && in.Needed.Sign() > 0 {
+		limit = min(limit, max(in.Needed.Value(), reach.Value()))
+	}
 	pct, sized := Percentage(h)
 	if !ok && sized && in.StartLimit.Sign() > 0 {
 		heapMax = int64(float64(in.StartLimit.Value()) * pct / 100)
@@ -165,7 +176,6 @@ func JudgeFit(in FitInput) Fit {
 		return Fit{}
 	}
 	out := Fit{HeapMax: *resource.NewQuantity(heapMax, resource.BinarySI), Reach: reach, Option: h.Option}
-	limit := in.Limit.Value()
 	full := in.WorkingSet != nil && in.WorkingSet.Value() >= heapMax && in.Needed.Cmp(reach) > 0
 	target := limit
 	if full {
@@ -188,8 +198,10 @@ func JudgeFit(in FitInput) Fit {
 	out.SuggestedHeap = *resource.NewQuantity(heap, resource.BinarySI)
 	switch out.Reason {
 	case FitHeapFull:
-		out.Message = fmt.Sprintf("the JVM's heap is at its maximum (working set %s, a heap of %s at most) and the recommendation asks for a %s memory limit, above the heap's reach %s (%s): a raise gives the heap nothing; a restart with %s would use a %s limit",
-			size(in.WorkingSet.Value()), size(heapMax), size(in.Needed.Value()), size(reach.Value()), how, out.Suggested, size(target))
+		// The working set is left out: it moves every sync, and status,
+		// which carries this, is written only when it changes.
+		out.Message = fmt.Sprintf("the JVM holds its whole heap (%s at most) and the recommendation asks for a %s memory limit, above the heap's reach %s (%s): a raise gives the heap nothing; a restart with %s would use a %s limit",
+			size(heapMax), size(in.Needed.Value()), size(reach.Value()), how, out.Suggested, size(target))
 	default:
 		out.Message = fmt.Sprintf("memory limit %s is %s above the JVM's heap's reach %s (%s): the heap can never use it; a restart with %s would, or a limit of %s gives it back",
 			size(limit), size(limit-reach.Value()), size(reach.Value()), how, out.Suggested, size(reach.Value()+1<<20-1))

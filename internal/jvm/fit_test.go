@@ -44,6 +44,17 @@ func TestJudgeFit(t *testing.T) {
 		"-Xmx at its limit's reach: nothing to say": {
 			in: FitInput{Heap: java("-Xmx256m"), Limit: q("384Mi")},
 		},
+		"a lowering on its way to the reach: nothing to say": {
+			in: FitInput{Heap: java("-Xmx256m"), Limit: q("2Gi"), WorkingSet: qp("150Mi"), Needed: q("400Mi"), Lowers: true},
+		},
+		"a lowering on its way to what the recommendation asks, still far above the reach": {
+			in:   FitInput{Heap: java("-Xmx256m"), Limit: q("2Gi"), WorkingSet: qp("150Mi"), Needed: q("1Gi"), Lowers: true},
+			want: want{Reason: FitWasted, HeapMax: "256Mi", Reach: "384Mi", Limit: "1Gi", Suggested: "-Xmx768m", SuggestedHeap: "768Mi"},
+		},
+		"a lowering that stops at a heap sized from the limit: the limit as it is": {
+			in:   FitInput{Heap: java(), Limit: q("2Gi"), StartLimit: q("2Gi"), Needed: q("400Mi"), Lowers: true},
+			want: want{Reason: FitWasted, HeapMax: "512Mi", Reach: "704Mi", Limit: "2Gi", Suggested: "-XX:MaxRAMPercentage=77", SuggestedHeap: "1653562408"},
+		},
 		"a limit above the reach by the recommender's margin only": {
 			// 600Mi - 384Mi = 216Mi, under 256Mi.
 			in: FitInput{Heap: java("-Xmx256m"), Limit: q("600Mi"), WorkingSet: qp("200Mi"), Needed: q("380Mi")},
@@ -149,6 +160,7 @@ func checkJudgeFit(seed uint64, stats map[string]int) string {
 	if r.IntN(4) > 0 {
 		in.Needed = qty(mi(1, 64<<10))
 	}
+	in.Lowers = r.IntN(3) == 0
 	f := JudgeFit(in)
 	if f.Reason == "" {
 		stats["none"]++
@@ -156,6 +168,13 @@ func checkJudgeFit(seed uint64, stats map[string]int) string {
 	}
 	stats[string(f.Reason)]++
 	target := f.Limit.Value()
+	// A lowering on its way is judged where it heads: never above the
+	// limit, never under the reach nor what the recommendation asks.
+	if in.Lowers && in.Needed.Sign() > 0 {
+		if _, _, _, known := ReachOf(in.Heap, in.Measured); known {
+			limit = min(limit, max(in.Needed.Value(), f.Reach.Value()))
+		}
+	}
 	if target < limit || (f.Reason == FitWasted && target != limit) || (f.Reason == FitHeapFull && target != max(limit, in.Needed.Value())) {
 		return fmt.Sprintf("%s sized for %d, limit %d, needed %s", f.Reason, target, limit, in.Needed.String())
 	}
