@@ -236,3 +236,24 @@ func TestReportJVMAdvice(t *testing.T) {
 		t.Errorf("the table does not say orders' waste:\n%s", table)
 	}
 }
+
+// -o diff writes the resources into the manifests and leaves the heap
+// options to the patch, saying so.
+func TestReportDiffLeavesJVMOptionsToThePatch(t *testing.T) {
+	dir := filepath.Join(repoDir(t), "internal", "cli", "report", jvms, "manifests")
+	diff, stderr := runJVMs(t, "-o", "diff", "--manifests", dir)
+	if strings.Contains(diff, "Xmx1587m") || strings.Contains(diff, "MaxRAMPercentage=7") {
+		t.Errorf("the diff writes a heap option:\n%s", diff)
+	}
+	if !strings.Contains(diff, "+          requests: {cpu: 200m, memory: 300Mi}") {
+		t.Errorf("the diff does not size orders:\n%s", diff)
+	}
+	for _, want := range []string{
+		"heap option of shop/deployment/orders not written into " + filepath.Join(dir, "jvms.yaml") + ": container app, -Xmx1587m: take it with -o patch",
+		"heap option of shop/deployment/billing not written into " + filepath.Join(dir, "jvms.yaml") + ": container app, -XX:MaxRAMPercentage=77",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+}

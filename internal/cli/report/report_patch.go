@@ -165,7 +165,7 @@ func (o *ReportOptions) printDiff(changes []planned) error {
 		for _, c := range byFile[f] {
 			containers := resourcesOnly(c.plan.Containers)
 			for _, j := range c.plan.JVMs {
-				o.skipped(c.src.name(), fmt.Sprintf("heap option of %s (%s) not written into %s: take it with -o patch", j.Container, j.Advice.Suggested, f))
+				fmt.Fprintf(o.streams.ErrOut, "heap option of %s not written into %s: container %s, %s: take it with -o patch\n", c.src.name(), f, j.Container, j.Advice.Suggested)
 			}
 			if len(containers) == 0 {
 				continue
