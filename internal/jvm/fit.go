@@ -203,8 +203,12 @@ func JudgeFit(in FitInput) Fit {
 		out.Message = fmt.Sprintf("the JVM holds its whole heap (%s at most) and the recommendation asks for a %s memory limit, above the heap's reach %s (%s): a raise gives the heap nothing; a restart with %s would use a %s limit",
 			size(heapMax), size(in.Needed.Value()), size(reach.Value()), how, out.Suggested, size(target))
 	default:
-		out.Message = fmt.Sprintf("memory limit %s is %s above the JVM's heap's reach %s (%s): the heap can never use it; a restart with %s would, or a limit of %s gives it back",
-			size(limit), size(limit-reach.Value()), size(reach.Value()), how, out.Suggested, size(reach.Value()+1<<20-1))
+		heading := ""
+		if limit < in.Limit.Value() {
+			heading = fmt.Sprintf(" (tailor is lowering it from %s)", size(in.Limit.Value()))
+		}
+		out.Message = fmt.Sprintf("memory limit %s%s is %s above the JVM's heap's reach %s (%s): the heap can never use it; a restart with %s would, or a limit of %s gives it back",
+			size(limit), heading, size(limit-reach.Value()), size(reach.Value()), how, out.Suggested, size(reach.Value()+1<<20-1))
 	}
 	return out
 }
