@@ -604,6 +604,15 @@ const (
 	// by the request, which tailor then keeps as it is, sizing only that
 	// resource's limits. The message names the HPA and the resources.
 	ConditionRequestsHeldForHPA = "RequestsHeldForHPA"
+	// ConditionJVMHeapRestartAdvised is True when a JVM of the policy's
+	// pods cannot use its memory limit: the limit is well above what its
+	// heap may reach (reason LimitAboveHeapReach), or the heap is full and
+	// the recommendation asks for more than it reaches (HeapAtItsMaximum).
+	// The message names, per container, the heap option a restart should
+	// carry; `tailor report -o patch` writes it into the template. False
+	// (HeapFitsLimit) when every JVM's heap fits its limit; absent when no
+	// pod runs a JVM.
+	ConditionJVMHeapRestartAdvised = "JVMHeapRestartAdvised"
 )
 
 // Condition reasons for what the apiserver cannot check. Each comes with an
@@ -679,7 +688,8 @@ type TailorPolicyStatus struct {
 	Admission *Admission `json:"admission,omitempty"`
 
 	// conditions are Ready, RecommendationProvided, ResizesBlocked,
-	// RequestsHeldForHPA and, with behavior.scaleDown.canary, Canary.
+	// RequestsHeldForHPA, JVMHeapRestartAdvised (where a pod runs a JVM)
+	// and, with behavior.scaleDown.canary, Canary.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -3,6 +3,7 @@ package jvm
 import (
 	"strconv"
 	"strings"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -39,58 +40,131 @@ var (
 // HeapOf reads c's spec. Options are taken in the order the JVM applies
 // them, the last of each kind winning, as the JVM's own are.
 func HeapOf(c *corev1.Container) Heap {
+	h, _ := heapOf(c)
+	return h
+}
+
+// heapOf is HeapOf, and where the option that sets the heap's maximum (or
+// its share of the limit) sits in the spec, nil when none does.
+func heapOf(c *corev1.Container) (Heap, *word) {
 	var h Heap
-	env := map[string]*corev1.EnvVar{}
-	for i := range c.Env {
-		env[c.Env[i].Name] = &c.Env[i]
+	words, jvm, unknown := optionWords(c)
+	if !jvm {
+		return Heap{}, nil
 	}
-	var opts []string
+	h.JVM, h.Unknown = true, unknown
+	var at *word
+	for i := range words {
+		w := &words[i]
+		o := w.text
+		switch {
+		case strings.HasPrefix(o, "-Xmx"):
+			if h.set(o, strings.TrimPrefix(o, "-Xmx")) {
+				at = w
+			}
+		case strings.HasPrefix(o, "-XX:MaxHeapSize="):
+			if h.set(o, strings.TrimPrefix(o, "-XX:MaxHeapSize=")) {
+				at = w
+			}
+		case strings.HasPrefix(o, "-XX:MaxRAMPercentage="):
+			if h.Max == nil {
+				h.Option, at = o, w
+			}
+		}
+	}
+	return h, at
+}
+
+// word is one of the JVM's options and where c's spec holds it: in the
+// variable Env (Index into c.Env), else in c.Command or c.Args (Field,
+// Index), at bytes [Start, End) of that string.
+type word struct {
+	text       string
+	env        string
+	field      string
+	index      int
+	start, end int
+}
+
+// optionWords are the words of c's JVM options in the order the JVM applies
+// them, whether c runs a JVM at all, and the last option variable whose
+// value the spec does not hold.
+func optionWords(c *corev1.Container) ([]word, bool, string) {
+	var words []word
+	jvm, unknown := false, ""
 	fromEnv := func(names []string) {
 		for _, n := range names {
-			e, ok := env[n]
-			if !ok {
+			i := envIndex(c, n)
+			if i < 0 {
 				continue
 			}
-			h.JVM = true
+			e := &c.Env[i]
+			jvm = true
 			if e.ValueFrom != nil {
-				h.Unknown = n
+				unknown = n
 				continue
 			}
-			opts = append(opts, strings.Fields(e.Value)...)
+			for _, f := range fields(e.Value) {
+				words = append(words, word{text: e.Value[f[0]:f[1]], env: n, index: i, start: f[0], end: f[1]})
+			}
 		}
 	}
 	fromEnv(before)
 	if line := append(append([]string(nil), c.Command...), c.Args...); runsJava(line) {
-		h.JVM = true
-		for _, word := range line {
-			opts = append(opts, strings.Fields(word)...)
-		}
-	}
-	fromEnv(after)
-	if !h.JVM {
-		return Heap{}
-	}
-	for _, o := range opts {
-		switch {
-		case strings.HasPrefix(o, "-Xmx"):
-			h.set(o, strings.TrimPrefix(o, "-Xmx"))
-		case strings.HasPrefix(o, "-XX:MaxHeapSize="):
-			h.set(o, strings.TrimPrefix(o, "-XX:MaxHeapSize="))
-		case strings.HasPrefix(o, "-XX:MaxRAMPercentage="):
-			if h.Max == nil {
-				h.Option = o
+		jvm = true
+		for i, s := range line {
+			field, index := "command", i
+			if i >= len(c.Command) {
+				field, index = "args", i-len(c.Command)
+			}
+			for _, f := range fields(s) {
+				words = append(words, word{text: s[f[0]:f[1]], field: field, index: index, start: f[0], end: f[1]})
 			}
 		}
 	}
-	return h
+	fromEnv(after)
+	return words, jvm, unknown
 }
 
-// set records a maximum heap option; a size the JVM would refuse leaves
-// what was there.
-func (h *Heap) set(option, size string) {
-	if q, ok := parseSize(size); ok {
+// envIndex is the index of c's variable name, -1 when it has none; of a
+// name given twice, the container gets the last.
+func envIndex(c *corev1.Container, name string) int {
+	for i := len(c.Env) - 1; i >= 0; i-- {
+		if c.Env[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// fields are the spans of s's words, as strings.Fields splits them.
+func fields(s string) [][2]int {
+	var out [][2]int
+	start := -1
+	for i, r := range s {
+		space := unicode.IsSpace(r)
+		switch {
+		case space && start >= 0:
+			out = append(out, [2]int{start, i})
+			start = -1
+		case !space && start < 0:
+			start = i
+		}
+	}
+	if start >= 0 {
+		out = append(out, [2]int{start, len(s)})
+	}
+	return out
+}
+
+// set records a maximum heap option, and says whether it did: a size the
+// JVM would refuse leaves what was there.
+func (h *Heap) set(option, size string) bool {
+	q, ok := parseSize(size)
+	if ok {
 		h.Max, h.Option = &q, option
 	}
+	return ok
 }
 
 // runsJava: the command line starts a java launcher, directly or through a

@@ -4,6 +4,8 @@
 // patch), or the same values written into the YAML files that hold the
 // workloads, with a unified diff of them. It never decides a value: the
 // caller gives each container's new requests and limits (autoscale's
-// SizeTemplate plans them). Pure: bytes in, bytes out; reading and writing
+// SizeTemplate plans them), and the command, arguments or variable that
+// start a JVM with another heap option (jvm.SetOption), which only the
+// patch carries. Pure: bytes in, bytes out; reading and writing
 // files is the CLI's.
 package manifest

@@ -62,6 +62,11 @@ type Container struct {
 	// containers.
 	Init             bool
 	Requests, Limits corev1.ResourceList
+	// Command and Args replace the container's whole lists where set (a
+	// JVM's heap option moved: jvm.SetOption), and Env's variables are
+	// merged into its own by name.
+	Command, Args []string
+	Env           []corev1.EnvVar
 }
 
 // Change is one workload's: the containers to change and a comment that
@@ -82,7 +87,8 @@ type Change struct {
 // Patch writes changes as a YAML stream of strategic-merge patches, one
 // document per workload: apiVersion, kind, metadata (name, and namespace
 // when the Ref has one) and the template's containers by name, each with
-// the resources it changes. Containers merge by name, so the patch touches
+// the resources it changes, and the command, args or variables it is
+// given. Containers merge by name, so the patch touches
 // nothing else of the object; as a kustomize patch (patches: - path: FILE)
 // it matches the resource of the same kind, name and namespace.
 func Patch(changes []Change) ([]byte, error) {
@@ -123,10 +129,30 @@ func patchDoc(ch Change) ([]byte, error) {
 		if l := quantities(c.Limits); len(l) > 0 {
 			res["limits"] = l
 		}
-		if len(res) == 0 {
+		entry := map[string]any{}
+		if len(res) > 0 {
+			entry["resources"] = res
+		}
+		if c.Command != nil {
+			entry["command"] = c.Command
+		}
+		if c.Args != nil {
+			entry["args"] = c.Args
+		}
+		if len(c.Env) > 0 {
+			env := make([]any, 0, len(c.Env))
+			for _, e := range c.Env {
+				if e.ValueFrom != nil {
+					return nil, fmt.Errorf("container %s: variable %s is not a value", c.Name, e.Name)
+				}
+				env = append(env, map[string]any{"name": e.Name, "value": e.Value})
+			}
+			entry["env"] = env
+		}
+		if len(entry) == 0 {
 			return nil, fmt.Errorf("container %s changes nothing", c.Name)
 		}
-		changed[c.Init][c.Name] = res
+		changed[c.Init][c.Name] = entry
 		i := 0
 		if c.Init {
 			i = 1
@@ -143,8 +169,10 @@ func patchDoc(ch Change) ([]byte, error) {
 		var out []any
 		for _, n := range names {
 			entry := map[string]any{"name": n}
-			if res, ok := changed[init][n]; ok {
-				entry["resources"] = res
+			if fields, ok := changed[init][n]; ok {
+				for k, v := range fields {
+					entry[k] = v
+				}
 				delete(changed[init], n)
 			}
 			out = append(out, entry)

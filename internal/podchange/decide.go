@@ -618,7 +618,7 @@ func keepHeapReach(c *corev1.Container, ch *Change, measured *jvm.Measured) {
 	}
 	floor := ch.LimitBefore.DeepCopy()
 	var note string
-	if reach, how, known := heapReach(h, measured); known {
+	if reach, _, how, known := jvm.ReachOf(h, measured); known {
 		if reach.Cmp(floor) < 0 {
 			floor = reach
 		}
@@ -641,28 +641,6 @@ func keepHeapReach(c *corev1.Container, ch *Change, measured *jvm.Measured) {
 		ch.RequestNow = floor.DeepCopy()
 	}
 	ch.Notes = append(ch.Notes, note)
-}
-
-// heapReach is the limit under which a JVM's heap could no longer fill,
-// and how it is known: measured by the node agent, or from the spec's
-// -Xmx; known is false where neither says (a heap sized from the limit at
-// start, options the spec does not hold). A spec whose -Xmx says more
-// than the JVM measured (a container running more than one JVM, the agent
-// reading the smaller) holds the larger reach.
-func heapReach(h jvm.Heap, measured *jvm.Measured) (reach resource.Quantity, how string, known bool) {
-	if measured != nil {
-		reach = jvm.MeasuredReach(*measured)
-		if h.Max != nil {
-			if spec := jvm.Reach(*h.Max); spec.Cmp(reach) > 0 {
-				return spec, h.Option + " in the spec, more than measured", true
-			}
-		}
-		return reach, fmt.Sprintf("measured: a heap of %dMi at most, %dMi outside it", measured.HeapMax>>20, measured.NonHeap>>20), true
-	}
-	if h.Max == nil || h.Unknown != "" {
-		return resource.Quantity{}, "", false
-	}
-	return jvm.Reach(*h.Max), fmt.Sprintf("%s, a quarter more and %s outside the heap", h.Option, jvm.NonHeap.String()), true
 }
 
 // belowWorkingSet reports whether memory request req of container name is

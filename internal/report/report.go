@@ -85,6 +85,10 @@ type Row struct {
 	MonthlyCostAfter  float64 `json:"monthlyCostAfter"`
 	// Reason says in one line what the recommendation rests on.
 	Reason string `json:"reason"`
+	// JVM is what the container's JVM heap makes of its memory limit,
+	// where memory above the heap's reach is wasted or a full heap cannot
+	// use a raise; absent otherwise.
+	JVM *JVMAdvice `json:"jvm,omitempty"`
 }
 
 // Group sorts pods into workloads: by controller, a ReplicaSet's pods
@@ -181,6 +185,7 @@ func Build(workloads []*Workload, cfg recommend.Config, window time.Duration, no
 			if seen {
 				row.Reason = strings.TrimPrefix(row.Reason+"; "+historyReason(*h, window), "; ")
 			}
+			row.JVM = runningJVM(w, name, row)
 			row.SavingsCPU, row.SavingsMemory = savings(w.Pods, name, row.Recommended)
 			row.MonthlyCostBefore, row.MonthlyCostAfter = monthlyCosts(w.Pods, name, row.Recommended, prices)
 			rows = append(rows, row)

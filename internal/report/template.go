@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +47,11 @@ type TemplatePlan struct {
 	// HPA says which requests an HPA's utilization target keeps; empty
 	// when none.
 	HPA string
+	// JVMs are the containers whose JVM is to start with another heap
+	// option (their edits are in Containers too), and JVMSkipped the ones
+	// that should but whose spec cannot carry it, and why.
+	JVMs       []TemplateJVM
+	JVMSkipped []string
 }
 
 // PlanTemplate is the template a workload's manifest needs for its new
@@ -101,18 +107,41 @@ func PlanTemplate(in TemplateInput) (TemplatePlan, error) {
 	for _, c := range in.Template.Spec.InitContainers {
 		inits[c.Name] = true
 	}
+	limits := map[string]corev1.ResourceList{}
 	for _, ac := range got.Containers {
+		limits[ac.Name] = ac.Limits
 		c := manifest.Container{Name: ac.Name, Init: inits[ac.Name],
 			Requests: changed(ac.Requests, ac.TemplateRequests), Limits: changed(ac.Limits, ac.TemplateLimits)}
 		if c.Requests != nil || c.Limits != nil {
 			out.Containers = append(out.Containers, c)
 		}
 	}
-	if len(out.Containers) > 0 {
+	resized := len(out.Containers) > 0
+	// The JVMs judged at the limits the template is to have, which their
+	// new pods start under.
+	var heaps []string
+	out.JVMs, out.JVMSkipped = planJVMs(in.Workload, in.Template, in.Rows, limits)
+	for _, j := range out.JVMs {
+		heaps = append(heaps, jvmSummary(j))
+		i := slices.IndexFunc(out.Containers, func(c manifest.Container) bool { return c.Name == j.Container && c.Init == j.Init })
+		if i < 0 {
+			out.Containers = append(out.Containers, manifest.Container{Name: j.Container, Init: j.Init})
+			i = len(out.Containers) - 1
+		}
+		c := &out.Containers[i]
+		c.Command, c.Args = j.Edit.Command, j.Edit.Args
+		if j.Edit.Env != nil {
+			c.Env = []corev1.EnvVar{*j.Edit.Env}
+		}
+	}
+	if resized {
 		out.Summary = got.Summary
 		if !holds.Empty() {
 			out.HPA = why
 		}
+	}
+	if len(heaps) > 0 {
+		out.Summary = strings.TrimPrefix(out.Summary+"; heap "+strings.Join(heaps, ", "), "; ")
 	}
 	return out, nil
 }

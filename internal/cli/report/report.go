@@ -304,7 +304,7 @@ type List struct {
 var reportColumns = []string{"namespace", "kind", "workload", "container", "replicas",
 	"cpu_request", "cpu_limit", "cpu_recommended", "memory_request_bytes", "memory_limit_bytes", "memory_recommended_bytes",
 	"savings_cpu_cores", "savings_memory_bytes", "source", "reason",
-	"monthly_cost_before", "monthly_cost_after"}
+	"monthly_cost_before", "monthly_cost_after", "jvm_heap_option", "jvm_heap_advice"}
 
 func printReport(w io.Writer, rows []report.Row, book price.Book, output string, allNamespaces bool) error {
 	workloads, namespaces, total := report.Costs(rows)
@@ -329,7 +329,10 @@ func printReport(w io.Writer, rows []report.Row, book price.Book, output string,
 				cores(r.Requests), cores(r.Limits), cores(r.Recommended),
 				bytesOf(r.Requests), bytesOf(r.Limits), bytesOf(r.Recommended),
 				strconv.FormatFloat(r.SavingsCPU, 'f', 3, 64), strconv.FormatFloat(r.SavingsMemory, 'f', 0, 64), r.Source, r.Reason,
-				strconv.FormatFloat(r.MonthlyCostBefore, 'f', 4, 64), strconv.FormatFloat(r.MonthlyCostAfter, 'f', 4, 64)}
+				strconv.FormatFloat(r.MonthlyCostBefore, 'f', 4, 64), strconv.FormatFloat(r.MonthlyCostAfter, 'f', 4, 64), "", ""}
+			if j := r.JVM; j != nil {
+				rec[len(rec)-2], rec[len(rec)-1] = j.Suggested, j.Message
+			}
 			if err := cw.Write(rec); err != nil {
 				return err
 			}
@@ -352,7 +355,7 @@ func printReport(w io.Writer, rows []report.Row, book price.Book, output string,
 		line := fmt.Sprintf("%s/%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", strings.ToLower(r.Kind), r.Workload, r.Container, r.Replicas,
 			printing.Qty(r.Requests, corev1.ResourceCPU), printing.Qty(r.Recommended, corev1.ResourceCPU),
 			printing.Qty(r.Requests, corev1.ResourceMemory), printing.Qty(r.Recommended, corev1.ResourceMemory),
-			savingsText(r.SavingsCPU, r.SavingsMemory, r.Recommended), cost, printing.OrDash(r.Source), r.Reason)
+			savingsText(r.SavingsCPU, r.SavingsMemory, r.Recommended), cost, printing.OrDash(r.Source), reasonText(r))
 		if allNamespaces {
 			line = r.Namespace + "\t" + line
 		}
@@ -387,6 +390,15 @@ func printReport(w io.Writer, rows []report.Row, book price.Book, output string,
 	fmt.Fprintf(w, "\nmoving every request to its recommendation would free %s, %s a month %s\n",
 		savingsText(cpu, mem, corev1.ResourceList{"": resource.Quantity{}}), money(total.MonthlyCostFreed), pricesText(book))
 	return nil
+}
+
+// reasonText is the row's reason, and what its JVM's heap makes of its
+// memory limit where that says something.
+func reasonText(r report.Row) string {
+	if r.JVM == nil {
+		return r.Reason
+	}
+	return strings.TrimPrefix(r.Reason+"; JVM: "+r.JVM.Message, "; ")
 }
 
 // money is an amount with two decimals, in the prices' currency.

@@ -90,6 +90,9 @@ func (o *ReportOptions) runTemplates(ctx context.Context, workloads []*report.Wo
 		default:
 			changes = append(changes, planned{src, plan})
 		}
+		for _, why := range plan.JVMSkipped {
+			fmt.Fprintf(o.streams.ErrOut, "heap option of %s not patched: %s\n", src.name(), why)
+		}
 	}
 	if o.Output == "diff" {
 		return o.printDiff(changes)
@@ -130,6 +133,9 @@ func patchComment(c planned) []string {
 	if c.plan.HPA != "" {
 		out = append(out, c.plan.HPA)
 	}
+	for _, j := range c.plan.JVMs {
+		out = append(out, j.Container+": "+j.Advice.Message+"; new pods restart their JVM with it")
+	}
 	return out
 }
 
@@ -157,7 +163,14 @@ func (o *ReportOptions) printDiff(changes []planned) error {
 		}
 		after := before
 		for _, c := range byFile[f] {
-			edited, err := manifest.Edit(after, c.src.obj.Doc, c.src.ref.Kind, c.plan.Containers)
+			containers := resourcesOnly(c.plan.Containers)
+			for _, j := range c.plan.JVMs {
+				fmt.Fprintf(o.streams.ErrOut, "heap option of %s not written into %s: container %s, %s: take it with -o patch\n", c.src.name(), f, j.Container, j.Advice.Suggested)
+			}
+			if len(containers) == 0 {
+				continue
+			}
+			edited, err := manifest.Edit(after, c.src.obj.Doc, c.src.ref.Kind, containers)
 			if err != nil {
 				o.skipped(c.src.name(), fmt.Sprintf("%s:%d: %v: take this one with -o patch", f, c.src.obj.Line, err))
 				continue
@@ -169,6 +182,21 @@ func (o *ReportOptions) printDiff(changes []planned) error {
 		}
 	}
 	return nil
+}
+
+// resourcesOnly is cs without the heap options a plan moves, which -o
+// diff does not write into a manifest's own lines, and without the
+// containers that change nothing else.
+func resourcesOnly(cs []manifest.Container) []manifest.Container {
+	var out []manifest.Container
+	for _, c := range cs {
+		if c.Requests == nil && c.Limits == nil {
+			continue
+		}
+		c.Command, c.Args, c.Env = nil, nil, nil
+		out = append(out, c)
+	}
+	return out
 }
 
 // readManifests parses every .yaml and .yml file under dir (hidden

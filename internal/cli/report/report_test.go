@@ -90,8 +90,8 @@ moving every request to its recommendation would free 0.60 cores, -88Mi, 17.21 a
 	}
 	wantCSV := [][]string{
 		reportColumns,
-		{"shop", "Deployment", "web", "app", "2", "0.500", "1.000", "0.200", "268435456", "536870912", "314572800", "0.600", "-92274688", "policy web (Off)", "peak usage plus margin", "31.0250", "13.8187"},
-		{"shop", "Pod", "bare", "app", "1", "1.000", "", "", "1073741824", "", "", "0.000", "0", "", "no policy and no usage history", "32.8500", "32.8500"},
+		{"shop", "Deployment", "web", "app", "2", "0.500", "1.000", "0.200", "268435456", "536870912", "314572800", "0.600", "-92274688", "policy web (Off)", "peak usage plus margin", "31.0250", "13.8187", "", ""},
+		{"shop", "Pod", "bare", "app", "1", "1.000", "", "", "1073741824", "", "", "0.000", "0", "", "no policy and no usage history", "32.8500", "32.8500", "", ""},
 	}
 	if diff := cmp.Diff(wantCSV, records); diff != "" {
 		t.Errorf("csv (-want,+got):\n%s", diff)

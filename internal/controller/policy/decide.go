@@ -174,7 +174,8 @@ func newPodRoom(policy *v1alpha1.TailorPolicy, state *store.PolicyState, unbound
 
 // toAct is what act carries out of the sync's decision: whether the policy
 // sizes its pods (not in mode Off), when the decision wants it synced
-// again, and the containers it leaves at risk of an OOM kill.
+// again, the containers it leaves at risk of an OOM kill, and the JVMs
+// that cannot use their memory limit.
 func (r *Reconciler) toAct(policy *v1alpha1.TailorPolicy, in *syncInput, d autoscale.SyncDecision) act.Decision {
 	out := act.Decision{SyncDecision: d, Resize: policy.Spec.Mode() != v1alpha1.UpdateModeOff, Requeue: r.SyncPeriod}
 	sooner := func(after time.Duration) {
@@ -190,6 +191,7 @@ func (r *Reconciler) toAct(policy *v1alpha1.TailorPolicy, in *syncInput, d autos
 	// pod's update event announces; the sync period is the backstop.
 	if out.Resize {
 		out.MemoryAtRisk = memoryAtRisk(policy, in, d.PolicyDecision)
+		out.HeapFits = in.heapFits
 	}
 	return out
 }

@@ -82,6 +82,10 @@ type syncInput struct {
 	// this policy's lowerings.
 	namespaceBudget, countLowerings bool
 	namespace                       limits.NamespaceLowerings
+	// jvms: some pod runs a JVM; heapFits are the JVMs that cannot use
+	// their memory limit (heapFits), for status and events.
+	jvms     bool
+	heapFits []act.HeapFit
 }
 
 // gather reads what the policy's sync needs through the gather package
@@ -126,6 +130,11 @@ func actInput(in *syncInput) *act.Input {
 
 // statusInput is what status says of the sync.
 func statusInput(in *syncInput, source string, admission *v1alpha1.Admission) policystatus.Input {
+	fits := make([]policystatus.HeapFit, 0, len(in.heapFits))
+	for _, f := range in.heapFits {
+		fits = append(fits, policystatus.HeapFit{Pod: f.Pod.Name, Container: f.Container, Fit: f.Fit})
+	}
 	return policystatus.Input{State: in.state, Pods: in.pods, Source: source, Recommendation: in.recommendation, Defaults: in.defaults,
-		Admission: admission, HPA: in.hpa, Holds: in.decision.Holds, Blocked: in.blocked, NotBoosted: in.notBoosted, VPAHeld: in.vpa, Conflict: in.conflict}
+		Admission: admission, HPA: in.hpa, Holds: in.decision.Holds, Blocked: in.blocked, NotBoosted: in.notBoosted, VPAHeld: in.vpa, Conflict: in.conflict,
+		JVMs: in.jvms, HeapFits: fits}
 }

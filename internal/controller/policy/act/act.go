@@ -24,6 +24,7 @@ import (
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/policymetrics"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
+	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/observation"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -84,6 +85,17 @@ type Decision struct {
 	// MemoryAtRisk are the containers the decision leaves at risk of an
 	// OOM kill, for the events that warn of it.
 	MemoryAtRisk []MemoryAtRisk
+	// HeapFits are the JVMs whose heap cannot use their memory limit, and
+	// the heap option that would (jvm.JudgeFit), for the events that say
+	// so.
+	HeapFits []HeapFit
+}
+
+// HeapFit is what one container's JVM heap makes of its memory limit.
+type HeapFit struct {
+	Pod       *corev1.Pod
+	Container string
+	Fit       jvm.Fit
 }
 
 // MemoryAtRisk is a container whose working set is on course for its
@@ -193,6 +205,9 @@ func (r *Actor) Act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Inpu
 	}
 	for _, m := range d.MemoryAtRisk {
 		r.reportOnce(state.Pod(m.Pod), m.Pod, policy, "memrisk:"+m.Container, EventMemoryAtRisk, m.Message)
+	}
+	for _, h := range d.HeapFits {
+		r.reportHeap(policy, state.Pod(h.Pod), h)
 	}
 	r.reportCanary(policy, d.Canary)
 	for _, a := range d.Sends {

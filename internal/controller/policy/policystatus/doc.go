@@ -1,7 +1,8 @@
 // Package policystatus writes a TailorPolicy's status: the workload's
 // recommendation, the pods' last resizes, the recreations new pods read at
 // admission, and the conditions (Ready, RecommendationProvided,
-// ResizesBlocked, RequestsHeldForHPA, Canary, LoweringsHeld), once per
+// ResizesBlocked, RequestsHeldForHPA, JVMHeapRestartAdvised, Canary,
+// LoweringsHeld), once per
 // sync, at its end.
 //
 // It is separate because status is the sync's one report to users and to

@@ -58,6 +58,10 @@ type Input struct {
 	// VPAHeld and Conflict say which VerticalPodAutoscaler and which other
 	// policies size some of the policy's pods, "" when none does.
 	VPAHeld, Conflict string
+	// JVMs says whether any of the pods runs a JVM, and HeapFits which of
+	// them cannot use their memory limit.
+	JVMs     bool
+	HeapFits []HeapFit
 }
 
 // Fill writes the workload's recommendations, the pods' last resizes and
@@ -143,6 +147,7 @@ func Fill(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, in
 	} else {
 		SetCondition(status, v1alpha1.ConditionResizesBlocked, metav1.ConditionFalse, "NotBlocked", "nothing holds resizes back", gen)
 	}
+	setJVMHeap(status, in.JVMs, in.HeapFits, int64(len(pods)), gen)
 	status.Recreations = state.RecreationList(now)
 	ready := fmt.Sprintf("%d pod(s) selected; usage from %s", len(pods), in.Source)
 	if state.MetricsIgnored != "" {
