@@ -114,13 +114,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 		}
 		lastPush = start
-		failed, prepare := push(ctx, o, &r)
-		if len(prepare) > 0 && o.JVM != nil && o.JVM.Prepare(start, prepare) {
-			// The manager waits on a new one: the next sample reports on
-			// it, not the next report interval's. One asked again is not
-			// news, and waits as usual.
-			lastPush = time.Time{}
-		}
+		failed := push(ctx, o, &r)
 		switch {
 		case failed && r.Urgent && retries < maxUrgentRetries:
 			col.Unsent(&r)
@@ -200,42 +194,40 @@ func (rd *reader) close() {
 }
 
 // push sends r to every manager at once and says whether any did not take
-// it, and what the managers asked in their replies. A manager that missed it gets the next (each report holds every
+// it. A manager that missed it gets the next (each report holds every
 // container's newest figures, so figures need no resending; only an urgent
 // report's wake-up does, which Run sees to).
-func push(ctx context.Context, o Options, r *report.Report) (bool, []report.Prepare) {
+func push(ctx context.Context, o Options, r *report.Report) bool {
 	body, err := json.Marshal(r)
 	if err != nil {
 		o.Log.Error(err, "encoding a report")
-		return true, nil
+		return true
 	}
 	client, err := o.Trust.Client()
 	if err != nil {
 		o.Metrics.pushes.WithLabelValues("no-ca").Inc()
 		o.Log.Info("no report sent: waiting for the managers' CA bundle (their ConfigMap not published or not listed yet)", "why", err.Error())
-		return true, nil
+		return true
 	}
 	token, err := os.ReadFile(o.TokenFile)
 	if err != nil {
 		o.Metrics.pushes.WithLabelValues("no-token").Inc()
 		o.Log.Error(err, "reading the service-account token; no report sent")
-		return true, nil
+		return true
 	}
 	urls := o.Managers.URLs()
 	if len(urls) == 0 {
 		o.Metrics.pushes.WithLabelValues("no-manager").Inc()
 		o.Log.Info("no manager to report to yet (none ready behind the Service, or its endpoints not listed yet)", "managers", o.Managers)
-		return true, nil
+		return true
 	}
 	var wg sync.WaitGroup
 	var failed atomic.Bool
-	var mu sync.Mutex
-	var prepare []report.Prepare
 	for _, base := range urls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reply, err := pushTo(ctx, client, base, strings.TrimSpace(string(token)), body)
+			err := pushTo(ctx, client, base, strings.TrimSpace(string(token)), body)
 			if err != nil {
 				failed.Store(true)
 				o.Metrics.pushes.WithLabelValues("error").Inc()
@@ -243,58 +235,35 @@ func push(ctx context.Context, o Options, r *report.Report) (bool, []report.Prep
 				return
 			}
 			o.Metrics.pushes.WithLabelValues("ok").Inc()
-			mu.Lock()
-			prepare = append(prepare, reply.Prepare...)
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	return failed.Load(), prepare
+	return failed.Load()
 }
 
-// pushTo sends the report, with the token, to base: an https URL only,
-// and returns the manager's reply (empty for a 204).
-func pushTo(ctx context.Context, c *http.Client, base, token string, body []byte) (report.Reply, error) {
-	var reply report.Reply
+// pushTo sends the report, with the token, to base: an https URL only.
+// A manager answers 204; a body it may send with a 200 is not read, so
+// that an agent keeps working beside a manager newer than itself.
+func pushTo(ctx context.Context, c *http.Client, base, token string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+report.Path, bytes.NewReader(body))
 	if err != nil {
-		return reply, err
+		return err
 	}
 	if req.URL.Scheme != "https" {
-		return reply, fmt.Errorf("refusing to send the token to %s: not https", base)
+		return fmt.Errorf("refusing to send the token to %s: not https", base)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := c.Do(req)
 	if err != nil {
-		return reply, err
+		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	switch resp.StatusCode {
-	case http.StatusNoContent:
-		return reply, nil
-	case http.StatusOK:
-		b, err := io.ReadAll(io.LimitReader(resp.Body, report.MaxReplyBytes+1))
-		switch {
-		case err != nil:
-			return reply, fmt.Errorf("reading the reply: %w", err)
-		case len(bytes.TrimSpace(b)) == 0:
-			return reply, nil
-		case len(b) > report.MaxReplyBytes:
-			return reply, fmt.Errorf("a reply over %d bytes", report.MaxReplyBytes)
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&reply); err != nil {
-			return report.Reply{}, fmt.Errorf("the reply: %w", err)
-		}
-		if err := reply.Validate(); err != nil {
-			return report.Reply{}, fmt.Errorf("the reply: %w", err)
-		}
-		return reply, nil
+	if resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusOK {
+		return nil
 	}
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	return reply, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
 }
 
 // Metrics are the agent's own Prometheus metrics.

@@ -82,7 +82,7 @@ func pushOnce(t *testing.T, urls []string, bundle []byte) (bool, *Metrics) {
 	}
 	m := NewMetrics(nil)
 	o := Options{TokenFile: tokenFile, Managers: StaticManagers(urls), Trust: trust, Log: logr.Discard(), Metrics: m}
-	failed, _ := push(context.Background(), o, &report.Report{})
+	failed := push(context.Background(), o, &report.Report{})
 	return !failed, m
 }
 

@@ -36,28 +36,6 @@ func ParseMode(s string) (Mode, error) {
 // next push's too, and each try may wait seconds for its listener.
 const retryAfter = time.Minute
 
-// prepareFor is how long a manager's prepare holds: its resize follows
-// within a sync or two, and one that never comes must not hold a JVM's
-// bound under its limit for ever.
-const prepareFor = 2 * time.Minute
-
-// prepared is a limit a manager said it is about to set.
-type prepared struct {
-	limit uint64
-	at    time.Time
-}
-
-// limitFor is the limit a container's bound is placed for: its cgroup's,
-// or, while a manager's prepare for a lower one holds, that one. A
-// prepare no lower than the cgroup's limit is done (the kubelet applied
-// it, or it was not a lowering).
-func limitFor(cgroupLimit uint64, p prepared, now time.Time) (uint64, bool) {
-	if p.limit == 0 || now.Sub(p.at) >= prepareFor || cgroupLimit != 0 && p.limit >= cgroupLimit {
-		return cgroupLimit, false
-	}
-	return p.limit, true
-}
-
 // state is what the Watcher keeps of one container's JVM.
 type state struct {
 	// pid is the JVM's pid on the node: another (a restart inside the
@@ -112,7 +90,7 @@ type step struct {
 }
 
 // plan decides, in mode, whether to move the bound of JVM j in a
-// container whose report is rc, for limit (limitFor's), with st the
+// container whose report is rc, for limit (the container's), with st the
 // Watcher's state of it.
 func plan(mode Mode, now time.Time, j perfdata.JVM, processes int, rc *report.Container, limit uint64, st *state) step {
 	switch {

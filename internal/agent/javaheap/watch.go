@@ -29,33 +29,6 @@ type Watcher struct {
 	Log           logr.Logger
 
 	states map[string]*state // by container ID
-	// prepares are the managers' coming limits, by container ID.
-	prepares map[string]prepared
-}
-
-// Prepare records limits the managers are about to set, for the next
-// Observe to place the JVMs' bounds for, and says whether any is news (a
-// new container, or a new limit): the agent then reports at once. The
-// lowest limit asked for a container wins.
-func (w *Watcher) Prepare(now time.Time, ps []report.Prepare) bool {
-	if w.prepares == nil {
-		w.prepares = map[string]prepared{}
-	}
-	asked := map[string]uint64{}
-	for _, p := range ps {
-		if l, ok := asked[p.ID]; !ok || p.MemoryLimit < l {
-			asked[p.ID] = p.MemoryLimit
-		}
-	}
-	news := false
-	for id, limit := range asked {
-		old, ok := w.prepares[id]
-		if !ok || old.limit != limit {
-			news = true
-			w.prepares[id] = prepared{limit: limit, at: now}
-		}
-	}
-	return news
 }
 
 // found is one JVM process of a container.
@@ -112,11 +85,7 @@ func (w *Watcher) Observe(ctx context.Context, now time.Time, r *report.Report, 
 			rc.JVM = nil
 			continue
 		}
-		limit, preparing := limitFor(rc.MemoryLimit, w.prepares[rc.ID], now)
-		if !preparing {
-			delete(w.prepares, rc.ID)
-		}
-		w.act(ctx, now, main, len(jvms), rc, limit, st)
+		w.act(ctx, now, main, len(jvms), rc, rc.MemoryLimit, st)
 		rc.JVM.SoftMax, rc.JVM.SoftMaxLimit, rc.JVM.SoftMaxNote = uint64(st.softMax), st.limit, st.note
 		if st.softMax == 0 {
 			rc.JVM.SoftMaxLimit = 0
@@ -125,11 +94,6 @@ func (w *Watcher) Observe(ctx context.Context, now time.Time, r *report.Report, 
 	for id := range w.states {
 		if !seen[id] {
 			delete(w.states, id)
-		}
-	}
-	for id, p := range w.prepares {
-		if now.Sub(p.at) >= prepareFor {
-			delete(w.prepares, id)
 		}
 	}
 }

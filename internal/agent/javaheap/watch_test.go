@@ -95,20 +95,6 @@ func TestWatcherOnRealJVMs(t *testing.T) {
 		}
 	}
 
-	// A lowering in two steps: the manager asks the agent to prepare for
-	// 400Mi while the cgroup still says 1024Mi; the bound comes down for
-	// 400Mi and the report says so; then the kubelet applies it.
-	w.Prepare(time.Now(), []report.Prepare{{ID: zgcID, MemoryLimit: 400 * mi}})
-	z := observe(1024 * mi)[zgcID]
-	t.Logf("prepared for 400Mi under a 1024Mi limit: SoftMaxHeapSize %dMi (read back %dMi), fits %dMi", z.SoftMax/mi, readBack()/mi, z.SoftMaxLimit/mi)
-	if z.SoftMaxLimit != 400*mi || int64(z.SoftMax) != readBack() || z.SoftMax+z.NonHeap > 400*mi {
-		t.Errorf("prepared: %+v", z)
-	}
-	z = observe(400 * mi)[zgcID]
-	if z.SoftMaxLimit != 400*mi || w.prepares[zgcID] != (prepared{}) {
-		t.Errorf("applied: %+v, prepare %+v left", z, w.prepares[zgcID])
-	}
-
 	if v, err := attach.SoftMax(context.Background(), g1.Process); err != nil || v != 256*mi {
 		t.Errorf("G1's SoftMaxHeapSize moved: %d, %v", v, err)
 	}

@@ -92,50 +92,18 @@ type JVM struct {
 	// with the largest heap's.
 	Processes int `json:"processes,omitempty"`
 	// SoftMax is the SoftMaxHeapSize the agent last set (0: none), and
-	// SoftMaxLimit the memory limit it fits beside the non-heap and the
-	// headroom: the container's, or a lower one a manager asked the agent
-	// to prepare for (Reply.Prepare); 0 when no bound fits.
+	// SoftMaxLimit the container's memory limit it was placed for beside
+	// the non-heap and the headroom; 0 when no bound fits. The bound
+	// follows the limit after the kubelet applies it: a raise is used
+	// within a sample, and a lowering never depends on it, as the manager
+	// never lowers a JVM's limit below its reach (jvm.MeasuredReach), where
+	// the bound is the whole heap.
 	SoftMax      uint64 `json:"softMax,omitempty"`
 	SoftMaxLimit uint64 `json:"softMaxLimit,omitempty"`
 	// SoftMaxNote says why the agent does not move the bound, where it
 	// does not (a collector that ignores it, the mode off, an attach
 	// that failed).
 	SoftMaxNote string `json:"softMaxNote,omitempty"`
-}
-
-// Reply is what a manager may answer a push with (200, JSON, at most
-// MaxReplyBytes); a manager with nothing to ask answers 204, as every
-// manager did before replies existed, and an agent from before them reads
-// no body.
-type Reply struct {
-	// Prepare asks the agent to ready these containers for the memory
-	// limits the manager is about to set: to lower their JVMs' soft heap
-	// bounds for them now, before the limit comes down (agent --jvm=softmax;
-	// other agents do nothing). The agent says it did in the container's
-	// jvm.softMaxLimit: the manager lowers the limit once that is at or
-	// under the limit it will set, and the working set fits it.
-	Prepare []Prepare `json:"prepare,omitempty"`
-}
-
-// Prepare is one container's coming memory limit.
-type Prepare struct {
-	ID          string `json:"id"`
-	MemoryLimit uint64 `json:"memoryLimit"`
-}
-
-// MaxReplyBytes bounds a reply's body: a prepare is under 120 bytes, and a
-// node holds a few hundred containers.
-const MaxReplyBytes = 1 << 20
-
-// Validate refuses a reply no manager makes.
-func (r *Reply) Validate() error {
-	var errs []error
-	for i, p := range r.Prepare {
-		if p.ID == "" || p.MemoryLimit == 0 {
-			errs = append(errs, fmt.Errorf("prepare[%d]: no container ID or no memory limit", i))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // Validate refuses figures no JVM has. The agent reads them from a file
