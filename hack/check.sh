@@ -34,29 +34,48 @@ TAGS=e2e,controller
 
 names=()
 times=()
+cpus=()
 step_from="${CHECK_FROM:-}"
 started=$SECONDS
 
+# children_cpu: sets child_cpu to the CPU seconds (user and system) of
+# this script's finished children so far. Beside the e2e phases check
+# shares two cores with the cluster, so a step's wall time says more of the
+# others' load than of its own cost; its CPU time says what the step
+# costs. times runs in this shell, not a subshell: a subshell's children
+# are not this shell's.
+child_cpu=0
+cpu_file=$(mktemp)
+children_cpu() {
+  times >"$cpu_file"
+  child_cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$cpu_file")
+}
+
 table() {
   local i
-  printf '\n%-22s %8s\n' step seconds
-  for i in "${!names[@]}"; do printf '%-22s %8s\n' "${names[$i]}" "${times[$i]}"; done
-  printf '%-22s %8s\n' total "$((SECONDS - started))"
+  printf '\n%-22s %8s %8s\n' step seconds "cpu s"
+  for i in "${!names[@]}"; do printf '%-22s %8s %8s\n' "${names[$i]}" "${times[$i]}" "${cpus[$i]}"; done
+  children_cpu
+  printf '%-22s %8s %8s\n' total "$((SECONDS - started))" "$child_cpu"
 }
 
 # step NAME CMD...: runs CMD, timed; a failure ends the run with NAME.
 step() {
-  local name=$1 t0=$SECONDS rc=0
+  local name=$1 t0=$SECONDS rc=0 c0
   shift
   if [[ -n "$step_from" && "$step_from" != "$name" ]]; then
     return 0
   fi
   step_from=""
   printf '\n==> %s\n' "$name"
+  children_cpu
+  c0=$child_cpu
   "$@" || rc=$?
+  children_cpu
   names+=("$name")
   times+=("$((SECONDS - t0))")
-  printf '<== %s: %ss\n' "$name" "$((SECONDS - t0))"
+  cpus+=("$((child_cpu - c0))")
+  printf '<== %s: %ss (%ss of CPU)\n' "$name" "$((SECONDS - t0))" "${cpus[-1]}"
   if [[ $rc -ne 0 ]]; then
     table
     printf '\ncheck FAILED at step %s (exit %d); resume with CHECK_FROM=%s make check\n' "$name" "$rc" "$name" >&2
@@ -108,7 +127,7 @@ controller_started=0
 controller_log=$(mktemp)
 cleanup() {
   if [[ -n "$controller_pid" ]] && kill -0 "$controller_pid" 2>/dev/null; then killtree "$controller_pid"; fi
-  rm -rf "$RELEASE_DIST" "$controller_log"
+  rm -rf "$RELEASE_DIST" "$controller_log" "$cpu_file"
 }
 trap cleanup EXIT
 release_check() {
