@@ -107,12 +107,16 @@ helm_lint() {
 
 # Unit tests of the root module, test/deploy aside (its own step below).
 # -race everywhere in this script, so each package compiles once for the
-# tests, the benchmarks and the render tests alike.
+# tests, the benchmarks and the render tests alike. Each benchmark runs
+# once too (-benchtime 1x, under -race), in the tests' own binary: a smoke
+# run, not a measurement, so that one that no longer compiles or panics
+# fails here; the figures it prints mean nothing. A step of their own
+# linked every benchmark's package a second time.
 unit_root() {
   local pkgs
   pkgs=$("$GO" list ./... | grep -v '/test/deploy$')
   # shellcheck disable=SC2086
-  "$GO" test -race -count=1 $pkgs
+  "$GO" test -race -count=1 -bench . -benchtime 1x $pkgs
 }
 
 # What make release builds, checked by test/release: the Linux platforms
@@ -173,20 +177,6 @@ controller_result() {
   return "$rc"
 }
 
-# The packages with a Benchmark function, found rather than listed, so a
-# new benchmark is smoke-run too.
-bench_packages() {
-  git grep -l '^func Benchmark' -- '*_test.go' | xargs -n1 dirname | sort -u | sed 's#^#./#'
-}
-
-# A smoke run, not a measurement: each benchmark runs once (one iteration,
-# under -race), so one that no longer compiles or panics fails here; the
-# figures it prints mean nothing.
-benchmarks() {
-  # shellcheck disable=SC2046
-  "$GO" test -race -count=1 -run '^$' -bench . -benchtime 1x $(bench_packages)
-}
-
 step gofmt gofmt_clean
 step verify-generated "$MAKE" --no-print-directory verify-generated
 step golangci-lint in_modules "$GOLANGCI_LINT" run --allow-parallel-runners --build-tags "$TAGS" ./...
@@ -194,8 +184,7 @@ step helm-lint helm_lint
 step release release_check
 start_controller
 step unit unit_root
-step unit-bench-module bash -c 'cd bench && "$0" test -race -count=1 ./...' "$GO"
-step benchmarks-smoke benchmarks
+step unit-bench-module bash -c 'cd bench && "$0" test -race -count=1 -bench . -benchtime 1x ./...' "$GO"
 # Helm and kustomize renders, no cluster: test/deploy without the e2e tag.
 step deploy-render env TAILOR_HELM="$HELM" "$GO" test -race -count=1 ./test/deploy
 step controller controller_result
