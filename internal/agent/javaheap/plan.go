@@ -41,7 +41,9 @@ type state struct {
 	// pid is the JVM's pid on the node: another (a restart inside the
 	// container) starts the state over.
 	pid int
-	// softMax is the bound last set, for the limit limit; 0: none set.
+	// softMax is the bound last set (0: none), and limit the container's
+	// limit it was set or kept for (0: it fits none). After an attach
+	// failed, limit stays the earlier one the JVM's bound still fits.
 	softMax int64
 	limit   uint64
 	// note says why the bound is not moved; failedAt when an attach last
@@ -77,12 +79,12 @@ func nonHeap(j perfdata.JVM, workingSet uint64) int64 {
 
 // step is what plan says to do for one container's JVM.
 type step struct {
-	// set: move the bound to softMax (for limit).
+	// set: move the bound to softMax.
 	set     bool
 	softMax int64
-	// fits says the bound, moved or kept, fits the limit it was placed
-	// for (softmax's target is not 0): what the report's softMaxLimit
-	// tells the manager.
+	// fits says the bound, moved or kept, fits the container's limit
+	// (softmax's target is not 0). Where it does not, the report's
+	// softMaxLimit is 0: a bound held at its least reads like any other.
 	fits bool
 	// note replaces the state's note ("" clears it).
 	note   string
@@ -90,9 +92,9 @@ type step struct {
 }
 
 // plan decides, in mode, whether to move the bound of JVM j in a
-// container whose report is rc, for limit (the container's), with st the
+// container whose report is rc, for its memory limit, with st the
 // Watcher's state of it.
-func plan(mode Mode, now time.Time, j perfdata.JVM, processes int, rc *report.Container, limit uint64, st *state) step {
+func plan(mode Mode, now time.Time, j perfdata.JVM, processes int, rc *report.Container, st *state) step {
 	switch {
 	case mode != SoftMax:
 		return step{note: "the agent runs with --jvm=" + string(mode) + ": it does not move SoftMaxHeapSize"}
@@ -110,7 +112,7 @@ func plan(mode Mode, now time.Time, j perfdata.JVM, processes int, rc *report.Co
 		return step{note: st.note}
 	}
 	d := softmax.Decide(softmax.Input{
-		Limit:   int64(limit),
+		Limit:   int64(rc.MemoryLimit),
 		HeapMax: j.HeapMax,
 		NonHeap: nonHeap(j, rc.WorkingSet),
 		Current: st.softMax,

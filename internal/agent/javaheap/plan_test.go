@@ -49,7 +49,7 @@ func TestPlan(t *testing.T) {
 				c.MemoryLimit = 0
 			}
 			st := tc.st
-			s := plan(tc.mode, now, tc.jvm, max(tc.processes, 1), &c, c.MemoryLimit, &st)
+			s := plan(tc.mode, now, tc.jvm, max(tc.processes, 1), &c, &st)
 			got := want{Set: s.set, SoftMax: s.softMax, Note: tc.want.Note}
 			if tc.want.Note != "" && !strings.Contains(s.note, tc.want.Note) {
 				got.Note = s.note

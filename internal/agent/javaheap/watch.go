@@ -85,7 +85,7 @@ func (w *Watcher) Observe(ctx context.Context, now time.Time, r *report.Report, 
 			rc.JVM = nil
 			continue
 		}
-		w.act(ctx, now, main, len(jvms), rc, rc.MemoryLimit, st)
+		w.act(ctx, now, main, len(jvms), rc, st)
 		rc.JVM.SoftMax, rc.JVM.SoftMaxLimit, rc.JVM.SoftMaxNote = uint64(st.softMax), st.limit, st.note
 		if st.softMax == 0 {
 			rc.JVM.SoftMaxLimit = 0
@@ -99,11 +99,11 @@ func (w *Watcher) Observe(ctx context.Context, now time.Time, r *report.Report, 
 }
 
 // act carries out plan's step for one JVM.
-func (w *Watcher) act(ctx context.Context, now time.Time, f found, processes int, rc *report.Container, limit uint64, st *state) {
-	s := plan(w.Mode, now, f.jvm, processes, rc, limit, st)
+func (w *Watcher) act(ctx context.Context, now time.Time, f found, processes int, rc *report.Container, st *state) {
+	s := plan(w.Mode, now, f.jvm, processes, rc, st)
 	fitted := uint64(0)
 	if s.fits {
-		fitted = limit
+		fitted = rc.MemoryLimit
 	}
 	if !s.set {
 		st.note = s.note
@@ -115,7 +115,7 @@ func (w *Watcher) act(ctx context.Context, now time.Time, f found, processes int
 	actx, cancel := context.WithTimeout(ctx, w.AttachTimeout)
 	defer cancel()
 	got, err := attach.SetSoftMax(actx, f.p, f.jvm, s.softMax)
-	log := w.Log.WithValues("pod", rc.PodUID, "container", rc.ID, "pid", f.p.PID, "memoryLimit", rc.MemoryLimit, "placedFor", limit)
+	log := w.Log.WithValues("pod", rc.PodUID, "container", rc.ID, "pid", f.p.PID, "memoryLimit", rc.MemoryLimit)
 	if err != nil {
 		st.failedAt, st.note = now, "setting SoftMaxHeapSize failed: "+err.Error()
 		var unsupported *attach.UnsupportedError

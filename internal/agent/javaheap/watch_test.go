@@ -15,6 +15,9 @@ import (
 	"github.com/tailorhq/tailor/internal/agent/report"
 	"github.com/tailorhq/tailor/internal/jvm/attach"
 	"github.com/tailorhq/tailor/internal/jvm/jvmtest"
+	"github.com/tailorhq/tailor/internal/jvm/perfdata"
+	"github.com/tailorhq/tailor/internal/jvm/process"
+	"github.com/tailorhq/tailor/internal/jvm/softmax"
 )
 
 const (
@@ -97,5 +100,45 @@ func TestWatcherOnRealJVMs(t *testing.T) {
 
 	if v, err := attach.SoftMax(context.Background(), g1.Process); err != nil || v != 256*mi {
 		t.Errorf("G1's SoftMaxHeapSize moved: %d, %v", v, err)
+	}
+}
+
+// softMaxLimit is what the report alone cannot say otherwise: the limit
+// the JVM's bound fits, which lags the container's while an attach
+// fails, and is 0 where no bound fits.
+func TestActSaysWhichLimitTheBoundFits(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	zgc := perfdata.JVM{Collector: perfdata.ZGC, HeapMax: 2048 * mi, HeapCommitted: 300 * mi, Attachable: true}
+	// A proc with no process in it: an attach fails before any signal.
+	gone := found{p: process.Process{Proc: t.TempDir(), PID: 1, NSPID: 1}, jvm: zgc}
+	w := &Watcher{Mode: SoftMax, AttachTimeout: time.Second, Log: testr.New(t)}
+	for name, tc := range map[string]struct {
+		limit, workingSet uint64
+		st                state
+		want              uint64
+		note              string
+	}{
+		"a raise whose attach failed": {limit: 2048 * mi, workingSet: 400 * mi, st: state{softMax: 820 * mi, limit: 1024 * mi},
+			want: 1024 * mi, note: "setting SoftMaxHeapSize failed"},
+		"kept within a step": {limit: 1024 * mi, workingSet: 400 * mi, st: state{softMax: 812 * mi, limit: 1000 * mi}, want: 1024 * mi},
+		"no bound fits":      {limit: 100 * mi, workingSet: 360 * mi, st: state{softMax: softmax.MinSoftMax, limit: 1024 * mi}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := tc.st
+			rc := &report.Container{ID: zgcID, MemoryLimit: tc.limit, WorkingSet: tc.workingSet}
+			w.act(context.Background(), now, gone, 1, rc, &st)
+			if st.limit != tc.want || !strings.Contains(st.note, tc.note) {
+				t.Errorf("fits %dMi (note %q), want %dMi (note with %q)", st.limit/mi, st.note, tc.want/mi, tc.note)
+			}
+			if st.softMax != tc.st.softMax {
+				t.Errorf("bound %dMi, want it kept at %dMi", st.softMax/mi, tc.st.softMax/mi)
+			}
+			// Within the retry's wait the bound is not tried again, and
+			// still fits what it fitted.
+			w.act(context.Background(), now.Add(time.Second), gone, 1, rc, &st)
+			if st.limit != tc.want {
+				t.Errorf("a second later: fits %dMi, want %dMi", st.limit/mi, tc.want/mi)
+			}
+		})
 	}
 }

@@ -92,12 +92,14 @@ type JVM struct {
 	// with the largest heap's.
 	Processes int `json:"processes,omitempty"`
 	// SoftMax is the SoftMaxHeapSize the agent last set (0: none), and
-	// SoftMaxLimit the container's memory limit it was placed for beside
-	// the non-heap and the headroom; 0 when no bound fits. The bound
-	// follows the limit after the kubelet applies it: a raise is used
-	// within a sample, and a lowering never depends on it, as the manager
-	// never lowers a JVM's limit below its reach (jvm.MeasuredReach), where
-	// the bound is the whole heap.
+	// SoftMaxLimit the memory limit it fits beside the non-heap and the
+	// headroom: the container's, an earlier one while an attach fails
+	// (SoftMaxNote says why), or 0 where no bound fits, which SoftMax
+	// alone does not tell. They are the agent's account of what it did:
+	// the manager decides on HeapMax and NonHeap. The bound follows a new
+	// limit at the agent's first push after the kubelet applies it, and no
+	// lowering waits on it: the manager never lowers a JVM's limit below
+	// its reach (jvm.MeasuredReach), where the bound is the whole heap.
 	SoftMax      uint64 `json:"softMax,omitempty"`
 	SoftMaxLimit uint64 `json:"softMaxLimit,omitempty"`
 	// SoftMaxNote says why the agent does not move the bound, where it
