@@ -1,9 +1,7 @@
 package report
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,17 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/cli/kube"
 	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/manager"
 	"github.com/tailorhq/tailor/internal/manifest"
-	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -91,23 +85,7 @@ func jvmCluster(t *testing.T) client.Client {
 
 func runJVMs(t *testing.T, args ...string) (string, string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	o := &ReportOptions{
-		configFlags: genericclioptions.NewConfigFlags(false),
-		streams:     genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-		now:         func() time.Time { return time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) },
-		clients:     &kube.Clients{Namespace: "shop"},
-		client:      jvmCluster(t),
-		server:      &resize.Version{Major: 1, Minor: 37},
-	}
-	cmd := o.command()
-	cmd.SetArgs(args)
-	cmd.SetOut(io.Discard)
-	cmd.SetErr(io.Discard)
-	if err := cmd.Execute(); err != nil {
-		t.Fatalf("report %v: %v\nstderr:\n%s", args, err, errOut.String())
-	}
-	return out.String(), errOut.String()
+	return runReportOn(t, jvmCluster(t), args...)
 }
 
 // The patch moves each wasteful JVM's heap option where its manifest holds

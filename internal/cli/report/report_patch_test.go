@@ -175,7 +175,14 @@ func runGitops(t *testing.T, args ...string) (string, string) {
 // runGitopsHere is runGitops in the test's working directory.
 func runGitopsHere(t *testing.T, args ...string) (string, string) {
 	t.Helper()
-	c := gitopsCluster(t)
+	return runReportOn(t, gitopsCluster(t), args...)
+}
+
+// runReportOn runs tailor report with args against c, in namespace shop,
+// at a fixed time and server version, and returns what it wrote to stdout
+// and stderr; an error fails the test.
+func runReportOn(t *testing.T, c client.Client, args ...string) (string, string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	o := &ReportOptions{
 		configFlags: genericclioptions.NewConfigFlags(false),
