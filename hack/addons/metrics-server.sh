@@ -162,7 +162,8 @@ cmd_up() {
   done
   if ! running; then
     log "starting metrics-server on ${ip}:${MS_PORT}"
-    # setsid: it must outlive the shell that started it, like the cluster.
+    # setsid: it must outlive the shell that started it, like the cluster,
+    # and holds none of that shell's descriptors (hack/cluster.sh, start).
     setsid "$MS_BIN" \
       --kubeconfig "${MS_DIR}/kubeconfig" \
       --authentication-kubeconfig "${MS_DIR}/kubeconfig" \
@@ -170,7 +171,7 @@ cmd_up() {
       --bind-address "$ip" --secure-port "$MS_PORT" --cert-dir "${MS_DIR}/certs" \
       --kubelet-insecure-tls --kubelet-preferred-address-types InternalIP \
       --metric-resolution "$MS_RESOLUTION" --kubelet-request-timeout 5s \
-      >>"${LOG_DIR}/metrics-server.log" 2>&1 </dev/null &
+      >>"${LOG_DIR}/metrics-server.log" 2>&1 </dev/null 9>&- &
     echo $! > "$PIDFILE"
   fi
   deadline=$((SECONDS + 120))

@@ -87,10 +87,12 @@ cmd_up() {
     kill -HUP "$(cat "$PIDFILE")"   # pick up a changed node IP
   else
     log "starting prometheus on 127.0.0.1:${PROM_PORT}"
+    # Like the cluster's daemons (hack/cluster.sh, start): outliving this
+    # shell, holding none of its descriptors.
     setsid prometheus --config.file "${PROM_DIR}/prometheus.yml" \
       --storage.tsdb.path "${PROM_DIR}/data" --storage.tsdb.retention.time 6h \
       --web.listen-address "127.0.0.1:${PROM_PORT}" \
-      >>"${LOG_DIR}/prometheus.log" 2>&1 </dev/null &
+      >>"${LOG_DIR}/prometheus.log" 2>&1 </dev/null 9>&- &
     echo $! > "$PIDFILE"
   fi
   local deadline=$((SECONDS + 90))
