@@ -69,6 +69,8 @@ type SyncInput struct {
 	// maxAllowed of a container whose policy sets none, where no
 	// LimitRange of Rules gives a max (DefaultMaxAllowed).
 	Largest map[corev1.ResourceName]podchange.DefaultBound
+	// Room is what making room in place on a full node reads.
+	Room RoomInput
 }
 
 // RecreationState is what DecideRecreate reads of a policy's past and its
@@ -145,6 +147,9 @@ type SyncDecision struct {
 	// DefaultMaxAllowed are the bounds the sync gave the containers whose
 	// policy sets no maxAllowed (BoundedSpec), by resource.
 	DefaultMaxAllowed map[corev1.ResourceName]podchange.DefaultBound
+	// Room is what the policy's pods could give to make room, what was
+	// given and asked, and the raises the room made.
+	Room RoomOutcome
 }
 
 // Send is a resize to send now.
@@ -173,14 +178,19 @@ type Settled struct {
 // leaves as it is:
 //
 //   - the bounds every part sizes within (sized);
+//   - what each running pod could give to make room on its node
+//     (room.OfferOf), before a standing ask for room from a pod of higher
+//     priority cuts its stabilization window short (cutForAsks);
 //   - the running pods' resizes and holds (DecidePolicy), through the gates
 //     that hold lowerings back: a canary, then the change windows and
 //     lowering budgets (decidePolicy); the canary's rollbacks go first;
 //   - the admission entry new pods are created with, after those resizes;
 //   - and, unless the mode is Off: the unschedulable pods to replace (each
 //     due once it has stood Settle), the field manager each resize goes
-//     under, the pods no longer short of room, and the recreation of
-//     those still short, in mode InPlaceOrRecreate.
+//     under, the room asked of lower-priority pods for each raise its
+//     node's room cut (makeRoom), the pods no longer short of room, and the
+//     recreation of those still short for which no room is asked, in mode
+//     InPlaceOrRecreate.
 //
 // Whether a pod short of room may be recreated elsewhere needs every node
 // with its pods, which cost to list: when one does, DecideSync returns no
@@ -192,16 +202,23 @@ func DecideSync(in SyncInput) (*SyncDecision, *NodesWanted, error) {
 		return nil, nil, fmt.Errorf("decide sync: the policy spec is required")
 	}
 	policy, entry, maxAllowed := in.sized()
+	offers, err := in.offers(policy)
+	if err != nil {
+		return nil, nil, err
+	}
+	policy, cut := in.cutForAsks(policy)
 	d, co, lo, err := in.decidePolicy(policy)
 	if err != nil {
 		return nil, nil, err
 	}
 	out := SyncDecision{PolicyDecision: d, Canary: co, Limits: lo, DefaultMaxAllowed: maxAllowed,
-		Admission: admission(entry, d.Resizes)}
+		Admission: admission(entry, d.Resizes), Room: RoomOutcome{Offers: offers}}
 	spec := policy.Spec
 	if spec.Mode() == v1alpha1.UpdateModeOff {
 		return &out, nil, nil
 	}
+	out.Room.Given = given(d, cut)
+	out.Room.Asks, out.Room.Made, out.PolicyDecision = in.makeRoom(out.PolicyDecision)
 	// New pods and replacements are created after this sync's resizes,
 	// which the apiserver charges to the quotas as it takes them.
 	rules := chargedBy(in.Rules, d.Resizes)
@@ -212,6 +229,8 @@ func DecideSync(in SyncInput) (*SyncDecision, *NodesWanted, error) {
 	if spec.Mode() != v1alpha1.UpdateModeInPlaceOrRecreate {
 		return &out, nil, nil
 	}
+	// Only where no room can be made in place is the pod recreated.
+	short = withoutAsking(short, out.Room.Asks)
 	r := recreations{in: in, spec: spec, rules: rules, pods: short}
 	steps, whole, err := r.steps(nil)
 	if err != nil {
