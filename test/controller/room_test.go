@@ -147,3 +147,27 @@ func hasEvent(e *env, object, reason, text string) bool {
 	}
 	return false
 }
+
+// The room board is derived state, kept in memory only: a manager that
+// restarts between the ask and the lowering has lost the ask, and the next
+// syncs ask again and make the room.
+func TestRoomAskedAgainAfterRestart(t *testing.T) {
+	e := newEnv(t, controllerOptions{})
+	fullNode(e, "room-low")
+	e.roomSync("idle-a", "idle-b", "busy")
+	e.restart()
+	// The donors' first syncs after the restart find no ask: their
+	// windows stand, and they offer again; the busy pod asks again.
+	e.roomSync("idle-a", "idle-b", "busy")
+	if got := requestOf(e.getPod("idle-a-0"), "app", corev1.ResourceCPU); got != "1" {
+		t.Fatalf("idle-a-0 lowered to %s with no ask standing", got)
+	}
+	e.roomSync("idle-a", "idle-b", "busy")
+	e.roomSync("busy")
+	if got := requestOf(e.getPod("busy-0"), "app", corev1.ResourceCPU); got == "1" {
+		t.Errorf("busy-0 not raised after the restart:%s", e.events)
+	}
+	if n := e.events.count("", "RoomGiven"); n != 2 {
+		t.Errorf("%d RoomGiven events, want 2:%s", n, e.events)
+	}
+}
