@@ -42,21 +42,27 @@ func (r *Reconciler) roomInput(policy *v1alpha1.TailorPolicy, in *syncInput, now
 
 // postRoom posts what the sync decided about room: its pods' offers, the
 // asks of those short of room (their donors' policies woken to give it),
-// and, for a raise the room was made for, the asks taken back.
-func (r *Reconciler) postRoom(d autoscale.SyncDecision, now time.Time) {
+// and takes back the asks of its other pods: a raise the room was made
+// for, or one no longer short of room, asks nothing of anyone.
+func (r *Reconciler) postRoom(d autoscale.SyncDecision, pods []*corev1.Pod, now time.Time) {
 	r.room.PostOffers(d.Room.Offers, now, r.roomTTL())
-	for _, m := range d.Room.Made {
-		r.room.Withdraw(m.Pod.UID)
-	}
+	asking := map[types.UID]bool{}
 	for _, a := range d.Room.Asks {
 		if len(a.Asks) == 0 {
-			r.room.Withdraw(a.Pod.UID)
 			continue
 		}
+		asking[a.Pod.UID] = true
 		for _, key := range r.room.PostAsks(a.Pod, a.Asks, now, r.roomTTL()) {
 			r.wakeForRoom(key)
 		}
 	}
+	var done []types.UID
+	for _, p := range pods {
+		if !asking[p.UID] {
+			done = append(done, p.UID)
+		}
+	}
+	r.room.Withdraw(done...)
 }
 
 // wakeForRoom brings policy key to sync now, if a manager runs it.

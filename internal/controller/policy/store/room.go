@@ -91,16 +91,22 @@ func (b *RoomBoard) PostAsks(needy *corev1.Pod, asks []room.Ask, now time.Time, 
 	return policies
 }
 
-// Withdraw takes back the asks of the pod needy: its raise was sent.
-func (b *RoomBoard) Withdraw(needy types.UID) {
+// Withdraw takes back the asks of the pods needy: their raise was sent,
+// or they are short of room no longer.
+func (b *RoomBoard) Withdraw(needy ...types.UID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.withdraw(needy)
+	b.withdraw(needy...)
 }
 
-func (b *RoomBoard) withdraw(needy types.UID) {
+func (b *RoomBoard) withdraw(needy ...types.UID) {
+	if len(needy) == 0 {
+		return
+	}
 	for donor, byNeedy := range b.asks {
-		delete(byNeedy, needy)
+		for _, uid := range needy {
+			delete(byNeedy, uid)
+		}
 		if len(byNeedy) == 0 {
 			delete(b.asks, donor)
 		}
