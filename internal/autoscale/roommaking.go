@@ -208,19 +208,16 @@ func donors(asks []room.Ask) string {
 	return strings.Join(parts, ", ")
 }
 
-// withoutAsking is short without the pods room is asked for: they are not
-// recreated while it may still be made.
-func withoutAsking(short []fleet.PodInput, asks []RoomAsk) []fleet.PodInput {
-	asking := map[types.UID]bool{}
+// RecreateWaitRoom is why a pod short of room is not recreated yet: room
+// is asked for it in place (room.Patience).
+const RecreateWaitRoom = "RoomAsked"
+
+// asking are the pods room is asked for, by UID, with what was asked.
+func asking(asks []RoomAsk) map[types.UID]string {
+	out := map[types.UID]string{}
 	for _, a := range asks {
 		if len(a.Asks) > 0 {
-			asking[a.Pod.UID] = true
-		}
-	}
-	var out []fleet.PodInput
-	for _, pin := range short {
-		if !asking[pin.Pod.UID] {
-			out = append(out, pin)
+			out[a.Pod.UID] = a.Text()
 		}
 	}
 	return out

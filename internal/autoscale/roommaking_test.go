@@ -3,6 +3,7 @@ package autoscale
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -29,40 +30,50 @@ func lowOffer(cpu string) room.Offer {
 
 // The needy side: a raise its node's room cuts asks room of the pods of
 // lower priority beside it that can give it, lowest first and then the
-// largest; is requeued soon; and is not recreated while room is asked.
-// Where none can give enough, nothing is asked, the hold says why, and the
-// existing path (recreation, in InPlaceOrRecreate) runs.
+// largest; is requeued soon; and is not recreated while room is asked,
+// for room.Patience at least. Where none can give enough, nothing is
+// asked, the hold says why, and the existing path (recreation, in
+// InPlaceOrRecreate) runs.
 func TestDecideSyncAsksForRoom(t *testing.T) {
+	lows := []*corev1.Pod{roomPod("lo1", 10, "1500m"), roomPod("lo2", 10, "1500m")}
+	lowOffers := map[types.UID]room.Offer{"lo1": lowOffer("1"), "lo2": lowOffer("1200m")}
 	cases := map[string]struct {
-		neighbours   []*corev1.Pod
-		offers       map[types.UID]room.Offer
-		wantAsks     []string
-		wantHeld     string
-		wantRecreate bool
+		neighbours []*corev1.Pod
+		offers     map[types.UID]room.Offer
+		// shortFor is how long the raise has found no room.
+		shortFor time.Duration
+		wantAsks []string
+		wantHeld string
+		// wantRecreate is the recreation's wait reason: RoomAsked while
+		// room is asked, "" for the existing path's own wait.
+		wantRecreate string
 	}{
 		"two idle lower-priority pods give room": {
-			neighbours: []*corev1.Pod{roomPod("lo1", 10, "1500m"), roomPod("lo2", 10, "1500m")},
-			offers:     map[types.UID]room.Offer{"lo1": lowOffer("1"), "lo2": lowOffer("1200m")},
-			wantAsks:   []string{"lo2 cpu 1200m", "lo1 cpu 800m"},
-			wantHeld:   "room is asked of ns/lo2 (priority 10: cpu 1200m), ns/lo1 (priority 10: cpu 800m)",
+			neighbours: lows, offers: lowOffers,
+			wantAsks:     []string{"lo2 cpu 1200m", "lo1 cpu 800m"},
+			wantHeld:     "room is asked of ns/lo2 (priority 10: cpu 1200m), ns/lo1 (priority 10: cpu 800m)",
+			wantRecreate: RecreateWaitRoom,
+		},
+		"room asked past the patience: the existing path goes on": {
+			neighbours: lows, offers: lowOffers, shortFor: room.Patience,
+			wantAsks:     []string{"lo2 cpu 1200m", "lo1 cpu 800m"},
+			wantHeld:     "room is asked of",
+			wantRecreate: "",
 		},
 		"only higher-priority neighbours: nothing taken, recreated as before": {
-			neighbours:   []*corev1.Pod{roomPod("hi1", 2000, "1500m"), roomPod("hi2", 2000, "1500m")},
-			offers:       map[types.UID]room.Offer{"hi1": lowOffer("1"), "hi2": lowOffer("1200m")},
-			wantHeld:     "no room could be made: the pods of lower priority tailor may lower could not give cpu 2 of the cpu 2 short (other pods on the node: 2 HigherPriority)",
-			wantRecreate: true,
+			neighbours: []*corev1.Pod{roomPod("hi1", 2000, "1500m"), roomPod("hi2", 2000, "1500m")},
+			offers:     map[types.UID]room.Offer{"hi1": lowOffer("1"), "hi2": lowOffer("1200m")},
+			wantHeld:   "no room could be made: the pods of lower priority tailor may lower could not give cpu 2 of the cpu 2 short (other pods on the node: 2 HigherPriority)",
 		},
 		"equal priority never gives room": {
-			neighbours:   []*corev1.Pod{roomPod("eq1", 1000, "1500m"), roomPod("eq2", 1000, "1500m")},
-			offers:       map[types.UID]room.Offer{"eq1": lowOffer("1"), "eq2": lowOffer("1200m")},
-			wantHeld:     "(other pods on the node: 2 EqualPriority)",
-			wantRecreate: true,
+			neighbours: []*corev1.Pod{roomPod("eq1", 1000, "1500m"), roomPod("eq2", 1000, "1500m")},
+			offers:     map[types.UID]room.Offer{"eq1": lowOffer("1"), "eq2": lowOffer("1200m")},
+			wantHeld:   "(other pods on the node: 2 EqualPriority)",
 		},
 		"not enough: nothing asked of those that could give some": {
-			neighbours:   []*corev1.Pod{roomPod("lo1", 10, "1500m"), roomPod("stranger", 0, "1500m")},
-			offers:       map[types.UID]room.Offer{"lo1": lowOffer("1")},
-			wantHeld:     "could not give cpu 1 of the cpu 2 short (other pods on the node: 1 NotManaged)",
-			wantRecreate: true,
+			neighbours: []*corev1.Pod{roomPod("lo1", 10, "1500m"), roomPod("stranger", 0, "1500m")},
+			offers:     map[types.UID]room.Offer{"lo1": lowOffer("1")},
+			wantHeld:   "could not give cpu 1 of the cpu 2 short (other pods on the node: 1 NotManaged)",
 		},
 	}
 	for name, tc := range cases {
@@ -80,6 +91,8 @@ func TestDecideSyncAsksForRoom(t *testing.T) {
 					Server: v137, Now: now,
 				},
 				Room: RoomInput{Offers: tc.offers},
+				Recreation: RecreationState{RecreateAfter: 30 * time.Second,
+					ShortSince: map[types.UID]time.Time{"needy": now.Add(-tc.shortFor)}},
 			}
 			d, wanted, err := DecideSync(in)
 			if err == nil && wanted != nil {
@@ -111,8 +124,10 @@ func TestDecideSyncAsksForRoom(t *testing.T) {
 			if asked := len(asks) > 0; asked && (d.RetryAfter == 0 || d.RetryAfter > room.Retry) {
 				t.Errorf("retry after %s while room is asked, want at most %s", d.RetryAfter, room.Retry)
 			}
-			if got := len(d.Recreate) > 0; got != tc.wantRecreate {
-				t.Errorf("recreation decided: %v, want %v (%+v)", got, tc.wantRecreate, d.Recreate)
+			// The existing path's step is whatever it decides (a wait, a
+			// record): only room asked and still awaited says RoomAsked.
+			if len(d.Recreate) != 1 || (d.Recreate[0].Reason == RecreateWaitRoom) != (tc.wantRecreate == RecreateWaitRoom) {
+				t.Errorf("recreation steps %+v, want one, waiting for room: %v", d.Recreate, tc.wantRecreate == RecreateWaitRoom)
 			}
 		})
 	}

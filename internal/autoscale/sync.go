@@ -15,6 +15,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/autoscale/placement"
+	"github.com/tailorhq/tailor/internal/autoscale/room"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -229,9 +230,7 @@ func DecideSync(in SyncInput) (*SyncDecision, *NodesWanted, error) {
 	if spec.Mode() != v1alpha1.UpdateModeInPlaceOrRecreate {
 		return &out, nil, nil
 	}
-	// Only where no room can be made in place is the pod recreated.
-	short = withoutAsking(short, out.Room.Asks)
-	r := recreations{in: in, spec: spec, rules: rules, pods: short}
+	r := recreations{in: in, spec: spec, rules: rules, pods: short, asking: asking(out.Room.Asks)}
 	steps, whole, err := r.steps(nil)
 	if err != nil {
 		return nil, nil, err
@@ -419,6 +418,9 @@ type recreations struct {
 	spec  *v1alpha1.TailorPolicySpec
 	rules *nsrules.Rules
 	pods  []fleet.PodInput
+	// asking are the pods room is asked for in place this sync, by UID,
+	// each with what was asked (RoomAsk.Text).
+	asking map[types.UID]string
 }
 
 // steps decides each pod's step in turn, on nodes: at most one eviction
@@ -449,6 +451,14 @@ func (r recreations) step(pin fleet.PodInput, lastEviction time.Time, nodes []pl
 	since, ok := rs.ShortSince[p.UID]
 	if !ok || since.IsZero() {
 		since = in.Now
+	}
+	if text, ok := r.asking[p.UID]; ok {
+		// Room made in place comes first: the pod waits for it, its run
+		// of shortfall counted, until the existing path may go on.
+		if wait := since.Add(max(rs.RecreateAfter, room.Patience)).Sub(in.Now); wait > 0 {
+			return RecreateStepOf{Pod: p, ShortSince: since, RecreateDecision: placement.RecreateDecision{
+				Step: placement.RecreateWait, RetryAfter: min(wait, room.Retry), Reason: RecreateWaitRoom, Message: "pod " + p.Name + ": " + text}}, nil
+		}
 	}
 	block := rs.Blocked[p.UID]
 	rin := placement.RecreateInput{

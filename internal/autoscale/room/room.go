@@ -15,6 +15,13 @@ import (
 // policies sync first, then its raise finds the room they left.
 const Retry = 5 * time.Second
 
+// Patience is the least a pod asking for room waits for it before it may
+// be recreated elsewhere (InPlaceOrRecreate), whatever its recreateAfter:
+// the donors' policies sync within seconds, and one held longer by its own
+// gates (a closed change window, a spent budget, a canary) would not give
+// in time. It counts from when the raise first found no room.
+const Patience = time.Minute
+
 // Reason says why a pod beside the one short of room gives none, or why no
 // room is asked at all.
 type Reason string
