@@ -163,20 +163,11 @@ func (r *Actor) Act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Inpu
 	for _, st := range d.Recreate {
 		recreate[st.Pod.Name] = st
 	}
-	roomAsks := map[string]autoscale.RoomAsk{}
-	for _, a := range d.Room.Asks {
-		roomAsks[a.Pod.Name] = a
-	}
 	for _, p := range in.Pods {
 		ps := state.Pod(p)
 		dec := d.Decisions[p.Name]
-		h, isHeld := held[p.Name]
-		if a, ok := roomAsks[p.Name]; ok {
-			dec, h = withRoom(dec, h, a)
-			r.reportRoomAsked(policy, ps, a)
-		}
 		r.reportSkips(policy, ps, p, dec, blocked)
-		if isHeld {
+		if h, ok := held[p.Name]; ok {
 			r.reportHeld(policy, ps, p, h, blocked)
 		}
 		if st, ok := settled[p.Name]; ok {
@@ -204,9 +195,6 @@ func (r *Actor) Act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Inpu
 		}
 		if !dec.Empty() {
 			msg := shortText(dec.Short)
-			if a, ok := roomAsks[p.Name]; ok && a.Text() != "" {
-				msg += "; " + a.Text()
-			}
 			blocked[string(podchange.SkipNoRoom)] = msg
 			key := "capped"
 			for _, s := range dec.Short {
@@ -222,7 +210,6 @@ func (r *Actor) Act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Inpu
 		r.reportHeap(policy, state.Pod(h.Pod), h)
 	}
 	r.reportCanary(policy, d.Canary)
-	sent := map[types.UID]bool{}
 	for _, a := range d.Sends {
 		retry, err := r.send(ctx, policy, state, a.Action, actuator.ApplyOptions{FieldManager: a.FieldManager}, now, blocked)
 		if err != nil {
@@ -232,11 +219,9 @@ func (r *Actor) Act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Inpu
 		}
 		if retry == 0 {
 			inFlightNow++
-			sent[a.Pod.UID] = true
 		}
 		sooner(retry)
 	}
-	r.reportRoom(policy, d.Room, sent)
 	for _, p := range in.Pods {
 		state.Pod(p).SettleReports()
 	}
