@@ -40,6 +40,12 @@ type Advice struct {
 	// container with nothing to change has none.
 	Targets   map[string]podchange.Target
 	PodTarget podchange.Target
+	// Early are the containers' targets with the lowerings that only the
+	// scale-down stabilization window holds back given (recommend.Advice.Early),
+	// by name; a container with none has none. Room made for a pod of
+	// higher priority may use them in place of Targets; nothing else does.
+	// The pod-level target has none: its lowering waits its window.
+	Early map[string]podchange.Target
 	// WorkingSet is each container's memory in use, from fresh usage.
 	WorkingSet map[string]resource.Quantity
 	// JVM is each container's JVM as the node agent measured it, from
@@ -72,7 +78,7 @@ func (m *Model) Advise(in Input) Advice {
 // recommend is the recommenders' targets for one pod.
 func (m *Model) recommend(in Input) Advice {
 	p, spec, now := in.Pod.Pod, in.Spec, in.Now
-	a := Advice{Targets: map[string]podchange.Target{}, WorkingSet: map[string]resource.Quantity{}, JVM: map[string]jvm.Measured{}, Recs: map[string]recommend.Recommendation{}}
+	a := Advice{Targets: map[string]podchange.Target{}, Early: map[string]podchange.Target{}, WorkingSet: map[string]resource.Quantity{}, JVM: map[string]jvm.Measured{}, Recs: map[string]recommend.Recommendation{}}
 	allFresh := true
 	consider := func(name string, cur recommend.Resources, fresh bool, at time.Time) *podchange.Target {
 		states := m.statesFor(in.Pod, name)
@@ -153,6 +159,11 @@ func (m *Model) recommend(in Input) Advice {
 				a.RaiseSince = since
 			}
 		}
+		if name != podcontainers.PodLevelName {
+			if e, ok := early(t, rec, fresh); ok {
+				a.Early[name] = e
+			}
+		}
 		if t.CPU == nil && t.Memory == nil && t.MemoryLimit == nil {
 			return nil
 		}
@@ -181,6 +192,28 @@ func (m *Model) recommend(in Input) Advice {
 		}
 	}
 	return a
+}
+
+// early is t with the lowerings of rec that only the stabilization window
+// holds given, and whether there is any. Without fresh usage there is none:
+// missing data never lowers anything.
+func early(t podchange.Target, rec recommend.Recommendation, fresh bool) (podchange.Target, bool) {
+	if !fresh {
+		return t, false
+	}
+	some := false
+	if v, ok := rec.CPU.Early(); ok && t.CPU == nil {
+		t.CPU, some = resource.NewMilliQuantity(int64(v*1000+0.5), resource.DecimalSI), true
+	}
+	if v, ok := rec.Memory.Early(); ok && t.Memory == nil {
+		t.Memory, some = resource.NewQuantity(int64(v), resource.BinarySI), true
+		// The limit advised apart moves with the request, as it does when
+		// the window has passed.
+		if rec.MemoryLimit.Target > 0 {
+			t.MemoryLimit = resource.NewQuantity(int64(rec.MemoryLimit.Target), resource.BinarySI)
+		}
+	}
+	return t, some
 }
 
 // statesFor are the states that advise pod p's container name: the
@@ -269,6 +302,11 @@ func (m *Model) startupBoost(in Input, a *Advice) {
 			delete(a.Targets, name)
 		} else {
 			a.Targets[name] = t
+		}
+		if e, ok := a.Early[name]; ok {
+			// A boost decides the cpu target: no window to cut short.
+			e.CPU = bt.CPU
+			a.Early[name] = e
 		}
 	}
 	for name := range mem.BoostFrom {

@@ -386,3 +386,40 @@ func TestRestoreAndForgetStale(t *testing.T) {
 		t.Errorf("forgotten (-want,+got):\n%s", diff)
 	}
 }
+
+// TestAdviseEarly: an idle pod's lowering, held by the stabilization
+// window, is advised early (what room made for a pod of higher priority
+// may lower it to), from fresh usage only, while its targets stay empty.
+func TestAdviseEarly(t *testing.T) {
+	cases := map[string]struct {
+		fresh     bool
+		wantEarly string
+	}{
+		// 1 core at 50m used: a 75% step, to 250m.
+		"fresh usage":    {fresh: true, wantEarly: "250m"},
+		"no fresh usage": {fresh: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := webPod("a", "1", "256Mi")
+			s := spec()
+			m := configured(t, s, p)
+			u := usageOf(t0, map[string][2]float64{"a": {0.05, 200 * mi}})
+			m.Learn(s, views(p), u, t0)
+			if !tc.fresh {
+				u = metrics.Result{}
+			}
+			a := m.Advise(Input{Spec: s, Pod: views(p)[0], Usage: u, Now: t0})
+			if got := a.Targets["app"]; got.CPU != nil {
+				t.Errorf("cpu target %s inside the stabilization window, want none", got.CPU)
+			}
+			var got string
+			if e, ok := a.Early["app"]; ok && e.CPU != nil {
+				got = e.CPU.String()
+			}
+			if got != tc.wantEarly {
+				t.Errorf("early cpu %q, want %q", got, tc.wantEarly)
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/autoscale/placement"
+	"github.com/tailorhq/tailor/internal/autoscale/room"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
@@ -69,6 +70,8 @@ type SyncInput struct {
 	// maxAllowed of a container whose policy sets none, where no
 	// LimitRange of Rules gives a max (DefaultMaxAllowed).
 	Largest map[corev1.ResourceName]podchange.DefaultBound
+	// Room is what making room in place on a full node reads.
+	Room RoomInput
 }
 
 // RecreationState is what DecideRecreate reads of a policy's past and its
@@ -145,6 +148,9 @@ type SyncDecision struct {
 	// DefaultMaxAllowed are the bounds the sync gave the containers whose
 	// policy sets no maxAllowed (BoundedSpec), by resource.
 	DefaultMaxAllowed map[corev1.ResourceName]podchange.DefaultBound
+	// Room is what the policy's pods could give to make room, what was
+	// given and asked, and the raises the room made.
+	Room RoomOutcome
 }
 
 // Send is a resize to send now.
@@ -173,14 +179,19 @@ type Settled struct {
 // leaves as it is:
 //
 //   - the bounds every part sizes within (sized);
+//   - what each running pod could give to make room on its node
+//     (room.OfferOf), before a standing ask for room from a pod of higher
+//     priority cuts its stabilization window short (cutForAsks);
 //   - the running pods' resizes and holds (DecidePolicy), through the gates
 //     that hold lowerings back: a canary, then the change windows and
 //     lowering budgets (decidePolicy); the canary's rollbacks go first;
 //   - the admission entry new pods are created with, after those resizes;
 //   - and, unless the mode is Off: the unschedulable pods to replace (each
 //     due once it has stood Settle), the field manager each resize goes
-//     under, the pods no longer short of room, and the recreation of
-//     those still short, in mode InPlaceOrRecreate.
+//     under, the room asked of lower-priority pods for each raise its
+//     node's room cut (makeRoom), the pods no longer short of room, and the
+//     recreation of those still short for which no room is asked, in mode
+//     InPlaceOrRecreate.
 //
 // Whether a pod short of room may be recreated elsewhere needs every node
 // with its pods, which cost to list: when one does, DecideSync returns no
@@ -192,16 +203,23 @@ func DecideSync(in SyncInput) (*SyncDecision, *NodesWanted, error) {
 		return nil, nil, fmt.Errorf("decide sync: the policy spec is required")
 	}
 	policy, entry, maxAllowed := in.sized()
+	offers, err := in.offers(policy)
+	if err != nil {
+		return nil, nil, err
+	}
+	policy, cut := in.cutForAsks(policy)
 	d, co, lo, err := in.decidePolicy(policy)
 	if err != nil {
 		return nil, nil, err
 	}
 	out := SyncDecision{PolicyDecision: d, Canary: co, Limits: lo, DefaultMaxAllowed: maxAllowed,
-		Admission: admission(entry, d.Resizes)}
+		Admission: admission(entry, d.Resizes), Room: RoomOutcome{Offers: offers}}
 	spec := policy.Spec
 	if spec.Mode() == v1alpha1.UpdateModeOff {
 		return &out, nil, nil
 	}
+	out.Room.Given = given(d, cut)
+	out.Room.Asks, out.Room.Made, out.PolicyDecision = in.makeRoom(out.PolicyDecision)
 	// New pods and replacements are created after this sync's resizes,
 	// which the apiserver charges to the quotas as it takes them.
 	rules := chargedBy(in.Rules, d.Resizes)
@@ -212,7 +230,7 @@ func DecideSync(in SyncInput) (*SyncDecision, *NodesWanted, error) {
 	if spec.Mode() != v1alpha1.UpdateModeInPlaceOrRecreate {
 		return &out, nil, nil
 	}
-	r := recreations{in: in, spec: spec, rules: rules, pods: short}
+	r := recreations{in: in, spec: spec, rules: rules, pods: short, asking: asking(out.Room.Asks)}
 	steps, whole, err := r.steps(nil)
 	if err != nil {
 		return nil, nil, err
@@ -400,6 +418,9 @@ type recreations struct {
 	spec  *v1alpha1.TailorPolicySpec
 	rules *nsrules.Rules
 	pods  []fleet.PodInput
+	// asking are the pods room is asked for in place this sync, by UID,
+	// each with what was asked (RoomAsk.Text).
+	asking map[types.UID]string
 }
 
 // steps decides each pod's step in turn, on nodes: at most one eviction
@@ -430,6 +451,14 @@ func (r recreations) step(pin fleet.PodInput, lastEviction time.Time, nodes []pl
 	since, ok := rs.ShortSince[p.UID]
 	if !ok || since.IsZero() {
 		since = in.Now
+	}
+	if text, ok := r.asking[p.UID]; ok {
+		// Room made in place comes first: the pod waits for it, its run
+		// of shortfall counted, until the existing path may go on.
+		if wait := since.Add(max(rs.RecreateAfter, room.Patience)).Sub(in.Now); wait > 0 {
+			return RecreateStepOf{Pod: p, ShortSince: since, RecreateDecision: placement.RecreateDecision{
+				Step: placement.RecreateWait, RetryAfter: min(wait, room.Retry), Reason: RecreateWaitRoom, Message: "pod " + p.Name + ": " + text}}, nil
+		}
 	}
 	block := rs.Blocked[p.UID]
 	rin := placement.RecreateInput{

@@ -76,6 +76,18 @@ type Advice struct {
 	why           resource
 	waited        time.Duration
 	stabilization time.Duration
+	// early is the lowering the stabilization window alone holds back (0:
+	// none), for Early.
+	early float64
+}
+
+// Early is the lowering that only the stabilization window holds back now:
+// the Target the advice would have once the window ended, with the step
+// limit and bounds still applied. False when the advice is not such a hold.
+// Room made for a pod of higher priority (internal/autoscale/room) may cut
+// the window short; nothing else may.
+func (a Advice) Early() (float64, bool) {
+	return a.early, a.early > 0
 }
 
 // Needed is what the usage seen needs (its peak plus margin, within the
@@ -523,6 +535,11 @@ func (s *State) decide(r resource, need *peakWindow, lastChange, now time.Time) 
 			a.waited = s.belowFor(need, r.current*(1-cfg.Hysteresis), lastChange, now)
 			a.stabilization = cfg.Stabilization
 			if a.waited < cfg.Stabilization {
+				// Samples that stopped hold a lowering for want of
+				// evidence, which no window cut short gives.
+				if early := clamp(max(needed, r.current*(1-cfg.MaxStepDown)), r.lo, r.hi); early < r.current && s.sampling(now) {
+					a.early = early
+				}
 				break
 			}
 		}
@@ -538,7 +555,7 @@ func (s *State) decide(r resource, need *peakWindow, lastChange, now time.Time) 
 // state can bridge.
 func (s *State) belowFor(need *peakWindow, band float64, lastChange, now time.Time) time.Duration {
 	nowNano := now.UnixNano()
-	if last := max(s.lastSample, s.lastMemAt); last == 0 || now.Unix()-last > s.r.gapLimit() {
+	if !s.sampling(now) {
 		return 0
 	}
 	from := max(s.runStart, s.lastRestart)
@@ -553,6 +570,13 @@ func (s *State) belowFor(need *peakWindow, band float64, lastChange, now time.Ti
 	}
 	from = max(from, since*int64(time.Second))
 	return max(time.Duration(nowNano-from), 0)
+}
+
+// sampling reports whether samples still arrive at now: the last came
+// within the gap the state can bridge.
+func (s *State) sampling(now time.Time) bool {
+	last := max(s.lastSample, s.lastMemAt)
+	return last != 0 && now.Unix()-last <= s.r.gapLimit()
 }
 
 // Reason says, for a person, why the advice is what it is, e.g. "cpu peak

@@ -464,6 +464,9 @@ func TestStabilizationConditions(t *testing.T) {
 		events func(s *State) time.Time
 		ask    time.Duration
 		want   Decision
+		// wantEarly: the hold is the stabilization window's alone, which
+		// Early lets room-making cut short.
+		wantEarly bool
 	}{
 		"idle for the whole window lowers": {
 			stabilization: window,
@@ -474,6 +477,7 @@ func TestStabilizationConditions(t *testing.T) {
 			stabilization: window,
 			events:        idle(0, window-step),
 			want:          Hold,
+			wantEarly:     true,
 		},
 		"a busy sample inside the window holds": {
 			stabilization: window,
@@ -484,7 +488,8 @@ func TestStabilizationConditions(t *testing.T) {
 				s.AddSample(Sample{CPU: 1.9, Memory: 200 * mib}, t0.Add(window+time.Minute))
 				return idle(window+step, 2*window)(s)
 			},
-			want: Hold,
+			want:      Hold,
+			wantEarly: true,
 		},
 		"a busy sample just before the window lowers": {
 			stabilization: window,
@@ -502,7 +507,8 @@ func TestStabilizationConditions(t *testing.T) {
 				s.RecordRestart(end.Add(-window + time.Second))
 				return end
 			},
-			want: Hold,
+			want:      Hold,
+			wantEarly: true,
 		},
 		"a gap longer than the CPU window starts afresh": {
 			stabilization: window,
@@ -510,7 +516,8 @@ func TestStabilizationConditions(t *testing.T) {
 				idle(0, window)(s)
 				return idle(window+time.Hour, window+time.Hour+window-step)(s)
 			},
-			want: Hold,
+			want:      Hold,
+			wantEarly: true,
 		},
 		"samples stopped long ago hold": {
 			stabilization: window,
@@ -530,6 +537,15 @@ func TestStabilizationConditions(t *testing.T) {
 			rec := s.Recommend(high, time.Time{}, now).CPU
 			if rec.Decision != tc.want {
 				t.Errorf("decision %v, want %v (%s)", rec.Decision, tc.want, rec.Reason())
+			}
+			early, ok := rec.Early()
+			if ok != tc.wantEarly {
+				t.Errorf("Early() = %v, %v; want an early lowering %v (%s)", early, ok, tc.wantEarly, rec.Reason())
+			}
+			// Cut short, the window gives what its end would: the step
+			// limit still holds.
+			if ok && (early >= high.CPU || early < high.CPU*(1-DefaultConfig().MaxStepDown)) {
+				t.Errorf("early lowering to %v from %v: not a lowering within the step limit", early, high.CPU)
 			}
 		})
 	}

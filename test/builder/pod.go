@@ -114,6 +114,13 @@ func (p *PodWrapper) RestartPolicy(rp corev1.RestartPolicy) *PodWrapper {
 // Node binds the pod to a node (spec.nodeName), bypassing the scheduler.
 func (p *PodWrapper) Node(name string) *PodWrapper { p.Spec.NodeName = name; return p }
 
+// PriorityClass sets spec.priorityClassName, from which the apiserver sets
+// spec.priority.
+func (p *PodWrapper) PriorityClass(name string) *PodWrapper {
+	p.Spec.PriorityClassName = name
+	return p
+}
+
 // SchedulingGate adds a scheduling gate, which keeps the pod Pending and off
 // every kubelet: handy for apiserver-only tests.
 func (p *PodWrapper) SchedulingGate(name string) *PodWrapper {

@@ -19,9 +19,14 @@ import (
 
 // PodInput is what DecidePolicy knows about one pod of the policy.
 type PodInput struct {
-	Pod        *corev1.Pod
-	Targets    map[string]podchange.Target
-	PodTarget  podchange.Target
+	Pod       *corev1.Pod
+	Targets   map[string]podchange.Target
+	PodTarget podchange.Target
+	// Early are the targets with the lowerings only the scale-down
+	// stabilization window holds back given (advise.Advice.Early): what
+	// room made for a pod of higher priority lowers this one to
+	// (internal/autoscale/room). DecidePolicy itself never reads them.
+	Early      map[string]podchange.Target
 	WorkingSet map[string]resource.Quantity
 	// JVM is each container's JVM as the node agent measured it.
 	JVM map[string]jvm.Measured

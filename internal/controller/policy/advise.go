@@ -62,7 +62,7 @@ func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now ti
 		}
 		in.advice[p.UID] = a
 		in.decision.Pods = append(in.decision.Pods, fleet.PodInput{
-			Pod: p, Targets: a.Targets, PodTarget: a.PodTarget, WorkingSet: a.WorkingSet, JVM: a.JVM,
+			Pod: p, Targets: a.Targets, PodTarget: a.PodTarget, Early: a.Early, WorkingSet: a.WorkingSet, JVM: a.JVM,
 			LastResize: ps.LastResize, InFlight: gather.InFlight(p), ResizeRefused: gather.Refused(p), RaiseSince: ps.RaiseSince, Boost: a.Boost,
 			Throttled: throttledSince(p, in.usage, ps.LastResize),
 		})

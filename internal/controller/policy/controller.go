@@ -79,6 +79,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("watching ReplicaSets' metadata: %w", err)
 	}
 	b := ctrl.NewControllerManagedBy(mgr)
+	// A pod asked for room is lowered by its own policy's sync, which
+	// need not wait its sync period.
+	r.roomWake = make(chan event.GenericEvent, roomWakeBuffer)
+	b = b.WatchesRawSource(source.Channel(r.roomWake, &handler.EnqueueRequestForObject{},
+		source.WithPredicates[client.Object, reconcile.Request](owned)))
 	if r.Wake != nil {
 		b = b.WatchesRawSource(source.Channel(r.Wake, handler.EnqueueRequestsFromMapFunc(r.policiesForPod),
 			source.WithPredicates[client.Object, reconcile.Request](owned)))
@@ -303,6 +308,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if err == nil {
 		r.judge(policy, in, now)
+		in.roomAsked = r.room.AskedOf(in.pods, now)
 		err = r.advise(policy, in, now)
 	}
 	if err == nil {
@@ -352,6 +358,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		Namespace:      in.namespace,
 		CountLowerings: in.countLowerings,
 		Largest:        in.largest,
+		Room:           r.roomInput(policy, in, now),
 	}
 	decision, err := r.decideSync(ctx, policy, in, input)
 	if err != nil {
@@ -364,6 +371,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: r.SyncPeriod}, policystatus.Write(ctx, r.Client, policy, status)
 	}
 	in.state.Canary, in.state.Lowered = decision.Canary.State, decision.Limits.Lowered
+	r.postRoom(decision, in.pods, now)
 	in.heapFits, in.jvms = heapFits(policy, in, decision.PolicyDecision)
 	// Before act: a canary's state, and the budget's count, are on the
 	// apiserver before the resizes they stand for are sent, so a manager that stops between the

@@ -67,16 +67,17 @@ func (r *Reconciler) decideSync(ctx context.Context, policy *v1alpha1.TailorPoli
 	return *decision, nil
 }
 
-// candidateNodes reads the nodes of the pods the advice would change, with
-// the pods bound to them: only such a pod can be resized, so the nodes of
-// the others are not read.
+// candidateNodes reads the nodes of the pods the advice would change (or
+// room asked of them would), with the pods bound to them: only such a pod
+// can be resized, so the nodes of the others are not read.
 func (r *Reconciler) candidateNodes(ctx context.Context, policy *v1alpha1.TailorPolicy, in *syncInput) error {
 	if policy.Spec.Mode() == v1alpha1.UpdateModeOff {
 		return nil
 	}
 	var candidates []*corev1.Pod
 	for _, pin := range in.decision.Pods {
-		if len(pin.Targets) > 0 || pin.PodTarget.CPU != nil || pin.PodTarget.Memory != nil {
+		_, asked := in.roomAsked[pin.Pod.UID]
+		if len(pin.Targets) > 0 || pin.PodTarget.CPU != nil || pin.PodTarget.Memory != nil || (asked && len(pin.Early) > 0) {
 			candidates = append(candidates, pin.Pod)
 		}
 	}

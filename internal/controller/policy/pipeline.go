@@ -12,6 +12,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
 	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
+	"github.com/tailorhq/tailor/internal/autoscale/room"
 	"github.com/tailorhq/tailor/internal/controller/policy/act"
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/controller/policy/policystatus"
@@ -82,6 +83,9 @@ type syncInput struct {
 	// this policy's lowerings.
 	namespaceBudget, countLowerings bool
 	namespace                       limits.NamespaceLowerings
+	// roomAsked are the standing asks for room for the policy's pods, by
+	// UID (store.RoomBoard).
+	roomAsked map[types.UID]room.Asked
 	// jvms: some pod runs a JVM; heapFits are the JVMs that cannot use
 	// their memory limit (heapFits), for status and events.
 	jvms     bool

@@ -85,6 +85,11 @@ type Reconciler struct {
 	// ledger counts, per namespace, the lowerings this process decided
 	// for the namespace budgets (store.Ledger).
 	ledger store.Ledger
+	// room is where the policies' syncs meet to make room in place on a
+	// full node, and roomWake brings the policies whose pods were asked
+	// for room to sync now (nil without a manager: the tests sync them).
+	room     store.RoomBoard
+	roomWake chan event.GenericEvent
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)

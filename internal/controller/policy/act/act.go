@@ -163,11 +163,20 @@ func (r *Actor) Act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Inpu
 	for _, st := range d.Recreate {
 		recreate[st.Pod.Name] = st
 	}
+	roomAsks := map[string]autoscale.RoomAsk{}
+	for _, a := range d.Room.Asks {
+		roomAsks[a.Pod.Name] = a
+	}
 	for _, p := range in.Pods {
 		ps := state.Pod(p)
 		dec := d.Decisions[p.Name]
+		h, isHeld := held[p.Name]
+		if a, ok := roomAsks[p.Name]; ok {
+			dec, h = withRoom(dec, h, a)
+			r.reportRoomAsked(policy, ps, a)
+		}
 		r.reportSkips(policy, ps, p, dec, blocked)
-		if h, ok := held[p.Name]; ok {
+		if isHeld {
 			r.reportHeld(policy, ps, p, h, blocked)
 		}
 		if st, ok := settled[p.Name]; ok {
@@ -195,6 +204,9 @@ func (r *Actor) Act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Inpu
 		}
 		if !dec.Empty() {
 			msg := shortText(dec.Short)
+			if a, ok := roomAsks[p.Name]; ok && a.Text() != "" {
+				msg += "; " + a.Text()
+			}
 			blocked[string(podchange.SkipNoRoom)] = msg
 			key := "capped"
 			for _, s := range dec.Short {
@@ -210,6 +222,7 @@ func (r *Actor) Act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Inpu
 		r.reportHeap(policy, state.Pod(h.Pod), h)
 	}
 	r.reportCanary(policy, d.Canary)
+	sent := map[types.UID]bool{}
 	for _, a := range d.Sends {
 		retry, err := r.send(ctx, policy, state, a.Action, actuator.ApplyOptions{FieldManager: a.FieldManager}, now, blocked)
 		if err != nil {
@@ -219,9 +232,11 @@ func (r *Actor) Act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Inpu
 		}
 		if retry == 0 {
 			inFlightNow++
+			sent[a.Pod.UID] = true
 		}
 		sooner(retry)
 	}
+	r.reportRoom(policy, d.Room, sent)
 	for _, p := range in.Pods {
 		state.Pod(p).SettleReports()
 	}

@@ -1,11 +1,18 @@
 package act
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/autoscale"
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/room"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/jvm"
+	"github.com/tailorhq/tailor/internal/podchange"
 )
 
 // Event reasons, on pods and on the policy.
@@ -41,7 +48,75 @@ const (
 	// some of the policy's pods.
 	EventConflict              = "Conflict"
 	EventVerticalPodAutoscaler = "VerticalPodAutoscaler"
+	// EventRoomAsked: a raise its node has no room for asked room of the
+	// pods of lower priority beside it; EventRoomGiven: a pod was lowered
+	// before its stabilization window ended to make that room;
+	// EventRoomMade: the raise was sent in the room they gave. Each names
+	// the pods on the other side.
+	EventRoomAsked = "RoomAsked"
+	EventRoomGiven = "RoomGiven"
+	EventRoomMade  = "RoomMade"
 )
+
+// withRoom is a pod's decision and hold with what was asked for room, or
+// why none could be made, added to what its node's room held back.
+func withRoom(dec podchange.Decision, h fleet.Held, a autoscale.RoomAsk) (podchange.Decision, fleet.Held) {
+	text := a.Text()
+	if text == "" {
+		return dec, h
+	}
+	skips := make([]podchange.Skip, len(dec.Skips))
+	for i, s := range dec.Skips {
+		if s.Reason == podchange.SkipNoRoom {
+			s.Message += "; " + text
+		}
+		skips[i] = s
+	}
+	dec.Skips = skips
+	if h.Reason == fleet.HoldNoRoom {
+		h.Message += "; " + text
+	}
+	return dec, h
+}
+
+// reportRoomAsked says once per set of donors that room was asked of them
+// for the pod.
+func (r *Actor) reportRoomAsked(policy *v1alpha1.TailorPolicy, ps *store.PodState, a autoscale.RoomAsk) {
+	if len(a.Asks) == 0 {
+		return
+	}
+	key := "roomasked"
+	for _, ask := range a.Asks {
+		key += ":" + ask.Donor.Namespace + "/" + ask.Donor.Name
+	}
+	if ps.Report(key) {
+		r.Events.Eventf(a.Pod, policy, corev1.EventTypeNormal, EventRoomAsked, "Resize", "%s", a.Text())
+	}
+}
+
+// reportRoom says, on each pod lowered early to make room, for whom; and
+// on each pod raised in the room made, who gave it. Only resizes sent
+// count.
+func (r *Actor) reportRoom(policy *v1alpha1.TailorPolicy, o autoscale.RoomOutcome, sent map[types.UID]bool) {
+	for _, g := range o.Given {
+		if sent[g.Pod.UID] {
+			r.Events.Eventf(g.Pod, policy, corev1.EventTypeNormal, EventRoomGiven, "Resize",
+				"lowered to what it needs before its scale-down stabilization window ended, to make room for %s (priority %d): %s asked",
+				g.For, g.Priority, room.Text(g.Amount))
+		}
+	}
+	for _, m := range o.Made {
+		if !sent[m.Pod.UID] {
+			continue
+		}
+		names := make([]string, 0, len(m.Donors))
+		for _, d := range m.Donors {
+			names = append(names, d.String())
+		}
+		r.Events.Eventf(m.Pod, policy, corev1.EventTypeNormal, EventRoomMade, "Resize",
+			"raised in place in the room %s gave", strings.Join(names, ", "))
+	}
+}
 
 // reportOnce emits an event for a pod's state the first time it is seen,
 // and says whether it did, so counters count states, not syncs.
