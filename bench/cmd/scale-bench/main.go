@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -514,7 +515,27 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 		return nil, err
 	}
 	sw.window(true)
-	if err := measureWindow(ctx, o, cl, mgrs, f, res, figs); err != nil {
+	// With --keep, the window's CPU profile of each manager is kept beside
+	// its log: where a sync's CPU goes is what a change of its cost asks.
+	var profiles sync.WaitGroup
+	if o.keep {
+		for i, m := range mgrs {
+			name := "cpu.pprof"
+			if shards > 1 {
+				name = fmt.Sprintf("cpu-%d.pprof", i)
+			}
+			profiles.Add(1)
+			go func() {
+				defer profiles.Done()
+				if err := m.saveCPUProfile(ctx, filepath.Join(work, name), time.Duration(o.syncs)*o.syncPeriod); err != nil {
+					fmt.Printf("no CPU profile: %v\n", err)
+				}
+			}()
+		}
+	}
+	err = measureWindow(ctx, o, cl, mgrs, f, res, figs)
+	profiles.Wait()
+	if err != nil {
 		return nil, err
 	}
 	for i, m := range mgrs {

@@ -93,7 +93,17 @@ func (m *managerProc) stop() {
 
 // saveHeapProfile writes the manager's heap profile to path.
 func (m *managerProc) saveHeapProfile(ctx context.Context, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.pprofAddr+"/debug/pprof/heap", nil)
+	return m.saveProfile(ctx, "heap", path)
+}
+
+// saveCPUProfile writes the manager's CPU profile over the next d to path.
+func (m *managerProc) saveCPUProfile(ctx context.Context, path string, d time.Duration) error {
+	return m.saveProfile(ctx, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path)
+}
+
+// saveProfile writes the manager's pprof profile of the name given to path.
+func (m *managerProc) saveProfile(ctx context.Context, name, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.pprofAddr+"/debug/pprof/"+name, nil)
 	if err != nil {
 		return err
 	}
