@@ -2,6 +2,7 @@ package autoscale
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,11 @@ type RoomInput struct {
 	// policies' last syncs said, by pod UID; a pod missing is one tailor
 	// does not manage.
 	Offers map[types.UID]room.Offer
+	// Sought are the nodes where some pod is short of room, as the syncs
+	// before said: only the pods on them say what they could give, since
+	// an offer plans a pod's lowering a second time, a cost every waiting
+	// pod of the fleet would otherwise pay every sync.
+	Sought map[string]bool
 	// Asking are, by the UID of a pod of the policy, the donors it asked
 	// for room whose asks still stand.
 	Asking map[types.UID][]types.NamespacedName
@@ -32,9 +38,14 @@ type RoomInput struct {
 
 // RoomOutcome is what the sync did about room.
 type RoomOutcome struct {
-	// Offers are what the policy's pods could give now (room.OfferOf), by
-	// pod UID, for the other policies' syncs.
+	// Offers are what the policy's pods on the nodes where room is sought
+	// could give now (room.OfferOf), by pod UID, for the other policies'
+	// syncs.
 	Offers map[types.UID]room.Offer
+	// Seek are the nodes where a pod of the policy is short of room, for
+	// the syncs after this one: the pods on them are to say what they
+	// could give.
+	Seek []string
 	// Asks are the pods short of room on their node, each with the room
 	// asked of the pods beside it, or why none is.
 	Asks []RoomAsk
@@ -73,10 +84,17 @@ type RoomMade struct {
 	Donors []types.NamespacedName
 }
 
-// offers are what each of the policy's pods could give now.
+// offers are what each of the policy's pods on a node where room is
+// sought could give now.
 func (in SyncInput) offers(policy fleet.PolicyInput) (map[types.UID]room.Offer, error) {
-	out := make(map[types.UID]room.Offer, len(policy.Pods))
+	if len(in.Room.Sought) == 0 {
+		return nil, nil
+	}
+	out := map[types.UID]room.Offer{}
 	for _, pin := range policy.Pods {
+		if !in.Room.Sought[pin.Pod.Spec.NodeName] {
+			continue
+		}
 		o, err := room.OfferOf(policy, pin, in.Room.Policy)
 		if err != nil {
 			return nil, err
@@ -132,12 +150,15 @@ func lowersRequest(d podchange.Decision, of corev1.ResourceList) bool {
 }
 
 // makeRoom asks, for each pod whose raise its node's room cut, room of the
-// pods beside it (room.Decide). It returns the asks, the raises sent for
-// which room was asked, and d with, while room is asked, a sync soon; the
-// holds and skips are left as they are, and RoomAsk.Text says what was
-// asked or why nothing could be.
-func (in SyncInput) makeRoom(d fleet.PolicyDecision) ([]RoomAsk, []RoomMade, fleet.PolicyDecision) {
+// pods beside it (room.Decide); on a node where room was not sought yet,
+// whose pods have said nothing of what they could give, it seeks it first
+// (room.Seeking). It returns the asks, the nodes where room is sought, the
+// raises sent for which room was asked, and d with, while room is sought
+// or asked, a sync soon; the holds and skips are left as they are, and
+// RoomAsk.Text says what was asked or why nothing could be.
+func (in SyncInput) makeRoom(d fleet.PolicyDecision) ([]RoomAsk, []string, []RoomMade, fleet.PolicyDecision) {
 	var asks []RoomAsk
+	var seek []string
 	for _, pin := range in.Pods {
 		p := pin.Pod
 		shortfall := shortfallOf(d.Decisions[p.Name].Short)
@@ -145,11 +166,17 @@ func (in SyncInput) makeRoom(d fleet.PolicyDecision) ([]RoomAsk, []RoomMade, fle
 		if len(shortfall) == 0 || node == nil {
 			continue
 		}
-		rd := room.Decide(room.Input{Pod: p, Shortfall: shortfall, Neighbours: in.neighbours(p, node.Pods)})
+		if !slices.Contains(seek, p.Spec.NodeName) {
+			seek = append(seek, p.Spec.NodeName)
+		}
+		rd := room.Seek(p.Spec.NodeName)
+		if in.Room.Sought[p.Spec.NodeName] {
+			rd = room.Decide(room.Input{Pod: p, Shortfall: shortfall, Neighbours: in.neighbours(p, node.Pods)})
+		}
 		asks = append(asks, RoomAsk{Pod: p, Shortfall: shortfall, Decision: rd})
 	}
 	for _, a := range asks {
-		if len(a.Asks) > 0 {
+		if a.Awaits() {
 			d.RetryAfter = fleet.Soonest(d.RetryAfter, room.Retry)
 		}
 	}
@@ -159,7 +186,7 @@ func (in SyncInput) makeRoom(d fleet.PolicyDecision) ([]RoomAsk, []RoomMade, fle
 			made = append(made, RoomMade{Pod: a.Pod, Donors: from})
 		}
 	}
-	return asks, made, d
+	return asks, seek, made, d
 }
 
 // neighbours are the pods bound to p's node but p, terminal ones left out,
@@ -212,11 +239,12 @@ func donors(asks []room.Ask) string {
 // is asked for it in place (room.Patience).
 const RecreateWaitRoom = "RoomAsked"
 
-// asking are the pods room is asked for, by UID, with what was asked.
+// asking are the pods room is sought or asked for, by UID, with what was
+// asked.
 func asking(asks []RoomAsk) map[types.UID]string {
 	out := map[types.UID]string{}
 	for _, a := range asks {
-		if len(a.Asks) > 0 {
+		if a.Awaits() {
 			out[a.Pod.UID] = a.Text()
 		}
 	}

@@ -28,10 +28,11 @@ func lowOffer(cpu string) room.Offer {
 	return room.Offer{Policy: types.NamespacedName{Namespace: "ns", Name: "low"}, Surplus: builder.List(cpu, "0")}
 }
 
-// The needy side: a raise its node's room cuts asks room of the pods of
-// lower priority beside it that can give it, lowest first and then the
-// largest; is requeued soon; and is not recreated while room is asked,
-// for room.Patience at least. Where none can give enough, nothing is
+// The needy side: a raise its node's room cuts seeks room on the node
+// (whose pods then say what they could give), then asks room of the pods
+// of lower priority beside it that can give it, lowest first and then the
+// largest; is requeued soon; and is not recreated while room is sought or
+// asked, for room.Patience at least. Where none can give enough, nothing is
 // asked, the hold says why, and the existing path (recreation, in
 // InPlaceOrRecreate) runs.
 func TestDecideSyncAsksForRoom(t *testing.T) {
@@ -40,6 +41,8 @@ func TestDecideSyncAsksForRoom(t *testing.T) {
 	cases := map[string]struct {
 		neighbours []*corev1.Pod
 		offers     map[types.UID]room.Offer
+		// unsought: room was not sought on the node before this sync.
+		unsought bool
 		// shortFor is how long the raise has found no room.
 		shortFor time.Duration
 		wantAsks []string
@@ -48,6 +51,11 @@ func TestDecideSyncAsksForRoom(t *testing.T) {
 		// room is asked, "" for the existing path's own wait.
 		wantRecreate string
 	}{
+		"room not sought on the node before: sought, and the pod waits": {
+			neighbours: lows, unsought: true,
+			wantHeld:     "room is sought among the pods beside it on node n1",
+			wantRecreate: RecreateWaitRoom,
+		},
 		"two idle lower-priority pods give room": {
 			neighbours: lows, offers: lowOffers,
 			wantAsks:     []string{"lo2 cpu 1200m", "lo1 cpu 800m"},
@@ -90,7 +98,7 @@ func TestDecideSyncAsksForRoom(t *testing.T) {
 					Nodes:  map[string]*resize.NodeState{"n1": nodeState("4", "8Gi", onNode...)},
 					Server: v137, Now: now,
 				},
-				Room: RoomInput{Offers: tc.offers},
+				Room: RoomInput{Offers: tc.offers, Sought: map[string]bool{"n1": !tc.unsought}},
 				Recreation: RecreationState{RecreateAfter: 30 * time.Second,
 					ShortSince: map[types.UID]time.Time{"needy": now.Add(-tc.shortFor)}},
 			}
@@ -121,8 +129,14 @@ func TestDecideSyncAsksForRoom(t *testing.T) {
 			if skipped != 1 || len(d.Room.Asks) != 1 || !strings.Contains(d.Room.Asks[0].Text(), tc.wantHeld) {
 				t.Errorf("%d NodeFull skips and room asks %+v, want one skip and the room saying %q", skipped, d.Room.Asks, tc.wantHeld)
 			}
-			if asked := len(asks) > 0; asked && (d.RetryAfter == 0 || d.RetryAfter > room.Retry) {
-				t.Errorf("retry after %s while room is asked, want at most %s", d.RetryAfter, room.Retry)
+			if diff := cmp.Diff([]string{"n1"}, d.Room.Seek); diff != "" {
+				t.Errorf("nodes where room is sought (-want,+got):\n%s", diff)
+			}
+			if awaits, want := d.Room.Asks[0].Awaits(), len(tc.wantAsks) > 0 || tc.unsought; awaits != want {
+				t.Errorf("awaits room: %v, want %v", awaits, want)
+			}
+			if awaits := d.Room.Asks[0].Awaits(); awaits && (d.RetryAfter == 0 || d.RetryAfter > room.Retry) {
+				t.Errorf("retry after %s while room is sought or asked, want at most %s", d.RetryAfter, room.Retry)
 			}
 			// The existing path's step is whatever it decides (a wait, a
 			// record): only room asked and still awaited says RoomAsked.
@@ -181,7 +195,7 @@ func TestDecideSyncGivesRoom(t *testing.T) {
 					Nodes:  map[string]*resize.NodeState{"n1": nodeState("4", "8Gi", lo, busy)},
 					Server: v137, Now: now, MemoryFloorHeadroom: 0.1,
 				},
-				Room: RoomInput{Asked: tc.asked},
+				Room: RoomInput{Asked: tc.asked, Sought: map[string]bool{"n1": true}},
 			}
 			d, _, err := DecideSync(in)
 			if err != nil {
@@ -199,9 +213,17 @@ func TestDecideSyncGivesRoom(t *testing.T) {
 			if got := len(d.Room.Given) > 0; got != tc.wantGiven {
 				t.Errorf("room given: %v, want %v", got, tc.wantGiven)
 			}
-			// What it could give is offered whatever was asked.
+			// What it could give is offered whatever was asked; on a
+			// node where no room is sought, nothing is.
 			if o := d.Room.Offers["lo"]; o.Surplus.Cpu().String() != "1200m" {
 				t.Errorf("lo offers %s, want cpu 1200m", room.Text(o.Surplus))
+			}
+			in.Room.Sought = map[string]bool{"n2": true}
+			if d, _, err = DecideSync(in); err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Room.Offers) != 0 {
+				t.Errorf("offers %v on a node where no room is sought", d.Room.Offers)
 			}
 		})
 	}

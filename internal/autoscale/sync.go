@@ -179,17 +179,17 @@ type Settled struct {
 // leaves as it is:
 //
 //   - the bounds every part sizes within (sized);
-//   - what each running pod could give to make room on its node
-//     (room.OfferOf), before a standing ask for room from a pod of higher
-//     priority cuts its stabilization window short (cutForAsks);
+//   - what each running pod on a node where room is sought could give to
+//     make room (room.OfferOf), before a standing ask for room from a pod
+//     of higher priority cuts its stabilization window short (cutForAsks);
 //   - the running pods' resizes and holds (DecidePolicy), through the gates
 //     that hold lowerings back: a canary, then the change windows and
 //     lowering budgets (decidePolicy); the canary's rollbacks go first;
 //   - the admission entry new pods are created with, after those resizes;
 //   - and, unless the mode is Off: the unschedulable pods to replace (each
 //     due once it has stood Settle), the field manager each resize goes
-//     under, the room asked of lower-priority pods for each raise its
-//     node's room cut (makeRoom), the pods no longer short of room, and the
+//     under, the room sought on, then asked of lower-priority pods for,
+//     each raise its node's room cut (makeRoom), the pods no longer short of room, and the
 //     recreation of those still short for which no room is asked, in mode
 //     InPlaceOrRecreate.
 //
@@ -219,7 +219,7 @@ func DecideSync(in SyncInput) (*SyncDecision, *NodesWanted, error) {
 		return &out, nil, nil
 	}
 	out.Room.Given = given(d, cut)
-	out.Room.Asks, out.Room.Made, out.PolicyDecision = in.makeRoom(out.PolicyDecision)
+	out.Room.Asks, out.Room.Seek, out.Room.Made, out.PolicyDecision = in.makeRoom(out.PolicyDecision)
 	// New pods and replacements are created after this sync's resizes,
 	// which the apiserver charges to the quotas as it takes them.
 	rules := chargedBy(in.Rules, d.Resizes)

@@ -74,8 +74,13 @@ func TestRoomMadeInPlaceByPriority(t *testing.T) {
 	for _, p := range []string{"busy-0", "idle-a-0", "idle-b-0"} {
 		uids[p] = e.getPod(p).UID
 	}
-	// The idle pods' policies sync first and offer what they could give;
-	// the busy pod's raise then finds the node full and asks them.
+	// The busy pod's raise finds the node full and seeks room there; the
+	// idle pods' policies then say what they could give, and the busy pod
+	// asks them.
+	e.roomSync("idle-a", "idle-b", "busy")
+	if n := e.events.count("busy-0", "RoomAsked"); n != 0 {
+		t.Fatalf("busy-0 asked room before the pods beside it said what they could give:%s", e.events)
+	}
 	e.roomSync("idle-a", "idle-b", "busy")
 	if got := requestOf(e.getPod("busy-0"), "app", corev1.ResourceCPU); got != "1" {
 		t.Fatalf("busy-0 raised to %s on a full node before any room was made", got)
@@ -155,9 +160,12 @@ func TestRoomAskedAgainAfterRestart(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
 	fullNode(e, "room-low")
 	e.roomSync("idle-a", "idle-b", "busy")
+	e.roomSync("idle-a", "idle-b", "busy")
 	e.restart()
 	// The donors' first syncs after the restart find no ask: their
-	// windows stand, and they offer again; the busy pod asks again.
+	// windows stand; the busy pod seeks room again, they offer, and it
+	// asks again.
+	e.roomSync("idle-a", "idle-b", "busy")
 	e.roomSync("idle-a", "idle-b", "busy")
 	if got := requestOf(e.getPod("idle-a-0"), "app", corev1.ResourceCPU); got != "1" {
 		t.Fatalf("idle-a-0 lowered to %s with no ask standing", got)

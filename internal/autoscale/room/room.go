@@ -42,6 +42,10 @@ const (
 	// NotEnough: what every pod that may give could give together does not
 	// cover the shortfall, so nothing is asked.
 	NotEnough Reason = "NotEnough"
+	// Seeking: room was not sought on the node before, so the pods on it
+	// have not said what they could give; their policies' next syncs say,
+	// and the pod short of room asks then.
+	Seeking Reason = "Seeking"
 )
 
 // Offer is what one pod tailor manages could give now, as its own
@@ -95,9 +99,23 @@ type Decision struct {
 	// Passed are the neighbours asked nothing, each with its reason.
 	Passed []Passed
 	// Reason is NotEnough when nothing is asked for a shortfall, with
-	// Message saying what could be given and why the rest could not.
+	// Message saying what could be given and why the rest could not; or
+	// Seeking, when nothing is asked yet.
 	Reason  Reason
 	Message string
+}
+
+// Awaits reports whether the pod waits for room in place: room is asked
+// for it, or sought on its node.
+func (d Decision) Awaits() bool {
+	return len(d.Asks) > 0 || d.Reason == Seeking
+}
+
+// Seek is the decision for a pod short of room on a node where room was
+// not sought before: none is asked until the pods beside it say what they
+// could give.
+func Seek(node string) Decision {
+	return Decision{Reason: Seeking, Message: "room is sought among the pods beside it on node " + node}
 }
 
 // Priority is the pod's scheduling priority (0 when the apiserver set

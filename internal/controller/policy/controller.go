@@ -371,7 +371,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: r.SyncPeriod}, policystatus.Write(ctx, r.Client, policy, status)
 	}
 	in.state.Canary, in.state.Lowered = decision.Canary.State, decision.Limits.Lowered
-	r.postRoom(decision, in.pods, now)
+	r.postRoom(client.ObjectKeyFromObject(policy), decision, in, now)
 	in.heapFits, in.jvms = heapFits(policy, in, decision.PolicyDecision)
 	// Before act: a canary's state, and the budget's count, are on the
 	// apiserver before the resizes they stand for are sent, so a manager that stops between the

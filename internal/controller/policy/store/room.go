@@ -23,6 +23,8 @@ type RoomBoard struct {
 	offers map[types.UID]postedOffer
 	// asks are by donor, then by the pod asking.
 	asks map[types.UID]map[types.UID]postedAsk
+	// sought are the nodes where room is sought, each until when.
+	sought map[string]time.Time
 }
 
 type postedOffer struct {
@@ -47,6 +49,42 @@ func (b *RoomBoard) PostOffers(offers map[types.UID]room.Offer, now time.Time, t
 	for uid, o := range offers {
 		b.offers[uid] = postedOffer{Offer: o, until: now.Add(ttl)}
 	}
+}
+
+// Seek posts the nodes where room is sought, standing for ttl, and
+// returns those not sought before: the policies of their pods are to say
+// what they could give.
+func (b *RoomBoard) Seek(nodes []string, now time.Time, ttl time.Duration) []string {
+	if len(nodes) == 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.prune(now)
+	if b.sought == nil {
+		b.sought = map[string]time.Time{}
+	}
+	var fresh []string
+	for _, n := range nodes {
+		if _, ok := b.sought[n]; !ok {
+			fresh = append(fresh, n)
+		}
+		b.sought[n] = now.Add(ttl)
+	}
+	return fresh
+}
+
+// Sought are the nodes where room is sought now.
+func (b *RoomBoard) Sought(now time.Time) map[string]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]bool, len(b.sought))
+	for n, until := range b.sought {
+		if now.Before(until) {
+			out[n] = true
+		}
+	}
+	return out
 }
 
 // Offers are the standing offers of pods, by UID; a pod without one is
@@ -165,6 +203,11 @@ func (b *RoomBoard) Asking(pods []*corev1.Pod, now time.Time) map[types.UID][]ty
 
 // prune drops what has expired, so the board holds only what stands.
 func (b *RoomBoard) prune(now time.Time) {
+	for n, until := range b.sought {
+		if !now.Before(until) {
+			delete(b.sought, n)
+		}
+	}
 	for uid, o := range b.offers {
 		if !now.Before(o.until) {
 			delete(b.offers, uid)

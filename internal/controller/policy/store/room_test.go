@@ -108,3 +108,31 @@ func TestRoomBoardOffers(t *testing.T) {
 		t.Errorf("offers %v after their ttl, want none", got)
 	}
 }
+
+// TestRoomBoardSought: a node is sought for its ttl, each post renewing
+// it; only a node not sought before is returned, its pods' policies to be
+// woken.
+func TestRoomBoardSought(t *testing.T) {
+	at := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	const ttl = 20 * time.Second
+	var b RoomBoard
+	if got := b.Sought(at); len(got) != 0 {
+		t.Fatalf("an empty board seeks room on %v", got)
+	}
+	if fresh := b.Seek([]string{"n1", "n2"}, at, ttl); !cmp.Equal(fresh, []string{"n1", "n2"}) {
+		t.Errorf("first seek returned %v, want both nodes", fresh)
+	}
+	if fresh := b.Seek([]string{"n1", "n3"}, at.Add(15*time.Second), ttl); !cmp.Equal(fresh, []string{"n3"}) {
+		t.Errorf("second seek returned %v, want only n3", fresh)
+	}
+	// n2's post has expired; n1's second post renewed it.
+	if got, want := b.Sought(at.Add(ttl)), map[string]bool{"n1": true, "n3": true}; !cmp.Equal(got, want) {
+		t.Errorf("sought after n2's ttl: %v, want %v", got, want)
+	}
+	if fresh := b.Seek([]string{"n2"}, at.Add(ttl), ttl); !cmp.Equal(fresh, []string{"n2"}) {
+		t.Errorf("seek after expiry returned %v, want n2 sought anew", fresh)
+	}
+	if got := b.Sought(at.Add(ttl + 15*time.Second + ttl)); len(got) != 0 {
+		t.Errorf("sought %v after every post expired", got)
+	}
+}
