@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	schedhelper "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/autoscale/room"
@@ -230,7 +231,7 @@ func shortfallOf(short []podchange.Shortfall) corev1.ResourceList {
 func donors(asks []room.Ask) string {
 	parts := make([]string, 0, len(asks))
 	for _, a := range asks {
-		parts = append(parts, fmt.Sprintf("%s/%s (priority %d: %s)", a.Donor.Namespace, a.Donor.Name, room.Priority(a.Donor), room.Text(a.Amount)))
+		parts = append(parts, fmt.Sprintf("%s/%s (priority %d: %s)", a.Donor.Namespace, a.Donor.Name, schedhelper.PodPriority(a.Donor), room.Text(a.Amount)))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	resourcehelper "k8s.io/component-helpers/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +15,7 @@ import (
 	"github.com/tailorhq/tailor/internal/actuator"
 	"github.com/tailorhq/tailor/internal/boost"
 	"github.com/tailorhq/tailor/internal/jvm"
+	"github.com/tailorhq/tailor/internal/resize"
 	"github.com/tailorhq/tailor/internal/shard"
 )
 
@@ -251,7 +251,7 @@ func slimPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
 // figure; its identity, node, priority and phase are kept. Nothing else of
 // it is read: its namespace's policies are synced by another manager.
 func foreignPod(p *corev1.Pod, lists *listTable) *corev1.Pod {
-	reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
+	reqs := resize.NodeRequests(p)
 	var counted corev1.ResourceList
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		if q, ok := reqs[name]; ok {

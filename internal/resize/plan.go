@@ -54,6 +54,14 @@ type NodeState struct {
 	Pods []*corev1.Pod
 }
 
+// NodeRequests are the requests p's node counts for it now: for each
+// container the larger of its spec and what the kubelet admitted, with
+// pod-level resources and overhead, as the scheduler and the kubelet's
+// admission count them while a resize is in flight.
+func NodeRequests(p *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
+}
+
 // Input is everything Plan needs; gather it, then call Plan.
 type Input struct {
 	Pod     *corev1.Pod

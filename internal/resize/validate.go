@@ -227,7 +227,7 @@ func headroom(after *corev1.Pod, node *NodeState) Headroom {
 		if p == nil || samePod(p, after) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
+		reqs := NodeRequests(p)
 		for _, name := range cpuAndMemory {
 			q := h.RequestedByOthers[name]
 			q.Add(reqs[name])
@@ -427,7 +427,7 @@ func Room(pod *corev1.Pod, node *NodeState) (room corev1.ResourceList, ok bool) 
 	if !h.Known {
 		return nil, false
 	}
-	own := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
+	own := NodeRequests(pod)
 	room = corev1.ResourceList{}
 	for _, name := range cpuAndMemory {
 		q := h.Free[name].DeepCopy()

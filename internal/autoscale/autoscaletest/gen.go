@@ -41,7 +41,7 @@ func Case(seed uint64) fleet.PolicyInput {
 		corev1.ResourceMemory: *resource.NewQuantity(int64(g.r.IntN(8<<10))<<20, resource.BinarySI),
 	}
 	for _, p := range bound {
-		for r, q := range podRequests(p) {
+		for r, q := range resize.NodeRequests(p) {
 			if a, ok := alloc[r]; ok {
 				a.Add(q)
 				alloc[r] = a
@@ -81,11 +81,6 @@ var (
 	server = resize.Version{Major: 1, Minor: 37}
 	now    = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 )
-
-// podRequests is the pod's requests as the node counts them now.
-func podRequests(p *corev1.Pod) corev1.ResourceList {
-	return resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
-}
 
 // gen draws workloads of every shape the controller meets: one to three
 // containers, sidecars and classic init containers, requests only, limits

@@ -14,6 +14,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/nsrules/nsrulestest"
+	"github.com/tailorhq/tailor/internal/resize"
 )
 
 // NamespacedCase is a Case in a namespace, with what Admit and
@@ -148,8 +149,8 @@ func (c *NamespacedCase) admitPods(r *rand.Rand) {
 			}
 		}
 		// The scheduler placed it with its defaults: the node holds them.
-		was := podRequests(old)
-		for r, q := range podRequests(admitted) {
+		was := resize.NodeRequests(old)
+		for r, q := range resize.NodeRequests(admitted) {
 			if a, ok := node.Allocatable[r]; ok {
 				a.Add(q)
 				a.Sub(was[r])

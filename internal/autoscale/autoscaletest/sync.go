@@ -234,7 +234,7 @@ func Sync(seed uint64) SyncCase {
 			alloc[corev1.ResourceMemory] = *resource.NewQuantity(int64(r.IntN(8<<10))<<20, resource.BinarySI)
 		}
 		for _, p := range bound[i] {
-			for res, q := range podRequests(p) {
+			for res, q := range resize.NodeRequests(p) {
 				if a, ok := alloc[res]; ok {
 					a.Add(q)
 					alloc[res] = a

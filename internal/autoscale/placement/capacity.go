@@ -3,8 +3,9 @@ package placement
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/tailorhq/tailor/internal/resize"
 )
 
 // NewPodRoomInput is what NewPodRoom reads.
@@ -57,7 +58,7 @@ func NewPodRoom(in NewPodRoomInput) corev1.ResourceList {
 				if o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed || (in.Own != nil && in.Own(o)) {
 					continue
 				}
-				reqs := resourcehelper.PodRequests(o, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
+				reqs := resize.NodeRequests(o)
 				for r, q := range room {
 					q.Sub(reqs[r])
 					room[r] = q

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/podcontainers"
+	"github.com/tailorhq/tailor/internal/resize"
 )
 
 // NodePods is a node and the pods bound to it, for Placeable.
@@ -52,7 +53,7 @@ func Placeable(p *corev1.Pod, containers []v1alpha1.RecreatedContainer, nodes []
 			if mayPreempt && schedhelper.PodPriority(o) < priority {
 				continue
 			}
-			reqs := resourcehelper.PodRequests(o, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
+			reqs := resize.NodeRequests(o)
 			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 				q := used[r]
 				q.Add(reqs[r])

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
+	schedhelper "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
@@ -27,7 +28,7 @@ type Asked struct {
 // short: it stands for a pod of strictly higher priority. The donor's own
 // sync judges this again, whatever the asker judged.
 func (a Asked) Cuts(p *corev1.Pod) bool {
-	return a.Priority > Priority(p)
+	return a.Priority > schedhelper.PodPriority(p)
 }
 
 // Cut is targets with the early targets (advise.Advice.Early) of the
@@ -96,7 +97,7 @@ func OfferOf(policy fleet.PolicyInput, pin fleet.PodInput, key types.NamespacedN
 	}
 	// Until the kubelet applies the lowering, the node counts the higher
 	// of the spec and what it admitted: once it has, the spec alone.
-	before := Requests(pin.Pod)
+	before := resize.NodeRequests(pin.Pod)
 	after := resourcehelper.PodRequests(plan.AfterPod(), resourcehelper.PodResourcesOptions{InPlacePodLevelResourcesVerticalScalingEnabled: true})
 	for r := range everything {
 		q := before[r].DeepCopy()
@@ -109,10 +110,4 @@ func OfferOf(policy fleet.PolicyInput, pin fleet.PodInput, key types.NamespacedN
 		}
 	}
 	return out, nil
-}
-
-// Requests are the pod's requests as its node counts them now (what the
-// kubelet has admitted, pod-level resources included).
-func Requests(p *corev1.Pod) corev1.ResourceList {
-	return resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true, InPlacePodLevelResourcesVerticalScalingEnabled: true})
 }

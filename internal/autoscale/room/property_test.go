@@ -132,7 +132,7 @@ func runRoomCase(seed uint64, stats map[string]int) string {
 	}
 	alloc := free.DeepCopy()
 	for _, p := range onNode {
-		add(alloc, room.Requests(p))
+		add(alloc, resize.NodeRequests(p))
 	}
 
 	d := room.Decide(room.Input{Pod: needy, Shortfall: shortfall, Neighbours: neighbours})
@@ -182,7 +182,7 @@ func runRoomCase(seed uint64, stats map[string]int) string {
 	// the shortfall: the node must hold every pod's requests.
 	used := corev1.ResourceList{}
 	for _, p := range onNode {
-		add(used, room.Requests(p))
+		add(used, resize.NodeRequests(p))
 	}
 	for res, a := range alloc {
 		used := used[res].DeepCopy()
@@ -280,7 +280,7 @@ func checkLowering(groups []group, donor *corev1.Pod, o room.Offer, stats map[st
 					return fmt.Sprintf("%s: %s", donor.Name, msg)
 				}
 			}
-			nowReq := room.Requests(donor)
+			nowReq := resize.NodeRequests(donor)
 			spec := resourcehelper.PodRequests(after, resourcehelper.PodResourcesOptions{InPlacePodLevelResourcesVerticalScalingEnabled: true})
 			for res, s := range o.Surplus {
 				q := nowReq[res].DeepCopy()

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	schedhelper "k8s.io/component-helpers/scheduling/corev1"
 )
 
 // Retry is how soon a pod that asked for room looks again: its donors'
@@ -118,15 +119,6 @@ func Seek(node string) Decision {
 	return Decision{Reason: Seeking, Message: "room is sought among the pods beside it on node " + node}
 }
 
-// Priority is the pod's scheduling priority (0 when the apiserver set
-// none).
-func Priority(p *corev1.Pod) int32 {
-	if p.Spec.Priority == nil {
-		return 0
-	}
-	return *p.Spec.Priority
-}
-
 // Decide chooses the donors of room for in.Pod's raise. Only pods tailor
 // manages, of strictly lower priority, whose policy may lower them and that
 // would give some of what is short are asked; lowest priority first, then
@@ -144,7 +136,7 @@ func Decide(in Input) Decision {
 		share float64
 	}
 	var donors []donor
-	prio := Priority(in.Pod)
+	prio := schedhelper.PodPriority(in.Pod)
 	for _, n := range in.Neighbours {
 		if r := refusal(prio, n, short); r != "" {
 			out.Passed = append(out.Passed, Passed{Pod: n.Pod, Reason: r})
@@ -154,7 +146,7 @@ func Decide(in Input) Decision {
 	}
 	sort.SliceStable(donors, func(i, j int) bool {
 		a, b := donors[i], donors[j]
-		if pa, pb := Priority(a.Pod), Priority(b.Pod); pa != pb {
+		if pa, pb := schedhelper.PodPriority(a.Pod), schedhelper.PodPriority(b.Pod); pa != pb {
 			return pa < pb
 		}
 		if a.share != b.share {
@@ -201,7 +193,7 @@ func Decide(in Input) Decision {
 // refusal is why n gives no room to a pod of priority prio short of short,
 // "" when it may.
 func refusal(prio int32, n Neighbour, short corev1.ResourceList) Reason {
-	switch p := Priority(n.Pod); {
+	switch p := schedhelper.PodPriority(n.Pod); {
 	case n.Offer == nil:
 		return NotManaged
 	case p > prio:

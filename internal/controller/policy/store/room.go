@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	schedhelper "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/tailorhq/tailor/internal/autoscale/room"
 )
@@ -118,7 +119,7 @@ func (b *RoomBoard) PostAsks(needy *corev1.Pod, asks []room.Ask, now time.Time, 
 			b.asks[a.Donor.UID] = map[types.UID]postedAsk{}
 		}
 		b.asks[a.Donor.UID][needy.UID] = postedAsk{
-			Asked: room.Asked{For: types.NamespacedName{Namespace: needy.Namespace, Name: needy.Name}, Priority: room.Priority(needy), Amount: a.Amount},
+			Asked: room.Asked{For: types.NamespacedName{Namespace: needy.Namespace, Name: needy.Name}, Priority: schedhelper.PodPriority(needy), Amount: a.Amount},
 			donor: types.NamespacedName{Namespace: a.Donor.Namespace, Name: a.Donor.Name}, until: now.Add(ttl),
 		}
 		if !seen[a.Policy] {
