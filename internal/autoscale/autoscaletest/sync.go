@@ -288,6 +288,7 @@ func Sync(seed uint64) SyncCase {
 		c.Syncs = append(c.Syncs, in)
 		c.Owned = append(c.Owned, owned)
 	}
+	drawRoom(seed, &c)
 	return c
 }
 
@@ -598,16 +599,8 @@ func (g gen) syncInput(c *SyncCase, p Policy, claimants []ownership.Claimant, us
 		// candidateNodes: the nodes of the pods the advice would change,
 		// each with every pod bound to it.
 		for _, pin := range in.Pods {
-			if len(pin.Targets) == 0 && pin.PodTarget.CPU == nil && pin.PodTarget.Memory == nil {
-				continue
-			}
-			for _, np := range c.Nodes {
-				if np.Node.Name == pin.Pod.Spec.NodeName {
-					if in.Nodes == nil {
-						in.Nodes = map[string]*resize.NodeState{}
-					}
-					in.Nodes[np.Node.Name] = &resize.NodeState{Allocatable: np.Node.Status.Allocatable, Pods: np.Pods}
-				}
+			if len(pin.Targets) > 0 || pin.PodTarget.CPU != nil || pin.PodTarget.Memory != nil {
+				addNode(&in, c, pin.Pod.Spec.NodeName)
 			}
 		}
 	}
