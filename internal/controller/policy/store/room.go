@@ -138,13 +138,21 @@ func (b *RoomBoard) Withdraw(needy ...types.UID) {
 	b.withdraw(needy...)
 }
 
+// withdraw walks the asks standing once, not once per pod: every sync
+// withdraws for each of its pods not asking, while asks are few.
 func (b *RoomBoard) withdraw(needy ...types.UID) {
-	if len(needy) == 0 {
+	if len(needy) == 0 || len(b.asks) == 0 {
 		return
 	}
+	gone := make(map[types.UID]bool, len(needy))
+	for _, uid := range needy {
+		gone[uid] = true
+	}
 	for donor, byNeedy := range b.asks {
-		for _, uid := range needy {
-			delete(byNeedy, uid)
+		for uid := range byNeedy {
+			if gone[uid] {
+				delete(byNeedy, uid)
+			}
 		}
 		if len(byNeedy) == 0 {
 			delete(b.asks, donor)
