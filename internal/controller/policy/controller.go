@@ -85,7 +85,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b = b.WatchesRawSource(source.Channel(r.roomWake, &handler.EnqueueRequestForObject{},
 		source.WithPredicates[client.Object, reconcile.Request](owned)))
 	if r.Wake != nil {
-		b = b.WatchesRawSource(source.Channel(r.Wake, handler.EnqueueRequestsFromMapFunc(r.policiesForPod),
+		b = b.WatchesRawSource(source.Channel(r.Wake, handler.EnqueueRequestsFromMapFunc(r.policiesForWake),
 			source.WithPredicates[client.Object, reconcile.Request](owned)))
 	}
 	if r.VerticalPodAutoscalers == nil {
@@ -225,6 +225,28 @@ func (r *Reconciler) policiesForPod(_ context.Context, o client.Object) []reconc
 	var out []reconcile.Request
 	for _, key := range r.store.Selecting(o.GetNamespace(), labels.Set(o.GetLabels())) {
 		out = append(out, reconcile.Request{NamespacedName: key})
+	}
+	return out
+}
+
+// policiesForWake maps a pod an agent's urgent report woke to the policies
+// to sync now. Which pods a policy selects is known from its first sync;
+// after a start, first syncs come from the initial list at the queue's low
+// priority, so on a large cluster a policy may wait its turn behind
+// thousands. Every policy of the pod's namespace not yet synced is woken
+// too: a report that a container is on course for its limit does not wait
+// behind the backlog. The namespace's policies are read only for a woken
+// pod, which the waker's rate bounds, not for every pod event.
+func (r *Reconciler) policiesForWake(ctx context.Context, o client.Object) []reconcile.Request {
+	out := r.policiesForPod(ctx, o)
+	var list v1alpha1.TailorPolicyList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return out
+	}
+	for _, p := range list.Items {
+		if _, known := r.store.Get(p.UID); !known {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+		}
 	}
 	return out
 }
