@@ -10,6 +10,7 @@ import (
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -67,14 +68,24 @@ var everything = corev1.ResourceList{corev1.ResourceCPU: {}, corev1.ResourceMemo
 // floor, step limit, minResizeInterval, the requests an HPA holds) on its
 // early targets, planned as any resize is, and the requests the node would
 // count after it taken from those it counts now. A pod whose policy never
-// lowers offers nothing and says so; a pod in a resize gives nothing until
-// it ends. The gates that hold lowerings back (a canary, change windows,
-// budgets, maxConcurrentResizes) are not judged here: the donor's own sync
-// judges them when it lowers.
+// lowers, or lowers only in change windows none of which is open, offers
+// nothing and says so: asked, it would not give before the asker's
+// patience ran out. A pod in a resize gives nothing until it ends. The
+// gates that count (a canary, budgets, maxConcurrentResizes) are not judged
+// here, as they depend on what the donor's policy sends besides: its own
+// sync judges them when it lowers.
 func OfferOf(policy fleet.PolicyInput, pin fleet.PodInput, key types.NamespacedName) (Offer, error) {
 	out := Offer{Policy: key}
 	if policy.Spec.Mode() == v1alpha1.UpdateModeOff {
 		out.Forbidden = true
+		return out, nil
+	}
+	lim, limited, err := limits.ConfigOf(policy.Spec)
+	if err != nil {
+		return out, err
+	}
+	if open, _, _ := lim.Open(policy.Now); limited && !open {
+		out.Closed = true
 		return out, nil
 	}
 	if pin.InFlight || len(pin.Early) == 0 {

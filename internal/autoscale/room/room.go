@@ -36,6 +36,10 @@ const (
 	NotManaged Reason = "NotManaged"
 	// LoweringForbidden: the pod's policy never lowers it (updateMode Off).
 	LoweringForbidden Reason = "LoweringForbidden"
+	// WindowClosed: the pod's policy lowers only in change windows
+	// (behavior.scaleDown.windows) and none is open: what it could give
+	// would not come before one opens.
+	WindowClosed Reason = "WindowClosed"
 	// NothingToGive: the pod's own decision lowers none of what is short.
 	NothingToGive Reason = "NothingToGive"
 	// NotNeeded: the pods before it cover the shortfall.
@@ -56,8 +60,10 @@ type Offer struct {
 	Policy types.NamespacedName
 	// Forbidden: the policy never lowers its pods.
 	Forbidden bool
+	// Closed: the policy's change windows hold its lowerings now.
+	Closed bool
 	// Surplus is, by resource, how far the pod's requests would go down if
-	// its stabilization window ended now; none when Forbidden.
+	// its stabilization window ended now; none when Forbidden or Closed.
 	Surplus corev1.ResourceList
 }
 
@@ -202,6 +208,8 @@ func refusal(prio int32, n Neighbour, short corev1.ResourceList) Reason {
 		return EqualPriority
 	case n.Offer.Forbidden:
 		return LoweringForbidden
+	case n.Offer.Closed:
+		return WindowClosed
 	case share(n.Offer.Surplus, short) == 0:
 		return NothingToGive
 	}
@@ -250,7 +258,7 @@ func notEnough(short, left corev1.ResourceList, passed []Passed) string {
 		counts[p.Reason]++
 	}
 	var why []string
-	for _, r := range []Reason{HigherPriority, EqualPriority, NotManaged, LoweringForbidden, NothingToGive} {
+	for _, r := range []Reason{HigherPriority, EqualPriority, NotManaged, LoweringForbidden, WindowClosed, NothingToGive} {
 		if n := counts[r]; n > 0 {
 			why = append(why, fmt.Sprintf("%d %s", n, r))
 		}

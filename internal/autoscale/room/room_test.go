@@ -29,6 +29,7 @@ func offer(cpu, memory string) *Offer {
 
 func TestDecide(t *testing.T) {
 	forbidden := &Offer{Policy: types.NamespacedName{Namespace: "ns", Name: "off"}, Forbidden: true}
+	closed := &Offer{Policy: types.NamespacedName{Namespace: "ns", Name: "nightly"}, Closed: true}
 	cases := map[string]struct {
 		shortfall  corev1.ResourceList
 		neighbours []Neighbour
@@ -53,16 +54,17 @@ func TestDecide(t *testing.T) {
 			wantAsks:   []string{"large: cpu 500m"},
 			wantPassed: []string{"small NotNeeded"},
 		},
-		"higher, equal, unmanaged and forbidden pods never give": {
+		"higher, equal, unmanaged, forbidden and closed pods never give": {
 			shortfall: builder.List("500m", "0"),
 			neighbours: []Neighbour{
 				{Pod: pod("high", 1000), Offer: offer("2", "")},
 				{Pod: pod("equal", 100), Offer: offer("2", "")},
 				{Pod: pod("stranger", 0)},
 				{Pod: pod("off", 0), Offer: forbidden},
+				{Pod: pod("nightly", 0), Offer: closed},
 				{Pod: pod("busy", 0), Offer: offer("", "")},
 			},
-			wantPassed: []string{"high HigherPriority", "equal EqualPriority", "stranger NotManaged", "off LoweringForbidden", "busy NothingToGive"},
+			wantPassed: []string{"high HigherPriority", "equal EqualPriority", "stranger NotManaged", "off LoweringForbidden", "nightly WindowClosed", "busy NothingToGive"},
 			wantReason: NotEnough,
 		},
 		"room made in part is not asked for": {
