@@ -42,6 +42,9 @@ type ResizeOptions struct {
 	Wait      bool
 	Timeout   time.Duration
 	Output    string
+	// AllowPreemption sends a resize the scheduler is known to preempt
+	// pods for.
+	AllowPreemption bool
 
 	requests, limits corev1.ResourceList
 	clients          *kube.Clients
@@ -65,8 +68,15 @@ the kubelet reports it done, or says why not.
 Quantities mean what they mean to kubectl: cpu=0.5 is 500m, memory=1G is 10^9
 bytes, memory=1Gi is 2^30. Entries you do not name keep their current value.
 
+Where the kubelet would defer the resize and the scheduler preempts for
+resizes (Kubernetes 1.37+, feature gate
+InPlacePodVerticalScalingSchedulerPreemption), tailor says which pods of
+lower priority the scheduler would evict, and does not send the resize
+unless --allow-preemption is given.
+
 Exit status: 0 accepted (and done, with --wait); 2 bad usage; 3 Kubernetes
-refuses (or would refuse) the resize; 4 accepted but not completed by the
+refuses (or would refuse) the resize, or tailor did not send it because the
+scheduler would preempt pods for it; 4 accepted but not completed by the
 kubelet (Infeasible, Error, or still pending at --timeout); 1 anything else.`,
 		Example: `  # Raise the cpu limit of the only container to 3 cores
   tailor resize web-0 --limits cpu=3
@@ -105,6 +115,7 @@ kubelet (Infeasible, Error, or still pending at --timeout); 1 anything else.`,
 	f.BoolVar(&o.Wait, "wait", true, "after applying, follow the resize until the kubelet finishes or refuses it")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "how long --wait follows the resize")
 	f.StringVarP(&o.Output, "output", "o", "", "output format: json or yaml (default: human-readable)")
+	f.BoolVar(&o.AllowPreemption, "allow-preemption", false, "send a resize the kubelet would defer even where the scheduler would preempt pods of lower priority for it (Kubernetes 1.37+, feature gate InPlacePodVerticalScalingSchedulerPreemption); without it such a resize is not sent")
 	return cmd
 }
 
@@ -214,7 +225,7 @@ func (o *ResizeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	node, warning := o.nodeState(ctx, pod)
+	node, nodeObj, warning := o.nodeState(ctx, pod)
 	rules, missed := kube.ReadNamespaceRules(ctx, c.Client, pod.Namespace)
 	plan, err := resize.Plan(resize.Input{Pod: pod, Desired: desired, Node: node, Server: server.Version, Rules: rules})
 	if err != nil {
@@ -223,6 +234,11 @@ func (o *ResizeOptions) Run(ctx context.Context) error {
 	report := newPreflightReport(pod, plan, server)
 	if warning != "" {
 		report.Warnings = append(report.Warnings, warning)
+	}
+	if plan.Outcome == resize.Accepted && plan.Predicted == resize.Deferred && node != nil {
+		var unread []string
+		report.Preemption, unread = o.preemptionOf(ctx, server, nodeObj, node, plan)
+		report.Warnings = append(report.Warnings, unread...)
 	}
 	for _, m := range missed {
 		report.Warnings = append(report.Warnings, fmt.Sprintf("%s not checked: cannot list %s in namespace %s: %v", m.What, m.What, pod.Namespace, m.Err))
@@ -259,6 +275,12 @@ func (o *ResizeOptions) Run(ctx context.Context) error {
 		return nil
 	}
 
+	if report.Preemption.preempts() && !o.AllowPreemption {
+		if err := o.print(report); err != nil {
+			return err
+		}
+		return exit.WithCode(exit.Refused, fmt.Errorf("not sent: the scheduler would preempt %d pod(s) of lower priority for this resize; pass --allow-preemption to send it anyway", len(report.Preemption.Victims)))
+	}
 	if o.Output == "" {
 		if err := o.print(report); err != nil {
 			return err
@@ -340,23 +362,23 @@ func containerNames(pod *corev1.Pod) []string {
 
 // nodeState reads the pod's node and its pods for the headroom check. A
 // caller without permission to read nodes still gets a plan, minus headroom.
-func (o *ResizeOptions) nodeState(ctx context.Context, pod *corev1.Pod) (*resize.NodeState, string) {
+func (o *ResizeOptions) nodeState(ctx context.Context, pod *corev1.Pod) (*resize.NodeState, *corev1.Node, string) {
 	if pod.Spec.NodeName == "" {
-		return nil, ""
+		return nil, nil, ""
 	}
 	node := &corev1.Node{}
 	if err := o.clients.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
-		return nil, fmt.Sprintf("node headroom not checked: cannot read node %s: %v", pod.Spec.NodeName, err)
+		return nil, nil, fmt.Sprintf("node headroom not checked: cannot read node %s: %v", pod.Spec.NodeName, err)
 	}
 	var pods corev1.PodList
 	if err := o.clients.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": pod.Spec.NodeName}); err != nil {
-		return nil, fmt.Sprintf("node headroom not checked: cannot list pods on node %s: %v", pod.Spec.NodeName, err)
+		return nil, nil, fmt.Sprintf("node headroom not checked: cannot list pods on node %s: %v", pod.Spec.NodeName, err)
 	}
 	ns := &resize.NodeState{Allocatable: node.Status.Allocatable, Labels: node.Labels, DeclaredFeatures: node.Status.DeclaredFeatures}
 	for i := range pods.Items {
 		ns.Pods = append(ns.Pods, &pods.Items[i])
 	}
-	return ns, ""
+	return ns, node, ""
 }
 
 func serverVerdict(err error) *ServerDryRun {
@@ -396,6 +418,7 @@ type PreflightReport struct {
 	Containers []ContainerPreflight `json:"containers"`
 	PodLevel   *resize.PodLevel     `json:"podLevel,omitempty"`
 	Headroom   *HeadroomReport      `json:"headroom,omitempty"`
+	Preemption *PreemptionReport    `json:"preemption,omitempty"`
 	Warnings   []string             `json:"warnings,omitempty"`
 	Patch      json.RawMessage      `json:"patch,omitempty"`
 
@@ -586,6 +609,9 @@ func printPreflight(out io.Writer, r *PreflightReport) error {
 		}
 	default:
 		fmt.Fprintf(out, "prediction: Accepted, %s\n", predictionText(r.Predicted))
+	}
+	if r.Preemption != nil {
+		printPreemption(out, r.Preemption)
 	}
 	if s := r.ServerDryRun; s != nil {
 		verdict := "agrees"
