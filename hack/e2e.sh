@@ -38,6 +38,14 @@ teardown() {
 }
 trap teardown EXIT
 
+# Kubernetes 1.37's scheduler preemption for deferred resizes (alpha, off
+# by default) is on in the e2e cluster, so that what tailor resize predicts
+# of it is checked against the real scheduler
+# (TestCLIPredictsPreemptionForADeferredResize). It changes nothing else
+# here: tailor never asks for more than a node's room, and the other tests
+# that defer a resize run pods of one priority, which preempt nobody.
+export FEATURE_GATES="${FEATURE_GATES-InPlacePodVerticalScalingSchedulerPreemption=true}"
+
 t0=$SECONDS
 # The cluster comes up while tailor and the release build: neither needs
 # the other, and bringing a cluster up mostly waits on its components. Its

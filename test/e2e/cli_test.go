@@ -38,6 +38,15 @@ type cliReport struct {
 		Outcome           string `json:"outcome"`
 		MatchesPrediction bool   `json:"matchesPrediction"`
 	} `json:"serverDryRun"`
+	Preemption *struct {
+		Gate    string `json:"gate"`
+		Reason  string `json:"reason"`
+		Victims []struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"victims"`
+		Message string `json:"message"`
+	} `json:"preemption"`
 	Result *struct {
 		State             string  `json:"state"`
 		Seconds           float64 `json:"seconds"`
