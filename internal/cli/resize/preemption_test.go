@@ -2,7 +2,6 @@ package resize
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -111,21 +110,7 @@ func TestResizePredictsSchedulerPreemption(t *testing.T) {
 			var out bytes.Buffer
 			o := &ResizeOptions{Requests: "cpu=3", DryRun: tc.dryRun, AllowPreemption: tc.allow, Timeout: time.Second, now: time.Now,
 				clients: &kube.Clients{Client: c, Discovery: newGatedServer(t, tc.minor, tc.gate), Namespace: "default"}}
-			o.streams.Out, o.streams.ErrOut = &out, &out
-			if err := o.Complete([]string{"web"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := o.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			code := exit.OK
-			if err := o.Run(t.Context()); err != nil {
-				code = exit.Error
-				var ee *exit.CodeError
-				if errors.As(err, &ee) {
-					code = ee.Code
-				}
-			}
+			code := runResize(t, o, &out, "web")
 			// --wait follows a resize the fake kubelet never applies.
 			if tc.sent && code == exit.Incomplete {
 				code = exit.OK

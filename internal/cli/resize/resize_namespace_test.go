@@ -98,21 +98,7 @@ func TestResizeDryRunClientUnderNamespaceRules(t *testing.T) {
 			o := &ResizeOptions{Requests: tc.to, Limits: tc.to, DryRun: "client", Timeout: time.Minute, now: time.Now,
 				clients: &kube.Clients{Client: fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build(),
 					Discovery: resizeServer(), Namespace: metav1.NamespaceDefault}}
-			o.streams.Out, o.streams.ErrOut = &out, &out
-			if err := o.Complete([]string{"testpod1"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := o.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			code := exit.OK
-			if err := o.Run(t.Context()); err != nil {
-				code = exit.Error
-				var ee *exit.CodeError
-				if errors.As(err, &ee) {
-					code = ee.Code
-				}
-			}
+			code := runResize(t, o, &out, "testpod1")
 			if code != tc.wantCode || !strings.Contains(out.String(), tc.wantOut) {
 				t.Errorf("exit %d, want %d; output lacks %q:\n%s", code, tc.wantCode, tc.wantOut, out.String())
 			}
@@ -128,4 +114,25 @@ func resizeServer() *fakediscovery.FakeDiscovery {
 		}}},
 		FakedServerVersion: &version.Info{Major: "1", Minor: "37", GitVersion: "v1.37.1"},
 	}
+}
+
+// runResize runs o on pod as the command does, its output to out, and
+// returns the exit status it would end with.
+func runResize(t *testing.T, o *ResizeOptions, out *bytes.Buffer, pod string) int {
+	t.Helper()
+	o.streams.Out, o.streams.ErrOut = out, out
+	if err := o.Complete([]string{pod}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(t.Context()); err != nil {
+		var ee *exit.CodeError
+		if errors.As(err, &ee) {
+			return ee.Code
+		}
+		return exit.Error
+	}
+	return exit.OK
 }
