@@ -341,6 +341,11 @@ clean_iptables() {
 cmd_down() {
   local addon
   for addon in ${ADDONS}; do "${HACK_DIR}/addons/${addon}.sh" down || true; done
+  # VPA is not a default add-on; one started by hand (hack/addons/vpa.sh up)
+  # goes down with the cluster too, or its processes would outlive it.
+  if [[ " ${ADDONS} " != *" vpa "* && -d "${TAILOR_DEV_DIR}/vpa" ]]; then
+    "${HACK_DIR}/addons/vpa.sh" down || true
+  fi
   # Pods first, while the kubelet still runs, so their cgroups and network
   # namespaces are torn down by the components that made them.
   if running kubelet && running kube-apiserver; then
