@@ -10,6 +10,7 @@ import (
 	schedhelper "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/internal/autoscale/room"
 	"github.com/tailorhq/tailor/internal/podchange"
 )
@@ -86,23 +87,14 @@ type RoomMade struct {
 }
 
 // offers are what each of the policy's pods on a node where room is
-// sought could give now.
+// sought could give now, judged by its change windows and lowering budgets
+// as its own sync judges them (room.Offers).
 func (in SyncInput) offers(policy fleet.PolicyInput) (map[types.UID]room.Offer, error) {
 	if len(in.Room.Sought) == 0 {
 		return nil, nil
 	}
-	out := map[types.UID]room.Offer{}
-	for _, pin := range policy.Pods {
-		if !in.Room.Sought[pin.Pod.Spec.NodeName] {
-			continue
-		}
-		o, err := room.OfferOf(policy, pin, in.Room.Policy)
-		if err != nil {
-			return nil, err
-		}
-		out[pin.Pod.UID] = o
-	}
-	return out, nil
+	gate := limits.Gate{Lowered: in.Lowered, Namespace: in.Namespace, CountLowerings: in.CountLowerings}
+	return room.Offers(policy, func(p *corev1.Pod) bool { return in.Room.Sought[p.Spec.NodeName] }, in.Room.Policy, gate)
 }
 
 // cutForAsks is policy with the targets of each pod asked for room by a

@@ -63,29 +63,62 @@ func Cut(targets, early map[string]podchange.Target, asked corev1.ResourceList) 
 // everything is the resources an offer counts.
 var everything = corev1.ResourceList{corev1.ResourceCPU: {}, corev1.ResourceMemory: {}}
 
+// Offers are what each of policy's pods that on names could give now
+// (OfferOf), their stabilization windows all cut short at once, judged
+// together by the policy's change windows and lowering budgets (gate, as
+// the policy's own sync judges them): a pod whose lowering a closed window
+// or a spent budget would hold offers nothing and says which, since asked
+// it would not give before the asker's patience ran out. Only a policy
+// with windows or a budget pays for the judgement (one more pass over its
+// pods' own decisions). The canary and maxConcurrentResizes are not judged
+// here: the donor's own sync judges them when it lowers.
+func Offers(policy fleet.PolicyInput, on func(*corev1.Pod) bool, key types.NamespacedName, gate limits.Gate) (map[types.UID]Offer, error) {
+	cut := policy
+	cut.Pods = make([]fleet.PodInput, len(policy.Pods))
+	any := false
+	for i, pin := range policy.Pods {
+		if on(pin.Pod) {
+			pin.Targets, _ = Cut(pin.Targets, pin.Early, everything)
+			any = true
+		}
+		cut.Pods[i] = pin
+	}
+	if !any {
+		return nil, nil
+	}
+	held, err := gate.Holds(cut)
+	if err != nil {
+		return nil, err
+	}
+	out := map[types.UID]Offer{}
+	for _, pin := range policy.Pods {
+		if !on(pin.Pod) {
+			continue
+		}
+		o, err := OfferOf(policy, pin, key)
+		if err != nil {
+			return nil, err
+		}
+		if h, ok := held[pin.Pod.UID]; ok && !o.Forbidden {
+			o = Offer{Policy: key, Held: h.Reason}
+		}
+		out[pin.Pod.UID] = o
+	}
+	return out, nil
+}
+
 // OfferOf is what pin could give now, its stabilization window cut short:
 // the pod's own decision (policy.Wish: its bounds, QoS class, working-set
 // floor, step limit, minResizeInterval, the requests an HPA holds) on its
 // early targets, planned as any resize is, and the requests the node would
 // count after it taken from those it counts now. A pod whose policy never
-// lowers, or lowers only in change windows none of which is open, offers
-// nothing and says so: asked, it would not give before the asker's
-// patience ran out. A pod in a resize gives nothing until it ends. The
-// gates that count (a canary, budgets, maxConcurrentResizes) are not judged
-// here, as they depend on what the donor's policy sends besides: its own
-// sync judges them when it lowers.
+// lowers offers nothing and says so; a pod in a resize gives nothing until
+// it ends. The policy's change windows and budgets are Offers' to judge,
+// over all its pods at once.
 func OfferOf(policy fleet.PolicyInput, pin fleet.PodInput, key types.NamespacedName) (Offer, error) {
 	out := Offer{Policy: key}
 	if policy.Spec.Mode() == v1alpha1.UpdateModeOff {
 		out.Forbidden = true
-		return out, nil
-	}
-	lim, limited, err := limits.ConfigOf(policy.Spec)
-	if err != nil {
-		return out, err
-	}
-	if open, _, _ := lim.Open(policy.Now); limited && !open {
-		out.Closed = true
 		return out, nil
 	}
 	if pin.InFlight || len(pin.Early) == 0 {

@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	schedhelper "k8s.io/component-helpers/scheduling/corev1"
+
+	"github.com/tailorhq/tailor/internal/autoscale/fleet"
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 )
 
 // Retry is how soon a pod that asked for room looks again: its donors'
@@ -40,6 +43,9 @@ const (
 	// (behavior.scaleDown.windows) and none is open: what it could give
 	// would not come before one opens.
 	WindowClosed Reason = "WindowClosed"
+	// BudgetSpent: the pod's policy's lowering budget, or its namespace's
+	// (behavior.scaleDown.budget), has no room for lowering it now.
+	BudgetSpent Reason = "BudgetSpent"
 	// NothingToGive: the pod's own decision lowers none of what is short.
 	NothingToGive Reason = "NothingToGive"
 	// NotNeeded: the pods before it cover the shortfall.
@@ -60,10 +66,11 @@ type Offer struct {
 	Policy types.NamespacedName
 	// Forbidden: the policy never lowers its pods.
 	Forbidden bool
-	// Closed: the policy's change windows hold its lowerings now.
-	Closed bool
+	// Held is why the policy's change windows or lowering budgets hold
+	// the pod's lowering now (limits.Gate); "" when they do not.
+	Held fleet.HoldReason
 	// Surplus is, by resource, how far the pod's requests would go down if
-	// its stabilization window ended now; none when Forbidden or Closed.
+	// its stabilization window ended now; none when Forbidden or Held.
 	Surplus corev1.ResourceList
 }
 
@@ -208,8 +215,10 @@ func refusal(prio int32, n Neighbour, short corev1.ResourceList) Reason {
 		return EqualPriority
 	case n.Offer.Forbidden:
 		return LoweringForbidden
-	case n.Offer.Closed:
+	case n.Offer.Held == limits.HoldOutsideWindow:
 		return WindowClosed
+	case n.Offer.Held != "":
+		return BudgetSpent
 	case share(n.Offer.Surplus, short) == 0:
 		return NothingToGive
 	}
@@ -258,7 +267,7 @@ func notEnough(short, left corev1.ResourceList, passed []Passed) string {
 		counts[p.Reason]++
 	}
 	var why []string
-	for _, r := range []Reason{HigherPriority, EqualPriority, NotManaged, LoweringForbidden, WindowClosed, NothingToGive} {
+	for _, r := range []Reason{HigherPriority, EqualPriority, NotManaged, LoweringForbidden, WindowClosed, BudgetSpent, NothingToGive} {
 		if n := counts[r]; n > 0 {
 			why = append(why, fmt.Sprintf("%d %s", n, r))
 		}

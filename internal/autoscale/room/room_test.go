@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tailorhq/tailor/internal/autoscale/lowering/limits"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -29,7 +30,8 @@ func offer(cpu, memory string) *Offer {
 
 func TestDecide(t *testing.T) {
 	forbidden := &Offer{Policy: types.NamespacedName{Namespace: "ns", Name: "off"}, Forbidden: true}
-	closed := &Offer{Policy: types.NamespacedName{Namespace: "ns", Name: "nightly"}, Closed: true}
+	closed := &Offer{Policy: types.NamespacedName{Namespace: "ns", Name: "nightly"}, Held: limits.HoldOutsideWindow}
+	spent := &Offer{Policy: types.NamespacedName{Namespace: "ns", Name: "budgeted"}, Held: limits.HoldBudget}
 	cases := map[string]struct {
 		shortfall  corev1.ResourceList
 		neighbours []Neighbour
@@ -54,7 +56,7 @@ func TestDecide(t *testing.T) {
 			wantAsks:   []string{"large: cpu 500m"},
 			wantPassed: []string{"small NotNeeded"},
 		},
-		"higher, equal, unmanaged, forbidden and closed pods never give": {
+		"higher, equal, unmanaged, forbidden and held pods never give": {
 			shortfall: builder.List("500m", "0"),
 			neighbours: []Neighbour{
 				{Pod: pod("high", 1000), Offer: offer("2", "")},
@@ -62,9 +64,10 @@ func TestDecide(t *testing.T) {
 				{Pod: pod("stranger", 0)},
 				{Pod: pod("off", 0), Offer: forbidden},
 				{Pod: pod("nightly", 0), Offer: closed},
+				{Pod: pod("budgeted", 0), Offer: spent},
 				{Pod: pod("busy", 0), Offer: offer("", "")},
 			},
-			wantPassed: []string{"high HigherPriority", "equal EqualPriority", "stranger NotManaged", "off LoweringForbidden", "nightly WindowClosed", "busy NothingToGive"},
+			wantPassed: []string{"high HigherPriority", "equal EqualPriority", "stranger NotManaged", "off LoweringForbidden", "nightly WindowClosed", "budgeted BudgetSpent", "busy NothingToGive"},
 			wantReason: NotEnough,
 		},
 		"room made in part is not asked for": {

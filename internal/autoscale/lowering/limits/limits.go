@@ -348,6 +348,23 @@ func (g Gate) Pass(in fleet.PolicyInput) (fleet.PolicyInput, lowering.Settle[Out
 	return in, func(*fleet.PolicyDecision) Outcome { return Outcome{} }, nil
 }
 
+// Holds is what the policy's change windows and lowering budgets would
+// hold of in's lowerings now, by pod: the gate's own plan (planLimits),
+// asked outside a sync, as room-making asks what a pod could give. Nil when
+// the policy has neither, or is in mode Off. A budget's hold has no message
+// here: it is known once a sync's lowerings are counted.
+func (g Gate) Holds(in fleet.PolicyInput) (map[types.UID]fleet.Held, error) {
+	lim, limited, err := ConfigOf(in.Spec)
+	if err != nil || !limited || in.Spec.Mode() == v1alpha1.UpdateModeOff {
+		return nil, err
+	}
+	plan, err := planLimits(in, g.Lowered, g.Namespace, lim)
+	if err != nil {
+		return nil, err
+	}
+	return plan.held, nil
+}
+
 // budgetRoom is one budget's part of a sync: how many pods it allows per
 // BudgetPeriod, those it counts already, and how many more it lets this
 // sync lower.
