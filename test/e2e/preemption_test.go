@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -33,14 +32,7 @@ func TestCLIPredictsPreemptionForADeferredResize(t *testing.T) {
 			preemption.Gate, g.Why, preemption.Gate)
 	}
 	ns := newNamespace(t)
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000,
-		Description: "tailor e2e: a service whose raise may preempt batch pods"}
-	if _, err := clientset.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = clientset.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
-	})
+	pc := highPriorityClass(t, ns, "tailor e2e: a service whose raise may preempt batch pods")
 	web := loadgenPod(ns, "web", app().Requests("100m", "32Mi").Limits("1", "64Mi"))
 	web.Spec.PriorityClassName = pc.Name
 	web = createRunningPod(t, web)

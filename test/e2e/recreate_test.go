@@ -258,14 +258,7 @@ func TestAutoscaleRecreatesWhenNoRoomInPlace(t *testing.T) {
 	c := startManager(t, ns)
 	installRecreateAdmission(t)
 	ctx := context.Background()
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000,
-		Description: "tailor e2e: a service that may preempt batch pods"}
-	if _, err := clientset.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = clientset.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
-	})
+	pc := highPriorityClass(t, ns, "tailor e2e: a service that may preempt batch pods")
 
 	const name = "grow"
 	template := labelled(ns, name, app().Args("--listen=:8080", "--cpu=800m", "--memory=24Mi").
@@ -501,4 +494,18 @@ func onlyPod(t *testing.T, ns, app, not string) *corev1.Pod {
 		t.Fatalf("workload %s: no single pod other than %q: %v", app, not, err)
 	}
 	return got
+}
+
+// highPriorityClass creates PriorityClass <ns>-high, of value 1000, for the
+// test's duration.
+func highPriorityClass(t *testing.T, ns, description string) *schedulingv1.PriorityClass {
+	t.Helper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000, Description: description}
+	if _, err := clientset.SchedulingV1().PriorityClasses().Create(context.Background(), pc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = clientset.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{})
+	})
+	return pc
 }
