@@ -78,6 +78,14 @@ type TailorCheckpointSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	Containers []ContainerCheckpoint `json:"containers,omitempty"`
 
+	// nodeClasses holds, for a policy with spec.nodeClasses, the state of
+	// each container name learnt on each class of node.
+	// +optional
+	// +listType=map
+	// +listMapKey=class
+	// +kubebuilder:validation:MaxItems=16
+	NodeClasses []NodeClassCheckpoint `json:"nodeClasses,omitempty"`
+
 	// canary is the state of the policy's canary
 	// (spec.behavior.scaleDown.canary): the pods being watched and what
 	// they had before, the values a canary proved, and the hold after a
@@ -230,4 +238,19 @@ type ContainerCheckpoint struct {
 	// updateTime is when the state last took in new usage.
 	// +required
 	UpdateTime metav1.Time `json:"updateTime"`
+}
+
+// NodeClassCheckpoint is what was learnt on one class of node.
+type NodeClassCheckpoint struct {
+	// class is the nodes' class (TailorPolicy status.recommendation.nodeClasses).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Class string `json:"class"`
+	// containers holds the state of each container name on the class.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Containers []ContainerCheckpoint `json:"containers,omitempty"`
 }

@@ -48,6 +48,7 @@ type TailorPolicyList struct {
 // bounds what tailor may do to them.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.targetRef) != has(self.selector)",message="exactly one of targetRef and selector must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.nodeClasses) || (has(self.targetRef) && self.targetRef.kind == 'DaemonSet')",message="nodeClasses is for a targetRef of kind DaemonSet, whose pods' load follows their node"
 type TailorPolicySpec struct {
 	// targetRef names the workload whose pods this policy sizes, as in
 	// VerticalPodAutoscaler: a Deployment, StatefulSet, DaemonSet,
@@ -101,6 +102,30 @@ type TailorPolicySpec struct {
 	// system keeps.
 	// +optional
 	Metrics *MetricsOverrides `json:"metrics,omitempty"`
+
+	// nodeClasses learns a DaemonSet's usage per kind of node and sizes
+	// each of its pods at its node's class: a log shipper or node agent
+	// on a 64-core node running 200 pods uses far more than on a 4-core
+	// node running ten, so one size for all wastes memory on the small
+	// nodes or is killed on the big ones. Only for a targetRef of kind
+	// DaemonSet, whose pods' load follows their node. New pods start at
+	// their template's size (the admission policy sees the pod, not its
+	// node's labels) and are resized in place to their class's
+	// recommendation at the next sync.
+	// +optional
+	NodeClasses *NodeClasses `json:"nodeClasses,omitempty"`
+}
+
+// NodeClasses says how a node's class is told.
+type NodeClasses struct {
+	// label is the node label whose value is a node's class, such as
+	// node.kubernetes.io/instance-type. Unset, or on a node without the
+	// label: the node's size, as its allocatable CPU and memory each
+	// rounded up to a power of two ("4cpu-16Gi").
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="label must be a label key such as node.kubernetes.io/instance-type"
+	Label string `json:"label,omitempty"`
 }
 
 // StartupBoost is how much more CPU a starting pod gets, and for how long.
@@ -701,6 +726,32 @@ type TailorPolicyStatus struct {
 // Recommendation holds one recommendation per controlled container, as
 // VerticalPodAutoscaler's status.recommendation does.
 type Recommendation struct {
+	// containerRecommendations has one entry per container.
+	// +optional
+	// +listType=map
+	// +listMapKey=containerName
+	ContainerRecommendations []RecommendedContainerResources `json:"containerRecommendations,omitempty"`
+
+	// nodeClasses has one recommendation per class of node the pods run
+	// on, with spec.nodeClasses; containerRecommendations is then, per
+	// container, the largest of them: the size no class exceeds.
+	// +optional
+	// +listType=map
+	// +listMapKey=class
+	// +kubebuilder:validation:MaxItems=64
+	NodeClasses []NodeClassRecommendation `json:"nodeClasses,omitempty"`
+}
+
+// NodeClassRecommendation is the recommendation for the pods on one class
+// of node.
+type NodeClassRecommendation struct {
+	// class is the nodes' class: their label's value, or their size.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Class string `json:"class"`
+	// pods is how many of the workload's pods run on nodes of the class.
+	// +optional
+	Pods int32 `json:"pods,omitempty"`
 	// containerRecommendations has one entry per container.
 	// +optional
 	// +listType=map

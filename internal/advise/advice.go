@@ -217,14 +217,16 @@ func early(t podchange.Target, rec recommend.Recommendation, fresh bool) (podcha
 }
 
 // statesFor are the states that advise pod p's container name: the
-// workload's, and the pod's own when it has one (PodMemory.Own).
+// workload's on p's class of node, and the pod's own when it has one
+// (PodMemory.Own).
 func (m *Model) statesFor(p Pod, name string) []*recommend.State {
 	var out []*recommend.State
-	if wc, ok := m.Containers[name]; ok {
+	key := Key(name, p.Class)
+	if wc, ok := m.Containers[key]; ok {
 		out = append(out, wc.State)
 	}
 	if p.Memory != nil {
-		if own, ok := p.Memory.Own[name]; ok {
+		if own, ok := p.Memory.Own[key]; ok {
 			out = append(out, own.State)
 		}
 	}

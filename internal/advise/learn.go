@@ -186,7 +186,9 @@ func (m *Model) learnOwn(o *observation, now time.Time) {
 // observation is what one read says of one container name of one pod: its
 // figures, and its terminations since the last read.
 type observation struct {
-	pod  Pod
+	pod Pod
+	// name is the key (Key) of the states it teaches: the container name
+	// on the pod's class of node.
 	name string
 	node string
 	at   time.Time
@@ -244,8 +246,9 @@ func (m *Model) observe(spec *v1alpha1.TailorPolicySpec, pv Pod, usage metrics.R
 	of := func(name string) *observation {
 		o, ok := byName[name]
 		if !ok {
-			m.container(name)
-			o = &observation{pod: pv, name: name, node: p.Spec.NodeName, cpu: -1}
+			key := Key(name, pv.Class)
+			m.container(key)
+			o = &observation{pod: pv, name: key, node: p.Spec.NodeName, cpu: -1}
 			byName[name] = o
 			out = append(out, o)
 		}

@@ -3,6 +3,7 @@ package advise
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +26,8 @@ type Model struct {
 	// Configs is each container's recommender configuration, with the
 	// policy's overrides applied, by container name.
 	Configs map[string]recommend.Config
-	// Containers is what is learnt of each container name.
+	// Containers is what is learnt of each container name, by Key: by
+	// name and node class for a policy with spec.nodeClasses.
 	Containers map[string]*Container
 	// lead is NodeLead unless a test says otherwise (0: NodeLead).
 	lead float64
@@ -72,6 +74,30 @@ type Pod struct {
 	Memory *PodMemory
 	// LastResize is when tailor last resized it; zero when never.
 	LastResize time.Time
+	// Class is its node's class (spec.nodeClasses), "" when the policy
+	// names none or the node is gone: it learns in, and is advised by, the
+	// states of its class alone.
+	Class string
+}
+
+// classSep joins a container name and a node class into the key of the
+// state learnt for that name on that class: no container name (a DNS
+// label), nor "_pod", has it.
+const classSep = "@"
+
+// Key is the key, in Containers, of the state that learns container name
+// on nodes of class ("": on every node, the workload's).
+func Key(name, class string) string {
+	if class == "" {
+		return name
+	}
+	return name + classSep + class
+}
+
+// SplitKey is the container name and the node class of a state's key.
+func SplitKey(key string) (name, class string) {
+	name, class, _ = strings.Cut(key, classSep)
+	return name, class
 }
 
 // NewModel is an empty model whose container names get base unless the
@@ -142,8 +168,9 @@ func carryOver(st *recommend.State, cfg recommend.Config) (*recommend.State, err
 }
 
 // ConfigName is the container name whose policy configures the state of
-// name: the pod-level state takes the policy's default.
-func ConfigName(name string) string {
+// key (Key): the pod-level state takes the policy's default.
+func ConfigName(key string) string {
+	name, _ := SplitKey(key)
 	if name == podcontainers.PodLevelName {
 		return v1alpha1.DefaultContainerName
 	}
@@ -197,10 +224,16 @@ func (m *Model) newContainer(name string) *Container {
 	return &Container{State: rec.NewState()}
 }
 
-// configOf is container name's recommender configuration.
-func (m *Model) configOf(name string) recommend.Config {
-	if cfg, ok := m.Configs[name]; ok {
+// configOf is the recommender configuration of the state of key (Key): a
+// class's state, made between two Configures, takes its container name's.
+func (m *Model) configOf(key string) recommend.Config {
+	if cfg, ok := m.Configs[key]; ok {
 		return cfg
+	}
+	if name, _ := SplitKey(key); name != key {
+		if cfg, ok := m.Configs[name]; ok {
+			return cfg
+		}
 	}
 	return m.Base
 }
@@ -212,7 +245,7 @@ func (m *Model) configOf(name string) recommend.Config {
 func (m *Model) ForgetStale(now time.Time) []string {
 	var gone []string
 	for name, wc := range m.Containers {
-		cfg := m.Configs[name]
+		cfg := m.configOf(name)
 		last := wc.Fed
 		if wc.Changed.After(last) {
 			last = wc.Changed

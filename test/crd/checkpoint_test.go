@@ -107,6 +107,18 @@ func TestCheckpointRejected(t *testing.T) {
 			spec:       checkpointContainers("  - {name: app, state: \"not base64!\", updateTime: \"2026-01-01T00:00:00Z\"}\n"),
 			notDecoded: true,
 		},
+		"a node class twice": {
+			spec: minimalCheckpoint + "nodeClasses:\n  - {class: m5.large}\n  - {class: m5.large}\n",
+			want: []string{`spec.nodeClasses[1]: Duplicate value: {"class":"m5.large"}`},
+		},
+		"more than 16 node classes": {
+			spec: minimalCheckpoint + "nodeClasses:\n" + manyClasses(17, 1),
+			want: []string{"spec.nodeClasses: Too many: 17: must have at most 16 items", notAllChecked},
+		},
+		"a node class's container name that is no DNS label": {
+			spec: minimalCheckpoint + "nodeClasses:\n  - class: m5.large\n    containers: [{name: app@m5.large, state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}]\n",
+			want: []string{`spec.nodeClasses[0].containers[0].name: Invalid value: "app@m5.large": name must be a container name (a DNS label) or _pod`},
+		},
 		"more than 64 containers": {
 			spec: checkpointContainers(manyContainers(65)),
 			want: []string{"spec.containers: Too many: 65: must have at most 64 items", notAllChecked},
@@ -141,13 +153,14 @@ func TestCheckpointRejected(t *testing.T) {
 func TestCheckpointAccepted(t *testing.T) {
 	cluster.Shared(t)
 	cases := map[string]string{
-		"no containers yet":    minimalCheckpoint,
-		"a container":          checkpointContainers("  - {name: app, state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}\n"),
-		"pod-level resources":  checkpointContainers("  - {name: _pod, state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}\n"),
-		"a state of 2048":      checkpointContainers("  - {name: app, state: " + stateOf(1536) + ", updateTime: \"2026-01-01T00:00:00Z\"}\n"),
-		"64 containers":        checkpointContainers(manyContainers(64)),
-		"63-character name":    checkpointContainers("  - {name: " + strings.Repeat("a", 63) + ", state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}\n"),
-		"digits and dashes ok": checkpointContainers("  - {name: 1-app-2, state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}\n"),
+		"no containers yet":                minimalCheckpoint,
+		"a container":                      checkpointContainers("  - {name: app, state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}\n"),
+		"pod-level resources":              checkpointContainers("  - {name: _pod, state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}\n"),
+		"a state of 2048":                  checkpointContainers("  - {name: app, state: " + stateOf(1536) + ", updateTime: \"2026-01-01T00:00:00Z\"}\n"),
+		"64 containers":                    checkpointContainers(manyContainers(64)),
+		"63-character name":                checkpointContainers("  - {name: " + strings.Repeat("a", 63) + ", state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}\n"),
+		"16 node classes of 16 containers": minimalCheckpoint + "nodeClasses:\n" + manyClasses(16, 16),
+		"digits and dashes ok":             checkpointContainers("  - {name: 1-app-2, state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}\n"),
 	}
 	for name, spec := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -163,6 +176,19 @@ func manyContainers(n int) string {
 	var b strings.Builder
 	for i := range n {
 		fmt.Fprintf(&b, "  - {name: c%d, state: AQID, updateTime: \"2026-01-01T00:00:00Z\"}\n", i)
+	}
+	return b.String()
+}
+
+// manyClasses is n node classes of a checkpoint, each with containers
+// containers of the largest state.
+func manyClasses(n, containers int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "  - class: c%d.large\n    containers:\n", i)
+		for j := range containers {
+			fmt.Fprintf(&b, "      - {name: c%d, state: %s, updateTime: \"2026-01-01T00:00:00Z\"}\n", j, stateOf(1536))
+		}
 	}
 	return b.String()
 }

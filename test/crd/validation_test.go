@@ -68,6 +68,18 @@ func TestRejected(t *testing.T) {
 			spec: `selector: {matchExpressions: [{key: app, operator: Exists, values: [web]}]}`,
 			want: []string{"spec.selector: Invalid value: selector.matchExpressions: In and NotIn need values, Exists and DoesNotExist take none"},
 		},
+		"nodeClasses on a Deployment": {
+			spec: minimalSpec + "nodeClasses: {}\n",
+			want: []string{"spec: Invalid value: nodeClasses is for a targetRef of kind DaemonSet, whose pods' load follows their node"},
+		},
+		"nodeClasses on a selector": {
+			spec: "selector: {matchLabels: {app: agent}}\nnodeClasses: {}\n",
+			want: []string{"spec: Invalid value: nodeClasses is for a targetRef of kind DaemonSet, whose pods' load follows their node"},
+		},
+		"nodeClasses label that is no label key": {
+			spec: "targetRef: {apiVersion: apps/v1, kind: DaemonSet, name: agent}\nnodeClasses: {label: \"instance type\"}\n",
+			want: []string{`spec.nodeClasses.label: Invalid value: "instance type": label must be a label key such as node.kubernetes.io/instance-type`},
+		},
 		"targetRef apiVersion without version": {
 			spec: `targetRef: {apiVersion: apps, kind: Deployment, name: web}`,
 			want: []string{`spec.targetRef.apiVersion: Invalid value: "apps": apiVersion must be a group/version such as apps/v1, or v1 for the core group`},
@@ -382,6 +394,12 @@ behavior:
   minResizeInterval: 1m
   maxConcurrentResizes: 1
 `,
+		},
+		"nodeClasses on a DaemonSet, by a label": {
+			spec: "targetRef: {apiVersion: apps/v1, kind: DaemonSet, name: agent}\nnodeClasses: {label: node.kubernetes.io/instance-type}\n",
+		},
+		"nodeClasses by size": {
+			spec: "targetRef: {apiVersion: apps/v1, kind: DaemonSet, name: agent}\nnodeClasses: {}\n",
 		},
 		"selector with matchExpressions only": {
 			spec: `selector: {matchExpressions: [{key: app, operator: In, values: [web]}]}`,

@@ -73,6 +73,12 @@ func PlanEntry(in EntryInput) *v1alpha1.Admission {
 	case !ApplyOnCreate(spec):
 		out.Message = "applyOnCreate is false: new pods start at their template's size"
 		return out
+	case spec.NodeClasses != nil:
+		// The admission policy reads the pod alone: a DaemonSet pod names
+		// its node, but not the node's labels or size, so no entry could
+		// tell which class's size to apply.
+		out.Message = "sized per node class: new pods start at their template's size and are resized in place to their class's recommendation once running"
+		return out
 	case !admittedKinds[ref.Kind]:
 		out.Message = fmt.Sprintf("new pods of a %s are not told apart at admission (only those of Deployments, StatefulSets, DaemonSets, ReplicaSets and Jobs are): they start at their template's size", ref.Kind)
 		return out

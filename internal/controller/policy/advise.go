@@ -29,21 +29,22 @@ func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now ti
 	}
 	in.wasDown, in.wasRejecting = state.MetricsErr != nil, state.Rejecting
 	state.MetricsErr, state.Problems = in.usageErr, in.usage.Problems
-	views := make([]advise.Pod, 0, len(in.pods))
+	in.views = make([]advise.Pod, 0, len(in.pods))
 	for _, p := range in.pods {
 		ps := state.Pod(p)
-		views = append(views, advise.Pod{Pod: p, Memory: &ps.Memory, LastResize: ps.LastResize})
+		in.views = append(in.views, advise.Pod{Pod: p, Memory: &ps.Memory, LastResize: ps.LastResize, Class: in.read.Classes[p.Spec.NodeName]})
 	}
-	state.Model.Learn(&policy.Spec, views, in.usage, now)
-	for _, p := range in.pods {
+	state.Model.Learn(&policy.Spec, in.views, in.usage, now)
+	for i, p := range in.pods {
 		ps := state.Pod(p)
 		if last := gather.LastResize(p); last.After(ps.LastResize) {
 			// A resize this process did not send, or sent before it
 			// restarted: the pod's own record says when.
 			ps.LastResize = last
 		}
+		in.views[i].LastResize = ps.LastResize
 		a := state.Model.Advise(advise.Input{
-			Spec: &policy.Spec, Pod: advise.Pod{Pod: p, Memory: &ps.Memory, LastResize: ps.LastResize}, Usage: in.usage,
+			Spec: &policy.Spec, Pod: in.views[i], Usage: in.usage,
 			Holds: in.decision.Holds, Template: state.Template, FieldManager: actuator.FieldManager, Now: now,
 		})
 		// The reaction-latency clock runs from the oldest evidence for a

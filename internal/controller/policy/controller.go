@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
+	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale"
 	"github.com/tailorhq/tailor/internal/autoscale/lowering/canary"
 	"github.com/tailorhq/tailor/internal/autoscale/newpods"
@@ -351,7 +352,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Within the bounds the sync decides by: a container whose policy sets
 	// no maxAllowed gets the default (podchange.BoundedSpec).
 	bounded, _ := podchange.BoundedSpec(&policy.Spec, in.defaults)
-	if recs := in.state.Model.Recommendation(bounded, in.pods, now); len(recs) > 0 {
+	if policy.Spec.NodeClasses != nil {
+		if classes := in.state.Model.ClassRecommendations(bounded, in.views, now); len(classes) > 0 {
+			in.recommendation = &v1alpha1.Recommendation{ContainerRecommendations: advise.Largest(classes), NodeClasses: classes}
+		}
+	} else if recs := in.state.Model.Recommendation(bounded, in.pods, now); len(recs) > 0 {
 		in.recommendation = &v1alpha1.Recommendation{ContainerRecommendations: recs}
 	}
 	if in.spec.HasCanary {

@@ -38,6 +38,9 @@ type syncInput struct {
 	usageErr error
 	// read is what gather read, for the judgements made of it (judge).
 	read *gather.Input
+	// views are the pods as the learnt model sees them, with their
+	// nodes' classes (advise).
+	views []advise.Pod
 	// advice is what the recommender said per pod and container, for
 	// status and the reaction metric.
 	advice map[types.UID]advise.Advice

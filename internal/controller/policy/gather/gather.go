@@ -101,6 +101,9 @@ type Input struct {
 	Guardrails map[string]canary.GuardrailAnswer
 	// HPAs are the HorizontalPodAutoscalers of the namespace.
 	HPAs []autoscalingv2.HorizontalPodAutoscaler
+	// Classes are the classes of the nodes the pods run on, by node name,
+	// with spec.nodeClasses (nil without).
+	Classes map[string]string
 	// Rules are the namespace's LimitRanges and ResourceQuotas.
 	Rules *nsrules.Rules
 	// Largest is the largest node's allocatable.
@@ -137,10 +140,11 @@ func (r *Reader) Read(ctx context.Context, policy *v1alpha1.TailorPolicy, spec S
 	if in.Guardrails, err = r.guardrailAnswers(ctx, policy, spec, state.Canary, pods, now); err != nil {
 		return nil, err
 	}
-	capacity, err := r.nodeCapacities(ctx, pods)
+	capacity, classes, err := r.podNodes(ctx, pods, policy.Spec.NodeClasses)
 	if err != nil {
 		return nil, err
 	}
+	in.Classes = classes
 	var rejected []metrics.Problem
 	in.Usage, rejected = metrics.Screen(usage, pods, capacity, func(p *corev1.Pod) time.Time {
 		last := LastResize(p)

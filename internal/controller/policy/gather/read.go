@@ -20,6 +20,7 @@ import (
 	"github.com/tailorhq/tailor/internal/autoscale/newpods"
 	"github.com/tailorhq/tailor/internal/autoscale/placement"
 	"github.com/tailorhq/tailor/internal/controller/policy/store"
+	"github.com/tailorhq/tailor/internal/nodeclass"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/podchange"
 	"github.com/tailorhq/tailor/internal/resize"
@@ -220,26 +221,33 @@ func (r *Reader) Nodes(ctx context.Context, pods []*corev1.Pod) (map[string]*res
 	return out, nil
 }
 
-// nodeCapacities is the capacity of each node the pods run on, by name,
-// from the cache; a node that is gone has none (its pods' figures are not
-// checked against one).
-func (r *Reader) nodeCapacities(ctx context.Context, pods []*corev1.Pod) (map[string]corev1.ResourceList, error) {
-	out := map[string]corev1.ResourceList{}
+// podNodes reads each node the pods run on once, from the cache: its
+// capacity, by name (a node that is gone has none, and its pods' figures
+// are not checked against one), and, with spec.nodeClasses (classes not
+// nil), its class (nodeclass.Of; a node that is gone has none).
+func (r *Reader) podNodes(ctx context.Context, pods []*corev1.Pod, classes *v1alpha1.NodeClasses) (capacity map[string]corev1.ResourceList, classOf map[string]string, err error) {
+	capacity = map[string]corev1.ResourceList{}
+	if classes != nil {
+		classOf = map[string]string{}
+	}
 	for _, p := range pods {
-		if _, seen := out[p.Spec.NodeName]; seen {
+		if _, seen := capacity[p.Spec.NodeName]; seen {
 			continue
 		}
 		node := &corev1.Node{}
 		switch err := r.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); {
 		case apierrors.IsNotFound(err):
-			out[p.Spec.NodeName] = nil
+			capacity[p.Spec.NodeName] = nil
 		case err != nil:
-			return nil, fmt.Errorf("reading node %s: %w", p.Spec.NodeName, err)
+			return nil, nil, fmt.Errorf("reading node %s: %w", p.Spec.NodeName, err)
 		default:
-			out[p.Spec.NodeName] = node.Status.Capacity
+			capacity[p.Spec.NodeName] = node.Status.Capacity
+			if classes != nil {
+				classOf[p.Spec.NodeName] = nodeclass.Of(node, classes.Label)
+			}
 		}
 	}
-	return out, nil
+	return capacity, classOf, nil
 }
 
 // NodesWithPods lists every node with the pods bound to it.

@@ -81,6 +81,9 @@ func Fill(status *v1alpha1.TailorPolicyStatus, policy *v1alpha1.TailorPolicy, in
 	if len(rec.ContainerRecommendations) > 0 {
 		status.Recommendation = rec
 		msg := fmt.Sprintf("recommendations for %d container(s) of %d pod(s)", len(rec.ContainerRecommendations), len(pods))
+		if n := len(rec.NodeClasses); n > 0 {
+			msg += fmt.Sprintf(" on %d class(es) of node", n)
+		}
 		if capped := podchange.DefaultCapped(&policy.Spec, in.Defaults, rec.ContainerRecommendations); capped != "" {
 			msg += "; " + capped
 		}

@@ -60,13 +60,24 @@ func (k *Checkpoints) Restore(ctx context.Context, policy *v1alpha1.TailorPolicy
 		return nil
 	}
 	var bad []string
-	for _, c := range cp.Spec.Containers {
-		switch err := state.Model.Restore(&policy.Spec, c.Name, c.State, c.UpdateTime.Time); {
+	restore := func(c v1alpha1.ContainerCheckpoint, class string) {
+		key := advise.Key(c.Name, class)
+		switch err := state.Model.Restore(&policy.Spec, key, c.State, c.UpdateTime.Time); {
 		case errors.Is(err, advise.ErrUnusable):
 			// The policy itself is invalid: configure reports it.
 		case err != nil:
-			bad = append(bad, fmt.Sprintf("%s: %v", c.Name, err))
+			bad = append(bad, fmt.Sprintf("%s: %v", key, err))
 		}
+	}
+	entries := len(cp.Spec.Containers)
+	for _, c := range cp.Spec.Containers {
+		restore(c, "")
+	}
+	for _, nc := range cp.Spec.NodeClasses {
+		for _, c := range nc.Containers {
+			restore(c, nc.Class)
+		}
+		entries += len(nc.Containers)
 	}
 	state.checkpointed = cp.Spec.WriteTime.Time
 	state.Canary, state.canaryWritten = canaryState(cp.Spec.Canary), cp.Spec.Canary
@@ -76,7 +87,7 @@ func (k *Checkpoints) Restore(ctx context.Context, policy *v1alpha1.TailorPolicy
 		// An event says so when the sync acts (announce).
 		state.RestoreUnsaid = true
 	}
-	log.FromContext(ctx).V(1).Info("restored checkpoint", "containers", len(cp.Spec.Containers)-len(bad), "written", cp.Spec.WriteTime)
+	log.FromContext(ctx).V(1).Info("restored checkpoint", "containers", entries-len(bad), "written", cp.Spec.WriteTime)
 	return nil
 }
 
@@ -112,18 +123,9 @@ func (k *Checkpoints) Write(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 	if !changed && !stateChanged {
 		return nil
 	}
-	sort.Strings(names)
-	if len(names) > maxCheckpointContainers {
-		names = names[:maxCheckpointContainers]
-	}
 	spec := v1alpha1.TailorCheckpointSpec{PolicyName: policy.Name, PolicyUID: string(policy.UID), WriteTime: metav1.NewTime(now.Truncate(time.Second)), Canary: canary, Lowered: lowered}
-	for _, n := range names {
-		wc := state.Model.Containers[n]
-		b, err := wc.State.MarshalBinary()
-		if err != nil {
-			return fmt.Errorf("encoding %s of policy %s/%s: %w", n, policy.Namespace, policy.Name, err)
-		}
-		spec.Containers = append(spec.Containers, v1alpha1.ContainerCheckpoint{Name: n, State: b, UpdateTime: metav1.NewTime(wc.Fed.Truncate(time.Second))})
+	if err := checkpointStates(state.Model, names, &spec); err != nil {
+		return fmt.Errorf("encoding the state of policy %s/%s: %w", policy.Namespace, policy.Name, err)
 	}
 	cp := &v1alpha1.TailorCheckpoint{}
 	err := k.Client.Get(ctx, client.ObjectKey{Namespace: policy.Namespace, Name: policy.Name}, cp)
@@ -141,7 +143,8 @@ func (k *Checkpoints) Write(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 			}
 		}
 	case err == nil:
-		if equality.Semantic.DeepEqual(cp.Spec.Containers, spec.Containers) && equality.Semantic.DeepEqual(cp.Spec.Canary, spec.Canary) &&
+		if equality.Semantic.DeepEqual(cp.Spec.Containers, spec.Containers) && equality.Semantic.DeepEqual(cp.Spec.NodeClasses, spec.NodeClasses) &&
+			equality.Semantic.DeepEqual(cp.Spec.Canary, spec.Canary) &&
 			equality.Semantic.DeepEqual(cp.Spec.Lowered, spec.Lowered) {
 			state.checkpointed, state.canaryWritten, state.loweredWritten = now, canary, lowered
 			return nil
@@ -168,5 +171,58 @@ func (k *Checkpoints) Write(ctx context.Context, policy *v1alpha1.TailorPolicy, 
 // noCheckpointCRD is the Ready note of a cluster without the CRD.
 const noCheckpointCRD = "the TailorCheckpoint CRD is not installed: what is learnt is not kept across manager restarts (apply config/crd)"
 
-// maxCheckpointContainers is the CRD's bound on a checkpoint's entries.
-const maxCheckpointContainers = 64
+// The CRD's bounds on a checkpoint's entries: containers, node classes,
+// and containers of a class.
+const (
+	maxCheckpointContainers      = 64
+	maxCheckpointClasses         = 16
+	maxCheckpointClassContainers = 16
+)
+
+// checkpointStates puts the states of keys (advise.Key) into spec: the
+// workload's in containers, a node class's in nodeClasses, each list
+// sorted and cut to the CRD's bounds (a state left out is learnt again
+// after a restart, as a new one is).
+func checkpointStates(m *advise.Model, keys []string, spec *v1alpha1.TailorCheckpointSpec) error {
+	byClass := map[string][]string{}
+	for _, k := range keys {
+		n, c := advise.SplitKey(k)
+		byClass[c] = append(byClass[c], n)
+	}
+	entries := func(class string, most int) ([]v1alpha1.ContainerCheckpoint, error) {
+		names := byClass[class]
+		sort.Strings(names)
+		names = names[:min(len(names), most)]
+		out := make([]v1alpha1.ContainerCheckpoint, 0, len(names))
+		for _, n := range names {
+			wc := m.Containers[advise.Key(n, class)]
+			b, err := wc.State.MarshalBinary()
+			if err != nil {
+				return nil, fmt.Errorf("encoding %s: %w", advise.Key(n, class), err)
+			}
+			out = append(out, v1alpha1.ContainerCheckpoint{Name: n, State: b, UpdateTime: metav1.NewTime(wc.Fed.Truncate(time.Second))})
+		}
+		return out, nil
+	}
+	var err error
+	if len(byClass[""]) > 0 {
+		if spec.Containers, err = entries("", maxCheckpointContainers); err != nil {
+			return err
+		}
+	}
+	classes := make([]string, 0, len(byClass))
+	for c := range byClass {
+		if c != "" {
+			classes = append(classes, c)
+		}
+	}
+	sort.Strings(classes)
+	for _, c := range classes[:min(len(classes), maxCheckpointClasses)] {
+		cs, err := entries(c, maxCheckpointClassContainers)
+		if err != nil {
+			return err
+		}
+		spec.NodeClasses = append(spec.NodeClasses, v1alpha1.NodeClassCheckpoint{Class: c, Containers: cs})
+	}
+	return nil
+}
