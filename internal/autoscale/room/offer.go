@@ -73,23 +73,6 @@ var everything = corev1.ResourceList{corev1.ResourceCPU: {}, corev1.ResourceMemo
 // pods' own decisions). The canary and maxConcurrentResizes are not judged
 // here: the donor's own sync judges them when it lowers.
 func Offers(policy fleet.PolicyInput, on func(*corev1.Pod) bool, key types.NamespacedName, gate limits.Gate) (map[types.UID]Offer, error) {
-	cut := policy
-	cut.Pods = make([]fleet.PodInput, len(policy.Pods))
-	any := false
-	for i, pin := range policy.Pods {
-		if on(pin.Pod) {
-			pin.Targets, _ = Cut(pin.Targets, pin.Early, everything)
-			any = true
-		}
-		cut.Pods[i] = pin
-	}
-	if !any {
-		return nil, nil
-	}
-	held, err := gate.Holds(cut)
-	if err != nil {
-		return nil, err
-	}
 	out := map[types.UID]Offer{}
 	for _, pin := range policy.Pods {
 		if !on(pin.Pod) {
@@ -99,10 +82,33 @@ func Offers(policy fleet.PolicyInput, on func(*corev1.Pod) bool, key types.Names
 		if err != nil {
 			return nil, err
 		}
-		if h, ok := held[pin.Pod.UID]; ok && !o.Forbidden {
-			o = Offer{Policy: key, Held: h.Reason}
-		}
 		out[pin.Pod.UID] = o
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	switch _, limited, err := limits.ConfigOf(policy.Spec); {
+	case err != nil:
+		return nil, err
+	case !limited:
+		return out, nil
+	}
+	cut := policy
+	cut.Pods = make([]fleet.PodInput, len(policy.Pods))
+	for i, pin := range policy.Pods {
+		if _, offers := out[pin.Pod.UID]; offers {
+			pin.Targets, _ = Cut(pin.Targets, pin.Early, everything)
+		}
+		cut.Pods[i] = pin
+	}
+	held, err := gate.Holds(cut)
+	if err != nil {
+		return nil, err
+	}
+	for uid, o := range out {
+		if h, ok := held[uid]; ok && !o.Forbidden {
+			out[uid] = Offer{Policy: key, Held: h.Reason}
+		}
 	}
 	return out, nil
 }
