@@ -22,11 +22,11 @@ import (
 // service throttled at its limit, with no CPU free on the node, beside two
 // idle default-priority pods and an idle pod of a higher priority than the
 // service, each over-requested and under a policy of its own. The
-// default-priority pods' policies lower them before their 15-minute
-// windows end, the kubelet applies each lowering, and then the service's
-// raise, which the kubelet admits into the room made: nobody is evicted or
-// restarted, the higher-priority pod gives nothing, and the events name
-// who gave room to whom.
+// default-priority pods' policies lower what the raise needs of them
+// before their 15-minute windows end, the kubelet applies each lowering,
+// and then the service's raise, which the kubelet admits into the room
+// made: nobody is evicted or restarted, the higher-priority pod gives
+// nothing, and the events name who gave room to whom.
 func TestRoomMadeInPlaceOnAFullNode(t *testing.T) {
 	cluster.Quiet(t)
 	ctx := context.Background()
@@ -82,7 +82,7 @@ func TestRoomMadeInPlaceOnAFullNode(t *testing.T) {
 	raised := waitPod(t, busy, 2*time.Minute, "busy raised in place", func(p *corev1.Pod) bool {
 		return cpuRequestMillis(p) > 100 && !resizing(p)
 	})
-	recordConvergence(t, "full node -> room made by two lower-priority pods -> raise applied", time.Since(start))
+	recordConvergence(t, "full node -> room made by lower-priority pods -> raise applied", time.Since(start))
 	t.Logf("busy cpu request 100m -> %dm (%dm free at the start); %s", cpuRequestMillis(raised), free-above-2*below, explainNodeRoom())
 
 	lowered := 0
