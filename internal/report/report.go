@@ -250,7 +250,13 @@ func policyReason(p *v1alpha1.TailorPolicy, container string, rec corev1.Resourc
 			}
 			parts = append(parts, s)
 		}
-		return "peak usage plus margin: " + strings.Join(parts, "; ")
+		out := "peak usage plus margin: " + strings.Join(parts, "; ")
+		if n := len(p.Status.Recommendation.NodeClasses); n > 0 {
+			// Each pod is sized at its node's class: the row prices them
+			// all at the largest, so what it saves is the least.
+			out += fmt.Sprintf(" (the largest of %d node classes, which each pod is sized by)", n)
+		}
+		return out
 	}
 	return ""
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,16 @@ func TestBuild(t *testing.T) {
 	}
 	if want := "peak usage plus margin: cpu needs 200m (the policy's target is 500m for now); memory needs 300Mi"; r.Reason != want {
 		t.Errorf("reason %q\nwant %q", r.Reason, want)
+	}
+
+	// Sized per node class, the row is the largest class's, and says so.
+	off.Status.Recommendation.NodeClasses = []v1alpha1.NodeClassRecommendation{{Class: "m5.large"}, {Class: "m5.4xlarge"}}
+	Match(workloads, []v1alpha1.TailorPolicy{off})
+	if rows, err = Build(workloads, recommend.DefaultConfig(), 7*24*time.Hour, now, price.Book{Default: price.Example}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "(the largest of 2 node classes, which each pod is sized by)"; len(rows) != 1 || !strings.HasSuffix(rows[0].Reason, want) {
+		t.Errorf("rows %+v, want one whose reason ends %q", rows, want)
 	}
 }
 
