@@ -80,6 +80,10 @@ func TestPagesShowCosts(t *testing.T) {
 	if got := text("/workload/ns/web", cell(`[data-testid=pods] tbody tr`)); !strings.Contains(got, want) {
 		t.Errorf("workload page pod row: %q, want %q", got, want)
 	}
+	// A policy sized per node class lists each class's target.
+	if got := text("/workload/ns/web", cell(`[data-testid=node-classes] tbody tr:last-child`)); got != "64cpu-256Gi3appcpu 2, memory 1Gi" {
+		t.Errorf("workload page's last node class row: %q, want the 64cpu-256Gi class's 3 pods and its target", got)
+	}
 	main := text("/", `document.getElementById("main").innerText`)
 	for _, word := range []string{"null", "undefined", "NaN", "[object"} {
 		if strings.Contains(main, word) {

@@ -319,6 +319,9 @@ type Workload struct {
 	Summary         PolicySummary                            `json:"summary"`
 	Conditions      []metav1.Condition                       `json:"conditions"`
 	Recommendations []v1alpha1.RecommendedContainerResources `json:"recommendations"`
+	// NodeClasses are the recommendations per class of node of a policy
+	// with spec.nodeClasses; none otherwise.
+	NodeClasses []v1alpha1.NodeClassRecommendation `json:"nodeClasses,omitempty"`
 	Series          []Series                                 `json:"series"`
 	Marks           []Mark                                   `json:"marks"`
 	Pods            []PodRow                                 `json:"pods"`
@@ -389,7 +392,7 @@ func (s *Server) workload(ctx context.Context, r *http.Request) (any, error) {
 	now := s.Clock.Now()
 	out := Workload{Summary: s.summary(&p, book, now), Prices: book, Conditions: p.Status.Conditions, Series: []Series{}, Marks: []Mark{}, Pods: []PodRow{}, Events: []Event{}}
 	if rec := p.Status.Recommendation; rec != nil {
-		out.Recommendations = rec.ContainerRecommendations
+		out.Recommendations, out.NodeClasses = rec.ContainerRecommendations, rec.NodeClasses
 	}
 	snap, _ := s.History.Snapshot(key)
 	if snap.Series != nil {

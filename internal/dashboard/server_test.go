@@ -42,6 +42,10 @@ func newShardServer(t *testing.T, sh shard.Shard) (*httptest.Server, *History) {
 	pol := &v1alpha1.TailorPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
 		Spec: v1alpha1.TailorPolicySpec{TargetRef: &v1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}
 	pol.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced"}}
+	pol.Status.Recommendation = &v1alpha1.Recommendation{NodeClasses: []v1alpha1.NodeClassRecommendation{
+		{Class: "4cpu-16Gi", Pods: 1, ContainerRecommendations: []v1alpha1.RecommendedContainerResources{{ContainerName: "app", Target: builder.List("100m", "64Mi")}}},
+		{Class: "64cpu-256Gi", Pods: 3, ContainerRecommendations: []v1alpha1.RecommendedContainerResources{{ContainerName: "app", Target: builder.List("2", "1Gi")}}},
+	}}
 	// n1 is priced by its own annotations, below the flags' example.
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{price.CPUKey: "0.02", price.MemoryKey: "0.002"}}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}}}
@@ -111,6 +115,9 @@ func TestServer(t *testing.T) {
 	}
 	if len(w.Series) != 1 || len(w.Series[0].Time) != 1 || len(w.Marks) != 2 || len(w.Pods) != 1 || w.Pods[0].CPUBefore != 0.5 {
 		t.Errorf("workload %+v", w)
+	}
+	if len(w.NodeClasses) != 2 || w.NodeClasses[1].Class != "64cpu-256Gi" || w.NodeClasses[1].Pods != 3 {
+		t.Errorf("workload's node classes %+v, want status's two", w.NodeClasses)
 	}
 	if code := getJSON(t, srv.URL+"/api/workload/ns/nope", nil); code != http.StatusNotFound {
 		t.Errorf("unknown policy: %d, want 404", code)

@@ -261,6 +261,12 @@
       table("Per container: target, lower and upper bound.", ["Container", "Target", "Lower bound", "Upper bound"],
         (d.recommendations || []).map(r => el("tr", {}, td(r.containerName),
           td(fmtList(r.target)), td(fmtList(r.lowerBound)), td(fmtList(r.upperBound)))), null, "recommendation"));
+    if ((d.nodeClasses || []).length > 0) {
+      out.push(el("p", { class: "note" }, "Sized per class of node: each pod is resized to its node's class's target; the recommendation above is the largest of them."),
+        table("Per class of node: its pods, and each container's target.", ["Class", { label: "Pods", num: true }, "Container", "Target"],
+          d.nodeClasses.flatMap(c => (c.containerRecommendations || []).map(r => el("tr", {}, td(c.class), td(String(c.pods || 0), true),
+            td(r.containerName), td(fmtList(r.target))))), null, "node-classes"));
+    }
     out.push(el("h2", {}, "Pods"),
       table("Requests now and before tailor (the template's), what they cost a month at the pod's node's prices, and each pod's last resize.",
         ["Pod", "Node", { label: "CPU before → now", num: true }, { label: "Memory before → now", num: true }, { label: "Cost/month before → now", num: true }, "Last resize", "Result"],
