@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/propertytest"
@@ -28,6 +29,7 @@ func TestClassesAreWorkloadsOfTheirOwn(t *testing.T) {
 	propertytest.CheckFloors(t, stats, cases, []propertytest.Floor{
 		{Stat: "classes>1", Per10k: 3750, Why: "most cases must have more than one class, or nothing is kept apart"},
 		{Stat: "raised", Per10k: 23000, Why: "pods must be raised, or the advice compared is empty"},
+		{Stat: "oom-killed", Per10k: 6000, Why: "OOM kills must be drawn, or what a class learns of one is not compared"},
 		{Stat: "classes-differ", Per10k: 3600, Why: "classes must come to different targets, or learning them together would pass too"},
 	})
 }
@@ -47,8 +49,19 @@ func runClassCase(seed uint64, stats map[string]int) string {
 		scale := []float64{0.05, 0.3, 1, 4}[r.IntN(4)]
 		for i := range 1 + r.IntN(4) {
 			name := fmt.Sprintf("p%d-%d", c, i)
-			p := builder.Pod(name).Namespace("ns").UID(name).Node("n-"+name).
-				Container(builder.Container("app").Requests("200m", "256Mi").Limits("", "2Gi")).Running().Obj()
+			w := builder.Pod(name).Namespace("ns").UID(name).Node("n-"+name).
+				Container(builder.Container("app").Requests("200m", "256Mi").Limits("", "2Gi"))
+			if r.IntN(5) == 0 {
+				killed := metav1.NewTime(t0.Add(time.Duration(r.IntN(4)) * time.Minute))
+				w.Phase(corev1.PodRunning).ContainerStatus(corev1.ContainerStatus{Name: "app", RestartCount: 1,
+					State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137, FinishedAt: killed}},
+				})
+				stats["oom-killed"]++
+			} else {
+				w.Running()
+			}
+			p := w.Obj()
 			byClass[class] = append(byClass[class], len(members))
 			members = append(members, member{pod: p, class: class, scale: scale * (0.5 + r.Float64())})
 		}
