@@ -49,7 +49,7 @@ func runClassCase(seed uint64, stats map[string]int) string {
 		scale := []float64{0.05, 0.3, 1, 4}[r.IntN(4)]
 		for i := range 1 + r.IntN(4) {
 			name := fmt.Sprintf("p%d-%d", c, i)
-			w := builder.Pod(name).Namespace("ns").UID(name).Node("n-"+name).
+			w := builder.Pod(name).Namespace("ns").UID(name).Node("n-" + name).
 				Container(builder.Container("app").Requests("200m", "256Mi").Limits("", "2Gi"))
 			if r.IntN(5) == 0 {
 				killed := metav1.NewTime(t0.Add(time.Duration(r.IntN(4)) * time.Minute))

@@ -322,11 +322,11 @@ type Workload struct {
 	// NodeClasses are the recommendations per class of node of a policy
 	// with spec.nodeClasses; none otherwise.
 	NodeClasses []v1alpha1.NodeClassRecommendation `json:"nodeClasses,omitempty"`
-	Series          []Series                                 `json:"series"`
-	Marks           []Mark                                   `json:"marks"`
-	Pods            []PodRow                                 `json:"pods"`
-	Events          []Event                                  `json:"events"`
-	Prices          price.Book                               `json:"prices"`
+	Series      []Series                           `json:"series"`
+	Marks       []Mark                             `json:"marks"`
+	Pods        []PodRow                           `json:"pods"`
+	Events      []Event                            `json:"events"`
+	Prices      price.Book                         `json:"prices"`
 	// EventsError says why events could not be read, if they could not.
 	EventsError string `json:"eventsError,omitempty"`
 }
