@@ -32,6 +32,13 @@ func (s *TailorPolicySpec) Mode() UpdateMode {
 	return UpdateModeInPlace
 }
 
+// Preempts reports whether the policy lets a raise be deferred for the
+// scheduler to preempt pods of lower priority (behavior.scaleUp.preemption).
+func (s *TailorPolicySpec) Preempts() bool {
+	b := s.Behavior
+	return b != nil && b.ScaleUp != nil && b.ScaleUp.Preemption == ResizePreemptionLowerPriority
+}
+
 // PolicyFor returns the policy for the named container with every field
 // set: each field comes from the container's own entry, else from the "*"
 // entry, else from the defaults above; minAllowed and maxAllowed merge per

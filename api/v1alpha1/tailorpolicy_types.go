@@ -557,7 +557,35 @@ type ScaleUpRules struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	TolerancePercent *int32 `json:"tolerancePercent,omitempty"`
+
+	// preemption says whether a raise no room can be made for in place
+	// may be sent beyond its node's free room, for the scheduler to evict
+	// pods of lower priority on the node until it fits (Kubernetes 1.37's
+	// scheduler preemption for resizes, KEP-5836, feature gate
+	// InPlacePodVerticalScalingSchedulerPreemption). Never (the default):
+	// a raise is never sent for more than the node has free, and nobody
+	// is evicted for it. PreemptLowerPriority: once the pods of lower
+	// priority tailor manages could give no room in place, the raise is
+	// sent whole when the scheduler would preempt for it, and cut back to
+	// what fits if it is still deferred a minute later. It takes effect
+	// only on a manager started with --allow-resize-preemption: the
+	// pods evicted may be other teams'.
+	// +optional
+	// +kubebuilder:validation:Enum=Never;PreemptLowerPriority
+	Preemption ResizePreemption `json:"preemption,omitempty"`
 }
+
+// ResizePreemption says whether a raise may be deferred for the scheduler
+// to preempt pods of lower priority.
+type ResizePreemption string
+
+const (
+	// ResizePreemptionNever: a raise is cut to the node's free room.
+	ResizePreemptionNever ResizePreemption = "Never"
+	// ResizePreemptionLowerPriority: a raise no room in place can be made
+	// for may be deferred for the scheduler to preempt for.
+	ResizePreemptionLowerPriority ResizePreemption = "PreemptLowerPriority"
+)
 
 // ScaleDownRules paces lowerings.
 type ScaleDownRules struct {

@@ -62,6 +62,11 @@ type Options struct {
 	// it anyway; otherwise a policy with query guardrails is not Ready.
 	PrometheusGuardrails bool
 	KubeletThrottling    bool
+	// AllowResizePreemption lets policies whose behavior.scaleUp.preemption
+	// is PreemptLowerPriority send a raise beyond its node's free room for
+	// the scheduler to preempt pods of lower priority for: an operator's
+	// choice, since the pods evicted may be any team's.
+	AllowResizePreemption bool
 	// KubeletViaAPIServerProxy reads the kubelets through the apiserver's
 	// node proxy, which needs get on nodes/proxy (every kubelet endpoint,
 	// exec included); false reads each kubelet on its own port, which
@@ -331,6 +336,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		ConcurrentSyncs:    o.ConcurrentSyncs,
 		Shard:              o.Shard,
 		Guardrails:         guardrails,
+		AllowPreemption:    o.AllowResizePreemption,
 	}
 	if receiver != nil {
 		w := newWaker(mgr.GetClient(), o.Shard, ctrl.Log.WithName("agent-wakeups"))

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/kubectl/pkg/util/qos"
 
@@ -41,6 +42,11 @@ type Removal struct {
 
 // NodeState is what the planner needs to know about the pod's node.
 type NodeState struct {
+	// Name is the node's name.
+	Name string
+	// PreemptionPolicy is node.spec.podPreemptionPolicy: a node may opt
+	// out of the scheduler's preemption for resizes.
+	PreemptionPolicy *corev1.NodePodPreemptionPolicy
 	// Allocatable is node.status.allocatable.
 	Allocatable corev1.ResourceList
 	// Labels are the node's labels (kubernetes.io/os matters); nil counts as linux.
@@ -52,6 +58,13 @@ type NodeState struct {
 	// them (matched by UID, else namespace/name) and is skipped; so are
 	// terminal (Succeeded/Failed) pods.
 	Pods []*corev1.Pod
+}
+
+// Node is the node as the scheduler's preemption reads it
+// (preemption.Input.Node).
+func (n *NodeState) Node() *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels},
+		Spec: corev1.NodeSpec{PodPreemptionPolicy: n.PreemptionPolicy}, Status: corev1.NodeStatus{Allocatable: n.Allocatable}}
 }
 
 // NodeRequests are the requests p's node counts for it now: for each

@@ -50,6 +50,8 @@ type controllerOptions struct {
 	// Prometheus is the address the canaries' query guardrails ask, as
 	// --prometheus-url gives it; "" is a manager without one.
 	Prometheus string
+	// AllowPreemption is --allow-resize-preemption.
+	AllowPreemption bool
 }
 
 // deps are what outlives one controller: the clock, the metrics source and
@@ -93,16 +95,17 @@ func newController(t testing.TB, d deps, opts controllerOptions) *policyctrl.Rec
 		guardrails = prometheus.NewGuardrails(pc)
 	}
 	return &policyctrl.Reconciler{
-		Guardrails:  guardrails,
-		Client:      c,
-		Clock:       d.clock,
-		Events:      d.events,
-		Source:      d.source,
-		Actuator:    &actuator.Actuator{Client: resizer, Server: server},
-		SyncPeriod:  period,
-		Recommender: rec,
-		Observer:    opts.Observer,
-		Shard:       opts.Shard,
+		Guardrails:      guardrails,
+		Client:          c,
+		Clock:           d.clock,
+		Events:          d.events,
+		Source:          d.source,
+		Actuator:        &actuator.Actuator{Client: resizer, Server: server},
+		SyncPeriod:      period,
+		Recommender:     rec,
+		Observer:        opts.Observer,
+		Shard:           opts.Shard,
+		AllowPreemption: opts.AllowPreemption,
 		// The apiserver serves VerticalPodAutoscalers (main_test.go
 		// installs their CRD); under a manager, SetupWithManager finds them.
 		VerticalPodAutoscalers: c,

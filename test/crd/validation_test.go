@@ -251,6 +251,10 @@ func TestRejected(t *testing.T) {
 			spec: withTarget(`behavior: {scaleUp: {stabilizationWindow: -1m}}`),
 			want: []string{`spec.behavior.scaleUp.stabilizationWindow: Invalid value: "-1m": stabilizationWindow must be a duration such as 30s, 5m or 1h, at most 24h`},
 		},
+		"scaleUp preemption unknown": {
+			spec: withTarget(`behavior: {scaleUp: {preemption: Always}}`),
+			want: []string{`spec.behavior.scaleUp.preemption: Unsupported value: "Always": supported values: "Never", "PreemptLowerPriority"`},
+		},
 		"scaleDown stabilizationWindow above 24h": {
 			spec: withTarget(`behavior: {scaleDown: {stabilizationWindow: 24h0m1s}}`),
 			want: []string{`spec.behavior.scaleDown.stabilizationWindow: Invalid value: "24h0m1s": stabilizationWindow must be a duration such as 30s, 5m or 1h, at most 24h`},
@@ -397,6 +401,9 @@ behavior:
 		},
 		"nodeClasses on a DaemonSet, by a label": {
 			spec: "targetRef: {apiVersion: apps/v1, kind: DaemonSet, name: agent}\nnodeClasses: {label: node.kubernetes.io/instance-type}\n",
+		},
+		"scaleUp preemption of lower priority": {
+			spec: withTarget(`behavior: {scaleUp: {preemption: PreemptLowerPriority}}`),
 		},
 		"nodeClasses by size": {
 			spec: "targetRef: {apiVersion: apps/v1, kind: DaemonSet, name: agent}\nnodeClasses: {}\n",

@@ -8,12 +8,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	schedhelper "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/jvm"
 	"github.com/tailorhq/tailor/internal/nsrules"
 	"github.com/tailorhq/tailor/internal/ownership"
 	"github.com/tailorhq/tailor/internal/podchange"
+	"github.com/tailorhq/tailor/internal/preemption"
 	"github.com/tailorhq/tailor/internal/resize"
 )
 
@@ -50,7 +52,28 @@ type PodInput struct {
 	// measured wholly after the pod's last resize; a container the source
 	// has no such figure for is missing. A canary's guardrail reads it.
 	Throttled map[string]float64
+	// Preempt: the pod's raise may be sent beyond its node's free room,
+	// up to what the pods of lower priority there hold, where the
+	// scheduler would preempt them for it (behavior.scaleUp.preemption,
+	// allowed by the manager, and no room could be made in place).
+	Preempt bool
+	// Deferred is since when the kubelet has deferred a resize tailor
+	// sent the pod (its PodResizePending condition); zero when none is.
+	Deferred time.Time
 }
+
+// PreemptionPatience is how long a raise sent for the scheduler to preempt
+// for may stay deferred before it is cut back to what the pod has: the
+// scheduler preempts within seconds of the kubelet's deferral when it
+// does at all, and a deferred resize counts against the node for every
+// pod the scheduler places meanwhile.
+const PreemptionPatience = time.Minute
+
+// PreemptionBackoff is how long a pod whose raise, sent for the scheduler
+// to preempt for, was taken back waits before another is sent: the
+// scheduler did not preempt for the first (its feature gate may be off),
+// and would not for one sent at once.
+const PreemptionBackoff = 10 * time.Minute
 
 // PolicyInput is everything one sync of a policy decides on; the controller
 // gathers it from its cache and the metrics source.
@@ -82,6 +105,13 @@ type Action struct {
 	Pod      *corev1.Pod
 	Decision podchange.Decision
 	Plan     *resize.Result
+	// Preemption is, for a raise sent beyond the node's free room, whom
+	// the scheduler is expected to preempt for it; nil for any other.
+	Preemption *preemption.Outcome
+	// CutBack: the action takes back a raise sent for the scheduler to
+	// preempt for that stayed deferred past PreemptionPatience, to what
+	// the kubelet runs the pod with.
+	CutBack bool
 }
 
 // HoldReason says why a pod that needs a change gets none now.
@@ -164,6 +194,19 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 	}
 	var queue []candidate
 	for _, p := range in.Pods {
+		// A raise deferred past its patience is taken back whatever the
+		// pod's wish, which the deferred spec already holds.
+		if p.InFlight {
+			a, ok, err := in.cutBack(p)
+			if err != nil {
+				return out, err
+			}
+			if ok {
+				out.Decisions[p.Pod.Name] = a.Decision
+				out.Resizes = append(out.Resizes, a)
+				continue
+			}
+		}
 		d, err := in.Wish(p)
 		if err != nil {
 			return out, err
@@ -218,6 +261,9 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 			room, _ = resize.Room(c.Pod, node)
 		}
 		given := withQuotaRoom(room, rules, c.Pod)
+		if c.Preempt {
+			given = withQuotaRoom(preemptible(room, c.Pod, node), rules, c.Pod)
+		}
 		pin := in.podInput(c.PodInput, given)
 		pin.Rules = rules
 		d, err := podchange.Decide(pin)
@@ -252,6 +298,19 @@ func DecidePolicy(in PolicyInput) (PolicyDecision, error) {
 			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNamespaceRules, Decision: d,
 				Message: fmt.Sprintf("the namespace's LimitRanges add requests to it (%s), which the node's room was not counted for: the pod is resized once it is created with them",
 					plan.Defaulted)})
+			continue
+		case plan.Predicted == resize.Deferred && c.Preempt:
+			o := preemption.Predict(preemption.Input{Pod: plan.AfterPod(), Node: node.Node(), Pods: node.Pods, Now: in.Now})
+			if o.Reason != preemption.Preempts {
+				out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNoRoom, Decision: d,
+					Message: "the node has no room now, and " + o.Message})
+				continue
+			}
+			// Sent for the scheduler to make the room: nothing else on
+			// the node is raised in this sync.
+			rooms[c.Pod.Spec.NodeName] = corev1.ResourceList{}
+			out.Resizes = append(out.Resizes, Action{Pod: c.Pod, Decision: d, Plan: plan, Preemption: &o})
+			slots--
 			continue
 		case plan.Predicted == resize.Deferred || plan.Predicted == resize.Infeasible:
 			out.Held = append(out.Held, Held{Pod: c.Pod, Reason: HoldNoRoom, Decision: d,
@@ -295,6 +354,73 @@ func withQuotaRoom(room corev1.ResourceList, rules *nsrules.Rules, p *corev1.Pod
 		return room
 	}
 	return resize.LeastRoom(room, rules.RequestRoom(p))
+}
+
+// preemptible is room with what the pods of lower priority than p on node
+// request added: the most the scheduler's preemption could free for p.
+func preemptible(room corev1.ResourceList, p *corev1.Pod, node *resize.NodeState) corev1.ResourceList {
+	out := room.DeepCopy()
+	prio := schedhelper.PodPriority(p)
+	for _, o := range node.Pods {
+		if (o.UID == p.UID && o.Namespace == p.Namespace && o.Name == p.Name) || o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed || schedhelper.PodPriority(o) >= prio {
+			continue
+		}
+		req := resize.NodeRequests(o)
+		for r, q := range out {
+			q.Add(req[r])
+			out[r] = q
+		}
+	}
+	return out
+}
+
+// cutBack is the resize that takes back a raise of p sent for the
+// scheduler to preempt for, deferred for PreemptionPatience or longer: the
+// pod's containers set to what the kubelet runs them with. ok is false
+// for any other pod in flight, which waits.
+func (in PolicyInput) cutBack(p PodInput) (Action, bool, error) {
+	if !in.Spec.Preempts() || p.Deferred.IsZero() || in.Now.Sub(p.Deferred) < PreemptionPatience {
+		return Action{}, false, nil
+	}
+	want := resize.Desired{Containers: map[string]corev1.ResourceRequirements{}}
+	var changes []podchange.Change
+	spec := map[string]corev1.ResourceRequirements{}
+	for _, c := range append(append([]corev1.Container(nil), p.Pod.Spec.Containers...), p.Pod.Spec.InitContainers...) {
+		spec[c.Name] = c.Resources
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Pod.Status.ContainerStatuses...), p.Pod.Status.InitContainerStatuses...) {
+		has, ok := spec[cs.Name]
+		if cs.Resources == nil || !ok {
+			continue
+		}
+		rr := corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			runs, ok := cs.Resources.Requests[r]
+			if !ok {
+				continue
+			}
+			rr.Requests[r] = runs
+			ch := podchange.Change{Container: cs.Name, Resource: r, RequestBefore: has.Requests[r], RequestNow: runs,
+				Notes: []string{fmt.Sprintf("deferred for the scheduler to preempt for since %s, over %s: taken back", p.Deferred.UTC().Format(time.RFC3339), PreemptionPatience)}}
+			if q, ok := cs.Resources.Limits[r]; ok {
+				rr.Limits[r] = q
+				before := has.Limits[r]
+				ch.LimitBefore, ch.LimitNow = &before, &q
+			}
+			if ch.RequestNow.Cmp(ch.RequestBefore) != 0 || (ch.LimitNow != nil && ch.LimitNow.Cmp(*ch.LimitBefore) != 0) {
+				changes = append(changes, ch)
+			}
+		}
+		want.Containers[cs.Name] = rr
+	}
+	plan, err := resize.Plan(resize.Input{Pod: p.Pod, Desired: want, Server: in.Server, Rules: in.Rules})
+	if err != nil {
+		return Action{}, false, fmt.Errorf("planning the cut back of pod %s/%s: %w", p.Pod.Namespace, p.Pod.Name, err)
+	}
+	if plan.NoChange || plan.Outcome == resize.Refused {
+		return Action{}, false, nil
+	}
+	return Action{Pod: p.Pod, Decision: podchange.Decision{Desired: want, Changes: changes}, Plan: plan, CutBack: true}, true, nil
 }
 
 // roomLeft is the node's room after a decision that was given given and

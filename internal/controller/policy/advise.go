@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"github.com/tailorhq/tailor/internal/advise"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
+	"github.com/tailorhq/tailor/internal/controller/policy/store"
 	"github.com/tailorhq/tailor/internal/metrics"
 	"github.com/tailorhq/tailor/internal/podcontainers"
 )
@@ -66,7 +68,11 @@ func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now ti
 			Pod: p, Targets: a.Targets, PodTarget: a.PodTarget, Early: a.Early, WorkingSet: a.WorkingSet, JVM: a.JVM,
 			LastResize: ps.LastResize, InFlight: gather.InFlight(p), ResizeRefused: gather.Refused(p), RaiseSince: ps.RaiseSince, Boost: a.Boost,
 			Throttled: throttledSince(p, in.usage, ps.LastResize),
+			Preempt:   r.preempts(policy, ps, now), Deferred: gather.DeferredSince(p),
 		})
+		if ps.NoRoomMade && policy.Spec.Preempts() && !r.AllowPreemption {
+			in.preemptionRefused = fmt.Sprintf("pod %s: behavior.scaleUp.preemption is PreemptLowerPriority, but this manager runs without --allow-resize-preemption: its raise is cut to the node's free room", p.Name)
+		}
 	}
 	return nil
 }
@@ -87,4 +93,13 @@ func throttledSince(p *corev1.Pod, usage metrics.Result, since time.Time) map[st
 		out[c] = *u.Throttled
 	}
 	return out
+}
+
+// preempts says whether the pod's raise may be sent beyond its node's free
+// room for the scheduler to preempt for: the policy asks for it, the
+// manager allows it, no room could be made in place at the last sync, and
+// no such raise was taken back within fleet.PreemptionBackoff.
+func (r *Reconciler) preempts(policy *v1alpha1.TailorPolicy, ps *store.PodState, now time.Time) bool {
+	return r.AllowPreemption && policy.Spec.Preempts() && ps.NoRoomMade &&
+		(ps.CutBackAt.IsZero() || now.Sub(ps.CutBackAt) >= fleet.PreemptionBackoff)
 }

@@ -41,6 +41,9 @@ type syncInput struct {
 	// views are the pods as the learnt model sees them, with their
 	// nodes' classes (advise).
 	views []advise.Pod
+	// preemptionRefused says why no raise is sent for the scheduler to
+	// preempt for though the policy asks for it; "" otherwise.
+	preemptionRefused string
 	// advice is what the recommender said per pod and container, for
 	// status and the reaction metric.
 	advice map[types.UID]advise.Advice
@@ -132,7 +135,7 @@ func (r *Reconciler) reader() *gather.Reader {
 // actInput is what act reports on besides the decision.
 func actInput(in *syncInput) *act.Input {
 	return &act.Input{State: in.state, Pods: in.pods, WasDown: in.wasDown, WasRejecting: in.wasRejecting,
-		Owners: act.Owners{Others: in.own.others(), VPAHeld: in.vpa, Conflict: in.conflict}}
+		Owners: act.Owners{Others: in.own.others(), VPAHeld: in.vpa, Conflict: in.conflict}, PreemptionRefused: in.preemptionRefused}
 }
 
 // statusInput is what status says of the sync.

@@ -65,6 +65,10 @@ type Reconciler struct {
 	// are a scoped manager's other namespaces, whose objects but pods its
 	// cache does not hold.
 	Shard shard.Shard
+	// AllowPreemption lets a policy's behavior.scaleUp.preemption send a
+	// raise no room in place could be made for beyond its node's free
+	// room, for the scheduler to preempt pods of lower priority for.
+	AllowPreemption bool
 	// Guardrails asks the canaries' query guardrails; nil: the manager has
 	// no Prometheus for them, and a policy with any is not Ready.
 	Guardrails gather.GuardrailQuerier

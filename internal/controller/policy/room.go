@@ -54,6 +54,15 @@ func (r *Reconciler) postRoom(key types.NamespacedName, d autoscale.SyncDecision
 	for _, name := range r.room.Seek(d.Room.Seek, now, r.roomTTL()) {
 		r.wakeOnNode(key, in.decision.Nodes[name])
 	}
+	noRoom := map[types.UID]bool{}
+	for _, a := range d.Room.Asks {
+		if len(a.Asks) == 0 && !a.Awaits() {
+			noRoom[a.Pod.UID] = true
+		}
+	}
+	for _, p := range in.pods {
+		in.state.Pod(p).NoRoomMade = noRoom[p.UID]
+	}
 	asking := map[types.UID]bool{}
 	for _, a := range d.Room.Asks {
 		if len(a.Asks) == 0 {

@@ -527,7 +527,9 @@ func countSent(lowered Lowered, d *fleet.PolicyDecision, pods []fleet.PodInput, 
 		boost[p.Pod.UID] = p.Boost
 	}
 	for _, a := range d.Resizes {
-		if len(limitedLowerings(a.Decision, boost[a.Pod.UID])) > 0 {
+		// A raise taken back before the kubelet applied it lowers
+		// nothing the pod ran with.
+		if !a.CutBack && len(limitedLowerings(a.Decision, boost[a.Pod.UID])) > 0 {
 			lowered[a.Pod.UID] = now
 		}
 	}

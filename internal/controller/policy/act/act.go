@@ -57,6 +57,10 @@ type Input struct {
 	WasDown, WasRejecting bool
 	// Owners is who else sizes some of the policy's pods.
 	Owners Owners
+	// PreemptionRefused says why a raise no room in place could be made
+	// for was not sent for the scheduler to preempt for, though the
+	// policy asks for it (the manager does not allow it); "" otherwise.
+	PreemptionRefused string
 	// recorded are the owners whose status.recreations entry this sync
 	// made (Result.Recorded).
 	recorded []types.UID
@@ -233,10 +237,14 @@ func (r *Actor) Act(ctx context.Context, policy *v1alpha1.TailorPolicy, in *Inpu
 		if retry == 0 {
 			inFlightNow++
 			sent[a.Pod.UID] = true
+			r.reportPreemption(policy, state.Pod(a.Pod), a.Action, now)
 		}
 		sooner(retry)
 	}
 	r.reportRoom(policy, d.Room, sent)
+	if in.PreemptionRefused != "" {
+		blocked[EventPreemptionNotAllowed] = in.PreemptionRefused
+	}
 	for _, p := range in.Pods {
 		state.Pod(p).SettleReports()
 	}

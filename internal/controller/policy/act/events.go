@@ -2,6 +2,7 @@ package act
 
 import (
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,7 +57,34 @@ const (
 	EventRoomAsked = "RoomAsked"
 	EventRoomGiven = "RoomGiven"
 	EventRoomMade  = "RoomMade"
+	// EventPreemptionExpected: a raise no room in place could be made for
+	// was sent beyond the node's free room (behavior.scaleUp.preemption),
+	// for the scheduler to preempt the pods it names; EventResizeCutBack:
+	// such a raise stayed deferred past fleet.PreemptionPatience and was
+	// taken back to what the pod runs with.
+	EventPreemptionExpected = "PreemptionExpected"
+	EventResizeCutBack      = "ResizeCutBack"
+	// EventPreemptionNotAllowed is the ResizesBlocked reason of a policy
+	// whose behavior.scaleUp.preemption the manager does not allow.
+	EventPreemptionNotAllowed = "PreemptionNotAllowed"
 )
+
+// reportPreemption says, of a resize sent, that it was sent for the
+// scheduler to preempt for, and whom it is expected to; or that it takes
+// back such a raise, which starts the pod's PreemptionBackoff.
+func (r *Actor) reportPreemption(policy *v1alpha1.TailorPolicy, ps *store.PodState, a fleet.Action, now time.Time) {
+	switch {
+	case a.Preemption != nil:
+		r.Events.Eventf(a.Pod, policy, corev1.EventTypeWarning, EventPreemptionExpected, "Resize",
+			"raise sent beyond the node's free room, which no pod of lower priority tailor manages could give in place; the kubelet defers it, and %s (behavior.scaleUp.preemption)",
+			a.Preemption.Message)
+	case a.CutBack:
+		ps.CutBackAt = now
+		r.Events.Eventf(a.Pod, policy, corev1.EventTypeWarning, EventResizeCutBack, "Resize",
+			"the raise sent for the scheduler to preempt for stayed deferred for %s or more: taken back to what the pod runs with; no such raise is sent it again for %s",
+			fleet.PreemptionPatience, fleet.PreemptionBackoff)
+	}
+}
 
 // withRoom is a pod's decision and hold with what was asked for room, or
 // why none could be made, added to what its node's room held back.

@@ -62,3 +62,35 @@ func LastResize(p *corev1.Pod) time.Time {
 	}
 	return last
 }
+
+// DeferredSince is since when the kubelet has deferred a resize tailor sent
+// p: the later of its PodResizePending Deferred condition's transition and
+// tailor's last resize, when tailor's resize is the newest of p's (the
+// managedFields of the resize subresource say whose is); zero otherwise.
+func DeferredSince(p *corev1.Pod) time.Time {
+	var since time.Time
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonDeferred {
+			since = c.LastTransitionTime.Time
+		}
+	}
+	if since.IsZero() {
+		return since
+	}
+	var newest time.Time
+	ours := false
+	for _, mf := range p.ManagedFields {
+		if mf.Subresource != "resize" || mf.Time == nil || mf.Time.Time.Before(newest) {
+			continue
+		}
+		newest = mf.Time.Time
+		ours = mf.Manager == actuator.FieldManager
+	}
+	if !ours {
+		return time.Time{}
+	}
+	if newest.After(since) {
+		return newest
+	}
+	return since
+}

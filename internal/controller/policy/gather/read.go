@@ -207,7 +207,8 @@ func (r *Reader) Nodes(ctx context.Context, pods []*corev1.Pod) (map[string]*res
 		if err := r.Client.List(ctx, &bound, client.MatchingFields{"spec.nodeName": name}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing pods on node %s: %w", name, err)
 		}
-		ns := &resize.NodeState{Allocatable: node.Status.Allocatable, Labels: node.Labels, DeclaredFeatures: node.Status.DeclaredFeatures}
+		ns := &resize.NodeState{Name: node.Name, PreemptionPolicy: node.Spec.PodPreemptionPolicy, Allocatable: node.Status.Allocatable,
+			Labels: node.Labels, DeclaredFeatures: node.Status.DeclaredFeatures}
 		for i := range bound.Items {
 			ns.Pods = append(ns.Pods, &bound.Items[i])
 		}

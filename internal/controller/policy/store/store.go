@@ -127,6 +127,14 @@ type PodState struct {
 	// shortSince is when a raise first found no room on the node, in a run
 	// not since interrupted; zero when there is none.
 	ShortSince time.Time
+	// NoRoomMade: the last sync found a raise of the pod short of room on
+	// its node and no room could be made there in place.
+	NoRoomMade bool
+	// CutBackAt is when a raise sent for the scheduler to preempt for was
+	// taken back, having stayed deferred: the pod is not sent another
+	// such raise for fleet.PreemptionBackoff after it. Not checkpointed: after
+	// a restart the pod may be sent one more.
+	CutBackAt time.Time
 	// evictionBlocked holds the last refused eviction while it stands.
 	EvictionBlocked EvictionBlock
 	// outcome is the last resize outcome an event was emitted for.
