@@ -253,7 +253,7 @@ func TestRejected(t *testing.T) {
 		},
 		"scaleUp preemption unknown": {
 			spec: withTarget(`behavior: {scaleUp: {preemption: Always}}`),
-			want: []string{`spec.behavior.scaleUp.preemption: Unsupported value: "Always": supported values: "Never", "PreemptLowerPriority"`},
+			want: []string{`spec.behavior.scaleUp.preemption: Unsupported value: "Always": supported values: "Never", "PreemptLowerPriority"`, notAllChecked},
 		},
 		"scaleDown stabilizationWindow above 24h": {
 			spec: withTarget(`behavior: {scaleDown: {stabilizationWindow: 24h0m1s}}`),
