@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,12 +24,7 @@ import (
 // for busy-0's raise.
 func preemptNode(e *env) {
 	e.t.Helper()
-	for name, value := range roomPriorities {
-		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
-		if err := apiClient.Create(e.ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
-			e.t.Fatalf("create PriorityClass %s: %v", name, err)
-		}
-	}
+	roomPriorityClasses(e)
 	node := e.addNode(e.node+"-pre", "3", "8Gi")
 	e.pod("busy", builder.Pod("busy-0").Node(node).PriorityClass("room-high").
 		Container(builder.Container("app").Requests("1", "256Mi").Limits("1", "512Mi")))

@@ -29,12 +29,7 @@ var roomPriorities = map[string]int32{"room-low": 10, "room-high": 1000, "room-t
 // needs both.
 func fullNode(e *env, neighbours string) {
 	e.t.Helper()
-	for name, value := range roomPriorities {
-		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
-		if err := apiClient.Create(e.ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
-			e.t.Fatalf("create PriorityClass %s: %v", name, err)
-		}
-	}
+	roomPriorityClasses(e)
 	node := e.addNode(e.node+"-full", "3", "8Gi")
 	e.pod("busy", builder.Pod("busy-0").Node(node).PriorityClass("room-high").
 		Container(builder.Container("app").Requests("1", "256Mi").Limits("1", "512Mi")))
@@ -49,6 +44,18 @@ func fullNode(e *env, neighbours string) {
 			Container(builder.Container("app").Requests("1", "256Mi").Limits("1", "512Mi")))
 		e.source.Set(e.ns, app+"-0", "app", 0.05, 200*mi)
 		e.policy(app, nil)
+	}
+}
+
+// roomPriorityClasses makes the PriorityClasses of roomPriorities, which
+// the tests share (cluster-scoped, made once).
+func roomPriorityClasses(e *env) {
+	e.t.Helper()
+	for name, value := range roomPriorities {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if err := apiClient.Create(e.ctx, pc); err != nil && !apierrors.IsAlreadyExists(err) {
+			e.t.Fatalf("create PriorityClass %s: %v", name, err)
+		}
 	}
 }
 

@@ -15,10 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
-	"github.com/tailorhq/tailor/internal/cli/kube"
 	"github.com/tailorhq/tailor/internal/controller/policy/act"
 	"github.com/tailorhq/tailor/internal/manager"
-	"github.com/tailorhq/tailor/internal/preemption"
 	"github.com/tailorhq/tailor/test/cluster"
 )
 
@@ -32,9 +30,7 @@ import (
 func TestAutoscalePreemptsForARaiseNoRoomCanBeMadeFor(t *testing.T) {
 	cluster.Quiet(t)
 	ctx := context.Background()
-	if g := kube.ServerFeatureGate(ctx, clientset.Discovery().RESTClient(), preemption.Gate); !g.Known || !g.Enabled {
-		t.Fatalf("the cluster runs without feature gate %s (%s): hack/e2e.sh starts it with the gate", preemption.Gate, g.Why)
-	}
+	requirePreemptionGate(t)
 	ns := newNamespace(t)
 	c := startManagerWith(t, manager.Options{Namespaces: []string{ns}, MetricsSource: "kubelet", KubeletThrottling: true, AllowResizePreemption: true})
 	pc := highPriorityClass(t, ns, "tailor e2e: a service whose raise may preempt batch pods")

@@ -27,10 +27,7 @@ import (
 func TestCLIPredictsPreemptionForADeferredResize(t *testing.T) {
 	cluster.Quiet(t)
 	ctx := context.Background()
-	if g := kube.ServerFeatureGate(ctx, clientset.Discovery().RESTClient(), preemption.Gate); !g.Known || !g.Enabled {
-		t.Fatalf("the cluster runs without feature gate %s (%s): hack/e2e.sh starts it with the gate; a cluster of your own needs FEATURE_GATES=%s=true hack/cluster.sh up",
-			preemption.Gate, g.Why, preemption.Gate)
-	}
+	requirePreemptionGate(t)
 	ns := newNamespace(t)
 	pc := highPriorityClass(t, ns, "tailor e2e: a service whose raise may preempt batch pods")
 	web := loadgenPod(ns, "web", app().Requests("100m", "32Mi").Limits("1", "64Mi"))
@@ -71,5 +68,15 @@ func TestCLIPredictsPreemptionForADeferredResize(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("the raise was applied, but the filler the scheduler was to preempt is still there: %v\n%s", err, explainNodeRoom())
+	}
+}
+
+// requirePreemptionGate fails the test on a cluster without Kubernetes
+// 1.37's scheduler preemption for resizes.
+func requirePreemptionGate(t *testing.T) {
+	t.Helper()
+	if g := kube.ServerFeatureGate(context.Background(), clientset.Discovery().RESTClient(), preemption.Gate); !g.Known || !g.Enabled {
+		t.Fatalf("the cluster runs without feature gate %s (%s): hack/e2e.sh starts it with the gate; a cluster of your own needs FEATURE_GATES=%s=true hack/cluster.sh up",
+			preemption.Gate, g.Why, preemption.Gate)
 	}
 }
