@@ -565,9 +565,10 @@ type ScaleUpRules struct {
 	// InPlacePodVerticalScalingSchedulerPreemption). Never (the default):
 	// a raise is never sent for more than the node has free, and nobody
 	// is evicted for it. PreemptLowerPriority: once the pods of lower
-	// priority tailor manages could give no room in place, the raise is
-	// sent whole when the scheduler would preempt for it, and cut back to
-	// what fits if it is still deferred a minute later. It takes effect
+	// priority tailor manages could give no room in place, the raise may
+	// go past the free room, up to what the pods of lower priority on the
+	// node request, and is sent when the scheduler would preempt them for
+	// it; it is taken back if still deferred a minute later. It takes effect
 	// only on a manager started with --allow-resize-preemption: the
 	// pods evicted may be other teams'.
 	// +optional
