@@ -199,7 +199,7 @@ func helmCases(ns installNamespaces) map[string]helmCase {
 		"a budget per shard":                {set: []string{"replicaCount=2", "shards=3"}},
 		"no leader election":                {set: []string{"leaderElection.enabled=false"}},
 		"tuned": {set: []string{"syncPeriod=30s", "checkpointInterval=5m", "concurrentSyncs=8", "kubeAPI.burst=80",
-			"leaderElection.leaseDuration=15s", "leaderElection.renewDeadline=10s", "leaderElection.retryPeriod=2s"},
+			"leaderElection.leaseDuration=15s", "leaderElection.renewDeadline=10s", "leaderElection.retryPeriod=2s", "allowResizePreemption=true"},
 			// --set makes 50.5 a string, which the schema refuses.
 			setJSON: []string{"kubeAPI.qps=50.5"}},
 
