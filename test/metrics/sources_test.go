@@ -230,7 +230,7 @@ func TestSources(t *testing.T) {
 	// the step's minute again.
 	var phases sync.WaitGroup
 	phases.Go(func() { steadySources(t, srcs, ns, steady, throttled, started, steadyTruth, throttledTruth) })
-	phases.Go(func() { stepSources(t, srcs, step, stepTruth) })
+	phases.Go(func() { stepSources(t, srcs, step, started, stepTruth) })
 	phases.Wait()
 }
 
@@ -336,13 +336,18 @@ func steadySources(t *testing.T, srcs []source, ns string, steady, throttled *co
 
 // stepSources measures how soon each source sees the step pod's CPU step,
 // and that no reading dated before the step shows it.
-func stepSources(t *testing.T, srcs []source, step *corev1.Pod, stepTruth *truth) {
+func stepSources(t *testing.T, srcs []source, step *corev1.Pod, started time.Time, stepTruth *truth) {
 	t.Run("step", func(t *testing.T) {
 		ctx := context.Background()
 		// Every source must first see the low level, or the step would be
-		// measured from a reading that never showed it.
+		// measured from a reading that never showed it. The step starts
+		// with the steady readings, as the pods do: Prometheus's first
+		// rate of a new container waits for its series to cover the rate
+		// window, over two minutes on a busy machine, so each source has
+		// four from the pods' start (run after the steady readings, it
+		// once had those two minutes and more).
 		for _, src := range srcs {
-			if u, ok := usageOf(ctx, t, src, step, 2*time.Minute, func(u metrics.Usage) bool { return u.CPU < 0.4 }); !ok {
+			if u, ok := usageOf(ctx, t, src, step, max(time.Until(started.Add(4*time.Minute)), 30*time.Second), func(u metrics.Usage) bool { return u.CPU < 0.4 }); !ok {
 				t.Fatalf("%s: step pod never showed its %dm baseline (last cpu %.3f)", src.Name(), stepFrom, u.CPU)
 			}
 		}
