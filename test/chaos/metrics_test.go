@@ -103,12 +103,17 @@ func TestMetricsOutage(t *testing.T) {
 		},
 	}, {
 		// Prometheus answering, through a proxy that spoils its answers:
-		// NaN, negative, absurdly large, stale, then missing series.
+		// NaN, stale, negative, absurdly large, then missing series. A
+		// sync asks for the scrape times first and the figures after, so
+		// a phase may spoil one sync's times and the next phase its
+		// figures. The order is such that no such pair is sane: "huge"
+		// leaves the times and "stale" the figures alone, so "huge"
+		// right before "stale" could let one sync through unspoiled.
 		name: "prometheus garbage",
 		outage: outage{
 			source:    "prometheus",
 			args:      []string{"--prometheus-url", fake.start(t), "--prometheus-rate-window", promRateWindow},
-			phases:    []string{"nan", "negative", "huge", "stale", "missing"},
+			phases:    []string{"nan", "stale", "negative", "huge", "missing"},
 			fixIt:     func(*testing.T) { fake.set("") },
 			held:      incomplete,
 			wantEvent: act.EventMetricsIncomplete,

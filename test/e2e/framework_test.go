@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -16,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -411,4 +414,38 @@ func reserveCPU(t *testing.T, millis int64) {
 		t.Fatalf("waiting for %dm of the node's CPU: %v", millis, err)
 	}
 	t.Cleanup(func() { nodeCPU.Release(millis) })
+}
+
+// waitWorkingSet waits until the kubelet's /metrics/resource, the page the
+// manager's default source reads, reports at least bytes of working set
+// for the container: the kubelet's figures lag the cgroup by its
+// housekeeping period, so a pod can be running long before they show what
+// it holds.
+func waitWorkingSet(t *testing.T, p *corev1.Pod, container string, want int64) {
+	t.Helper()
+	var seen float64
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		raw, err := clientset.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy", "metrics", "resource").DoRaw(ctx)
+		if err != nil {
+			return false, nil
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+		if err != nil {
+			return false, fmt.Errorf("the kubelet's /metrics/resource: %w", err)
+		}
+		for _, m := range families["container_memory_working_set_bytes"].GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == p.Namespace && labels["pod"] == p.Name && labels["container"] == container {
+				seen = m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+			}
+		}
+		return seen >= float64(want), nil
+	})
+	if err != nil {
+		t.Fatalf("the kubelet reports %.0f bytes of working set for %s/%s %s, want %d: %v", seen, p.Namespace, p.Name, container, want, err)
+	}
 }

@@ -157,6 +157,11 @@ func TestAutoscaleHistoryOutlivesTheManager(t *testing.T) {
 	first, stopFirst := runManager(t, opts)
 	pod := createRunningPod(t, labelled(ns, "db", app().Args("--listen=:8080", "--cpu=10m", "--memory=200Mi").
 		Requests("100m", "128Mi").Limits("200m", "256Mi")))
+	// The limit the test asserts is the peak the first read names plus
+	// the margin: a read taken while the load generator was still
+	// touching its 200Mi would name less, and a later, fuller read moves
+	// the target by less than the tolerance, so no second raise follows.
+	waitWorkingSet(t, pod, "app", 200<<20)
 	applyPolicy(t, first, ns, "db", func(s *v1alpha1.TailorPolicySpec) {
 		s.ResourcePolicy = &v1alpha1.ResourcePolicy{ContainerPolicies: []v1alpha1.ContainerPolicy{{
 			ContainerName: "*", ControlledResources: []corev1.ResourceName{corev1.ResourceMemory},
