@@ -31,11 +31,13 @@ import (
 	policyctrl "github.com/tailorhq/tailor/internal/controller/policy"
 	"github.com/tailorhq/tailor/internal/controller/policy/gather"
 	"github.com/tailorhq/tailor/internal/dashboard"
+	"github.com/tailorhq/tailor/internal/featuregate"
 	"github.com/tailorhq/tailor/internal/metrics"
 	agentsource "github.com/tailorhq/tailor/internal/metrics/agent"
 	"github.com/tailorhq/tailor/internal/metrics/kubelet"
 	"github.com/tailorhq/tailor/internal/metrics/metricsserver"
 	"github.com/tailorhq/tailor/internal/metrics/prometheus"
+	"github.com/tailorhq/tailor/internal/preemption"
 	"github.com/tailorhq/tailor/internal/price"
 	"github.com/tailorhq/tailor/internal/recommend"
 	"github.com/tailorhq/tailor/internal/shard"
@@ -338,6 +340,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Guardrails:         guardrails,
 		AllowPreemption:    o.AllowResizePreemption,
 	}
+	if o.AllowResizePreemption {
+		ctx, cancel := context.WithTimeout(context.Background(), SourceTimeout)
+		r.PreemptionUnavailable = PreemptionUnavailable(ctx, dc.RESTClient())
+		cancel()
+	}
 	if receiver != nil {
 		w := newWaker(mgr.GetClient(), o.Shard, ctrl.Log.WithName("agent-wakeups"))
 		receiver.Wake, r.Wake = w.wake, w.ch
@@ -565,4 +572,26 @@ func kubeletShareFor(syncPeriod time.Duration) time.Duration {
 		return 0
 	}
 	return min(kubelet.DefaultShareFor, syncPeriod/2)
+}
+
+// PreemptionUnavailable says why the cluster's scheduler does not preempt
+// for a deferred resize, read from the apiserver's feature gates once at
+// start (a gate changes only with a restart of the control plane), or ""
+// when it does or cannot be told: a manager that may not read the
+// apiserver's /metrics keeps to what its operator said with
+// --allow-resize-preemption, and logs that it could not check.
+func PreemptionUnavailable(ctx context.Context, rc rest.Interface) string {
+	log := ctrl.Log.WithName("setup")
+	g := featuregate.Read(ctx, rc, preemption.Gate)
+	switch {
+	case g.Enabled:
+		log.Info("the scheduler preempts for deferred resizes", "why", g.Why)
+		return ""
+	case g.Answered:
+		log.Info("--allow-resize-preemption is set, but the scheduler does not preempt for deferred resizes: policies asking for it are held", "why", g.Why)
+		return g.Why
+	default:
+		log.Info("--allow-resize-preemption is set, and whether the scheduler preempts for deferred resizes could not be checked: trusting the flag", "why", g.Why)
+		return ""
+	}
 }

@@ -52,6 +52,9 @@ type controllerOptions struct {
 	Prometheus string
 	// AllowPreemption is --allow-resize-preemption.
 	AllowPreemption bool
+	// PreemptionUnavailable is what the manager found of the scheduler's
+	// preemption for resizes (manager.PreemptionUnavailable).
+	PreemptionUnavailable string
 }
 
 // deps are what outlives one controller: the clock, the metrics source and
@@ -95,17 +98,18 @@ func newController(t testing.TB, d deps, opts controllerOptions) *policyctrl.Rec
 		guardrails = prometheus.NewGuardrails(pc)
 	}
 	return &policyctrl.Reconciler{
-		Guardrails:      guardrails,
-		Client:          c,
-		Clock:           d.clock,
-		Events:          d.events,
-		Source:          d.source,
-		Actuator:        &actuator.Actuator{Client: resizer, Server: server},
-		SyncPeriod:      period,
-		Recommender:     rec,
-		Observer:        opts.Observer,
-		Shard:           opts.Shard,
-		AllowPreemption: opts.AllowPreemption,
+		Guardrails:            guardrails,
+		Client:                c,
+		Clock:                 d.clock,
+		Events:                d.events,
+		Source:                d.source,
+		Actuator:              &actuator.Actuator{Client: resizer, Server: server},
+		SyncPeriod:            period,
+		Recommender:           rec,
+		Observer:              opts.Observer,
+		Shard:                 opts.Shard,
+		AllowPreemption:       opts.AllowPreemption,
+		PreemptionUnavailable: opts.PreemptionUnavailable,
 		// The apiserver serves VerticalPodAutoscalers (main_test.go
 		// installs their CRD); under a manager, SetupWithManager finds them.
 		VerticalPodAutoscalers: c,

@@ -3,16 +3,20 @@
 package controller
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale/fleet"
 	"github.com/tailorhq/tailor/internal/controller/policy/act"
+	"github.com/tailorhq/tailor/internal/manager"
+	"github.com/tailorhq/tailor/internal/preemption"
 	"github.com/tailorhq/tailor/test/builder"
 )
 
@@ -137,6 +141,33 @@ func TestPreemptionNeedsTheManagersConsent(t *testing.T) {
 	c := condition(e.getPolicy("busy"), v1alpha1.ConditionResizesBlocked)
 	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "--allow-resize-preemption") {
 		t.Errorf("ResizesBlocked %+v, want it to say the manager does not allow preemption", c)
+	}
+}
+
+// The envtest apiserver runs with InPlacePodVerticalScalingSchedulerPreemption
+// off, as a 1.37 cluster does by default: the manager reads that from the
+// apiserver, and a policy asking for preemption on a manager allowing it is
+// held as if the manager did not, saying why, instead of sending a raise
+// the kubelet would defer and no scheduler make room for.
+func TestPreemptionNeedsTheSchedulersGate(t *testing.T) {
+	why := manager.PreemptionUnavailable(context.Background(), discovery.NewDiscoveryClientForConfigOrDie(restConfig).RESTClient())
+	if !strings.Contains(why, preemption.Gate+" off") {
+		t.Fatalf("the manager read %q of the envtest apiserver's feature gates, want %s off", why, preemption.Gate)
+	}
+	e := newEnv(t, controllerOptions{AllowPreemption: true, PreemptionUnavailable: why})
+	preemptNode(e)
+	for range 6 {
+		e.roomSync("busy")
+	}
+	if got := requestOf(e.getPod("busy-0"), "app", corev1.ResourceCPU); got != "1" {
+		t.Errorf("busy-0 raised to %s on a full node whose scheduler does not preempt", got)
+	}
+	if n := e.events.count("", act.EventPreemptionExpected); n != 0 {
+		t.Errorf("raise sent for a scheduler that does not preempt:%s", e.events)
+	}
+	c := condition(e.getPolicy("busy"), v1alpha1.ConditionResizesBlocked)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "does not preempt") || !strings.Contains(c.Message, preemption.Gate+" off") {
+		t.Errorf("ResizesBlocked %+v, want it to say the scheduler does not preempt, naming the gate that is off", c)
 	}
 }
 

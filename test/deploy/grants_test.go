@@ -115,6 +115,12 @@ func docGrants(t *testing.T) (map[string][]string, []docShape) {
 				t.Fatalf("docs/install.md: %q is not a resource (`resource`, or `resource` named `name`)", r)
 			}
 			for _, v := range docList(row[3]) {
+				// A non-resource URL (the apiserver's /metrics) has no
+				// group: RuleKeys names it by verb and path alone.
+				if group == "non-resource URL" {
+					rules[role] = append(rules[role], v+" "+m[1])
+					continue
+				}
 				rules[role] = append(rules[role], manifests.RuleKey(v, group, m[1], m[2]))
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tailorhq/tailor/internal/cli/exit"
-	"github.com/tailorhq/tailor/internal/cli/kube"
+	"github.com/tailorhq/tailor/internal/featuregate"
 	"github.com/tailorhq/tailor/internal/preemption"
 	"github.com/tailorhq/tailor/test/cluster"
 )
@@ -75,7 +75,7 @@ func TestCLIPredictsPreemptionForADeferredResize(t *testing.T) {
 // 1.37's scheduler preemption for resizes.
 func requirePreemptionGate(t *testing.T) {
 	t.Helper()
-	if g := kube.ServerFeatureGate(context.Background(), clientset.Discovery().RESTClient(), preemption.Gate); !g.Known || !g.Enabled {
+	if g := featuregate.Read(context.Background(), clientset.Discovery().RESTClient(), preemption.Gate); !g.Known || !g.Enabled {
 		t.Fatalf("the cluster runs without feature gate %s (%s): hack/e2e.sh starts it with the gate; a cluster of your own needs FEATURE_GATES=%s=true hack/cluster.sh up",
 			preemption.Gate, g.Why, preemption.Gate)
 	}

@@ -10,7 +10,7 @@ import (
 	schedhelper "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/tailorhq/tailor/internal/actuator"
-	"github.com/tailorhq/tailor/internal/cli/kube"
+	"github.com/tailorhq/tailor/internal/featuregate"
 	"github.com/tailorhq/tailor/internal/preemption"
 	"github.com/tailorhq/tailor/internal/resize"
 )
@@ -57,7 +57,7 @@ func (o *ResizeOptions) preemptionOf(ctx context.Context, server actuator.Server
 		return &PreemptionReport{Gate: gateOff, GateSource: fmt.Sprintf("Kubernetes %s has no scheduler preemption for resizes (1.37 and later, feature gate %s)", server.Version, preemption.Gate),
 			Message: "nobody is preempted; the kubelet retries when room appears"}, nil
 	}
-	gate := kube.ServerFeatureGate(ctx, o.clients.Discovery.RESTClient(), preemption.Gate)
+	gate := featuregate.Read(ctx, o.clients.Discovery.RESTClient(), preemption.Gate)
 	out := &PreemptionReport{Gate: gateUnknown, GateSource: gate.Why}
 	switch {
 	case gate.Known && !gate.Enabled:

@@ -70,8 +70,13 @@ func (r *Reconciler) advise(policy *v1alpha1.TailorPolicy, in *syncInput, now ti
 			Throttled: throttledSince(p, in.usage, ps.LastResize),
 			Preempt:   r.preempts(policy, ps, now), Deferred: gather.DeferredSince(p),
 		})
-		if ps.NoRoomMade && policy.Spec.Preempts() && !r.AllowPreemption {
-			in.preemptionRefused = fmt.Sprintf("pod %s: behavior.scaleUp.preemption is PreemptLowerPriority, but this manager runs without --allow-resize-preemption: its raise is cut to the node's free room", p.Name)
+		if ps.NoRoomMade && policy.Spec.Preempts() {
+			switch {
+			case !r.AllowPreemption:
+				in.preemptionRefused = fmt.Sprintf("pod %s: behavior.scaleUp.preemption is PreemptLowerPriority, but this manager runs without --allow-resize-preemption: its raise is cut to the node's free room", p.Name)
+			case r.PreemptionUnavailable != "":
+				in.preemptionRefused = fmt.Sprintf("pod %s: behavior.scaleUp.preemption is PreemptLowerPriority, but the scheduler does not preempt for a deferred resize on this cluster (%s): its raise is cut to the node's free room", p.Name, r.PreemptionUnavailable)
+			}
 		}
 	}
 	return nil
@@ -97,9 +102,10 @@ func throttledSince(p *corev1.Pod, usage metrics.Result, since time.Time) map[st
 
 // preempts says whether the pod's raise may be sent beyond its node's free
 // room for the scheduler to preempt for: the policy asks for it, the
-// manager allows it, no room could be made in place at the last sync, and
-// no such raise was taken back within fleet.PreemptionBackoff.
+// manager allows it, the cluster's scheduler can, no room could be made in
+// place at the last sync, and no such raise was taken back within
+// fleet.PreemptionBackoff.
 func (r *Reconciler) preempts(policy *v1alpha1.TailorPolicy, ps *store.PodState, now time.Time) bool {
-	return r.AllowPreemption && policy.Spec.Preempts() && ps.NoRoomMade &&
+	return r.AllowPreemption && r.PreemptionUnavailable == "" && policy.Spec.Preempts() && ps.NoRoomMade &&
 		(ps.CutBackAt.IsZero() || now.Sub(ps.CutBackAt) >= fleet.PreemptionBackoff)
 }

@@ -69,6 +69,12 @@ type Reconciler struct {
 	// raise no room in place could be made for beyond its node's free
 	// room, for the scheduler to preempt pods of lower priority for.
 	AllowPreemption bool
+	// PreemptionUnavailable, when set, is why the cluster's scheduler does
+	// not preempt for a deferred resize (its feature gate is off, or the
+	// server predates it): a policy asking for preemption is then held as
+	// without AllowPreemption, with this reason, rather than sending raises
+	// the kubelet defers and nobody makes room for.
+	PreemptionUnavailable string
 	// Guardrails asks the canaries' query guardrails; nil: the manager has
 	// no Prometheus for them, and a policy with any is not Ready.
 	Guardrails gather.GuardrailQuerier

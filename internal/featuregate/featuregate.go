@@ -1,4 +1,4 @@
-package kube
+package featuregate
 
 import (
 	"bytes"
@@ -10,39 +10,42 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// FeatureGate is what the apiserver says of one of its feature gates.
-type FeatureGate struct {
+// Gate is what the apiserver says of one of its feature gates.
+type Gate struct {
 	// Known is false when the apiserver could not be asked (no right to
 	// read its /metrics) or does not name the gate.
 	Known, Enabled bool
+	// Answered is true when the apiserver's /metrics was read: a gate it does
+	// not name then does not exist on this server.
+	Answered bool
 	// Why says how it was found out, or why not.
 	Why string
 }
 
-// ServerFeatureGate reads gate from the apiserver's own
+// Read reads gate from the apiserver's own
 // kubernetes_feature_enabled metric: the one place a client can see the
 // gates a cluster runs with. The apiserver's gate stands for the cluster's:
 // a gate that spans components (as a resize's preemption spans the
 // apiserver, the scheduler and the kubelet) is set on all of them.
 // Reading /metrics needs the get verb on that non-resource URL, which
 // cluster-admin and system:monitoring have.
-func ServerFeatureGate(ctx context.Context, rc rest.Interface, gate string) FeatureGate {
+func Read(ctx context.Context, rc rest.Interface, gate string) Gate {
 	if rc == nil {
-		return FeatureGate{Why: "the apiserver's feature gates cannot be read from this client"}
+		return Gate{Why: "the apiserver's feature gates cannot be read from this client"}
 	}
 	raw, err := rc.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return FeatureGate{Why: fmt.Sprintf("cannot read the apiserver's /metrics for its feature gates: %v", err)}
+		return Gate{Why: fmt.Sprintf("cannot read the apiserver's /metrics for its feature gates: %v", err)}
 	}
-	return featureGateFrom(raw, gate)
+	return gateFrom(raw, gate)
 }
 
-// featureGateFrom finds gate in the text of an apiserver's /metrics.
-func featureGateFrom(raw []byte, gate string) FeatureGate {
+// gateFrom finds gate in the text of an apiserver's /metrics.
+func gateFrom(raw []byte, gate string) Gate {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(bytes.NewReader(raw))
 	if err != nil {
-		return FeatureGate{Why: fmt.Sprintf("the apiserver's /metrics could not be read: %v", err)}
+		return Gate{Why: fmt.Sprintf("the apiserver's /metrics could not be read: %v", err)}
 	}
 	if f, ok := families["kubernetes_feature_enabled"]; ok {
 		for _, m := range f.GetMetric() {
@@ -54,10 +57,10 @@ func featureGateFrom(raw []byte, gate string) FeatureGate {
 					if on {
 						state = "on"
 					}
-					return FeatureGate{Known: true, Enabled: on, Why: fmt.Sprintf("the apiserver reports feature gate %s %s", gate, state)}
+					return Gate{Known: true, Enabled: on, Answered: true, Why: fmt.Sprintf("the apiserver reports feature gate %s %s", gate, state)}
 				}
 			}
 		}
 	}
-	return FeatureGate{Why: fmt.Sprintf("the apiserver does not report feature gate %s (a server before it existed)", gate)}
+	return Gate{Answered: true, Why: fmt.Sprintf("the apiserver does not report feature gate %s (a server before it existed)", gate)}
 }

@@ -1,4 +1,4 @@
-package kube
+package featuregate
 
 import "testing"
 
@@ -9,21 +9,21 @@ kubernetes_feature_enabled{name="InPlacePodVerticalScaling",stage=""} 1
 kubernetes_feature_enabled{name="InPlacePodVerticalScalingSchedulerPreemption",stage="ALPHA"} 0
 kubernetes_feature_enabled{name="OnGate",stage="ALPHA"} 1
 `)
-	for gate, want := range map[string]FeatureGate{
+	for gate, want := range map[string]Gate{
 		"InPlacePodVerticalScalingSchedulerPreemption": {Known: true, Enabled: false},
 		"OnGate":     {Known: true, Enabled: true},
 		"NoSuchGate": {Known: false},
 	} {
-		got := featureGateFrom(page, gate)
-		if got.Known != want.Known || got.Enabled != want.Enabled || got.Why == "" {
+		got := gateFrom(page, gate)
+		if got.Known != want.Known || got.Enabled != want.Enabled || !got.Answered || got.Why == "" {
 			t.Errorf("%s: %+v, want known %v enabled %v", gate, got, want.Known, want.Enabled)
 		}
 	}
 	// A page that leaves the TYPE out has the gate untyped.
-	if got := featureGateFrom([]byte(`kubernetes_feature_enabled{name="OnGate",stage="ALPHA"} 1`+"\n"), "OnGate"); !got.Known || !got.Enabled {
+	if got := gateFrom([]byte(`kubernetes_feature_enabled{name="OnGate",stage="ALPHA"} 1`+"\n"), "OnGate"); !got.Known || !got.Enabled {
 		t.Errorf("untyped: %+v, want known and enabled", got)
 	}
-	if got := featureGateFrom([]byte("not { metrics"), "OnGate"); got.Known || got.Why == "" {
+	if got := gateFrom([]byte("not { metrics"), "OnGate"); got.Known || got.Answered || got.Why == "" {
 		t.Errorf("garbage: %+v, want unknown with a reason", got)
 	}
 }
