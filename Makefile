@@ -24,7 +24,7 @@ GOTESTSUM_VERSION ?= v1.13.0
 GOTESTSUM     := $(TOOLS_BIN)/gotestsum-$(GOTESTSUM_VERSION)
 TAILOR_KUBECONFIG ?= /var/lib/tailor-dev/admin.kubeconfig
 
-.PHONY: ui demo demo-resize test unit controller lint e2e build install cluster-up cluster-down cluster-status bench bench-scale bench-e2e soak generate verify-generated verify-deploy clean
+.PHONY: ui demo demo-resize test unit controller lint e2e build install cluster-up cluster-down cluster-status bench bench-scale bench-room bench-e2e soak generate verify-generated verify-deploy clean
 
 ## demo: local cluster + the tailor manager autoscaling a workload in place.
 demo: build
@@ -285,6 +285,16 @@ bench-scale: build
 	cd bench && TEST_ASSET_KUBE_APISERVER="$$K8S_BIN/kube-apiserver" TEST_ASSET_ETCD="$$ETCD_BIN/etcd" \
 		$(GO) run ./cmd/scale-bench --scale $(SCALE) --tailor ../$(BIN)/tailor --traces $(BENCH_TRACES) \
 		--ranges scale-ranges.json --out out $(BENCH_SCALE_FLAGS)
+
+## bench-room: what making room in place saves against recreating (issue #37):
+## tailor's own sync decisions on a simulated fleet of 200 full nodes with
+## pods of mixed priorities, with room made in place and without; prints
+## evictions, throttled and down pod-minutes, writes bench/out/room.json,
+## checks bench/room-ranges.json. Seconds; no cluster. BENCH_ROOM_FLAGS passes
+## more flags (--nodes, --minutes, --seed).
+BENCH_ROOM_FLAGS ?=
+bench-room:
+	cd bench && $(GO) run ./cmd/room-bench --ranges room-ranges.json --out out $(BENCH_ROOM_FLAGS)
 
 cluster-up:
 	hack/cluster.sh up
