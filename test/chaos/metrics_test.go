@@ -103,17 +103,19 @@ func TestMetricsOutage(t *testing.T) {
 		},
 	}, {
 		// Prometheus answering, through a proxy that spoils its answers:
-		// NaN, stale, negative, absurdly large, then missing series. A
-		// sync asks for the scrape times first and the figures after, so
-		// a phase may spoil one sync's times and the next phase its
-		// figures. The order is such that no such pair is sane: "huge"
-		// leaves the times and "stale" the figures alone, so "huge"
-		// right before "stale" could let one sync through unspoiled.
+		// stale scrape times, then NaN, negative and absurdly large
+		// figures, then missing series. A sync asks for the scrape times
+		// first and the figures after, so one sync may meet two phases:
+		// its times one's, its figures the next's. "stale" spoils the
+		// times alone and the others the figures, so "stale" comes
+		// first, where a sane sync is harmless (the policy only
+		// recommends until the first phase shows): after any other it
+		// could let one sync through unspoiled.
 		name: "prometheus garbage",
 		outage: outage{
 			source:    "prometheus",
 			args:      []string{"--prometheus-url", fake.start(t), "--prometheus-rate-window", promRateWindow},
-			phases:    []string{"nan", "stale", "negative", "huge", "missing"},
+			phases:    []string{"stale", "nan", "negative", "huge", "missing"},
 			fixIt:     func(*testing.T) { fake.set("") },
 			held:      incomplete,
 			wantEvent: act.EventMetricsIncomplete,
@@ -353,9 +355,13 @@ func spoil(body []byte, mode string, form url.Values) []byte {
 		v := &ans.Data.Result[i].Value
 		switch mode {
 		case "nan":
-			v[1] = "NaN"
+			if !stamp {
+				v[1] = "NaN"
+			}
 		case "negative":
-			v[1] = "-1"
+			if !stamp {
+				v[1] = "-1"
+			}
 		case "huge":
 			if !stamp {
 				v[1] = "1e+18"
