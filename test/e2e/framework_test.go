@@ -417,17 +417,19 @@ func reserveCPU(t *testing.T, millis int64) {
 }
 
 // waitWorkingSet waits until the kubelet's /metrics/resource, the page the
-// manager's default source reads, reports at least bytes of working set
+// manager's default source reads, reports at least want bytes of working set
 // for the container: the kubelet's figures lag the cgroup by its
 // housekeeping period, so a pod can be running long before they show what
 // it holds.
 func waitWorkingSet(t *testing.T, p *corev1.Pod, container string, want int64) {
 	t.Helper()
 	var seen float64
+	var unread error
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 		raw, err := clientset.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", nodeName, "proxy", "metrics", "resource").DoRaw(ctx)
 		if err != nil {
-			return false, nil
+			unread = err
+			return false, nil //nolint:nilerr // tried again: the kubelet may be busy
 		}
 		parser := expfmt.NewTextParser(model.UTF8Validation)
 		families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
@@ -446,6 +448,6 @@ func waitWorkingSet(t *testing.T, p *corev1.Pod, container string, want int64) {
 		return seen >= float64(want), nil
 	})
 	if err != nil {
-		t.Fatalf("the kubelet reports %.0f bytes of working set for %s/%s %s, want %d: %v", seen, p.Namespace, p.Name, container, want, err)
+		t.Fatalf("the kubelet reports %.0f bytes of working set for %s/%s %s, want %d: %v (last read: %v)", seen, p.Namespace, p.Name, container, want, err, unread)
 	}
 }
