@@ -128,19 +128,32 @@ func TestDeferredPreemptionIsTakenBack(t *testing.T) {
 // room, whatever the policy asks, and ResizesBlocked says why.
 func TestPreemptionNeedsTheManagersConsent(t *testing.T) {
 	e := newEnv(t, controllerOptions{})
+	heldWithoutPreemption(e, "--allow-resize-preemption")
+}
+
+// heldWithoutPreemption syncs preemptNode's busy pod, which must not be
+// raised beyond the node's free room nor any preemption expected, with
+// ResizesBlocked saying each of says.
+func heldWithoutPreemption(e *env, says ...string) {
+	e.t.Helper()
 	preemptNode(e)
 	for range 6 {
 		e.roomSync("busy")
 	}
 	if got := requestOf(e.getPod("busy-0"), "app", corev1.ResourceCPU); got != "1" {
-		t.Errorf("busy-0 raised to %s on a full node without the manager's consent", got)
+		e.t.Errorf("busy-0 raised to %s on a full node", got)
 	}
 	if n := e.events.count("", act.EventPreemptionExpected); n != 0 {
-		t.Errorf("raise sent for the scheduler to preempt for:%s", e.events)
+		e.t.Errorf("raise sent for the scheduler to preempt for:%s", e.events)
 	}
 	c := condition(e.getPolicy("busy"), v1alpha1.ConditionResizesBlocked)
-	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "--allow-resize-preemption") {
-		t.Errorf("ResizesBlocked %+v, want it to say the manager does not allow preemption", c)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		e.t.Fatalf("ResizesBlocked %+v, want it true", c)
+	}
+	for _, s := range says {
+		if !strings.Contains(c.Message, s) {
+			e.t.Errorf("ResizesBlocked says %q, want it to say %q", c.Message, s)
+		}
 	}
 }
 
@@ -155,20 +168,7 @@ func TestPreemptionNeedsTheSchedulersGate(t *testing.T) {
 		t.Fatalf("the manager read %q of the envtest apiserver's feature gates, want %s off", why, preemption.Gate)
 	}
 	e := newEnv(t, controllerOptions{AllowPreemption: true, PreemptionUnavailable: why})
-	preemptNode(e)
-	for range 6 {
-		e.roomSync("busy")
-	}
-	if got := requestOf(e.getPod("busy-0"), "app", corev1.ResourceCPU); got != "1" {
-		t.Errorf("busy-0 raised to %s on a full node whose scheduler does not preempt", got)
-	}
-	if n := e.events.count("", act.EventPreemptionExpected); n != 0 {
-		t.Errorf("raise sent for a scheduler that does not preempt:%s", e.events)
-	}
-	c := condition(e.getPolicy("busy"), v1alpha1.ConditionResizesBlocked)
-	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "does not preempt") || !strings.Contains(c.Message, preemption.Gate+" off") {
-		t.Errorf("ResizesBlocked %+v, want it to say the scheduler does not preempt, naming the gate that is off", c)
-	}
+	heldWithoutPreemption(e, "does not preempt", preemption.Gate+" off")
 }
 
 // deferredResize says whether the kubelet defers the pod's resize.
