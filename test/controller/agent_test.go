@@ -273,7 +273,7 @@ func runAgentManager(t *testing.T, o manager.Options) string {
 func agentClient(t *testing.T, ns string) *http.Client {
 	t.Helper()
 	trust := agent.NewTrust(report.ServerName(agentService, ns), 5*time.Second)
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		cm, err := clientset.CoreV1().ConfigMaps(ns).Get(ctx, manager.DefaultAgentCAConfigMap, metav1.GetOptions{})
 		if err != nil {
 			return false, nil //nolint:nilerr // not published yet
@@ -282,7 +282,7 @@ func agentClient(t *testing.T, ns string) *http.Client {
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("the managers published no CA bundle in %s/%s within 30s", ns, manager.DefaultAgentCAConfigMap)
+		t.Fatalf("the managers published no CA bundle in %s/%s within 2m", ns, manager.DefaultAgentCAConfigMap)
 	}
 	c, err := trust.Client()
 	if err != nil {
@@ -314,7 +314,7 @@ func TestAgentReceiverGarbageTokensCostFewReviews(t *testing.T) {
 		return resp.StatusCode, nil
 	}
 	// The receiver listens once the manager has started.
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		_, err := send(-1)
 		return err == nil, nil
 	}); err != nil {

@@ -122,7 +122,7 @@ func TestAgentTLSManagersServeOneCertificate(t *testing.T) {
 func servedCertificate(t *testing.T, c *http.Client, addr string) []byte {
 	t.Helper()
 	var der []byte
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+report.Path, nil)
 		resp, err := c.Do(req)
 		if err != nil {
@@ -133,7 +133,7 @@ func servedCertificate(t *testing.T, c *http.Client, addr string) []byte {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("the manager at %s served no certificate the agent takes within 30s", addr)
+		t.Fatalf("the manager at %s served no certificate the agent takes within 2m", addr)
 	}
 	return der
 }

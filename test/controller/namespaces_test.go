@@ -41,7 +41,7 @@ func TestScopedManagerSyncsOnlyItsNamespaces(t *testing.T) {
 	r := newManagedController(t, a.controllerDeps(), controllerOptions{SyncPeriod: time.Minute, Shard: shard.Shard{Namespaces: []string{a.ns}}})
 
 	var web *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		web = a.getPod("web-0")
 		pol := a.getPolicy("web")
 		return web.Generation > 1 && pol.Generation > 0 && pol.Status.ObservedGeneration == pol.Generation, nil
@@ -144,7 +144,7 @@ func TestScopedManagersTakeTheirOwnLeases(t *testing.T) {
 		t.Fatalf("two tenants, one lease name %s", tenant)
 	}
 	a, b, c := start(n1, n2), start(n2, n1), start(n3)
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		return (elected(a.mgr) || elected(b.mgr)) && elected(c.mgr), nil
 	})
 	if err != nil {

@@ -96,7 +96,7 @@ func TestNamespaceRulesChangeReplans(t *testing.T) {
 	entryLimit := func(step, want string) {
 		t.Helper()
 		var got string
-		err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 			got = ""
 			if a := e.getPolicy("web").Status.Admission; a != nil && len(a.Containers) == 1 {
 				got = a.Containers[0].Limits.Cpu().String()

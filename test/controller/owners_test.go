@@ -348,8 +348,8 @@ func TestOwnersThroughTheManagerCache(t *testing.T) {
 	e.vpa("api", "api", "Recreate")
 	e.policy("web", targetRef("web"))
 	e.policy("api", targetRef("api"))
-	counter.waitSyncs(e, "web", 1, 30*time.Second)
-	counter.waitSyncs(e, "api", 1, 30*time.Second)
+	counter.waitSyncs(e, "web", 1, 2*time.Minute)
+	counter.waitSyncs(e, "api", 1, 2*time.Minute)
 	if p := e.getPod("web-0"); p.Generation < 2 {
 		t.Errorf("the stable pod was not resized (generation %d)", p.Generation)
 	}

@@ -189,12 +189,12 @@ func tenantUser(t *testing.T, ns string) (string, client.Client) {
 	}
 	as := impersonating(t, user, []string{"system:authenticated"})
 	// RBAC reaches the authorizer through its informers.
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		return as.List(ctx, &corev1.PodList{}, client.InNamespace(ns)) == nil &&
 			as.List(ctx, &v1alpha1.TailorPolicyList{}, client.InNamespace(ns)) == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("%s may not list pods and policies of namespace %s 30s after its bindings", user, ns)
+		t.Fatalf("%s may not list pods and policies of namespace %s 2m after its bindings", user, ns)
 	}
 	return user, as
 }

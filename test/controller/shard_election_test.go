@@ -56,7 +56,7 @@ func TestEachShardElectsItsOwnLeader(t *testing.T) {
 
 	poll := func(what string, cond func() bool) {
 		t.Helper()
-		if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 			return cond(), nil
 		}); err != nil {
 			t.Fatalf("%s: a elected %v, b elected %v, c elected %v; leases: shard 0 %q, shard 1 %q", what,

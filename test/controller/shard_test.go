@@ -45,7 +45,7 @@ func TestShardsSplitNamespacesAndCountEachOthersPods(t *testing.T) {
 	newManagedController(t, b.controllerDeps(), controllerOptions{SyncPeriod: time.Minute, Shard: shard.Shard{Index: 1, Count: 2}})
 
 	var web, other *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		web, other = a.getPod("web-0"), b.getPod("other-0")
 		return web.Generation > 1 && other.Generation > 1, nil
 	})
