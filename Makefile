@@ -281,10 +281,13 @@ bench-scale: build
 	hack/cluster.sh build etcd kube-apiserver
 	@# The full size (or a --sources naming it) runs a real Prometheus.
 	if [ "$(SCALE)" = full ] || echo '$(BENCH_SCALE_FLAGS)' | grep -q prometheus; then hack/addons/prometheus.sh install; fi
-	source hack/lib.sh; \
+	@# A run with VPA (--sources naming vpa) builds its components from the module proxy.
+	source hack/lib.sh; vpa=(); \
+	if echo '$(BENCH_SCALE_FLAGS)' | grep -q vpa; then hack/addons/vpa.sh build && \
+		vpa=(--vpa-bin "$$(hack/addons/vpa.sh bin)" --vpa-crds "$$(hack/addons/vpa.sh crds)"); fi; \
 	cd bench && TEST_ASSET_KUBE_APISERVER="$$K8S_BIN/kube-apiserver" TEST_ASSET_ETCD="$$ETCD_BIN/etcd" \
 		$(GO) run ./cmd/scale-bench --scale $(SCALE) --tailor ../$(BIN)/tailor --traces $(BENCH_TRACES) \
-		--ranges scale-ranges.json --out out $(BENCH_SCALE_FLAGS)
+		--ranges scale-ranges.json --out out "$${vpa[@]}" $(BENCH_SCALE_FLAGS)
 
 ## bench-room: what making room in place saves against recreating (issue #37):
 ## tailor's own sync decisions on a simulated fleet of 200 full nodes with

@@ -12,6 +12,8 @@
 #
 #   hack/addons/vpa.sh up     build (cached), install, start, wait for the webhook
 #   hack/addons/vpa.sh down   stop, unregister, remove its objects and state
+#   hack/addons/vpa.sh build  build (cached) only; bin, crds: print where the
+#                             binaries and the CRDs' manifest are
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 VPA_VERSION="${VPA_VERSION:-v1.8.1}"
@@ -129,5 +131,10 @@ cmd_down() {
 case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  # For the scale benchmark's VPA run, which starts the components itself
+  # against its own apiserver: build them; where they are; VPA's CRDs.
+  build) build >&2 ;;
+  bin) echo "$VPA_BIN_DIR" ;;
+  crds) echo "$(module_dir)/deploy/vpa-v1-crd-gen.yaml" ;;
+  *) echo "usage: $0 up|down|build|bin|crds" >&2; exit 2 ;;
 esac

@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -32,12 +34,15 @@ type cluster struct {
 	cs         kubernetes.Interface
 	c          client.Client
 	wc         client.WithWatch
+	dyn        dynamic.Interface
 	kubeconfig string
 }
 
-func startCluster(repo, workDir string) (*cluster, error) {
+// startCluster starts kube-apiserver and etcd with tailor's CRDs and
+// extraCRDs (files or directories: VPA's, for its run).
+func startCluster(repo, workDir string, extraCRDs ...string) (*cluster, error) {
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(repo, "config", "crd", "bases")},
+		CRDDirectoryPaths:     append([]string{filepath.Join(repo, "config", "crd", "bases")}, extraCRDs...),
 		ErrorIfCRDPathMissing: true,
 		// envtest's 20s default start timeout is too short on a loaded
 		// 2-core machine (test/controller's main_test.go says when).
@@ -69,6 +74,9 @@ func startCluster(repo, workDir string) (*cluster, error) {
 	if cl.cs, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
+	if cl.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
 	// The manager's own identity, in group system:masters (this
 	// apiserver's only authorizer is RBAC with that group bound).
 	user, err := env.AddUser(envtest.User{Name: "tailor-manager", Groups: []string{"system:masters"}}, nil)
@@ -95,6 +103,9 @@ func (c *cluster) stop() error { return c.env.Stop() }
 type layout struct {
 	size
 	namespaces int
+	// owned: each workload's pods are owned by a ReplicaSet of a
+	// Deployment (VPA's run), not ownerless.
+	owned bool
 }
 
 func (l layout) namespace(policy int) string { return fmt.Sprintf("bench-%03d", policy%l.namespaces) }
@@ -133,6 +144,12 @@ func (c *cluster) populate(ctx context.Context, l layout, f *fleet, shapes []*sh
 	if err != nil {
 		return nil, err
 	}
+	var owners map[string]types.UID
+	if l.owned {
+		if owners, err = c.vpaOwners(ctx, l); err != nil {
+			return nil, err
+		}
+	}
 	pods := make([]*simPod, l.Pods)
 	err = parallel(ctx, l.Pods, func(i int) error {
 		pol := i % l.Policies
@@ -143,7 +160,7 @@ func (c *cluster) populate(ctx context.Context, l layout, f *fleet, shapes []*sh
 			cpuBase: 0.4, memBase: 360 * (1 << 20), cpuLimit: 1, upTo: benchStart,
 		}
 		pods[i] = sp
-		if err := c.createPod(ctx, sp, l.workload(pol), node.name); err != nil {
+		if err := c.createPod(ctx, sp, l.workload(pol), node.name, owners[l.workload(pol)]); err != nil {
 			return err
 		}
 		node.mu.Lock()
@@ -181,7 +198,7 @@ func (c *cluster) populate(ctx context.Context, l layout, f *fleet, shapes []*sh
 // it, so a run measures a steady state rather than a first wave of raises:
 // lowerings wait for the stabilization window (15m, longer than a run),
 // raises come with the step.
-func (c *cluster) createPod(ctx context.Context, sp *simPod, app, node string) error {
+func (c *cluster) createPod(ctx context.Context, sp *simPod, app, node string, owner types.UID) error {
 	res := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("480Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("960Mi")},
@@ -192,6 +209,9 @@ func (c *cluster) createPod(ctx context.Context, sp *simPod, app, node string) e
 			NodeName:   node,
 			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Resources: res}},
 		},
+	}
+	if owner != "" {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-rs", UID: owner, Controller: ptr.To(true)}}
 	}
 	if err := c.c.Create(ctx, p); err != nil {
 		return fmt.Errorf("creating pod %s/%s: %w", sp.ns, sp.name, err)

@@ -99,10 +99,13 @@ func parseSizes(s string) ([]size, error) {
 
 type options struct {
 	repo, tailor, traces, out, ranges, nodeIP string
-	syncPeriod                                time.Duration
-	syncs                                     int
-	keep                                      bool
-	managerFlags                              []string
+	// vpaBin holds VPA's vpa-recommender and vpa-updater, and vpaCRDs its
+	// CRDs' manifest, for the run with source "vpa".
+	vpaBin, vpaCRDs string
+	syncPeriod      time.Duration
+	syncs           int
+	keep            bool
+	managerFlags    []string
 	// memoryLimit: run the manager in a memory cgroup with this limit, as
 	// a container's limits.memory; 0: no limit.
 	memoryLimit int64
@@ -112,12 +115,14 @@ func main() {
 	var o options
 	scale := flag.String("scale", "ci", "ci (1k pods, 50 nodes, 10 policies, kubelet source: a few minutes) or full (every size up to 10k pods with the kubelet source, the smallest also with metrics-server and Prometheus)")
 	sizesFlag := flag.String("sizes", "", "sizes to run instead, as PODSxNODESxPOLICIES[/SHARDS][@LIMIT][,...] (SHARDS managers split the namespaces, each with --shards and its --shard-index, under leader election; LIMIT runs each in a memory cgroup, as --memory-limit)")
-	sourcesFlag := flag.String("sources", "", "metrics sources instead of the scale's (kubelet,metrics-server,prometheus; kubelet-proxy is the kubelet source read through the apiserver's node proxy, --kubelet-via-apiserver-proxy)")
+	sourcesFlag := flag.String("sources", "", "metrics sources instead of the scale's (kubelet,metrics-server,prometheus; kubelet-proxy is the kubelet source read through the apiserver's node proxy, --kubelet-via-apiserver-proxy; vpa runs VPA 1.8's recommender and updater instead of tailor, on metrics.k8s.io, with --vpa-bin and --vpa-crds)")
 	flag.StringVar(&o.repo, "repo", "..", "the tailor repository (for the CRDs)")
 	flag.StringVar(&o.tailor, "tailor", "../bin/tailor", "the tailor binary")
 	flag.StringVar(&o.traces, "traces", "../../shared/traces/bitbrains-rnd/2013-7", "Bitbrains month the usage shapes come from")
 	flag.StringVar(&o.out, "out", "out", "directory for scale.json and scale.svg")
 	flag.StringVar(&o.ranges, "ranges", "scale-ranges.json", "recorded ranges to check; empty skips the check")
+	flag.StringVar(&o.vpaBin, "vpa-bin", "", "the directory of VPA's vpa-recommender and vpa-updater, for the source vpa (hack/addons/vpa.sh build makes them)")
+	flag.StringVar(&o.vpaCRDs, "vpa-crds", "", "VPA's CRDs (its deploy/vpa-v1-crd-gen.yaml), for the source vpa")
 	flag.StringVar(&o.nodeIP, "node-ip", "", "the address the simulated kubelets listen on (default: the host's first non-loopback IPv4; the apiserver does not proxy to loopback)")
 	flag.DurationVar(&o.syncPeriod, "sync-period", 10*time.Second, "the manager's --sync-period (10s is its default)")
 	flag.IntVar(&o.syncs, "syncs", 6, "sync periods measured per run")
@@ -333,7 +338,9 @@ type result struct {
 
 // managerFigures are one shard's manager's own figures, and what it owns.
 type managerFigures struct {
-	Shard              int     `json:"shard"`
+	Shard int `json:"shard"`
+	// Component names one of VPA's components, in its run.
+	Component          string  `json:"component,omitempty"`
 	Namespaces         int     `json:"namespaces"`
 	Policies           int     `json:"policies"`
 	Pods               int     `json:"pods"`
@@ -389,7 +396,14 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 	if err != nil {
 		return nil, err
 	}
-	cl, err := startCluster(repo, work)
+	var crds []string
+	if source == "vpa" {
+		if o.vpaBin == "" || o.vpaCRDs == "" {
+			return nil, fmt.Errorf("the source vpa needs --vpa-bin and --vpa-crds (make bench-scale passes them)")
+		}
+		crds = append(crds, o.vpaCRDs)
+	}
+	cl, err := startCluster(repo, work, crds...)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +419,7 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 		return nil, err
 	}
 	defer f.stop()
-	l := layout{size: s, namespaces: max(1, (s.Policies+19)/20)}
+	l := layout{size: s, namespaces: max(1, (s.Policies+19)/20), owned: source == "vpa"}
 	pods, err := cl.populate(ctx, l, f, shapes)
 	if err != nil {
 		return nil, err
@@ -431,6 +445,22 @@ func runOne(parent context.Context, o options, s size, source string, shapes []*
 			return nil, err
 		}
 		defer ms.stop()
+	case "vpa":
+		ms, err := startMetricsAPI(ctx, cl, f)
+		if err != nil {
+			return nil, err
+		}
+		defer ms.stop()
+		if err := cl.createVPAs(ctx, l); err != nil {
+			return nil, err
+		}
+		res.SetupSeconds = time.Since(setupStart).Seconds()
+		fmt.Printf("setup: %d nodes, %d pods, %d VPAs in %.0fs\n", s.Nodes, s.Pods, s.Policies, res.SetupSeconds)
+		if err := runVPA(ctx, o, cl, rz, s, work, res); err != nil {
+			return nil, err
+		}
+		res.SimulatedKubeletAnswers = rz.resultCounts()
+		return res, nil
 	case "prometheus":
 		prom, err := startPrometheus(ctx, f, work)
 		if err != nil {

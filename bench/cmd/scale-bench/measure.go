@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// managerProc is the tailor manager, run as its own process so its memory
-// and CPU are its own.
+// managerProc is the tailor manager (or one of VPA's components), run as
+// its own process so its memory and CPU are its own.
 type managerProc struct {
 	cmd         *exec.Cmd
 	metricsAddr string
@@ -59,23 +59,35 @@ func startManager(bin, kubeconfig, source, logPath string, syncPeriod time.Durat
 	if err != nil {
 		return nil, err
 	}
+	args := append([]string{"manager", "--kubeconfig", kubeconfig, "--metrics-source", source,
+		"--sync-period", syncPeriod.String(), "--leader-elect=false",
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr, "--pprof-bind-address", pprofAddr}, extra...)
+	name := bin
+	if cg != nil {
+		args = append([]string{"-c", `echo $$ > "$0" && exec "$@"`, cg.procs(), bin}, args...)
+		name = "/bin/sh"
+	}
+	m, err := startProcess(name, args, logPath)
+	if err != nil {
+		return nil, err
+	}
+	m.metricsAddr, m.pprofAddr = metricsAddr, pprofAddr
+	return m, nil
+}
+
+// startProcess starts bin with args, its output to logPath.
+func startProcess(bin string, args []string, logPath string) (*managerProc, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"manager", "--kubeconfig", kubeconfig, "--metrics-source", source,
-		"--sync-period", syncPeriod.String(), "--leader-elect=false",
-		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr, "--pprof-bind-address", pprofAddr}, extra...)
 	cmd := exec.Command(bin, args...)
-	if cg != nil {
-		cmd = exec.Command("/bin/sh", append([]string{"-c", `echo $$ > "$0" && exec "$@"`, cg.procs(), bin}, args...)...)
-	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	return &managerProc{cmd: cmd, metricsAddr: metricsAddr, pprofAddr: pprofAddr, log: logf}, nil
+	return &managerProc{cmd: cmd, log: logf}, nil
 }
 
 func (m *managerProc) stop() {
