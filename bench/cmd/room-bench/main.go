@@ -12,7 +12,7 @@
 // What is simulated: the pods' demand (a step up of each needy pod to 1.3-2.4
 // cores at a random minute), the recommendation (demand plus 15%; a lowering
 // held back for the 15-minute window, offered early), and the kubelet (a
-// resize applied at the next sync, a recreated pod down a minute). What is
+// resize applied as soon as it is sent, a recreated pod down a minute). What is
 // not: the recommender (bench/cmd/replay-bench replays that on real traces)
 // and the apiserver (test/controller runs the same decisions against one).
 //
