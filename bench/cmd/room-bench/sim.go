@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	schedhelper "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/tailorhq/tailor/api/v1alpha1"
 	"github.com/tailorhq/tailor/internal/autoscale"
@@ -123,7 +124,7 @@ func Run(f Fleet, arm Arm) (Result, error) {
 	for step := 1; step <= int(time.Duration(f.Minutes)*time.Minute/f.Period); step++ {
 		now := start.Add(time.Duration(step) * f.Period)
 		for _, sp := range pods {
-			if sp.pod == nil || now.Before(sp.downUntil) {
+			if now.Before(sp.downUntil) {
 				continue
 			}
 			st := states[sp.policy]
@@ -142,7 +143,7 @@ func Run(f Fleet, arm Arm) (Result, error) {
 				return res, fmt.Errorf("sync of %s at %s: %w", sp.policy, now.Sub(start), err)
 			}
 			if wanted != nil {
-				if d, err = wanted.Decide(nodePods(nodes, f)); err != nil {
+				if d, err = wanted.Decide(nodePods(nodes)); err != nil {
 					return res, fmt.Errorf("recreation of %s at %s: %w", sp.policy, now.Sub(start), err)
 				}
 			}
@@ -155,7 +156,7 @@ func Run(f Fleet, arm Arm) (Result, error) {
 			}
 			for _, g := range d.Room.Given {
 				res.RoomGiven++
-				if g.Priority <= priority(sp.pod) {
+				if g.Priority <= schedhelper.PodPriority(sp.pod) {
 					res.TakenFromHigher++
 				}
 			}
@@ -166,13 +167,13 @@ func Run(f Fleet, arm Arm) (Result, error) {
 				return res, err
 			}
 		}
-		for name, ps := range nodes {
-			if over(ps, name) {
+		for _, ps := range nodes {
+			if over(ps) {
 				res.Overcommitted++
 			}
 		}
 		for _, sp := range pods {
-			if !sp.needy || sp.pod == nil {
+			if !sp.needy {
 				continue
 			}
 			switch {
@@ -221,7 +222,7 @@ func syncInput(sp *simPod, nodes map[string][]*corev1.Pod, now time.Time, st *po
 	name := sp.pod.Spec.NodeName
 	return autoscale.SyncInput{
 		PolicyInput: fleet.PolicyInput{Spec: sp.spec, Pods: []fleet.PodInput{pin},
-			Nodes:  map[string]*resize.NodeState{name: {Name: name, Allocatable: nodeAllocatable(name), Pods: nodes[name]}},
+			Nodes:  map[string]*resize.NodeState{name: {Name: name, Allocatable: nodeAllocatable(), Pods: nodes[name]}},
 			Server: resize.Version{Major: 1, Minor: 37}, MemoryFloorHeadroom: 0.1, Now: now},
 		Template: sp.tmpl,
 		Settle:   time.Second,
@@ -292,7 +293,7 @@ func move(f Fleet, sp *simPod, containers []v1alpha1.RecreatedContainer, nodes m
 	p.Spec.NodeName = ""
 	for i := range f.Spare {
 		name := fmt.Sprintf("spare-%d", i)
-		if fits(nodes[name], p, name) {
+		if fits(nodes[name], p) {
 			p.Spec.NodeName = name
 			nodes[name] = append(nodes[name], p)
 			break
@@ -331,18 +332,11 @@ func settle(p *corev1.Pod) {
 // anyLower says whether a neighbour of p is of lower priority.
 func anyLower(p *simPod, pods []*simPod) bool {
 	for _, o := range pods {
-		if o != p && o.pod.Spec.NodeName == p.pod.Spec.NodeName && priority(o.pod) < priority(p.pod) {
+		if o != p && o.pod.Spec.NodeName == p.pod.Spec.NodeName && schedhelper.PodPriority(o.pod) < schedhelper.PodPriority(p.pod) {
 			return true
 		}
 	}
 	return false
-}
-
-func priority(p *corev1.Pod) int32 {
-	if p.Spec.Priority == nil {
-		return 0
-	}
-	return *p.Spec.Priority
 }
 
 func cpuRequest(p *corev1.Pod) int64 {
@@ -355,7 +349,7 @@ func cpuLimit(p *corev1.Pod) float64 {
 }
 
 // Every node, fleet or spare, has 4 cores and 16 GiB.
-func nodeAllocatable(string) corev1.ResourceList {
+func nodeAllocatable() corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"),
 		corev1.ResourcePods: resource.MustParse("110")}
 }
@@ -370,21 +364,23 @@ func requested(pods []*corev1.Pod) int64 {
 }
 
 // nodeCPU is a node's allocatable CPU, in millicores.
-func nodeCPU(node string) int64 {
-	a := nodeAllocatable(node)
+func nodeCPU() int64 {
+	a := nodeAllocatable()
 	return a.Cpu().MilliValue()
 }
 
-func fits(pods []*corev1.Pod, p *corev1.Pod, node string) bool {
-	return requested(pods)+cpuRequest(p) <= nodeCPU(node)
+// fits says whether p fits beside pods on a node; over, whether pods
+// request more than a node has.
+func fits(pods []*corev1.Pod, p *corev1.Pod) bool {
+	return requested(pods)+cpuRequest(p) <= nodeCPU()
 }
 
-func over(pods []*corev1.Pod, node string) bool {
-	return requested(pods) > nodeCPU(node)
+func over(pods []*corev1.Pod) bool {
+	return requested(pods) > nodeCPU()
 }
 
 // nodePods is every node with its pods, for placing a replacement.
-func nodePods(nodes map[string][]*corev1.Pod, f Fleet) []placement.NodePods {
+func nodePods(nodes map[string][]*corev1.Pod) []placement.NodePods {
 	names := make([]string, 0, len(nodes))
 	for name := range nodes {
 		names = append(names, name)
@@ -392,7 +388,7 @@ func nodePods(nodes map[string][]*corev1.Pod, f Fleet) []placement.NodePods {
 	slices.Sort(names)
 	out := make([]placement.NodePods, 0, len(names))
 	for _, name := range names {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: nodeAllocatable(name),
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: nodeAllocatable(),
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 		out = append(out, placement.NodePods{Node: n, Pods: nodes[name]})
 	}
